@@ -1,0 +1,1 @@
+"""Coding labs: exercises, reference implementations, the isolated grader and the shipped models."""

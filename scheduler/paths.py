@@ -1,0 +1,19 @@
+"""Where the learner's data lives: $DOJO_HOME if set, else the platform's user data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    """Return (and create) the data directory; tests and CI set DOJO_HOME to a temp dir."""
+    override = os.environ.get("DOJO_HOME")
+    if override:
+        path = Path(override).expanduser()
+    else:
+        import platformdirs
+
+        path = Path(platformdirs.user_data_dir("serving-dojo", appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,5 @@
+"""`python -m trainer` is the same as `dojo`."""
+
+from trainer.cli import main
+
+main()

@@ -1,0 +1,46 @@
+"""The `dojo` command: no subcommand opens the app; every feature is also reachable headless."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# Subcommand modules, each exposing click commands/groups listed by name. Kept as a table so the
+# areas (scheduler, questions, lab, sims) can grow independently without touching each other.
+_SUBCOMMANDS: dict[str, tuple[str, ...]] = {
+    "trainer.commands.schedule": ("due", "stats", "backup", "export", "import_"),
+    "trainer.commands.questions": ("questions",),
+    "trainer.commands.lab": ("lab",),
+    "trainer.commands.sim": ("sim",),
+}
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="serving-dojo")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Serving Dojo: daily LLM-serving interview drills and graded coding labs.
+
+    Run with no command to open the app. Data lives in your user data directory, or in
+    $DOJO_HOME when set.
+    """
+    if ctx.invoked_subcommand is None:
+        from trainer.app import run_app
+
+        run_app()
+
+
+def _register() -> None:
+    for module_name, names in _SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue  # area not built yet
+        for name in names:
+            main.add_command(getattr(module, name))
+
+
+_register()
