@@ -247,7 +247,7 @@ class LabScreen(Screen[None]):
         return proc.returncode or 0, out.decode(errors="replace")
 
     async def _workspace(self, exercise: str) -> Path | None:
-        """`lab start` creates the workspace from the stub (never overwrites) and prints its path."""
+        """`lab start` copies the stub into the workspace (never overwrites) and prints the path."""
         rc, out = await self._run_cli("start", exercise)
         for line in reversed(out.splitlines()):
             for token in reversed(line.split()):

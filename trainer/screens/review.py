@@ -30,9 +30,10 @@ class ReviewScreen(Screen[None]):
         *[Binding(k, f"choose({i})", show=False) for i, k in enumerate("abcd")],
         *[Binding(str(n), f"digit({n})", show=False) for n in range(6)],
         Binding("enter", "default_grade", "Grade", id="default-grade", show=False),
-        Binding("n", "note", "Note", id="note", tooltip="The topic's concept note"),
-        Binding("r", "related", "Related", id="related", tooltip="Related questions"),
-        Binding("l", "lab", "Lab", id="open-lab", tooltip="The lab exercise for this question"),
+        Binding("n", "note", "Note", id="note", show=False, tooltip="The topic's concept note"),
+        Binding("r", "related", "Related", id="related", show=False, tooltip="Related questions"),
+        Binding("l", "lab", "Lab", id="open-lab", show=False,
+                tooltip="The lab exercise for this question"),
         Binding(
             "u,ctrl+z",
             "undo",
