@@ -172,7 +172,9 @@ def import_(file: Path) -> None:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise click.ClickException(f"{file} is not a JSON file ({exc}); nothing was imported")
+        raise click.ClickException(
+            f"{file} is not a JSON file ({exc}); nothing was imported"
+        ) from exc
     with _open_store() as store:
         try:
             summary = store.import_history(data)
