@@ -1,0 +1,212 @@
+"""Whole-bank validation: schema (via the loader), cross-file rules, and many seeded draws.
+
+Used by `dojo questions check` (many draws) and by the bank loader (a few draws, so the app
+starts fast). Every problem is a `Problem` naming file:line:field.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from questions.labs import known_exercises
+from questions.loader import parse_file
+from questions.model import DrawError, Question, Topic, Value
+from questions.problems import Problem
+from questions.render import format_value
+
+CHECK_DRAWS = 200  # random draws per parameterised question for `dojo questions check`
+LOAD_DRAWS = 8  # ... when the app loads the bank
+MAX_CORNERS = 256  # all-extremes combinations tried (2^8 parameters' worth), then one-at-a-time
+
+
+@dataclass
+class Report:
+    topics: dict[str, Topic] = field(default_factory=dict)
+    questions: list[Question] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate_files(
+    paths: Sequence[Path],
+    *,
+    context: Sequence[Path] = (),
+    draws: int = CHECK_DRAWS,
+    builtin_dir: Path | None = None,
+    exercises: Mapping[str, int] | None = None,
+) -> Report:
+    """Validate `paths`; `context` files supply ids for related links and duplicate checks but
+    their own problems are not reported. Files under `builtin_dir` must have topic id == stem."""
+    exercises = known_exercises() if exercises is None else exercises
+    targets = [Path(p) for p in paths]
+    resolved = {p.resolve() for p in targets}
+    extra = [Path(p) for p in context if Path(p).resolve() not in resolved]
+    ctx_files = [parse_file(p, exercises) for p in extra]
+    files = [parse_file(p, exercises) for p in targets]
+    report = Report()
+
+    # ids declared by context files come first: a pack cannot take over a built-in id or topic
+    seen_ids: dict[str, tuple[Path, int]] = {}
+    seen_topics: dict[str, Path] = {}
+    for parsed in ctx_files:
+        for qid, line in parsed.declared:
+            seen_ids.setdefault(qid, (parsed.path, line))
+        if parsed.topic:
+            seen_topics.setdefault(parsed.topic.id, parsed.path)
+    rejected: set[tuple[Path, str]] = set()
+    for parsed in files:
+        report.problems.extend(parsed.problems)
+        topic = parsed.topic
+        if topic is not None:
+            if builtin_dir is not None and parsed.path.resolve().parent == builtin_dir.resolve() \
+                    and topic.id != parsed.path.stem:
+                report.problems.append(Problem(parsed.path, topic.line, "topic.id",
+                                               f"topic id {topic.id!r} must equal the file name "
+                                               f"{parsed.path.stem!r} in the built-in bank"))
+            if topic.id in seen_topics:
+                report.problems.append(Problem(parsed.path, topic.line, "topic.id",
+                                               f"topic {topic.id!r} is already defined in "
+                                               f"{seen_topics[topic.id]}"))
+            else:
+                seen_topics[topic.id] = parsed.path
+                report.topics[topic.id] = topic
+        for qid, line in parsed.declared:
+            if qid in seen_ids:
+                first_path, first_line = seen_ids[qid]
+                report.problems.append(Problem(parsed.path, line, f"{qid}.id",
+                                               f"duplicate id {qid!r} (first at "
+                                               f"{first_path}:{first_line})"))
+                rejected.add((parsed.path, qid))
+            else:
+                seen_ids[qid] = (parsed.path, line)
+
+    for parsed in files:
+        for question in parsed.questions:
+            if (parsed.path, question.id) in rejected or question.topic not in report.topics:
+                continue
+            problems = [Problem(parsed.path, parsed.locate(question.id, where),
+                                f"{question.id}.{where}", message)
+                        for where, message in _question_problems(question, seen_ids, draws)]
+            report.problems.extend(problems)
+            if not problems:
+                report.questions.append(question)
+    report.problems.sort(key=lambda p: (str(p.file), p.line, p.field))
+    return report
+
+
+def _question_problems(question: Question, known_ids: Mapping[str, object],
+                       draws: int) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for other in question.related:
+        if other not in known_ids:
+            found.append(("related", f"related id {other!r} does not exist"))
+    for values, seed in _draw_plan(question, draws):
+        try:
+            instance = question.instance(values, seed=seed) if values is not None \
+                else question.draw(seed)
+        except DrawError as exc:
+            shown = _describe(values if values is not None else question.draw_values(seed))
+            return [*found, (exc.field, f"{exc.message} (with {shown})")]
+        problem = _instance_problem(question, instance.values, instance.answer,
+                                    instance.choices) or _rounded_in_prompt(question,
+                                                                            instance.values)
+        if problem:
+            shown = _describe(instance.values, question)
+            return [*found, (problem[0], f"{problem[1]} (with {shown})")]
+    return found
+
+
+def _instance_problem(question: Question, values: Mapping[str, Value], answer: float | None,
+                      choices: Sequence[str]) -> tuple[str, str] | None:
+    for name in question.derived:
+        value = values[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"derived.{name}", f"not a finite number: {value}"
+    if question.kind == "numeric":
+        assert answer is not None and question.tolerance is not None
+        if not math.isfinite(answer):
+            return "answer", f"not a finite number: {answer}"
+        tol = question.tolerance
+        if tol.abs is not None and tol.rel is None and answer != 0 and tol.abs >= abs(answer):
+            return "tolerance.abs", (f"abs tolerance {tol.abs:g} is not smaller than the answer "
+                                     f"{answer:g}: 0 would be accepted")
+    if question.kind == "mcq":
+        folded = [" ".join(c.split()).casefold() for c in choices]
+        if len(set(folded)) != len(folded):
+            return "choices", "two choices render the same text"
+    return None
+
+
+def _rounded_in_prompt(question: Question,
+                       values: Mapping[str, Value]) -> tuple[str, str] | None:
+    """A drawn value the prompt shows rounded (e.g. {x:.1f} of 23.175) makes the learner
+    compute with a different number than the answer formula does."""
+    drawn = set(question.params) | {k for case in question.cases for k in case}
+    for name, spec in _prompt_fields(question.prompt):
+        value = values.get(name)
+        if name not in drawn or isinstance(value, str) or value is None:
+            continue
+        shown = format_value(value, spec, name)
+        number = shown.replace(",", "").replace("_", "").strip()
+        scale = 100.0 if number.endswith("%") else 1.0
+        try:
+            read_back = float(number.rstrip("%")) / scale
+        except ValueError:
+            continue
+        if not math.isclose(read_back, float(value), rel_tol=1e-6, abs_tol=1e-12):
+            return (f"params.{name}" if name in question.params else "cases",
+                    f"the prompt shows {name} as {shown} but the answer uses {value!r}: give the "
+                    "range a step (or show more digits) so the learner sees the exact value")
+    return None
+
+
+def _prompt_fields(prompt: str) -> list[tuple[str, str]]:
+    return [(name, spec or "") for _, name, spec, _ in string.Formatter().parse(prompt)
+            if name is not None]
+
+
+def _draw_plan(question: Question,
+               draws: int) -> Iterable[tuple[dict[str, Value] | None, int]]:
+    """Extremes first (every corner of the parameter box when small, else one-at-a-time), then
+    random seeded draws; for a question without parameters one draw is enough."""
+    if not question.parameterised:
+        yield None, 0
+        return
+    params = question.params
+    cases = question.cases or ({},)
+    lows = {n: p.extremes()[0] for n, p in params.items()}
+    highs = {n: p.extremes()[1] for n, p in params.items()}
+    names = list(params)
+    for case in cases:
+        if 2 ** len(names) <= MAX_CORNERS:
+            for corner in itertools.product((0, 1), repeat=len(names)):
+                values: dict[str, Value] = dict(case)
+                values.update({n: (highs if bit else lows)[n] for n, bit in zip(names, corner,
+                                                                             strict=True)})
+                yield values, 0
+        else:
+            yield {**case, **lows}, 0
+            yield {**case, **highs}, 0
+            for name in names:
+                yield {**case, **lows, name: highs[name]}, 0
+                yield {**case, **highs, name: lows[name]}, 0
+    for seed in range(draws):
+        yield None, seed
+
+
+def _describe(values: Mapping[str, Value], question: Question | None = None) -> str:
+    keys = list(values)
+    if question is not None:
+        keys = [k for k in keys if k in question.params or
+                any(k in case for case in question.cases)]
+    if not keys:
+        return "no parameters"
+    return ", ".join(f"{k}={values[k]!r}" for k in keys)
