@@ -252,9 +252,10 @@ class CapacitySim(Sim):
         else:
             ridge_text = "never"
             f.append(
-                f"Ridge at {ctx:,} tokens: never — each sequence reads {num(seat_bytes / GB)} GB of "
-                f"KV per step, more than the {num(per_seq_compute_bytes / GB)} GB its FLOPs take "
-                "at peak, so decode stays memory-bound at any batch"
+                f"Ridge at {ctx:,} tokens: never — each sequence reads "
+                f"{num(seat_bytes / GB)} GB of KV per step, more than the "
+                f"{num(per_seq_compute_bytes / GB)} GB its FLOPs take at peak, "
+                "so decode stays memory-bound at any batch"
             )
         out.append(Output("ridge_batch_at_context", "Compute-bound from batch (full context)",
                           ridge_ctx, "seqs", ridge_text))
