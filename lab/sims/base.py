@@ -98,8 +98,9 @@ class InputSpec:
         """'one of a, b' or 'min..max' for help texts."""
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
-        lo = "" if self.min is None else _plain(self.min)
-        hi = "" if self.max is None else _plain(self.max)
+        show = (lambda x: f"{_plain(round(x * 100, 6))}%") if self.percent else _plain
+        lo = "" if self.min is None else show(self.min)
+        hi = "" if self.max is None else show(self.max)
         return f"{lo}..{hi}"
 
 
