@@ -213,7 +213,7 @@ class Services:
         from questions.bank import load_bank
         from scheduler.store import Store
 
-        bank = load_bank(*bank_paths) if bank_paths else load_bank()
+        bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
         store = Store.open(db_path)
         store.sync_cards([(q.id, q.topic) for q in bank.questions])
         return cls(store, bank)
@@ -231,7 +231,9 @@ class Services:
         queue = self.store.today_queue(now)
         per_day = _per_day(self.store.reviews_per_day(84))
         today_count = per_day.get(self._today(now), 0)
-        first_run = not per_day and not any(per_day.values())
+        first_run = not any(per_day.values()) and all(
+            getattr(c, "due", None) is None for c in self.store.cards()
+        )
         return TodayView(
             due=len(_ids(getattr(queue, "reviews", ()))),
             new=len(_ids(getattr(queue, "new", ()))),
@@ -248,7 +250,7 @@ class Services:
         )
 
     def _today(self, now: dt.datetime | None) -> dt.date:
-        day = getattr(self.store, "today", None)
+        day = getattr(self.store, "study_day", None)
         if callable(day):
             value = day(now)
             if isinstance(value, dt.date):
@@ -365,7 +367,7 @@ class Session:
         from questions.answers import check_answer
 
         text = str(answer)
-        outcome = check_answer(item.question, inst, text)
+        outcome = check_answer(inst, text)
         if getattr(outcome, "reask", False):
             return Reask(str(getattr(outcome, "message", "") or "That is not a number I can read."))
         self._given_text = text
@@ -570,9 +572,10 @@ def _card_status(card: Any, today: dt.date) -> str:
 def browse_rows(services: Services, now: dt.datetime | None = None) -> list[BrowseRow]:
     """Every question in the bank with its card's scheduling state."""
     today = services._today(now)
+    cards = {c.question_id: c for c in services.store.cards()}
     rows = []
     for q in services.bank.questions:
-        card = services.store.card(q.id)
+        card = cards.get(q.id)
         state = getattr(card, "state", None)
         ef = getattr(card, "ef", None)
         rows.append(
@@ -617,7 +620,8 @@ def stats_view(services: Services) -> StatsView:
         raw = store.true_retention(days)
         retention.append((f"{days} d", _ratio(raw), int(getattr(raw, "total", 0) or 0)))
     topics = []
-    for t in store.topic_accuracy() or ():
+    accuracy = store.topic_accuracy() or {}
+    for t in accuracy.values() if isinstance(accuracy, dict) else accuracy:
         topics.append((services.topic_title(str(t.topic)), int(t.answered), int(t.correct)))
     lab: dict[tuple[str, int], list[Any]] = {}
     for attempt in store.lab_attempts() or ():

@@ -315,10 +315,9 @@ class ReviewScreen(Screen[None]):
         bank = self.session.services.bank
         rows = []
         for qid in getattr(item.question, "related", ()) or ():
-            try:
-                q = bank.get(qid)
-            except KeyError:
-                rows.append((qid, "(missing)"))
+            q = bank.get(qid)
+            if q is None:
+                rows.append((qid, "(not in the bank)"))
                 continue
             rows.append((qid, _first_line(str(q.draw(0).prompt))))
         self.app.push_screen(RelatedScreen(rows))
