@@ -24,9 +24,15 @@ ServicesFactory = Callable[[], "Services"]
 
 
 def _default_factory() -> Services:
+    """The real store and bank. $DOJO_NOW (ISO date-time) pins the clock, e.g. to try tomorrow."""
+    import datetime as dt
+    import os
+
     from trainer.services import Services
 
-    return Services.open()
+    pinned = os.environ.get("DOJO_NOW")
+    now = dt.datetime.fromisoformat(pinned).astimezone() if pinned else None
+    return Services.open(now=now)
 
 
 class ServicesReady(Message):

@@ -10,10 +10,17 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from questions.bank import Bank
+    from questions.model import Instance, Question
+    from scheduler.records import Card, LabAttempt
+    from scheduler.records import Mode as StoreMode
+    from scheduler.store import Store
 
 Mode = Literal["review", "new", "redrill", "cram"]
 
@@ -31,75 +38,10 @@ RIGHT_GRADES = (3, 4, 5)
 REDRILL_PASS = 4  # same-day re-drill continues until a card is graded at least this
 
 
-# --- small adapters: the only places that know the shape of the other packages' objects ------
-
-
-def _qid(item: Any) -> str:
-    """A queue entry may be a question id or a card-like object."""
-    if isinstance(item, str):
-        return item
-    for name in ("question_id", "id"):
-        value = getattr(item, name, None)
-        if isinstance(value, str):
-            return value
-    raise TypeError(f"cannot read a question id from {item!r}")
-
-
-def _ids(items: Iterable[Any] | None) -> list[str]:
-    return [_qid(i) for i in items or ()]
-
-
-def _per_day(raw: Any) -> dict[dt.date, int]:
-    """`reviews_per_day` as {date: count}, whatever mapping/sequence shape it comes in."""
-    out: dict[dt.date, int] = {}
-    if raw is None:
-        return out
-    pairs: Iterable[Any] = raw.items() if isinstance(raw, dict) else raw
-    for pair in pairs:
-        if isinstance(pair, tuple):
-            day, count = pair[0], pair[1]
-        else:
-            day = getattr(pair, "day", None) or getattr(pair, "date", None)
-            count = getattr(pair, "count", None)
-            if count is None:
-                count = getattr(pair, "reviews", 0)
-        if isinstance(day, str):
-            day = dt.date.fromisoformat(day)
-        if isinstance(day, dt.datetime):
-            day = day.date()
-        if isinstance(day, dt.date):
-            out[day] = out.get(day, 0) + int(count)
-    return out
-
-
-def _counts(raw: Any) -> list[int]:
-    """A forecast as a list of counts (day 0 = today)."""
-    if raw is None:
-        return []
-    if isinstance(raw, dict):
-        return [int(v) for _, v in sorted(raw.items())]
-    out = []
-    for item in raw:
-        if isinstance(item, tuple):
-            out.append(int(item[1]))
-        elif isinstance(item, int | float):
-            out.append(int(item))
-        else:
-            out.append(int(getattr(item, "count", getattr(item, "due", 0))))
-    return out
-
-
 def _ratio(raw: Any) -> float | None:
     """True retention as a 0..1 float, or None when there is no mature review yet."""
-    if raw is None:
-        return None
-    if isinstance(raw, int | float):
-        return float(raw)
-    for name in ("rate", "retention", "value", "ratio"):
-        value = getattr(raw, name, None)
-        if isinstance(value, int | float):
-            return float(value)
-    return None
+    rate = getattr(raw, "rate", None)
+    return float(rate) if isinstance(rate, int | float) else None
 
 
 # --- view models --------------------------------------------------------------------------------
@@ -109,6 +51,7 @@ def _ratio(raw: Any) -> float | None:
 class TodayView:
     """Everything the home screen shows, computed in one go off the UI thread."""
 
+    day: dt.date
     due: int
     new: int
     redrill: int
@@ -134,8 +77,8 @@ class Item:
     question_id: str
     mode: Mode
     seed: int
-    question: Any
-    instance: Any
+    question: Question
+    instance: Instance
 
     @property
     def is_mcq(self) -> bool:
@@ -198,16 +141,23 @@ class _State:
 
 
 class Services:
-    """The scheduler store and the question bank, opened together."""
+    """The scheduler store and the question bank, opened together.
 
-    def __init__(self, store: Any, bank: Any) -> None:
+    `now` pins the clock (tests, snapshots, "what does tomorrow look like"); None is real time.
+    """
+
+    def __init__(self, store: Store, bank: Bank, now: dt.datetime | None = None) -> None:
         self.store = store
         self.bank = bank
+        self.now = now
         self.rng = random.Random()
 
     @classmethod
     def open(
-        cls, db_path: Path | None = None, bank_paths: Sequence[Path] | None = None
+        cls,
+        db_path: Path | None = None,
+        bank_paths: Sequence[Path] | None = None,
+        now: dt.datetime | None = None,
     ) -> Services:
         """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
         from questions.bank import load_bank
@@ -216,62 +166,63 @@ class Services:
         bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
         store = Store.open(db_path)
         store.sync_cards([(q.id, q.topic) for q in bank.questions])
-        return cls(store, bank)
+        return cls(store, bank, now)
 
     # -- read side ---------------------------------------------------------------------------
 
+    def day(self) -> dt.date:
+        """Today's study day (the store's rollover hour and time zone apply)."""
+        return self.store.study_day(self.now)
+
     def bank_errors(self) -> list[str]:
-        return [str(e) for e in getattr(self.bank, "errors", ()) or ()]
+        return [str(e) for e in self.bank.errors]
 
     def topic_title(self, topic_id: str) -> str:
         topic = self.bank.topics.get(topic_id)
-        return str(getattr(topic, "title", topic_id)) if topic else topic_id
+        return topic.title if topic else topic_id
 
-    def today(self, now: dt.datetime | None = None) -> TodayView:
-        queue = self.store.today_queue(now)
-        per_day = _per_day(self.store.reviews_per_day(84))
-        today_count = per_day.get(self._today(now), 0)
-        first_run = not any(per_day.values()) and all(
-            getattr(c, "due", None) is None for c in self.store.cards()
-        )
+    def question(self, question_id: str) -> Question:
+        question = self.bank.get(question_id)
+        if question is None:
+            raise KeyError(f"{question_id} is not in the question bank")
+        return question
+
+    def today(self) -> TodayView:
+        queue = self.store.today_queue(self.now)
+        per_day = self.store.reviews_per_day(84, self.now)
+        first_run = not any(per_day.values()) and all(c.is_new for c in self.store.cards())
         return TodayView(
-            due=len(_ids(getattr(queue, "reviews", ()))),
-            new=len(_ids(getattr(queue, "new", ()))),
-            redrill=len(_ids(getattr(queue, "redrill", ()))),
-            streak=int(self.store.streak() or 0),
-            reviews_today=today_count,
-            retention=_ratio(self.store.true_retention(30)),
+            day=queue.day,
+            due=len(queue.reviews),
+            new=len(queue.new),
+            redrill=len(queue.redrill),
+            streak=self.store.streak(self.now),
+            reviews_today=per_day.get(queue.day, 0),
+            retention=self.store.true_retention(30, self.now).rate,
             per_day=per_day,
-            forecast=_counts(self.store.forecast(14)),
+            forecast=list(self.store.forecast(14, self.now).values()),
             first_run=first_run,
             total_questions=len(self.bank.questions),
-            topics=sorted((tid, str(t.title)) for tid, t in self.bank.topics.items()),
+            topics=sorted((tid, t.title) for tid, t in self.bank.topics.items()),
             bank_errors=self.bank_errors(),
         )
-
-    def _today(self, now: dt.datetime | None) -> dt.date:
-        day = getattr(self.store, "study_day", None)
-        if callable(day):
-            value = day(now)
-            if isinstance(value, dt.date):
-                return value
-        return (now or dt.datetime.now()).date()
 
     # -- sessions ----------------------------------------------------------------------------
 
     def draw(self, question_id: str, mode: Mode, seed: int | None = None) -> Item:
-        question = self.bank.get(question_id)
+        question = self.question(question_id)
         seed = self.rng.randrange(2**31) if seed is None else seed
         return Item(question_id, mode, seed, question, question.draw(seed))
 
-    def start_session(self, now: dt.datetime | None = None) -> Session:
+    def start_session(self) -> Session:
         """Today's scheduled cards: due reviews, new cards, then re-drills left from earlier."""
-        queue = self.store.today_queue(now)
+        queue = self.store.today_queue(self.now)
         known = {q.id for q in self.bank.questions}
-        items: list[Item] = []
-        for mode, entries in (("review", queue.reviews), ("new", queue.new)):
-            items += [self.draw(i, mode) for i in _ids(entries) if i in known]  # type: ignore[arg-type]
-        pending = [i for i in _ids(getattr(queue, "redrill", ())) if i in known]
+        items = [
+            self.draw(i.question_id, "review") for i in queue.reviews if i.question_id in known
+        ]
+        items += [self.draw(i.question_id, "new") for i in queue.new if i.question_id in known]
+        pending = [i.question_id for i in queue.redrill if i.question_id in known]
         return Session(self, items, pending, cram=False)
 
     def start_cram(self, topic: str | None = None, limit: int = 20) -> Session:
@@ -345,14 +296,14 @@ class Session:
             return self._feedback
         elapsed_ms = int((time.monotonic() - self._shown_at) * 1000)
         inst = item.instance
-        explanation = str(getattr(inst, "explanation", ""))
+        explanation = inst.explanation
         if item.is_mcq:
             index = _choice_index(answer, len(inst.choices))
             if index is None:
                 return Reask(
                     f"Pick one of A–{chr(64 + len(inst.choices))} (or 1–{len(inst.choices)})."
                 )
-            right = int(inst.correct_index)
+            right = int(inst.correct_index or 0)
             self._given_text = f"{chr(65 + index)}. {inst.choices[index]}"
             self._feedback = Feedback(
                 correct=index == right,
@@ -368,20 +319,20 @@ class Session:
 
         text = str(answer)
         outcome = check_answer(inst, text)
-        if getattr(outcome, "reask", False):
-            return Reask(str(getattr(outcome, "message", "") or "That is not a number I can read."))
+        if outcome.reask:
+            return Reask(outcome.message or "That is not a number I can read.")
         self._given_text = text
         self._feedback = Feedback(
-            correct=bool(outcome.correct),
-            expected=str(outcome.expected_display),
-            given=str(getattr(outcome, "given_display", text) or text),
-            hint=str(getattr(outcome, "hint", "") or ""),
+            correct=outcome.correct,
+            expected=outcome.expected_display,
+            given=text.strip(),
+            hint=outcome.hint or "",
             explanation=explanation,
             response_ms=elapsed_ms,
         )
         return self._feedback
 
-    def grade(self, quality: int, now: dt.datetime | None = None) -> None:
+    def grade(self, quality: int) -> None:
         """Record the answer with an SM-2 grade and move on (re-drilling anything below 4)."""
         item, fb = self.current, self._feedback
         if item is None or fb is None:
@@ -396,15 +347,17 @@ class Session:
             replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics)),
             list(self._state.done),
         )
-        mode = "cram" if self.cram else ("redrill" if item.mode == "redrill" else "review")
+        mode: StoreMode = (
+            "cram" if self.cram else ("redrill" if item.mode == "redrill" else "review")
+        )
         self.services.store.answer(
             item.question_id,
             quality,
             correct=fb.correct,
             answer_text=self._given_text,
             response_ms=fb.response_ms,
-            params={"seed": item.seed, "values": _jsonable(getattr(item.instance, "values", {}))},
-            now=now,
+            params={"seed": item.seed, "values": _jsonable(item.instance.values)},
+            now=self.services.now,
             mode=mode,
         )
         self._history.append((before, item))
@@ -427,7 +380,7 @@ class Session:
         """Take back the last graded answer: the store restores the card, the card comes back."""
         if not self._history:
             return None
-        self.services.store.undo()
+        self.services.store.undo(self.services.now)
         before, item = self._history.pop()
         self._state = before
         if not self._state.queue or self._state.queue[0] is not item:
@@ -441,7 +394,10 @@ class Session:
         item = self.current
         if item is None:
             return None
-        getattr(self.services.store, how)(item.question_id)
+        if how == "bury":
+            self.services.store.bury(item.question_id, self.services.now)
+        else:
+            self.services.store.suspend(item.question_id)
         self._state.queue.pop(0)
         if item.question_id in self._state.pending:
             self._state.pending.remove(item.question_id)
@@ -453,23 +409,16 @@ class Session:
     def flag(self, note: str) -> None:
         item = self.current
         if item is not None:
-            self.services.store.flag(item.question_id, note)
+            self.services.store.flag(item.question_id, note, self.services.now)
 
     def summary(self) -> Summary:
         s = replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics))
         s.seconds = time.monotonic() - self._started
         if not self.cram:
-            s.next_due = _next_due(self.services.store.forecast(30))
+            forecast = self.services.store.forecast(365, self.services.now)
+            today = self.services.day()
+            s.next_due = min((d for d, n in forecast.items() if n and d > today), default=None)
         return s
-
-
-def _next_due(raw: Any) -> dt.date | None:
-    """First day after today with something due, from the store's forecast."""
-    counts = _counts(raw)
-    for offset, count in enumerate(counts):
-        if offset > 0 and count > 0:
-            return dt.date.today() + dt.timedelta(days=offset)
-    return None
 
 
 def _choice_index(answer: str | int, n: int) -> int | None:
@@ -483,9 +432,9 @@ def _choice_index(answer: str | int, n: int) -> int | None:
     return None
 
 
-def _jsonable(values: Any) -> dict[str, Any]:
+def _jsonable(values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, value in dict(values or {}).items():
+    for key, value in values.items():
         out[str(key)] = value if isinstance(value, int | float | str | bool) else str(value)
     return out
 
@@ -519,6 +468,7 @@ class HistoryRow:
 
 @dataclass(frozen=True)
 class StatsView:
+    day: dt.date
     per_day: dict[dt.date, int]
     retention: list[tuple[str, float | None, int]]  # (window, rate, mature answers counted)
     topics: list[tuple[str, int, int]]  # (title, answered, correct)
@@ -529,66 +479,39 @@ class StatsView:
     lab: list[tuple[str, int, bool, int, str]]  # (exercise, level, passed ever, attempts, best)
 
 
-def _pairs(raw: Any) -> list[tuple[str, int]]:
-    """A distribution as (label, count) pairs, from a mapping or a sequence of pairs/records."""
-    if raw is None:
-        return []
-    items: Iterable[Any] = raw.items() if isinstance(raw, dict) else raw
-    out: list[tuple[str, int]] = []
-    for item in items:
-        if isinstance(item, tuple):
-            label, count = item[0], item[1]
-        else:
-            label = getattr(item, "label", None) or getattr(item, "bucket", None) or str(item)
-            count = getattr(item, "count", 0)
-        out.append((_label(label), int(count)))
-    return out
-
-
-def _label(value: Any) -> str:
-    if isinstance(value, tuple) and len(value) == 2:
-        return f"{_label(value[0])}–{_label(value[1])}"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def _card_status(card: Any, today: dt.date) -> str:
-    if getattr(card, "retired", False):
+def _card_status(card: Card, today: dt.date) -> str:
+    if card.retired:
         return "retired"
-    if getattr(card, "suspended", False):
+    if card.suspended:
         return "suspended"
-    buried = getattr(card, "buried_until", None)
-    if buried is not None and buried >= today:
+    if card.buried_until is not None and card.buried_until >= today:
         return "buried"
-    if getattr(card, "leech", False):
+    if card.leech:
         return "leech"
-    due = getattr(card, "due", None)
-    if due is None:
+    if card.due is None:
         return "new"
-    return "due" if due <= today else "scheduled"
+    return "due" if card.due <= today else "scheduled"
 
 
-def browse_rows(services: Services, now: dt.datetime | None = None) -> list[BrowseRow]:
+def browse_rows(services: Services) -> list[BrowseRow]:
     """Every question in the bank with its card's scheduling state."""
-    today = services._today(now)
+    today = services.day()
     cards = {c.question_id: c for c in services.store.cards()}
     rows = []
     for q in services.bank.questions:
         card = cards.get(q.id)
-        state = getattr(card, "state", None)
-        ef = getattr(card, "ef", None)
+        reviewed = card is not None and not card.is_new
         rows.append(
             BrowseRow(
                 question_id=q.id,
-                topic=str(q.topic),
-                kind=str(q.kind),
+                topic=q.topic,
+                kind=q.kind,
                 status=_card_status(card, today) if card is not None else "new",
-                due=getattr(card, "due", None),
-                ef=float(ef) if ef is not None else None,
-                interval=getattr(card, "interval", getattr(state, "interval", None)),
-                lapses=int(getattr(card, "lapses", 0) or 0),
-                text=" ".join(str(q.prompt).split()),
+                due=card.due if card is not None else None,
+                ef=float(card.ef) if card is not None and reviewed else None,
+                interval=card.interval if card is not None and reviewed else None,
+                lapses=card.lapses if card is not None else 0,
+                text=" ".join(q.prompt.split()),
             )
         )
     return rows
@@ -596,36 +519,33 @@ def browse_rows(services: Services, now: dt.datetime | None = None) -> list[Brow
 
 def card_history(services: Services, question_id: str) -> list[HistoryRow]:
     """Each logged answer to a card: when, mode, grade, what was typed, the interval after."""
-    rows = []
-    for r in services.store.history(question_id):
-        after = getattr(r, "after", None)
-        rows.append(
-            HistoryRow(
-                when=getattr(r, "reviewed_at", None),
-                mode=str(getattr(r, "mode", "review")),
-                quality=int(r.quality),
-                correct=bool(r.correct),
-                answer=str(getattr(r, "answer_text", "")),
-                interval=getattr(after, "interval", None),
-                response_ms=int(getattr(r, "response_ms", 0) or 0),
-            )
+    return [
+        HistoryRow(
+            when=r.reviewed_at,
+            mode=r.mode,
+            quality=r.quality,
+            correct=r.correct,
+            answer=r.answer_text,
+            interval=r.after.interval if r.mode == "review" else None,
+            response_ms=r.response_ms,
         )
-    return rows
+        for r in services.store.history(question_id)
+    ]
 
 
 def stats_view(services: Services) -> StatsView:
-    store = services.store
+    store, now = services.store, services.now
     retention = []
     for days in (7, 30, 90, 365):
-        raw = store.true_retention(days)
-        retention.append((f"{days} d", _ratio(raw), int(getattr(raw, "total", 0) or 0)))
-    topics = []
-    accuracy = store.topic_accuracy() or {}
-    for t in accuracy.values() if isinstance(accuracy, dict) else accuracy:
-        topics.append((services.topic_title(str(t.topic)), int(t.answered), int(t.correct)))
-    lab: dict[tuple[str, int], list[Any]] = {}
-    for attempt in store.lab_attempts() or ():
-        lab.setdefault((str(attempt.exercise), int(attempt.level)), []).append(attempt)
+        raw = store.true_retention(days, now)
+        retention.append((f"{days} d", raw.rate, raw.total))
+    topics = [
+        (services.topic_title(t.topic), t.answered, t.correct)
+        for t in store.topic_accuracy().values()
+    ]
+    lab: dict[tuple[str, int], list[LabAttempt]] = {}
+    for attempt in store.lab_attempts():
+        lab.setdefault((attempt.exercise, attempt.level), []).append(attempt)
     lab_rows = []
     for (exercise, level), attempts in sorted(lab.items()):
         passed = any(a.passed for a in attempts)
@@ -634,12 +554,13 @@ def stats_view(services: Services) -> StatsView:
             (exercise, level, passed, len(attempts), "" if best is None else f"{best:.1f} s")
         )
     return StatsView(
-        per_day=_per_day(store.reviews_per_day(365)),
+        day=services.day(),
+        per_day=store.reviews_per_day(365, now),
         retention=retention,
         topics=topics,
-        ef=_pairs(store.ef_distribution()),
-        intervals=_pairs(store.interval_distribution()),
-        forecast=_counts(store.forecast(30)),
-        streak=int(store.streak() or 0),
+        ef=[(f"{ef:.2f}", n) for ef, n in store.ef_distribution().items()],
+        intervals=list(store.interval_distribution().items()),
+        forecast=list(store.forecast(30, now).values()),
+        streak=store.streak(now),
         lab=lab_rows,
     )

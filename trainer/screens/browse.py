@@ -141,7 +141,7 @@ class BrowseScreen(Screen[None]):
     def _show_preview(self, question_id: str, history: list[HistoryRow]) -> None:
         services = self.dojo.services
         assert services is not None
-        q = services.bank.get(question_id)
+        q = services.question(question_id)
         inst = q.draw(0)
         row = next((r for r in self.rows if r.question_id == question_id), None)
         lines = [

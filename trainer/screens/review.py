@@ -32,8 +32,14 @@ class ReviewScreen(Screen[None]):
         Binding("enter", "default_grade", "Grade", id="default-grade", show=False),
         Binding("n", "note", "Note", id="note", show=False, tooltip="The topic's concept note"),
         Binding("r", "related", "Related", id="related", show=False, tooltip="Related questions"),
-        Binding("l", "lab", "Lab", id="open-lab", show=False,
-                tooltip="The lab exercise for this question"),
+        Binding(
+            "l",
+            "lab",
+            "Lab",
+            id="open-lab",
+            show=False,
+            tooltip="The lab exercise for this question",
+        ),
         Binding(
             "u,ctrl+z",
             "undo",
@@ -146,7 +152,7 @@ class ReviewScreen(Screen[None]):
             marked = []
             for i, text in enumerate(item.instance.choices):
                 mark = "  "
-                if i == int(item.instance.correct_index):
+                if i == item.instance.correct_index:
                     mark = "[green]✓[/] "
                 elif i == fb.chosen_index:
                     mark = "[red]✗[/] "
@@ -156,11 +162,7 @@ class ReviewScreen(Screen[None]):
         else:
             self.query_one("#answer", Input).disabled = True
         verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
-        seconds = fb.response_ms / 1000
-        lines = [
-            f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}"
-            f"   [dim]({seconds:.1f} s)[/]"
-        ]
+        lines = [f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}"]
         if fb.hint:
             lines.append(f"[yellow]{escape(fb.hint)}[/]")
         self.query_one("#verdict", Static).update("\n".join(lines))

@@ -80,7 +80,7 @@ class StatsScreen(Screen[None]):
         self.app.call_from_thread(self._show, view)
 
     def _show(self, v: StatsView) -> None:
-        today = dt.date.today()
+        today = v.day
         total = sum(v.per_day.values())
         self.query_one("#stats-headline", Static).update(
             f"[b]{total}[/] answers in the last year · streak [b]{v.streak}[/] d"

@@ -99,7 +99,7 @@ class TodayScreen(Screen[None]):
             f"Streak [b]{view.streak}[/] d   Today [b]{view.reviews_today}[/]   "
             f"Retention 30 d [b]{retention}[/]"
         )
-        today = dt.date.today()
+        today = view.day
         self.query_one(Heatmap).update(view.per_day, today)
         labels = [
             (today + dt.timedelta(days=i)).strftime("%a")[:2] for i in range(len(view.forecast))
