@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
+from textual.widgets import Static
 
+from trainer.app import DojoApp
 from trainer.services import Services
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -33,3 +37,37 @@ def open_services(dojo_home: Path) -> Iterator[Callable[..., Services]]:
 @pytest.fixture
 def services(open_services: Callable[..., Services]) -> Services:
     return open_services()
+
+
+# A fixed clock so dates, heatmaps and forecasts are the same on every run (and in snapshots).
+NOW = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def make_app(open_services: Callable[..., Services]) -> Callable[..., DojoApp]:
+    """The real app on the fixture bank, a temp SQLite store and the fixed clock."""
+
+    def factory(*extra: Path, lab_command: list[str] | None = None) -> DojoApp:
+        def services() -> Services:
+            opened = open_services(*extra)
+            opened.now = NOW
+            return opened
+
+        return DojoApp(services, lab_command=lab_command)
+
+    return factory
+
+
+async def ready(app: DojoApp, pilot: Pilot[None]) -> None:
+    """Wait until the store and bank are open and the home screen has painted its data."""
+    for _ in range(200):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        view = getattr(app.screen, "view", None)
+        if app.services is not None and view is not None:
+            return
+    raise AssertionError("the app never finished loading")
+
+
+def text_of(app: DojoApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
