@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from scheduler.records import Mode
 from scheduler.store import Store
 
 
@@ -32,7 +33,7 @@ def main() -> None:
         print("started", flush=True)
         i = 0
         while True:
-            mode = "review" if store.card(f"{prefix}{i % count}").is_new else "redrill"
+            mode: Mode = "review" if store.card(f"{prefix}{i % count}").is_new else "redrill"
             store.answer(f"{prefix}{i % count}", i % 6, correct=True, answer_text="x" * 200,
                          response_ms=i, params={"i": i}, mode=mode)
             i += 1
