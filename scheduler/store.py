@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, select, update
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
@@ -216,8 +217,11 @@ class Store:
 
     def check_integrity(self) -> None:
         """Raise CorruptDatabaseError unless SQLite's quick_check passes."""
-        with self._engine.connect() as conn:
-            rows = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check").fetchall()]
+        try:
+            with self._engine.connect() as conn:
+                rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check")]
+        except DBAPIError as exc:
+            rows = [str(exc.orig)]
         if rows != ["ok"]:
             raise CorruptDatabaseError(
                 f"{self.path} failed SQLite's integrity check ({'; '.join(rows[:3])}). "
@@ -231,7 +235,7 @@ class Store:
     # ---------------------------------------------------------------------------- settings
     def settings(self) -> Settings:
         with self._read() as s:
-            rows = s.execute(select(SettingRow.key, SettingRow.value)).tuples().all()
+            rows = s.execute(select(SettingRow.key, SettingRow.value)).all()
         stored = {k: json.loads(v) for k, v in rows}
         known = {f.name for f in fields(Settings)}
         return Settings(**{k: v for k, v in stored.items() if k in known})
@@ -425,7 +429,7 @@ class Store:
                 redrill_rows.update(s.execute(
                     select(CardRow.question_id, CardRow.topic)
                     .where(CardRow.question_id.in_(failing[chunk:chunk + 500]), *visible)
-                ).tuples().all())
+                ).all())
         return Queue(
             day=day,
             reviews=tuple(QueueItem(r.question_id, r.topic, "review", r.due) for r in due_rows),
@@ -555,7 +559,7 @@ class Store:
                 select(ReviewRow.study_day, func.count())
                 .where(ReviewRow.study_day >= start, ReviewRow.study_day <= today)
                 .group_by(ReviewRow.study_day)
-            ).tuples().all())
+            ).all())
         return {start + dt.timedelta(days=i): counts.get(start + dt.timedelta(days=i), 0)
                 for i in range(days)}
 
@@ -614,7 +618,7 @@ class Store:
                 .where(CardRow.due.is_not(None), CardRow.due <= end, ~CardRow.suspended,
                        ~CardRow.retired)
                 .group_by(CardRow.due)
-            ).tuples().all()
+            ).all()
         out = {today + dt.timedelta(days=i): 0 for i in range(days)}
         for due, n in rows:
             if due is not None:
@@ -627,7 +631,7 @@ class Store:
             rows = s.execute(
                 select(CardRow.ef, func.count()).where(CardRow.due.is_not(None), ~CardRow.retired)
                 .group_by(CardRow.ef).order_by(CardRow.ef)
-            ).tuples().all()
+            ).all()
         return {CardState(ef).ef: n for ef, n in rows}
 
     def interval_distribution(self) -> dict[str, int]:
@@ -636,7 +640,7 @@ class Store:
             rows = s.execute(
                 select(CardRow.interval, func.count())
                 .where(CardRow.due.is_not(None), ~CardRow.retired).group_by(CardRow.interval)
-            ).tuples().all()
+            ).all()
         out = {label: 0 for label, _, _ in INTERVAL_BUCKETS}
         for interval, n in rows:
             for label, low, high in INTERVAL_BUCKETS:
