@@ -131,3 +131,15 @@ def test_builtin_bank_is_valid() -> None:
     assert len(report.questions) == sum(
         len(re.findall(r"^\[\[question\]\]", f.read_text(encoding="utf-8"), re.M)) for f in files
     )
+
+
+def test_the_format_docs_example_is_valid(tmp_path: Path) -> None:
+    """docs/question-format.md and the engine agree: its example file passes the validator."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "question-format.md").read_text(
+        encoding="utf-8")
+    example = re.search(r"```toml\n(.*?)```", doc, re.S)
+    assert example is not None
+    path = tmp_path / "kv-cache.toml"
+    path.write_text(example.group(1), encoding="utf-8")
+    report = validate_files([path])
+    assert report.problems == [] and len(report.questions) == 2
