@@ -65,4 +65,6 @@ def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DR
     """Load the built-in bank plus imported packs (or just `paths`: files or folders)."""
     files = builtin_files() + pack_files() if paths is None else expand(paths)
     report = validate_files(files, draws=draws, builtin_dir=BUILTIN_DIR)
-    return Bank(report.questions, report.topics, report.problems)
+    used = {q.topic for q in report.questions}  # a topic whose questions all failed is left out
+    topics = {tid: topic for tid, topic in report.topics.items() if tid in used}
+    return Bank(report.questions, topics, report.problems)

@@ -89,8 +89,8 @@ class Formula:
             raise FormulaError("number too large") from None
         except (ValueError, TypeError) as exc:  # math domain errors, e.g. log(0), sqrt(-1)
             raise FormulaError(f"math error: {exc}") from None
-        if math.isfinite(result) and abs(result) > MAX_MAGNITUDE:
-            raise FormulaError("number too large")
+        if not math.isfinite(result) or abs(result) > MAX_MAGNITUDE:
+            raise FormulaError(f"number too large or not finite ({result})")
         return result
 
 

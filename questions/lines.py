@@ -88,7 +88,10 @@ class LineIndex:
         rest = tuple(parts[1:])
         sub = block.sub(f"{block.main.name}.{head}", index)
         if sub is not None:
-            return sub.keys.get(rest, sub.line) if rest else sub.line
+            for n in range(len(rest), 0, -1):
+                if rest[:n] in sub.keys:
+                    return sub.keys[rest[:n]]
+            return sub.line
         keys = block.main.keys
         for n in range(len(parts), 0, -1):
             candidate = (head, *rest)[:n]

@@ -138,7 +138,7 @@ class _QuestionReader:
             self.fail("id", "id must be a stable kebab-case text id, e.g. \"kv-cache-001\"")
         else:
             self.label = qid
-            line = self.block.main.line if self.block else 1
+            line = self.parsed.index.locate(self.block, "id")
             self.parsed.declared.append((qid, line))
             if self.block is not None:
                 self.parsed.blocks.setdefault(qid, self.block)
@@ -180,16 +180,21 @@ class _QuestionReader:
         answer: Formula | None = None
         choices: tuple[str, ...] = ()
         correct: int | None = None
+        raw_derived, raw_labels = raw.get("derived"), raw.get("labels")
         known = drawn_names | set(derived)
+        if isinstance(raw_derived, dict):
+            known |= set(raw_derived)
+        labels_declared = set(raw_labels) if isinstance(raw_labels, dict) else set(labels)
         if kind == "numeric":
             unit, tolerance, answer = self._numeric(known)
         elif kind == "mcq":
             choices, correct = self._mcq()
-        text_names = known | set(labels) | {"answer"}
+        text_names = known | labels_declared | {"answer"}
+        texts_ok = True
         for key, text in (("prompt", prompt), ("explanation", explanation),
                           *((f"choices[{i}]", c) for i, c in enumerate(choices))):
-            self._check_placeholders(key.split("[")[0], text, text_names)
-        if answer is not None and prompt:
+            texts_ok &= self._check_placeholders(key.split("[")[0], text, text_names)
+        if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared):
             self._check_visible(prompt, answer, params, cases, derived, labels)
         if not self.ok or lab is None or not isinstance(qid, str) or kind not in ("mcq", "numeric"):
             return None
@@ -431,17 +436,19 @@ class _QuestionReader:
             return tuple(c.strip() for c in choices), None
         return tuple(c.strip() for c in choices), int(correct)
 
-    def _check_placeholders(self, key: str, text: str, names: set[str]) -> None:
+    def _check_placeholders(self, key: str, text: str, names: set[str]) -> bool:
         try:
             used = placeholders(text)
         except RenderError as exc:
             self.fail(key, str(exc))
-            return
+            return False
         unknown = sorted(set(used) - names)
         if unknown:
             self.fail(key, f"unfilled placeholder(s) {', '.join('{' + n + '}' for n in unknown)}"
                       " (not a param, case value, derived value, label or answer; write {{ }} "
                       "for literal braces)")
+            return False
+        return True
 
     def _check_visible(self, prompt: str, answer: Formula, params: Mapping[str, Param],
                        cases: list[dict[str, Value]], derived: Mapping[str, Formula],

@@ -72,7 +72,8 @@ def _parse(template: str) -> list[tuple[str, str | None, str | None, str | None]
 
 def _check_field(field: str, spec: str | None, conversion: str | None) -> None:
     if not _NAME.match(field):
-        raise RenderError(f"placeholder {{{field}}} must be a plain name (letters, digits, _)")
+        raise RenderError(f"placeholder {{{field}}} must be a plain name (letters, digits, _); "
+                          "write {{ and }} for literal braces")
     if conversion:
         raise RenderError(f"placeholder {{{field}!{conversion}}}: conversions are not allowed")
     if spec and ("{" in spec or "}" in spec):

@@ -175,8 +175,9 @@ def _prompt_fields(prompt: str) -> list[tuple[str, str]]:
 
 def _draw_plan(question: Question,
                draws: int) -> Iterable[tuple[dict[str, Value] | None, int]]:
-    """Extremes first (every corner of the parameter box when small, else one-at-a-time), then
-    random seeded draws; for a question without parameters one draw is enough."""
+    """Extremes first (every corner of the parameter box when small, else one-at-a-time; a quick
+    load only tries corners for 1-2 parameters), then random seeded draws; a question without
+    parameters needs one draw."""
     if not question.parameterised:
         yield None, 0
         return
@@ -186,7 +187,7 @@ def _draw_plan(question: Question,
     highs = {n: p.extremes()[1] for n, p in params.items()}
     names = list(params)
     for case in cases:
-        if 2 ** len(names) <= MAX_CORNERS:
+        if 2 ** len(names) <= (MAX_CORNERS if draws >= CHECK_DRAWS // 4 else 4):
             for corner in itertools.product((0, 1), repeat=len(names)):
                 values: dict[str, Value] = dict(case)
                 values.update({n: (highs if bit else lows)[n] for n, bit in zip(names, corner,
