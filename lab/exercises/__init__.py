@@ -13,6 +13,7 @@ module (which may need torch) is imported on demand by `Exercise.grading()`.
     needs_torch = false          # optional, default true: device "auto" then never imports torch
     memory_mb = 1024             # optional sandbox memory cap (default 4096)
     run_timeout_s = 300          # optional wall-clock budget for a whole grading run
+    load_timeout_s = 30          # optional: starting the sandbox and importing the learner's file
 
     [[level]]
     number = 1
@@ -35,6 +36,7 @@ from lab.grader.api import GradingModule
 EXERCISES_DIR = Path(__file__).resolve().parent
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_RUN_TIMEOUT_S = 600.0
+DEFAULT_LOAD_TIMEOUT_S = 60.0
 
 
 class ExerciseError(Exception):
@@ -61,6 +63,7 @@ class Exercise:
     needs_torch: bool = True
     memory_mb: int = DEFAULT_MEMORY_MB
     run_timeout_s: float = DEFAULT_RUN_TIMEOUT_S
+    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
 
     @property
     def stub_path(self) -> Path:
@@ -135,6 +138,7 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
             needs_torch=bool(data.get("needs_torch", True)),
             memory_mb=int(data.get("memory_mb", DEFAULT_MEMORY_MB)),
             run_timeout_s=float(data.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S)),
+            load_timeout_s=float(data.get("load_timeout_s", DEFAULT_LOAD_TIMEOUT_S)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ExerciseError(f"{toml_path}: missing or invalid field {exc}") from exc

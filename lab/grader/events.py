@@ -22,7 +22,8 @@ The TUI and the CLI's human report consume the same events, in this order::
 `kind` of a failure: wrong (the answer is wrong), exception, not_implemented, exit (sys.exit),
 memory, timeout, crash (segfault, os._exit), forbidden_import (lab.reference), gate (a speed
 bound in exercise.toml was missed), run_timeout (the run's wall-clock budget ran out before this
-case), grader_error (the reference or the grading spec itself failed: a platform bug).
+case), skipped (not run: the learner's code already timed out/crashed/ran out of memory 3
+times in this run), grader_error (the reference or the grading spec itself failed: a platform bug).
 `expected`/`got` are short reprs (strings); `output` is the learner's captured stdout+stderr for
 that case, trimmed to its tail. Every value is JSON-native; unknown keys may be added later, so
 consumers should ignore keys they do not know.
@@ -53,6 +54,7 @@ FAILURE_KINDS = (
     "forbidden_import",
     "gate",
     "run_timeout",
+    "skipped",
     "grader_error",
     "protocol",
 )

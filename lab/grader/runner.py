@@ -26,6 +26,7 @@ from lab.grader.timing import cpu_threads_one, summarize, time_calls
 Emit = Callable[[dict[str, Any]], None]
 TIMING_WARMUP = 2
 TIMING_REPEATS = 7
+MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
 class UsageError(Exception):
@@ -119,8 +120,12 @@ class _Grading:
         memory_mb: int,
         run_timeout_s: float,
         timing_repeats: int,
+        case_timeout_s: float | None = None,
+        load_timeout_s: float | None = None,
     ) -> None:
         self.exercise = exercise
+        self.case_timeout_s = case_timeout_s
+        self.child_losses: list[str] = []
         self.solution = solution
         self.device = device
         self.seed = seed
@@ -140,6 +145,7 @@ class _Grading:
             memory_mb=memory_mb,
             torch_threads=1 if uses_torch_cpu else None,
             data_limit=device == "cpu",
+            load_timeout_s=load_timeout_s or exercise.load_timeout_s,
         )
         self.load_failure: Outcome | None = None
         self.loaded = False
@@ -161,15 +167,23 @@ class _Grading:
         self.loaded = True
         return None
 
+    def _timeout(self, case: Case) -> float:
+        limit = case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
+        return min(limit, max(0.0, self.deadline - time.monotonic()))
+
+    def _lost(self, outcome: Outcome) -> None:
+        if outcome.child_lost:
+            self.sandbox.close()
+            self.loaded = False
+            self.child_losses.append(outcome.kind)
+
     def _learner(self, case: Case) -> Outcome:
         failure = self._ensure_child()
         if failure is not None:
             return failure
-        timeout = min(case.timeout_s, max(0.0, self.deadline - time.monotonic()))
-        outcome = self.sandbox.request({"op": "run", "case": case, "ctx": self.ctx}, timeout)
-        if outcome.child_lost:
-            self.sandbox.close()
-            self.loaded = False
+        msg = {"op": "run", "case": case, "ctx": self.ctx}
+        outcome = self.sandbox.request(msg, self._timeout(case))
+        self._lost(outcome)
         return outcome
 
     # -- the reference's side --------------------------------------------------------------
@@ -197,14 +211,12 @@ class _Grading:
                     if who == "reference":
                         durations = time_calls(ref, self.device, 1)
                     else:
-                        budget = min(case.timeout_s, max(0.0, self.deadline - time.monotonic()))
                         out = self.sandbox.request(
-                            {"op": "time", "case": case, "ctx": self.ctx, "repeats": 1}, budget
+                            {"op": "time", "case": case, "ctx": self.ctx, "repeats": 1},
+                            self._timeout(case),
                         )
                         if not out.ok:
-                            if out.child_lost:
-                                self.sandbox.close()
-                                self.loaded = False
+                            self._lost(out)
                             return f"while timing: {out.message}"
                         durations = out.durations
                     if i >= TIMING_WARMUP:
@@ -241,6 +253,12 @@ class _Grading:
             return CaseResult(case, False, kind="run_timeout",
                               message=f"the run's {self.run_timeout_s:g} s budget ran out "
                                       "before this case")
+        if len(self.child_losses) >= MAX_CHILD_LOSSES:
+            kinds = ", ".join(sorted(set(self.child_losses)))
+            return CaseResult(case, False, kind="skipped",
+                              message=f"not run: your code was already stopped "
+                                      f"{len(self.child_losses)} times in this run ({kinds}) — "
+                                      "fix that first")
         ok, expected = self._expected(case)
         if not ok:
             return CaseResult(case, False, kind="grader_error",
@@ -309,6 +327,8 @@ def grade(
     run_timeout_s: float | None = None,
     timing_repeats: int = TIMING_REPEATS,
     store: bool = True,
+    case_timeout_s: float | None = None,
+    load_timeout_s: float | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results; see events.py."""
     emit = emit or (lambda _event: None)
@@ -334,6 +354,8 @@ def grade(
         memory_mb=memory_mb or exercise.memory_mb,
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
         timing_repeats=timing_repeats,
+        case_timeout_s=case_timeout_s,
+        load_timeout_s=load_timeout_s,
     )
     run.replay = replay_command(exercise.id, chosen, seed, all_levels)
     emit(events.make(

@@ -104,8 +104,10 @@ class Child:
             return {"ok": False, "kind": "memory", "traceback": tb,
                     "message": f"MemoryError{where}: your code ran past the sandbox memory cap"}
         if isinstance(exc, NotImplementedError):
+            detail = str(exc)
+            detail = "" if not detail or f"in {detail})" in where else f": {detail}"
             return {"ok": False, "kind": "not_implemented", "traceback": tb,
-                    "message": f"not implemented yet{where}: {exc}".rstrip(": ")}
+                    "message": f"not implemented yet{where}{detail}"}
         return {"ok": False, "kind": "exception", "traceback": tb,
                 "message": f"{type(exc).__name__}{where}: {exc}"}
 

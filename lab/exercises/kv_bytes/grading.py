@@ -17,6 +17,7 @@ from lab.grader.api import Case, RunContext, Verdict
 REFERENCE = "lab.reference.kv_bytes"
 
 GiB = 1 << 30
+CASE_TIMEOUT_S = 5.0  # pure arithmetic: anything slower is a loop
 BITS = {
     "float32": 32, "fp32": 32, "bfloat16": 16, "bf16": 16, "float16": 16, "fp16": 16,
     "half": 16, "float8_e4m3fn": 8, "float8_e5m2": 8, "fp8": 8, "int4": 4,
@@ -54,7 +55,7 @@ def _bpt(config: dict[str, Any], dtype: str, **kw: Any) -> Case:
 
 def _named(case: Case, case_id: str, description: str, level: int = 1) -> Case:
     return Case(id=case_id, level=level, params=case.params, size=case.size,
-                description=description)
+                description=description, timeout_s=CASE_TIMEOUT_S)
 
 
 def _capacity(function: str, config: dict[str, Any], dtype: str, **kw: Any) -> Case:
@@ -85,7 +86,7 @@ def _level1_fixed() -> list[Case]:
         _named(_bpt({**LLAMA3_8B, "num_key_value_heads": 6}, "bf16"), "kv-heads-not-dividing",
                "32 query heads cannot share 6 KV heads evenly"),
         _named(_bpt({"num_hidden_layers": 2, "num_attention_heads": 12, "hidden_size": 1000},
-                    "fp16"), "hidden-not-divisible", "hidden_size 1000 / 12 heads, no head_dim"),
+                    "fp16"), "indivisible-hidden-size", "hidden_size 1000 / 12 heads, no head_dim"),
         _named(_bpt({**LLAMA3_8B, "num_hidden_layers": 0}, "bf16"), "zero-layers",
                "num_hidden_layers = 0 is invalid"),
     ]
@@ -175,7 +176,7 @@ def _level2_fixed() -> list[Case]:
         ("zero-context", "context_len 0 is invalid",
          _capacity("max_concurrent_seqs", LLAMA3_8B, "bf16", gpu_mem_bytes=h100,
                    weight_bytes=w8b, reserve_bytes=0, context_len=0)),
-        ("int4-seats", "int4 cache doubles the seats of fp8",
+        ("int4-seats-32k", "int4 cache at 32k context",
          _capacity("max_concurrent_seqs", LLAMA3_8B, "int4", gpu_mem_bytes=h100,
                    weight_bytes=w8b, reserve_bytes=4 * GiB, context_len=32768)),
     ]
@@ -191,9 +192,11 @@ def _level2_hidden(seed: int, n: int = 24) -> list[Case]:
         tp_choices = [1, 1, 2, 4, 8]
         tp = rng.choice([t for t in tp_choices if t % kv == 0 or kv % t == 0])
         dtype = rng.choice(sorted(BITS))
+        gpu = rng.choice([16, 24, 40, 48, 80, 141]) * GiB + rng.randint(0, 999)
         kw: dict[str, Any] = {
-            "gpu_mem_bytes": rng.choice([16, 24, 40, 48, 80, 141]) * GiB + rng.randint(0, 999),
-            "weight_bytes": rng.randint(0, 150) * 10**9,
+            "gpu_mem_bytes": gpu,
+            # mostly fits; now and then the weights alone overflow the GPUs
+            "weight_bytes": rng.randint(0, int(gpu * tp * rng.choice([0.5, 0.8, 0.8, 1.1]))),
             "reserve_bytes": rng.randint(0, 8) * GiB // 2,
             "block_size": rng.choice([1, 8, 16, 16, 32]),
             "tensor_parallel": tp,
@@ -216,7 +219,10 @@ def cases(level: int, seed: int) -> list[Case]:
 
 
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
-    fn = getattr(solution, case.params["function"])
+    name = case.params["function"]
+    fn = getattr(solution, name, None)
+    if not callable(fn):
+        raise AttributeError(f"your module does not define a function {name}()")
     try:
         value = fn(**copy.deepcopy(case.params["args"]))
     except ValueError as exc:
@@ -225,7 +231,7 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
 
 
 # -- diagnosis -----------------------------------------------------------------------------------
-def _variant(args: dict[str, Any], **bug: bool) -> float | None:
+def _variant(args: dict[str, Any], **bug: Any) -> float | None:
     """bytes per token (per GPU) computed with one deliberate mistake; None if not computable."""
     config, dtype = args["config"], args["dtype"]
     try:
@@ -236,7 +242,7 @@ def _variant(args: dict[str, Any], **bug: bool) -> float | None:
         hd = config.get("head_dim") or config["hidden_size"] // heads
         if bug.get("ignore_head_dim"):
             hd = config["hidden_size"] // heads
-        bits = BITS[dtype]
+        bits = bug.get("bits") or BITS[dtype]
         tp = args.get("tensor_parallel", 1)
         if not bug.get("ignore_tp"):
             kv = kv // tp if kv >= tp else 1
@@ -299,6 +305,10 @@ def _diagnose(case: Case, got: object) -> str:
         for bug, why in BPT_BUGS:
             if got == _variant(args, **{bug: True}):
                 return why
+        dtype = args.get("dtype")
+        for bits in (32, 16, 8, 4):
+            if dtype in BITS and bits != BITS[dtype] and got == _variant(args, bits=bits):
+                return f"{dtype!r} has {BITS[dtype]} bits per value; you used {bits}"
     else:
         for bug, why in CAPACITY_BUGS:
             if got == _capacity_variant(fn, args, bug):
