@@ -47,8 +47,9 @@ def list_() -> None:
             status, entry = level_status(ex, level.number)
             figures = []
             if entry:
-                figures.append(f"best {entry.get('best_passed_cases', 0)}/{entry.get('cases', 0)}"
-                               " cases")
+                figures.append(
+                    f"best {entry.get('best_passed_cases', 0)}/{entry.get('cases', 0)} cases"
+                )
                 for key, value in sorted(entry.get("best_metrics", {}).items()):
                     figures.append(f"{key} {value:.2f}")
             gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
@@ -67,8 +68,11 @@ def show(exercise_id: str) -> None:
 
 @lab.command()
 @click.argument("exercise_id")
-@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for your file (default: the data dir).")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for your file (default: the data dir).",
+)
 def start(exercise_id: str, workspace: Path | None) -> None:
     """Copy the stub into your workspace and print its path (never overwrites your work)."""
     from lab.workspace import start as start_exercise
@@ -83,8 +87,9 @@ def start(exercise_id: str, workspace: Path | None) -> None:
     click.echo(path)
 
 
-def _grade_once(ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None,
-                as_json: bool) -> bool:
+def _grade_once(
+    ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool
+) -> bool:
     """Run the grader, print the report or the JSON events, remember the result."""
     from lab.grader.events import to_json
     from lab.grader.report import TextReport
@@ -104,10 +109,19 @@ def _grade_once(ex: Any, path: Path, levels: list[int] | None, device: str, seed
 
     report = TextReport(click.echo)
     result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit)
-    record_result(ex, [
-        {"level": s["level"], "passed": s["passed"], "cases": s["cases"],
-         "passed_cases": s["passed_cases"], "metrics": s["metrics"]} for s in summaries
-    ])
+    record_result(
+        ex,
+        [
+            {
+                "level": s["level"],
+                "passed": s["passed"],
+                "cases": s["cases"],
+                "passed_cases": s["passed_cases"],
+                "metrics": s["metrics"],
+            }
+            for s in summaries
+        ],
+    )
     return result.passed
 
 
@@ -123,8 +137,12 @@ def _resolve_file(ex: Any, file: Path | None) -> Path:
 
 GRADE_OPTIONS = [
     click.option("--level", type=int, help="Grade only this level (default: all)."),
-    click.option("--file", "file", type=click.Path(dir_okay=False, path_type=Path),
-                 help="Grade this file instead of your workspace file."),
+    click.option(
+        "--file",
+        "file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Grade this file instead of your workspace file.",
+    ),
     click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
@@ -140,16 +158,23 @@ def _grade_options(fn: Any) -> Any:
 @lab.command("grade")
 @click.argument("exercise_id")
 @_grade_options
-def grade_cmd(exercise_id: str, level: int | None, file: Path | None, device: str,
-              seed: int | None, as_json: bool) -> None:
+def grade_cmd(
+    exercise_id: str,
+    level: int | None,
+    file: Path | None,
+    device: str,
+    seed: int | None,
+    as_json: bool,
+) -> None:
     """Grade your solution: exit 0 if every required case passes, 1 if any fails."""
     from lab.grader.runner import UsageError
 
     ex = _exercise(exercise_id)
     path = _resolve_file(ex, file)
     try:
-        passed = _grade_once(ex, path, [level] if level is not None else None, device, seed,
-                             as_json)
+        passed = _grade_once(
+            ex, path, [level] if level is not None else None, device, seed, as_json
+        )
     except UsageError as exc:
         _usage_error(str(exc))
     sys.exit(0 if passed else 1)
@@ -166,10 +191,22 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 @lab.command()
 @click.argument("exercise_id")
 @_grade_options
-@click.option("--interval", type=float, default=0.5, show_default=True,
-              help="Seconds between checks for a saved file.")
-def watch(exercise_id: str, level: int | None, file: Path | None, device: str,
-          seed: int | None, as_json: bool, interval: float) -> None:
+@click.option(
+    "--interval",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Seconds between checks for a saved file.",
+)
+def watch(
+    exercise_id: str,
+    level: int | None,
+    file: Path | None,
+    device: str,
+    seed: int | None,
+    as_json: bool,
+    interval: float,
+) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
     from lab.grader.runner import UsageError
 
@@ -215,8 +252,11 @@ def hint(exercise_id: str) -> None:
 
 @lab.command()
 @click.argument("exercise_id")
-@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
-              help="Reset the file in this folder instead of your remembered workspace.")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Reset the file in this folder instead of your remembered workspace.",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     """Replace your file with a fresh stub, keeping a backup of the old one."""

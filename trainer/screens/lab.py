@@ -70,7 +70,6 @@ class LabScreen(Screen[None]):
         self.initial = exercise
         self.rows: list[LevelRow] = []
         self.exercises: dict[str, Any] = {}
-        self.hints_shown: dict[str, int] = {}
         self.workspaces: dict[str, Path] = {}
         self._proc: asyncio.subprocess.Process | None = None
         self._grading: Worker[int | None] | None = None
@@ -110,45 +109,45 @@ class LabScreen(Screen[None]):
     def _fetch(self) -> None:
         try:
             from lab.exercises import discover
+            from lab.workspace import level_status, solution_path
 
             exercises = discover()
+            rows = []
+            workspaces = {}
+            for ex in exercises:
+                path = solution_path(ex)
+                if path.exists():
+                    workspaces[ex.id] = path
+                for lvl in ex.levels:
+                    status, entry = level_status(ex, lvl.number)
+                    best = entry.get("best_metrics") or {}
+                    ratio = best.get("median_ratio")
+                    cases = (
+                        f"{entry.get('best_passed_cases')}/{entry.get('cases')} cases"
+                        if entry.get("cases")
+                        else ""
+                    )
+                    figures = ", ".join(
+                        x for x in (cases, f"{ratio:.2f}× ref" if ratio else "") if x
+                    )
+                    rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
         except Exception as exc:  # the lab package may be missing or broken: say so
             self.app.call_from_thread(self._unavailable, f"{type(exc).__name__}: {exc}")
             return
-        attempts: dict[tuple[str, int], list[Any]] = {}
-        services = self.dojo.services
-        if services is not None:
-            for a in services.store.lab_attempts() or ():
-                attempts.setdefault((str(a.exercise), int(a.level)), []).append(a)
-        rows = []
-        for ex in exercises:
-            for lvl in ex.levels:
-                tried = attempts.get((ex.id, lvl.number), [])
-                passed = [a for a in tried if a.passed]
-                status = "passing" if passed else ("failing" if tried else "not started")
-                best = min((a.duration_s for a in passed), default=None)
-                rows.append(
-                    LevelRow(
-                        ex.id,
-                        ex.title,
-                        lvl.number,
-                        lvl.title,
-                        status,
-                        "" if best is None else f"{best:.1f} s",
-                    )
-                )
-        self.app.call_from_thread(self._loaded, {ex.id: ex for ex in exercises}, rows)
+        self.app.call_from_thread(self._loaded, {ex.id: ex for ex in exercises}, rows, workspaces)
 
     def _unavailable(self, why: str) -> None:
         self.query_one("#lab-detail", Static).update(
             f"[b yellow]The lab is not available:[/] {why}"
         )
 
-    def _loaded(self, exercises: dict[str, Any], rows: list[LevelRow]) -> None:
-        self.exercises, self.rows = exercises, rows
+    def _loaded(
+        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path]
+    ) -> None:
+        self.exercises, self.rows, self.workspaces = exercises, rows, workspaces
         listing = self.query_one("#lab-list", OptionList)
         keep = listing.highlighted
-        marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "not started": "·"}
+        marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}
         listing.set_options(
             Option(
                 f"{marks.get(r.status, '·')} {r.exercise} L{r.level}  [dim]{r.level_title[:18]}[/]",
@@ -183,12 +182,15 @@ class LabScreen(Screen[None]):
         lines = [
             f"[b]{ex.title}[/] ({ex.id}) · level {row.level}: {level.title}",
             f"{level.summary or ex.summary}",
-            f"Status: [b]{row.status}[/]" + (f", best {row.best}" if row.best else ""),
-            f"Workspace: {ws}" if ws else "Workspace: press s to create it (e opens it)",
+            f"Status: [b]{row.status}[/]" + (f" (best {row.best})" if row.best else ""),
+            f"Workspace: {ws}" if ws else "Workspace: none yet — s creates it from the stub",
         ]
-        shown = self.hints_shown.get(row.exercise, 0)
-        if shown:
-            lines.append(f"[dim]{shown} hint(s) revealed — see the log[/]")
+        from lab.workspace import hints_shown
+
+        shown, total = len(hints_shown(ex)), len(ex.hints())
+        lines.append(
+            f"Hints: {shown}/{total} revealed" + (" (h for the next)" if shown < total else "")
+        )
         self.query_one("#lab-detail", Static).update("\n".join(lines))
 
     @on(OptionList.OptionSelected, "#lab-list")
@@ -218,16 +220,16 @@ class LabScreen(Screen[None]):
         row = self.selected()
         if row is None:
             return
-        hints = self.exercises[row.exercise].hints()
-        shown = self.hints_shown.get(row.exercise, 0)
-        log = self.query_one("#lab-log", Log)
-        if shown >= len(hints):
+        from lab.workspace import next_hint
+
+        hint = next_hint(self.exercises[row.exercise])
+        if hint is None:
             self.notify("No more hints for this exercise.")
             return
-        log.write_line(f"── hint {shown + 1}/{len(hints)} ──")
-        for line in hints[shown].splitlines():
+        log = self.query_one("#lab-log", Log)
+        log.write_line(f"── hint {hint.number}/{hint.total} ──")
+        for line in hint.text.splitlines():
             log.write_line(line)
-        self.hints_shown[row.exercise] = shown + 1
         self._describe()
 
     def action_statement(self) -> None:
@@ -236,46 +238,29 @@ class LabScreen(Screen[None]):
             ex = self.exercises[row.exercise]
             self.app.push_screen(NoteScreen(ex.title, ex.statement()))
 
-    async def _run_cli(self, *args: str) -> tuple[int, str]:
-        proc = await asyncio.create_subprocess_exec(
-            *lab_command(self.dojo),
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await proc.communicate()
-        return proc.returncode or 0, out.decode(errors="replace")
+    def _workspace(self, exercise: str) -> Path:
+        """Copy the stub into the workspace (never overwriting the learner's work)."""
+        from lab.workspace import start
 
-    async def _workspace(self, exercise: str) -> Path | None:
-        """`lab start` copies the stub into the workspace (never overwrites) and prints the path."""
-        rc, out = await self._run_cli("start", exercise)
-        for line in reversed(out.splitlines()):
-            for token in reversed(line.split()):
-                candidate = Path(token.strip("'\"`"))
-                if candidate.suffix == ".py" and candidate.exists():
-                    self.workspaces[exercise] = candidate
-                    return candidate
-        self.query_one("#lab-log", Log).write_line(f"lab start failed ({rc}): {out.strip()}")
-        return None
+        path, created = start(self.exercises[exercise])
+        self.workspaces[exercise] = path
+        if created:
+            self.query_one("#lab-log", Log).write_line(f"Created {path} from the stub.")
+        return path
 
-    @work(exclusive=True, group="lab-start")
-    async def action_start(self) -> None:
+    def action_start(self) -> None:
         row = self.selected()
         if row is None:
             return
-        path = await self._workspace(row.exercise)
-        if path is not None:
-            self.notify(f"Workspace: {path}")
-            self._describe()
+        path = self._workspace(row.exercise)
+        self.notify(f"Workspace: {path}")
+        self._fetch()
 
-    @work(exclusive=True, group="lab-start")
-    async def action_edit(self) -> None:
+    def action_edit(self) -> None:
         row = self.selected()
         if row is None:
             return
-        path = self.workspaces.get(row.exercise) or await self._workspace(row.exercise)
-        if path is None:
-            return
+        path = self._workspace(row.exercise)
         try:
             self.dojo.open_editor(self.dojo, path)
         except Exception as exc:  # e.g. suspend unsupported in this terminal
