@@ -366,7 +366,7 @@ class Session:
         s.correct += int(fb.correct)
         s.redrilled += int(item.mode == "redrill")
         if not fb.correct:
-            topic = str(item.question.topic)
+            topic = self.services.topic_title(item.question.topic)
             s.missed_topics[topic] = s.missed_topics.get(topic, 0) + 1
         self._state.queue.pop(0)
         self._state.done.append(item.question_id)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Markdown, OptionList, Static
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
@@ -82,7 +83,7 @@ class ReviewScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
         with VerticalScroll(id="review-body"):
-            yield Markdown("", id="prompt")
+            yield Static("", id="prompt")
             yield OptionList(id="choices")
             with Horizontal(id="numeric"):
                 yield Input(placeholder="your answer", id="answer")
@@ -90,7 +91,7 @@ class ReviewScreen(Screen[None]):
             yield Static("", id="reask")
             with Vertical(id="feedback"):
                 yield Static("", id="verdict")
-                yield Markdown("", id="explanation")
+                yield Static("", id="explanation")
                 yield Static("", id="links")
         yield Static("", id="gradebar")
         yield Footer()
@@ -114,7 +115,7 @@ class ReviewScreen(Screen[None]):
             f"{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)} · {_MODE_LABEL[item.mode]}"
         )
-        self.query_one("#prompt", Markdown).update(str(inst.prompt))
+        self.query_one("#prompt", Static).update(_markdown(inst.prompt))
         choices = self.query_one("#choices", OptionList)
         numeric = self.query_one("#numeric")
         self.query_one("#reask", Static).update("")
@@ -166,7 +167,7 @@ class ReviewScreen(Screen[None]):
         if fb.hint:
             lines.append(f"[yellow]{escape(fb.hint)}[/]")
         self.query_one("#verdict", Static).update("\n".join(lines))
-        self.query_one("#explanation", Markdown).update(fb.explanation)
+        self.query_one("#explanation", Static).update(_markdown(fb.explanation))
         q = item.question
         links = ["[b]n[/] concept note"]
         related = list(getattr(q, "related", ()) or ())
@@ -201,8 +202,9 @@ class ReviewScreen(Screen[None]):
             return
         result = self.session.submit(answer)
         if isinstance(result, Reask):
-            self.query_one("#reask", Static).update(f"[yellow]{result.message}[/]")
+            self.query_one("#reask", Static).update(f"[yellow]{escape(result.message)}[/]")
             return
+        self.query_one("#reask", Static).update("")
         self.show_feedback(result)
 
     @on(Input.Submitted, "#answer")
@@ -340,6 +342,12 @@ class ReviewScreen(Screen[None]):
         from trainer.screens.summary import SummaryScreen
 
         self.app.switch_screen(SummaryScreen(self.session.summary()))
+
+
+def _markdown(text: str) -> RichMarkdown:
+    """Prompts and explanations render synchronously (rich), so a card paints in one frame;
+    Textual's Markdown widget parses in a thread and mounts a widget per block."""
+    return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
 def _first_line(markdown: str, width: int = 70) -> str:

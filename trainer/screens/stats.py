@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from trainer.app import DojoApp
 
 
+FORECAST_DAYS = 24  # three columns a bar: fits 80 columns
+
+
 class StatsScreen(Screen[None]):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="stats-back")]
 
@@ -40,25 +43,25 @@ class StatsScreen(Screen[None]):
                     yield Heatmap(id="stats-heatmap")
                 with Vertical(classes="panel"):
                     yield Static("Reviews per day, last 14 days", classes="panel-title")
-                    yield BarChart(height=5, id="stats-daily")
+                    yield BarChart(height=5, bars=14, id="stats-daily")
             with Horizontal(classes="stats-row"):
                 with Vertical(classes="panel"):
-                    yield Static("True retention (mature cards)", classes="panel-title")
+                    yield Static("True retention", classes="panel-title")
                     yield Static("", id="stats-retention")
-                with Vertical(classes="panel"):
-                    yield Static("Accuracy per topic", classes="panel-title")
+                with Vertical(classes="panel grow"):
+                    yield Static("Accuracy per topic (scheduled answers)", classes="panel-title")
                     yield Static("", id="stats-topics")
             with Horizontal(classes="stats-row"):
-                with Vertical(classes="panel"):
-                    yield Static("Ease factor", classes="panel-title")
+                with Vertical(classes="panel grow"):
+                    yield Static("Ease factor (reviewed cards)", classes="panel-title")
                     yield Static("", id="stats-ef")
-                with Vertical(classes="panel"):
-                    yield Static("Interval (days)", classes="panel-title")
+                with Vertical(classes="panel grow"):
+                    yield Static("Interval, days", classes="panel-title")
                     yield Static("", id="stats-intervals")
-            with Vertical(classes="panel"):
-                yield Static("Due, next 30 days", classes="panel-title")
-                yield BarChart(height=4, id="stats-forecast")
-            with Vertical(classes="panel"):
+            with Vertical(classes="panel wide"):
+                yield Static(f"Due, next {FORECAST_DAYS} days", classes="panel-title")
+                yield BarChart(height=4, bars=FORECAST_DAYS, id="stats-forecast")
+            with Vertical(classes="panel wide"):
                 yield Static("Lab progress", classes="panel-title")
                 yield Static("", id="stats-lab")
         yield Footer()
@@ -92,20 +95,20 @@ class StatsScreen(Screen[None]):
         )
         self.query_one("#stats-retention", Static).update(
             "\n".join(
-                f"{w:>6}  {'—' if r is None else f'{r:.0%}'}  [dim]({n} answers)[/]"
+                f"{w:>6} {'—' if r is None else f'{r:.0%}':>4} [dim]({n})[/]"
                 for w, r, n in v.retention
             )
         )
         self.query_one("#stats-topics", Static).update(
             "\n".join(
-                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%}  {t[:26]} [dim]({a})[/]"
+                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {t[:30]} [dim]({a})[/]"
                 for t, a, c in v.topics
             )
             or "No answers yet."
         )
         self.query_one("#stats-ef", Static).update(_histogram(v.ef))
         self.query_one("#stats-intervals", Static).update(_histogram(v.intervals))
-        self.query_one("#stats-forecast", BarChart).update(v.forecast[:30])
+        self.query_one("#stats-forecast", BarChart).update(v.forecast[:FORECAST_DAYS])
         self.query_one("#stats-lab", Static).update(
             "\n".join(
                 f"{ex} L{lvl}: {'[green]passing[/]' if ok else '[red]failing[/]'}  "
@@ -125,4 +128,4 @@ def _histogram(pairs: list[tuple[str, int]]) -> str:
     if not pairs:
         return "No cards reviewed yet."
     peak = max(c for _, c in pairs) or 1
-    return "\n".join(f"{label:>9} {'█' * round(20 * c / peak):<20} {c}" for label, c in pairs)
+    return "\n".join(f"{label:>8} {'█' * round(16 * c / peak):<16} {c}" for label, c in pairs)

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from trainer.services import TodayView
 
 WELCOME = (
-    "Serving Dojo drills LLM-inference-serving interview questions with spaced repetition\n"
-    "and graded coding labs. Press Enter to answer your first cards; the app schedules the rest."
+    "Serving Dojo drills LLM-inference-serving interview questions with spaced repetition "
+    "and graded coding labs.\nPress [b]Enter[/] to answer your first cards; the app schedules "
+    "the rest."
 )
 
 
@@ -51,7 +52,7 @@ class TodayScreen(Screen[None]):
                     yield Heatmap(id="heatmap")
                 with Vertical(classes="panel", id="forecast-panel"):
                     yield Static("Due, next 14 days", classes="panel-title")
-                    yield BarChart(height=5, id="forecast")
+                    yield BarChart(height=5, bars=14, id="forecast")
             yield Static("", id="today-errors")
         yield Footer()
 

@@ -82,10 +82,10 @@ class BarChart(Widget):
 
     DEFAULT_CSS = "BarChart { width: auto; height: auto; }"
 
-    def __init__(self, height: int = 5, *, id: str | None = None) -> None:
+    def __init__(self, height: int = 5, bars: int = 0, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.bar_height = height
-        self.values: list[int] = []
+        self.values: list[int] = [0] * bars  # placeholder width until the data arrives
         self.labels: list[str] = []
 
     def update(self, values: Sequence[int], labels: Sequence[str] = ()) -> None:
