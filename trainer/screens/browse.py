@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Group
+from rich.markdown import Markdown as RichMarkdown
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -144,11 +147,10 @@ class BrowseScreen(Screen[None]):
         q = services.question(question_id)
         inst = q.draw(0)
         row = next((r for r in self.rows if r.question_id == question_id), None)
-        lines = [
-            f"[b]{question_id}[/] · {services.topic_title(str(q.topic))} · {q.kind}"
-            + (f" · {row.status}" if row else "")
-        ]
-        lines.append(_escape(" ".join(str(inst.prompt).split())))
+        header = f"[b]{question_id}[/] · {_escape(services.topic_title(q.topic))} · {q.kind}"
+        if row:
+            header += f" · {row.status}"
+        lines: list[str] = []
         if q.kind == "mcq":
             lines += [f"  {chr(65 + i)}. {_escape(c)}" for i, c in enumerate(inst.choices)]
         if history:
@@ -162,7 +164,12 @@ class BrowseScreen(Screen[None]):
                 )
         else:
             lines.append("\n[dim]Never answered.[/]")
-        self.query_one("#browse-card", Static).update("\n".join(lines))
+        body = Group(
+            Text.from_markup(header),
+            RichMarkdown(inst.prompt, hyperlinks=False),
+            Text.from_markup("\n".join(lines)),
+        )
+        self.query_one("#browse-card", Static).update(body)
 
     def action_search(self) -> None:
         self.query_one("#browse-search", Input).focus()

@@ -150,7 +150,7 @@ class LabScreen(Screen[None]):
         marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}
         listing.set_options(
             Option(
-                f"{marks.get(r.status, '·')} {r.exercise} L{r.level}  [dim]{r.level_title[:18]}[/]",
+                f"{marks.get(r.status, '·')} {r.exercise} L{r.level}  [dim]{r.level_title[:12]}[/]",
                 id=f"{r.exercise}:{r.level}",
             )
             for r in rows
@@ -345,11 +345,11 @@ class LabScreen(Screen[None]):
             ratio = metrics.get("median_ratio")
             speed = f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else ""
             duration = ev.get("duration_s")
-            message = "" if passed else str(ev.get("message") or ev.get("kind") or "")
+            message = "" if passed else f"{ev.get('kind', '')}: {ev.get('message') or ''}"
             table.add_row(
                 str(ev.get("level", "")),
                 str(ev.get("case", "")),
-                "[green]pass[/]" if passed else f"[red]FAIL[/] {ev.get('kind', '')}",
+                "[green]pass[/]" if passed else "[red]FAIL[/]",
                 f"{duration:.2f} s" if isinstance(duration, int | float) else "",
                 speed,
                 message.splitlines()[0][:60] if message else "",
