@@ -47,7 +47,7 @@ class DojoApp(App[None]):
     """Serving Dojo's TUI."""
 
     TITLE = "Serving Dojo"
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     BINDINGS = [
         Binding("f1", "help", "Help", id="help", tooltip="Keys and what the app does"),
         Binding("ctrl+q", "quit", "Quit", id="quit", show=False, priority=True),
@@ -206,4 +206,9 @@ def _suspend_and_edit(app: DojoApp, path: Path) -> None:
 
 
 def run_app() -> None:
-    DojoApp().run()
+    app = DojoApp()
+    try:
+        app.run()
+    finally:
+        if app.services is not None:
+            app.services.close()  # lands any answer still being written

@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -147,10 +148,37 @@ class Services:
     """
 
     def __init__(self, store: Store, bank: Bank, now: dt.datetime | None = None) -> None:
-        self.store = store
+        self._store = store
         self.bank = bank
         self.now = now
         self.rng = random.Random()
+        # Answers are written on one background thread, in order, so the next card paints
+        # without waiting for SQLite's fsync; every read goes through `store`, which waits.
+        self._writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dojo-store")
+        self._last_write: Future[Any] | None = None
+
+    @property
+    def store(self) -> Store:
+        """The store, once every queued write has landed (reads then see them)."""
+        self.flush()
+        return self._store
+
+    def write(self, fn: Callable[[Store], Any]) -> Future[Any]:
+        """Queue a write; writes run one at a time in submission order."""
+        future = self._writes.submit(fn, self._store)
+        self._last_write = future
+        return future
+
+    def flush(self) -> None:
+        """Wait for queued writes; re-raises a failed write's error."""
+        last = self._last_write
+        if last is not None:
+            last.result()
+
+    def close(self) -> None:
+        """Finish queued writes and close the database."""
+        self._writes.shutdown(wait=True)
+        self._store.close()
 
     @classmethod
     def open(
@@ -245,6 +273,7 @@ class Session:
         self._started = time.monotonic()
         self._feedback: Feedback | None = None
         self._given_text = ""
+        self.last_write: Future[Any] | None = None
         self._refill()
 
     # -- queue ---------------------------------------------------------------------------
@@ -350,15 +379,19 @@ class Session:
         mode: StoreMode = (
             "cram" if self.cram else ("redrill" if item.mode == "redrill" else "review")
         )
-        self.services.store.answer(
-            item.question_id,
-            quality,
-            correct=fb.correct,
-            answer_text=self._given_text,
-            response_ms=fb.response_ms,
-            params={"seed": item.seed, "values": _jsonable(item.instance.values)},
-            now=self.services.now,
-            mode=mode,
+        answer_text, now = self._given_text, self.services.now
+        params = {"seed": item.seed, "values": _jsonable(item.instance.values)}
+        self.last_write = self.services.write(
+            lambda store: store.answer(
+                item.question_id,
+                quality,
+                correct=fb.correct,
+                answer_text=answer_text,
+                response_ms=fb.response_ms,
+                params=params,
+                now=now,
+                mode=mode,
+            )
         )
         self._history.append((before, item))
         s = self._state.summary

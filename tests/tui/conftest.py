@@ -31,7 +31,7 @@ def open_services(dojo_home: Path) -> Iterator[Callable[..., Services]]:
 
     yield factory
     for services in opened:
-        services.store.close()
+        services.close()
 
 
 @pytest.fixture

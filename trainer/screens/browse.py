@@ -12,9 +12,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Select, Static
+from textual.widgets import DataTable, Input, Select, Static
 
 from trainer.services import BrowseRow, HistoryRow, browse_rows, card_history
+from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
     from trainer.app import DojoApp
@@ -52,7 +53,7 @@ class BrowseScreen(Screen[None]):
         yield DataTable(id="browse-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="browse-preview"):
             yield Static("Loading…", id="browse-card")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -21,11 +21,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Log, OptionList, ProgressBar, Static
+from textual.widgets import DataTable, Log, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from trainer.screens.modals import NoteScreen
+from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
     from trainer.app import DojoApp
@@ -92,7 +93,7 @@ class LabScreen(Screen[None]):
                 yield ProgressBar(id="lab-progress", show_eta=False)
                 yield DataTable(id="lab-results", cursor_type="row")
                 yield Log(id="lab-log", highlight=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#lab-results", DataTable)

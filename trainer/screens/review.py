@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from rich.markdown import Markdown as RichMarkdown
@@ -11,11 +12,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
 from trainer.services import GRADE_LABELS, Feedback, Reask, Session
+from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
     from trainer.app import DojoApp
@@ -94,7 +96,7 @@ class ReviewScreen(Screen[None]):
                 yield Static("", id="explanation")
                 yield Static("", id="links")
         yield Static("", id="gradebar")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.show_card()
@@ -124,7 +126,6 @@ class ReviewScreen(Screen[None]):
         if item.is_mcq:
             numeric.display = False
             choices.display = True
-            choices.disabled = False
             choices.set_options(
                 Option(f"{chr(65 + i)}. {escape(text)}", id=str(i))
                 for i, text in enumerate(inst.choices)
@@ -135,7 +136,6 @@ class ReviewScreen(Screen[None]):
             choices.display = False
             numeric.display = True
             answer = self.query_one("#answer", Input)
-            answer.disabled = False
             answer.value = ""
             unit = str(getattr(item.question, "unit", "") or "")
             answer.placeholder = f"your answer in {unit}" if unit else "your answer (a number)"
@@ -158,10 +158,7 @@ class ReviewScreen(Screen[None]):
                 elif i == fb.chosen_index:
                     mark = "[red]✗[/] "
                 marked.append(Option(f"{mark}{chr(65 + i)}. {escape(text)}", id=str(i)))
-            choices.set_options(marked)
-            choices.disabled = True
-        else:
-            self.query_one("#answer", Input).disabled = True
+            choices.set_options(marked)  # stays enabled: toggling restyles the subtree
         verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
         lines = [f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}"]
         if fb.hint:
@@ -232,10 +229,24 @@ class ReviewScreen(Screen[None]):
 
     def _grade(self, quality: int) -> None:
         self.session.grade(quality)
+        write = self.session.last_write
+        if write is not None:
+            write.add_done_callback(self._written)
         if self.session.current is None:
             self.finish()
         else:
             self.show_card()
+
+    def _written(self, future: Future[Any]) -> None:
+        """Runs on the writer thread: report a failed write on the UI thread."""
+        error = future.exception()
+        if error is None:
+            return
+        message = f"Could not save that answer: {error}"
+        try:
+            self.app.call_from_thread(self.notify, message, severity="error", timeout=10)
+        except RuntimeError:  # already done when the callback was added: we are the UI thread
+            self.notify(message, severity="error", timeout=10)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         current = self.session.current

@@ -11,10 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trainer.services import StatsView, stats_view
 from trainer.widgets.charts import BarChart, Heatmap
+from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
     from trainer.app import DojoApp
@@ -64,7 +65,7 @@ class StatsScreen(Screen[None]):
             with Vertical(classes="panel wide"):
                 yield Static("Lab progress", classes="panel-title")
                 yield Static("", id="stats-lab")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#stats-body").focus()

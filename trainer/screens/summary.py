@@ -6,9 +6,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trainer.services import Summary
+from trainer.widgets.keybar import KeyBar
 
 
 class SummaryScreen(Screen[None]):
@@ -43,4 +44,4 @@ class SummaryScreen(Screen[None]):
         lines.append("\nPress Enter to go home.")
         with VerticalScroll():
             yield Static("\n".join(lines), id="summary-body")
-        yield Footer()
+        yield KeyBar()

@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trainer.widgets.charts import BarChart, Heatmap
+from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
     from trainer.app import DojoApp
@@ -54,7 +55,7 @@ class TodayScreen(Screen[None]):
                     yield Static("Due, next 14 days", classes="panel-title")
                     yield BarChart(height=5, bars=14, id="forecast")
             yield Static("", id="today-errors")
-        yield Footer()
+        yield KeyBar()
 
     @property
     def dojo(self) -> DojoApp:
