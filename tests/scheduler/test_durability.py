@@ -136,6 +136,20 @@ def test_damaged_page_is_caught_by_the_daily_check(db_path: Path) -> None:
     _refused(db_path, CorruptDatabaseError, "integrity check")
 
 
+def test_damage_found_later_is_a_clear_error(db_path: Path) -> None:
+    with Store.open(db_path) as store:
+        store.sync_cards([(f"question-{i:05}", "topic " * 10) for i in range(3000)])
+    Store.open(db_path).close()  # today's backup and check are done
+    conn = sqlite3.connect(db_path)
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'cards'").fetchone()
+    conn.close()
+    data = bytearray(db_path.read_bytes())
+    data[(root - 1) * 4096 : root * 4096] = random.Random(2).randbytes(4096)
+    db_path.write_bytes(bytes(data))
+    with Store.open(db_path) as store, pytest.raises(CorruptDatabaseError, match="Restore"):
+        store.cards()
+
+
 def test_newer_version_is_refused_untouched(db_path: Path) -> None:
     with Store.open(db_path) as store:
         store.sync_cards([("a", "t")])

@@ -165,7 +165,8 @@ def import_(file: Path) -> None:
     """Merge a history exported by `dojo export` (safe to run twice).
 
     Answers already present are skipped; a card's schedule is taken from FILE only if FILE
-    saw a later review of it. An invalid file is refused as a whole.
+    saw a later review of it. An invalid file is refused as a whole. A backup of your
+    database is made first.
     """
     from scheduler.errors import HistoryFormatError
 
@@ -177,6 +178,7 @@ def import_(file: Path) -> None:
         ) from exc
     with _open_store() as store:
         try:
+            store.backup()  # a merge is undoable only from a copy
             summary = store.import_history(data)
         except HistoryFormatError as exc:
             raise click.ClickException(str(exc)) from exc
