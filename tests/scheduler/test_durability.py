@@ -221,6 +221,29 @@ def test_upgraded_database_equals_a_fresh_one(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_a_failing_upgrade_step_leaves_the_old_file_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = tmp_path / "old.sqlite3"
+    _make_v1(old)
+
+    def broken_step(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE lab_attempts (id INTEGER PRIMARY KEY)")
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setitem(schema.UPGRADES, 1, broken_step)
+    with pytest.raises(RuntimeError, match="disk full"):
+        Store.open(old)
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "lab_attempts" not in tables  # the half-done step was rolled back
+    conn.close()
+    monkeypatch.undo()
+    with Store.open(old) as store:
+        assert store.card("old").interval == 15
+
+
 # -------------------------------------------------------------------------------- backups
 def test_backups_rotate_and_restore(db_path: Path) -> None:
     with Store.open(db_path) as store:
