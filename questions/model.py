@@ -199,6 +199,17 @@ class Question:
             values[name] = param.draw(rng)
         return values
 
+    def answer_with(self, values: Mapping[str, Value], overrides: Mapping[str, float]) -> float:
+        """The numeric answer recomputed with some values replaced, e.g. by the rounded numbers
+        the prompt displays; raises FormulaError like any evaluation."""
+        assert self.answer is not None
+        drawn = set(self.params) | {k for case in self.cases for k in case}
+        env: dict[str, Value] = {k: v for k, v in values.items() if k in drawn}
+        env.update({k: v for k, v in overrides.items() if k in drawn})
+        for name, formula in self.derived.items():
+            env[name] = overrides[name] if name in overrides else formula.evaluate(env)
+        return self.answer.evaluate(env)
+
     def instance(
         self, drawn: Mapping[str, Value], *, seed: int = 0, order: tuple[int, ...] | None = None
     ) -> Instance:
