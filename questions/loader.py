@@ -190,6 +190,8 @@ class _QuestionReader:
             unit, tolerance, answer = self._numeric(known)
         elif kind == "mcq":
             choices, correct = self._mcq()
+        if "{answer" in prompt and "answer" in _placeholder_names(prompt):
+            self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
         text_names = known | labels_declared | {"answer"}
         texts_ok = True
         for key, text in (("prompt", prompt), ("explanation", explanation),
@@ -467,6 +469,13 @@ class _QuestionReader:
             where = f"params.{name}" if name in params else "cases"
             self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
                       f"(add {{{name}}}, a label of it, or a value computed from it)")
+
+
+def _placeholder_names(text: str) -> set[str]:
+    try:
+        return set(placeholders(text))
+    except RenderError:
+        return set()
 
 
 def _is_int(value: object) -> TypeGuard[int]:

@@ -136,7 +136,7 @@ def _label_keys(value: Value) -> list[str]:
     return keys
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Instance:
     """One drawn, rendered occurrence of a question: what the learner sees and is graded on."""
 
@@ -150,12 +150,22 @@ class Instance:
     correct_index: int | None = None  # MCQ, index into the shown `choices`
     order: tuple[int, ...] = ()  # MCQ: shown position -> index in the file's `choices`
 
+    def _key(self) -> tuple[object, ...]:
+        return (self.question.id, self.seed, tuple(self.values.items()), self.prompt,
+                self.explanation, self.answer, self.choices, self.correct_index)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Instance) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.question.id, self.seed))
+
     @property
     def correct_letter(self) -> str | None:
         return None if self.correct_index is None else LETTERS[self.correct_index]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality and hashing: usable in sets and dicts
 class Question:
     id: str
     topic: str
