@@ -170,7 +170,7 @@ class CapacitySim(Sim):
             Output("free_gb", "Free for KV", free / GB, "GB", f"{num(free / GB)} GB"),
             Output("seat_gb", "KV per full seat", seat_bytes / GB, "GB",
                    f"{num(seat_bytes / GB)} GB"),
-            Output("seats", "Concurrent seats", float(seats), "seats",
+            Output("seats", "Concurrent seats", seats, "seats",
                    f"{seats} at {ctx:,} tokens"),
         ]
 

@@ -48,6 +48,9 @@ def test_fix_dial_from_the_command_line_turns_the_check_green() -> None:
     code, fixed = _run("fleet", "--preset", "api-tax", "--set", "rented_share=100%")
     assert code == 0 and "PASS  API overflow ≤ 10% of tokens" in fixed
     assert "3 of 3 checks pass." in fixed
+    # only the dial the learner turned is marked, not the preset's own values
+    marked = [line.split()[0] for line in fixed.splitlines() if line.startswith(" *")]
+    assert marked == ["*rented_share"]
 
 
 def test_json_output_is_machine_readable() -> None:
