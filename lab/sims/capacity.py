@@ -237,7 +237,7 @@ class CapacitySim(Sim):
         n_out = int(v["output_tokens"])
         latency = ttft + (n_out - 1) * full
         f.append(f"Request latency ≈ TTFT {num(ttft)} s + ({n_out:,} − 1) × {num(full * 1e3)} ms "
-                 f"= {num(latency)} s (every seat busy)")
+                 f"= {num(latency)} s (every seat full)")
         out.append(Output("latency_s", "Request latency at the seat limit", latency, "s",
                           f"{num(latency)} s for {n_out:,} output tokens"))
 
