@@ -42,6 +42,7 @@ class Outcome:
     given_display: str = ""
     hint: str | None = None
     given_value: float | None = None  # numeric, in the question's unit
+    expected_value: float | None = None  # numeric, in the question's unit
     chosen_index: int | None = None  # MCQ, index into the instance's shown choices
 
     @property
@@ -165,6 +166,7 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
         hint=None if correct else units_hint(expected, given, question.tolerance.relative_to(
             expected)),
         given_value=given,
+        expected_value=expected,
     )
 
 

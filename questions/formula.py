@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 MAX_SOURCE_CHARS = 500
 MAX_NODES = 200
-MAX_EXPONENT = 64.0  # 2**64 is plenty for serving arithmetic; 9**9**9 is a denial of service
+MAX_EXPONENT = 1024.0  # p ** n fan-out maths needs n in the hundreds; all maths is in floats,
+# so 9 ** 9 ** 9 overflows at once instead of building a huge integer
 MAX_MAGNITUDE = 1e300
 
 

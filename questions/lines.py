@@ -66,10 +66,11 @@ class LineIndex:
             if key and section is not None:
                 parts = tuple(p.strip("\"'") for p in _SPLIT.findall(key.group(1)))
                 section.keys.setdefault(parts, lineno)
-            for quote in ('"""', "'''"):
+            starts = [(line.find(q), q) for q in ('"""', "'''") if q in line]
+            if starts:
+                quote = min(starts)[1]  # the first delimiter on the line opens the string
                 if line.count(quote) % 2 == 1:
                     delimiter = quote
-                    break
 
     def question_line(self, index: int) -> int:
         return self.questions[index].main.line if index < len(self.questions) else 1

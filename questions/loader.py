@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from questions.formula import FUNCTIONS, Formula, FormulaError, compile_formula
+from questions.givens import trace_givens
 from questions.lines import Block, LineIndex
 from questions.model import Label, LabLink, Param, Question, Tolerance, Topic, Value
 from questions.problems import Problem
@@ -189,6 +190,8 @@ class _QuestionReader:
             unit, tolerance, answer = self._numeric(known)
         elif kind == "mcq":
             choices, correct = self._mcq()
+        if "{answer" in prompt and "answer" in _placeholder_names(prompt):
+            self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
         text_names = known | labels_declared | {"answer"}
         texts_ok = True
         for key, text in (("prompt", prompt), ("explanation", explanation),
@@ -453,33 +456,26 @@ class _QuestionReader:
     def _check_visible(self, prompt: str, answer: Formula, params: Mapping[str, Param],
                        cases: list[dict[str, Value]], derived: Mapping[str, Formula],
                        labels: Mapping[str, Label]) -> None:
-        """Every drawn value the answer depends on must be stated in the prompt."""
+        """Every drawn value the answer needs must be stated in the prompt (or be computable
+        from values the prompt states)."""
         try:
-            shown = set(placeholders(prompt))
+            shown = placeholders(prompt)
         except RenderError:
             return
-        needed: set[str] = set()
-        stack = list(answer.names)
-        while stack:
-            name = stack.pop()
-            if name in needed:
-                continue
-            needed.add(name)
-            if name in derived:
-                stack.extend(derived[name].names)
-        drawn = set(params) | ({k for k in cases[0]} if cases else set())
-        for name in sorted(needed & drawn):
-            via_label = any(lbl.source == name and lbl.name in shown for lbl in labels.values())
-            if name not in shown and not via_label and not self._shown_via_derived(
-                    name, shown, derived):
-                where = f"params.{name}" if name in params else "cases"
-                self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
-                          f"(add {{{name}}} or a label of it to the prompt)")
+        drawn = set(params) | (set(cases[0]) if cases else set())
+        traced = trace_givens(answer, shown, drawn, derived,
+                              {name: label.source for name, label in labels.items()})
+        for name in sorted(traced.hidden):
+            where = f"params.{name}" if name in params else "cases"
+            self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
+                      f"(add {{{name}}}, a label of it, or a value computed from it)")
 
-    @staticmethod
-    def _shown_via_derived(name: str, shown: set[str], derived: Mapping[str, Formula]) -> bool:
-        """A value shown through a derived value of it alone (e.g. {gib} = bytes / 2**30)."""
-        return any(d in shown and f.names == {name} for d, f in derived.items())
+
+def _placeholder_names(text: str) -> set[str]:
+    try:
+        return set(placeholders(text))
+    except RenderError:
+        return set()
 
 
 def _is_int(value: object) -> TypeGuard[int]:

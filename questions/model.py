@@ -136,7 +136,7 @@ def _label_keys(value: Value) -> list[str]:
     return keys
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Instance:
     """One drawn, rendered occurrence of a question: what the learner sees and is graded on."""
 
@@ -150,12 +150,22 @@ class Instance:
     correct_index: int | None = None  # MCQ, index into the shown `choices`
     order: tuple[int, ...] = ()  # MCQ: shown position -> index in the file's `choices`
 
+    def _key(self) -> tuple[object, ...]:
+        return (self.question.id, self.seed, tuple(self.values.items()), self.prompt,
+                self.explanation, self.answer, self.choices, self.correct_index)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Instance) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.question.id, self.seed))
+
     @property
     def correct_letter(self) -> str | None:
         return None if self.correct_index is None else LETTERS[self.correct_index]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality and hashing: usable in sets and dicts
 class Question:
     id: str
     topic: str
@@ -198,6 +208,17 @@ class Question:
         for name, param in self.params.items():
             values[name] = param.draw(rng)
         return values
+
+    def answer_with(self, values: Mapping[str, Value], overrides: Mapping[str, float]) -> float:
+        """The numeric answer recomputed with some values replaced, e.g. by the rounded numbers
+        the prompt displays; raises FormulaError like any evaluation."""
+        assert self.answer is not None
+        drawn = set(self.params) | {k for case in self.cases for k in case}
+        env: dict[str, Value] = {k: v for k, v in values.items() if k in drawn}
+        env.update({k: v for k, v in overrides.items() if k in drawn})
+        for name, formula in self.derived.items():
+            env[name] = overrides[name] if name in overrides else formula.evaluate(env)
+        return self.answer.evaluate(env)
 
     def instance(
         self, drawn: Mapping[str, Value], *, seed: int = 0, order: tuple[int, ...] | None = None

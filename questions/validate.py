@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from questions.formula import FormulaError
+from questions.givens import trace_givens
 from questions.labs import known_exercises
 from questions.loader import parse_file
 from questions.model import DrawError, Question, Topic, Value
@@ -108,6 +110,7 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
     for other in question.related:
         if other not in known_ids:
             found.append(("related", f"related id {other!r} does not exist"))
+    given = _givens(question)
     for values, seed in _draw_plan(question, draws):
         try:
             instance = question.instance(values, seed=seed) if values is not None \
@@ -116,8 +119,8 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
             shown = _describe(values if values is not None else question.draw_values(seed))
             return [*found, (exc.field, f"{exc.message} (with {shown})")]
         problem = _instance_problem(question, instance.values, instance.answer,
-                                    instance.choices) or _rounded_in_prompt(question,
-                                                                            instance.values)
+                                    instance.choices) or _shown_numbers_problem(
+            question, given, instance.values, instance.answer)
         if problem:
             shown = _describe(instance.values, question)
             return [*found, (problem[0], f"{problem[1]} (with {shown})")]
@@ -145,27 +148,64 @@ def _instance_problem(question: Question, values: Mapping[str, Value], answer: f
     return None
 
 
-def _rounded_in_prompt(question: Question,
-                       values: Mapping[str, Value]) -> tuple[str, str] | None:
-    """A drawn value the prompt shows rounded (e.g. {x:.1f} of 23.175) makes the learner
-    compute with a different number than the answer formula does."""
-    drawn = set(question.params) | {k for case in question.cases for k in case}
+def _shown_numbers_problem(question: Question, given: frozenset[str], values: Mapping[str, Value],
+                           answer: float | None) -> tuple[str, str] | None:
+    """A learner computes with the numbers as the prompt displays them ({rate:.1f} shows 1.3 of
+    1.3068): the answer they get that way must still be accepted."""
+    if question.kind != "numeric" or answer is None or question.tolerance is None or not given:
+        return None
+    shown: dict[str, tuple[float, str]] = {}
     for name, spec in _prompt_fields(question.prompt):
         value = values.get(name)
-        if name not in drawn or isinstance(value, str) or value is None:
+        if name not in given or isinstance(value, str) or value is None:
             continue
-        shown = format_value(value, spec, name)
-        number = shown.replace(",", "").replace("_", "").strip()
-        scale = 100.0 if number.endswith("%") else 1.0
+        text = format_value(value, spec, name)
+        number = _read_back(text)
+        if number is None:
+            continue
+        if name not in shown or abs(number - value) > abs(shown[name][0] - value):
+            shown[name] = (number, text)
+    off = {n: v for n, (v, _) in shown.items() if not math.isclose(v, float(values[n]),
+                                                                     rel_tol=1e-9, abs_tol=1e-12)}
+    if not off:
+        return None
+    tolerance = question.tolerance
+    for blame in [*sorted(off), None]:
+        overrides = {blame: off[blame]} if blame is not None else off
         try:
-            read_back = float(number.rstrip("%")) / scale
-        except ValueError:
-            continue
-        if not math.isclose(read_back, float(value), rel_tol=1e-6, abs_tol=1e-12):
-            return (f"params.{name}" if name in question.params else "cases",
-                    f"the prompt shows {name} as {shown} but the answer uses {value!r}: give the "
-                    "range a step (or show more digits) so the learner sees the exact value")
+            result = question.answer_with(values, overrides)
+        except FormulaError as exc:
+            result, failure = math.nan, str(exc)
+        else:
+            failure = ""
+        if failure or not tolerance.accepts(answer, result):
+            where = ("prompt" if blame is None else f"params.{blame}" if blame in question.params
+                     else f"derived.{blame}" if blame in question.derived else "cases")
+            names = [blame] if blame is not None else sorted(off)
+            as_shown = ", ".join(f"{n} = {shown[n][1]}" for n in names)
+            outcome = f"fails ({failure})" if failure else f"gives {result:.6g}"
+            return where, (f"computing with the numbers as shown ({as_shown}) {outcome}, not "
+                           f"within {tolerance.describe()} of the answer {answer:.6g}: show more "
+                           "digits or give the range a step")
     return None
+
+
+def _read_back(text: str) -> float | None:
+    number = text.replace(",", "").replace("_", "").strip()
+    scale = 100.0 if number.endswith("%") else 1.0
+    try:
+        return float(number.rstrip("%")) / scale
+    except ValueError:
+        return None
+
+
+def _givens(question: Question) -> frozenset[str]:
+    if question.answer is None:
+        return frozenset()
+    shown = [name for name, _ in _prompt_fields(question.prompt)]
+    drawn = set(question.params) | {k for case in question.cases for k in case}
+    labels = {name: label.source for name, label in question.labels.items()}
+    return trace_givens(question.answer, shown, drawn, question.derived, labels).given
 
 
 def _prompt_fields(prompt: str) -> list[tuple[str, str]]:

@@ -207,13 +207,37 @@ class Store:
 
     @contextmanager
     def _read(self) -> Iterator[Session]:
-        with Session(self._engine) as session, session.begin():
+        with self._translated(), Session(self._engine) as session, session.begin():
             yield session
 
     @contextmanager
     def _write(self) -> Iterator[Session]:
-        with Session(self._write_engine, expire_on_commit=False) as session, session.begin():
+        with (
+            self._translated(),
+            Session(self._write_engine, expire_on_commit=False) as session,
+            session.begin(),
+        ):
             yield session
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Turn SQLite's low-level failures into StoreErrors that say what to do."""
+        try:
+            yield
+        except DBAPIError as exc:
+            orig = exc.orig
+            text = str(orig)
+            if isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+                raise StoreError(
+                    f"{self.path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}"
+                    " s; nothing was changed. Close the other Serving Dojo and try again."
+                ) from exc
+            if "malformed" in text or "not a database" in text:
+                raise CorruptDatabaseError(
+                    f"{self.path} is damaged ({text}). Restore a copy from "
+                    f"{backups.backup_dir(self.path)}."
+                ) from exc
+            raise
 
     def check_integrity(self) -> None:
         """Raise CorruptDatabaseError unless SQLite's quick_check passes."""

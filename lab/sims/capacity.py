@@ -69,6 +69,8 @@ class CapacitySim(Sim):
                   help="Tokens each seat may hold (prompt + output)."),
         InputSpec("prompt_tokens", "Prompt", "tokens", 4096, "int", 1, 10_000_000, 256,
                   help="Prompt length whose prefill sets time to first token."),
+        InputSpec("output_tokens", "Output", "tokens", 512, "int", 1, 10_000_000, 64,
+                  help="Tokens generated per request; sets request latency at the seat limit."),
         InputSpec("reserve_gb", "Memory reserve", "GB/GPU", 8.0, "float", 0, 2048, 1,
                   help="Per GPU, kept for activations, CUDA graphs and fragmentation."),
         InputSpec("mfu", "Prefill MFU", "of peak", 0.5, "float", 0.01, 1.0, 0.05,
@@ -111,10 +113,12 @@ class CapacitySim(Sim):
     }
 
     def _cross_check(self, values: Mapping[str, Value]) -> None:
-        if int(values["prompt_tokens"]) > int(values["context"]):
+        prompt, output, ctx = (int(values["prompt_tokens"]), int(values["output_tokens"]),
+                               int(values["context"]))
+        if prompt + output > ctx:
             raise SimInputError(
-                f"prompt_tokens ({values['prompt_tokens']}) is longer than the context "
-                f"({values['context']}) a seat holds"
+                f"prompt_tokens + output_tokens ({prompt:,} + {output:,}) is longer than the "
+                f"context ({ctx:,}) a seat holds"
             )
         if float(values["reserve_gb"]) >= float(values["gpu_mem_gb"]):
             raise SimInputError(
@@ -170,7 +174,7 @@ class CapacitySim(Sim):
             Output("free_gb", "Free for KV", free / GB, "GB", f"{num(free / GB)} GB"),
             Output("seat_gb", "KV per full seat", seat_bytes / GB, "GB",
                    f"{num(seat_bytes / GB)} GB"),
-            Output("seats", "Concurrent seats", float(seats), "seats",
+            Output("seats", "Concurrent seats", seats, "seats",
                    f"{seats} at {ctx:,} tokens"),
         ]
 
@@ -230,6 +234,12 @@ class CapacitySim(Sim):
         ]
         f.append(f"Tokens/s at the seat limit = {seats} ÷ {num(full * 1e3)} ms = "
                  f"{num(seats / full)} tok/s ({num(1 / full)} per seat)")
+        n_out = int(v["output_tokens"])
+        latency = ttft + (n_out - 1) * full
+        f.append(f"Request latency ≈ TTFT {num(ttft)} s + ({n_out:,} − 1) × {num(full * 1e3)} ms "
+                 f"= {num(latency)} s (every seat full)")
+        out.append(Output("latency_s", "Request latency at the seat limit", latency, "s",
+                          f"{num(latency)} s for {n_out:,} output tokens"))
 
         ridge = weights * group_peak / (2 * params * group_bw)
         f.append(

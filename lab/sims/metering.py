@@ -8,6 +8,7 @@ traffic can be half the bill.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from lab.sims.base import (
@@ -194,6 +195,7 @@ class MeteringSim(Sim):
             f"dollars (but {pct(untagged_req_share)} of requests)"
         )
         budget = float(v["budget"])
+        used = total / budget if budget > 0 and math.isfinite(total / budget) else None
         f.append(f"Budget {money(budget)} − bill {money(total)} = {money(budget - total)}")
         out += [
             Output("untagged", "Untagged spend", untagged, "$", money(untagged)),
@@ -202,8 +204,8 @@ class MeteringSim(Sim):
             Output("untagged_request_share", "Untagged share of requests", untagged_req_share,
                    "fraction", pct(untagged_req_share)),
             Output("budget_left", "Budget left", budget - total, "$", money(budget - total)),
-            Output("budget_used", "Budget used", total / budget if budget else None, "fraction",
-                   pct(total / budget) if budget else "no budget"),
+            Output("budget_used", "Budget used", used, "fraction",
+                   pct(used) if used is not None else "no budget"),
         ]
         limit = float(v["max_untagged"])
         checks = [

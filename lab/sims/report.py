@@ -17,8 +17,10 @@ def format_value(spec: InputSpec, value: Value) -> str:
 
 
 def render_text(sim: Sim, result: SimResult, preset: str | None = None) -> str:
-    """The whole result as aligned text; dials changed from their default are marked '*'."""
+    """The whole result as aligned text; dials turned away from the preset (or the defaults)
+    are marked '*', so the learner sees which dials they moved."""
     lines = [f"{sim.title} ({sim.name})"]
+    baseline = sim.resolve(preset=preset)
     if preset is not None:
         chosen = sim.preset(preset)
         lines.append(f"Preset {chosen.name}: {chosen.label}. {chosen.description}")
@@ -26,7 +28,7 @@ def render_text(sim: Sim, result: SimResult, preset: str | None = None) -> str:
     width = max(len(s.name) for s in sim.inputs)
     for spec in sim.inputs:
         value = result.inputs[spec.name]
-        mark = "*" if value != spec.default else " "
+        mark = "*" if value != baseline[spec.name] else " "
         lines.append(
             f" {mark}{spec.name:<{width}}  {format_value(spec, value):>12} {spec.unit:<18} "
             f"{spec.label}"

@@ -109,3 +109,15 @@ def test_list_prints_topics_with_counts(dojo_home: Path) -> None:
     assert "3 questions (2 numeric, 2 with drawn values)" in line
     assert "KV-cache sizing (fixture)" in line
     assert "total:" in out
+
+
+def test_show_renders_a_draw_and_grades_an_answer(dojo_home: Path) -> None:
+    assert dojo("questions", "import", str(VALID / "fixture-kv.toml"))[0] == 0
+    code, out = dojo("questions", "show", "fixture-kv-003", "--seed", "5", "--answer", "2 GB")
+    assert code == 0, out
+    assert "How many requests fit at once?" in out
+    assert "re-ask:" in out  # GB is not a count of requests
+    code, out = dojo("questions", "show", "fixture-kv-002", "--answer", "z")
+    assert "A) " in out and "D) " in out and "re-ask" in out
+    code, out = dojo("questions", "show", "no-such-id")
+    assert code == 1 and "no question" in out

@@ -135,3 +135,11 @@ def test_render_reports_unknown_names_and_bad_specs() -> None:
         render("{missing}", {})
     with pytest.raises(RenderError, match="x:d"):
         render("{x:d}", {"x": 2.5})
+
+
+def test_instances_compare_by_content_and_questions_are_hashable(bank: Bank) -> None:
+    question = bank.get("fixture-kv-001")
+    assert question is not None
+    assert question.draw(3) == question.draw(3)
+    assert question.draw(3) != question.draw(4)  # another seed is another instance
+    assert len({question, question}) == 1 and len({question.draw(3), question.draw(3)}) == 1

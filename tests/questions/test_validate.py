@@ -143,3 +143,28 @@ def test_the_format_docs_example_is_valid(tmp_path: Path) -> None:
     path.write_text(example.group(1), encoding="utf-8")
     report = validate_files([path])
     assert report.problems == [] and len(report.questions) == 2
+
+
+@pytest.mark.slow
+def test_every_builtin_question_grades_its_own_answer_over_many_draws() -> None:
+    """For each shipped question and 40 draws: the exact answer as feedback displays it is graded
+    correct, a 3x miss is graded wrong, and MCQ keys follow the shuffle."""
+    from questions.answers import check_answer
+    from questions.units import format_quantity
+
+    bank = load_bank(builtin_files())
+    assert bank.errors == []
+    for question in bank.questions:
+        for seed in range(40 if question.parameterised else 1):
+            inst = question.draw(seed)
+            if question.kind == "mcq":
+                assert inst.correct_index is not None
+                assert check_answer(inst, "ABCD"[inst.correct_index]).correct, question.id
+                continue
+            assert inst.answer is not None
+            shown = format_quantity(inst.answer, question.unit)
+            outcome = check_answer(inst, shown)
+            assert outcome.graded and outcome.correct, (question.id, seed, shown, outcome)
+            if inst.answer != 0:
+                miss = check_answer(inst, format_quantity(inst.answer * 3, question.unit))
+                assert miss.graded and not miss.correct, (question.id, seed)

@@ -6,6 +6,8 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scheduler.sm2 import CardState, next_state
 from scheduler.store import Store
@@ -161,3 +163,47 @@ def test_now_defaults_to_the_current_time(store: Store) -> None:
     reviewed = store.card("a").last_reviewed_at
     assert reviewed is not None
     assert abs(reviewed - dt.datetime.now(dt.UTC)) < dt.timedelta(minutes=1)
+
+
+actions = st.lists(
+    st.tuples(st.sampled_from(["review", "redrill", "cram", "undo", "next_day"]),
+              st.integers(0, 5)),
+    max_size=30,
+)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions)
+def test_store_agrees_with_pure_sm2_under_any_mix_of_actions(
+    tmp_path_factory: pytest.TempPathFactory, seq: list[tuple[str, int]]
+) -> None:
+    """EF/schedule only move on scheduled reviews, exactly as next_state says; re-drill, cram
+    and undo keep the card consistent with that model."""
+    path = tmp_path_factory.mktemp("prop") / "dojo.sqlite3"
+    with Store.open(path) as store:
+        store.update_settings(timezone="UTC")
+        store.sync_cards([("a", "t")])
+        state, due, day = CardState.new(), None, 1
+        undo_stack: list[tuple[CardState, dt.date | None]] = []
+        for action, q in seq:
+            if action == "next_day":
+                day = max(day + 1, (due - at(1).date()).days + 1) if due else day + 1
+                undo_stack.clear()
+            elif action == "undo":
+                undone = store.undo(now=at(day))
+                assert (undone is None) == (not undo_stack)
+                if undo_stack:
+                    state, due = undo_stack.pop()
+            elif action == "review" and due is not None and due > at(day).date():
+                with pytest.raises(ValueError, match="not due"):
+                    grade(store, "a", q, at(day))
+            else:
+                result = grade(store, "a", q, at(day), mode=action)  # type: ignore[arg-type]
+                undo_stack.append((state, due))
+                if action == "review":
+                    state = next_state(state, q)
+                    due = at(day).date() + dt.timedelta(days=state.interval)
+                assert result.after == state and result.due == due
+            card = store.card("a")
+            assert (card.state, card.due) == (state, due)

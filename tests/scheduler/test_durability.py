@@ -136,6 +136,20 @@ def test_damaged_page_is_caught_by_the_daily_check(db_path: Path) -> None:
     _refused(db_path, CorruptDatabaseError, "integrity check")
 
 
+def test_damage_found_later_is_a_clear_error(db_path: Path) -> None:
+    with Store.open(db_path) as store:
+        store.sync_cards([(f"question-{i:05}", "topic " * 10) for i in range(3000)])
+    Store.open(db_path).close()  # today's backup and check are done
+    conn = sqlite3.connect(db_path)
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'cards'").fetchone()
+    conn.close()
+    data = bytearray(db_path.read_bytes())
+    data[(root - 1) * 4096 : root * 4096] = random.Random(2).randbytes(4096)
+    db_path.write_bytes(bytes(data))
+    with Store.open(db_path) as store, pytest.raises(CorruptDatabaseError, match="Restore"):
+        store.cards()
+
+
 def test_newer_version_is_refused_untouched(db_path: Path) -> None:
     with Store.open(db_path) as store:
         store.sync_cards([("a", "t")])
@@ -205,6 +219,29 @@ def test_upgraded_database_equals_a_fresh_one(tmp_path: Path) -> None:
     conn = sqlite3.connect(copies[0])
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1  # the copy is the old file
     conn.close()
+
+
+def test_a_failing_upgrade_step_leaves_the_old_file_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = tmp_path / "old.sqlite3"
+    _make_v1(old)
+
+    def broken_step(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE lab_attempts (id INTEGER PRIMARY KEY)")
+        raise RuntimeError("disk full, say")
+
+    monkeypatch.setitem(schema.UPGRADES, 1, broken_step)
+    with pytest.raises(RuntimeError, match="disk full"):
+        Store.open(old)
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "lab_attempts" not in tables  # the half-done step was rolled back
+    conn.close()
+    monkeypatch.undo()
+    with Store.open(old) as store:
+        assert store.card("old").interval == 15
 
 
 # -------------------------------------------------------------------------------- backups

@@ -99,7 +99,7 @@ def test_code_callers_get_the_same_checks() -> None:
 
 def test_cross_field_errors() -> None:
     with pytest.raises(SimInputError, match="longer than the context"):
-        CAP.evaluate({"prompt_tokens": 40000})
+        CAP.evaluate({"prompt_tokens": 32768})  # + 512 output tokens > 32,768
     with pytest.raises(SimInputError, match="leaves nothing"):
         CAP.evaluate({"reserve_gb": 80})
     zero = {"chat_requests": 0, "copilot_requests": 0, "agent_requests": 0}

@@ -48,6 +48,9 @@ def test_fix_dial_from_the_command_line_turns_the_check_green() -> None:
     code, fixed = _run("fleet", "--preset", "api-tax", "--set", "rented_share=100%")
     assert code == 0 and "PASS  API overflow ≤ 10% of tokens" in fixed
     assert "3 of 3 checks pass." in fixed
+    # only the dial the learner turned is marked, not the preset's own values
+    marked = [line.split()[0] for line in fixed.splitlines() if line.startswith(" *")]
+    assert marked == ["*rented_share"]
 
 
 def test_json_output_is_machine_readable() -> None:
@@ -73,7 +76,8 @@ def test_json_output_is_machine_readable() -> None:
         (["capacity", "--set", "gpus=two"], "gpus: 'two' is not an integer"),
         (["capacity", "--set", "mfu=150%"], "mfu must be ≤ 1"),
         (["capacity", "--set", "gpus"], "'gpus' is not of the form key=value"),
-        (["capacity", "--set", "prompt_tokens=65536"], "longer than the context"),
+        (["capacity", "--set", "prompt_tokens=32768"],
+         "prompt_tokens + output_tokens (32,768 + 512) is longer than the context (32,768)"),
         (["fleet", "--set", "card=tpu"], "card: 'tpu' is not one of h100, b200, a100"),
         (["fleet", "--preset", "gold-rush"], "unknown preset 'gold-rush' for sim fleet"),
         (["weather"], "unknown sim 'weather'; choose one of: list, capacity, metering, fleet"),

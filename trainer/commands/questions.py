@@ -87,6 +87,40 @@ def import_(file: Path, replace: bool) -> None:
     click.echo(f"imported {len(report.questions)} question(s) (topic {topics}) into {dest}")
 
 
+@questions.command("show")
+@click.argument("question_id")
+@click.option("--seed", default=0, show_default=True, type=int, help="Which draw to show.")
+@click.option("--answer", "typed", default=None, help="Also grade this answer, as the app would.")
+def show(question_id: str, seed: int, typed: str | None) -> None:
+    """Render one question as a learner sees it (prompt, choices), then its answer."""
+    from questions.answers import check_answer
+    from questions.bank import load_bank
+    from questions.units import format_quantity
+
+    bank = load_bank()
+    question = bank.get(question_id)
+    if question is None:
+        raise click.ClickException(f"no question {question_id!r} (see `dojo questions list --ids`)")
+    inst = question.draw(seed)
+    click.echo(f"{question.id} [{question.topic}, {question.kind}, difficulty "
+               f"{question.difficulty}, seed {seed}]\n")
+    click.echo(inst.prompt)
+    for letter, choice in zip("ABCD", inst.choices, strict=False):
+        click.echo(f"  {letter}) {choice}")
+    if typed is not None:
+        outcome = check_answer(inst, typed)
+        if outcome.reask:
+            click.echo(f"\nre-ask: {outcome.message}")
+        else:
+            verdict = "correct" if outcome.correct else "incorrect"
+            click.echo(f"\n{verdict}: you gave {outcome.given_display}, expected "
+                       f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint
+                                                          else ""))
+    answer = (format_quantity(inst.answer, question.unit) if inst.answer is not None
+              else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}")
+    click.echo(f"\nanswer: {answer}\n\n{inst.explanation}")
+
+
 @questions.command("list")
 @click.option("--ids", is_flag=True, help="Also list every question id.")
 def list_(ids: bool) -> None:

@@ -37,7 +37,10 @@ def _sync_bank(store: Store) -> str | None:
         bank = load_bank()
     except Exception as exc:  # a broken bank must not hide the learner's schedule
         return f"could not load the question bank ({exc}); showing the cards already known"
-    store.sync_cards(((q.id, q.topic) for q in bank.questions), retire_missing=True)
+    questions = [(q.id, q.topic) for q in bank.questions]
+    if not questions:  # an empty bank is a broken install, not a reason to retire every card
+        return "the question bank is empty; showing the cards already in the database"
+    store.sync_cards(questions, retire_missing=True)
     return None
 
 
@@ -206,7 +209,8 @@ def import_(file: Path) -> None:
     """Merge a history exported by `dojo export` (safe to run twice).
 
     Answers already present are skipped; a card's schedule is taken from FILE only if FILE
-    saw a later review of it. An invalid file is refused as a whole.
+    saw a later review of it. An invalid file is refused as a whole. A backup of your
+    database is made first.
     """
     from scheduler.errors import HistoryFormatError
 
@@ -218,6 +222,7 @@ def import_(file: Path) -> None:
         ) from exc
     with _open_store() as store:
         try:
+            store.backup()  # a merge is undoable only from a copy
             summary = store.import_history(data)
         except HistoryFormatError as exc:
             raise click.ClickException(str(exc)) from exc
