@@ -81,6 +81,7 @@ class GradeResult:
     levels: list[LevelResult]
     duration_s: float
     stored: bool = False
+    sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
 
     @property
     def passed(self) -> bool:
@@ -369,7 +370,7 @@ def grade(
     finally:
         run.sandbox.close()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
-                         time.monotonic() - started)
+                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
     if store:
         result.stored = _store(result)
     emit(events.make(
