@@ -81,6 +81,7 @@ class GradeResult:
     levels: list[LevelResult]
     duration_s: float
     stored: bool = False
+    store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
 
     @property
@@ -372,24 +373,28 @@ def grade(
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
     if store:
-        result.stored = _store(result)
+        result.stored, result.store_error = _store(result)
     emit(events.make(
         "summary", exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},
         duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
+        store_error=result.store_error,
     ))
     return result
 
 
-def _store(result: GradeResult) -> bool:
+def _store(result: GradeResult) -> tuple[bool, str]:
+    """One attempt row per graded level, with per-case outcomes; (all stored, first error)."""
     from lab.grader.record import record_attempt
 
-    stored = False
+    stored, error = True, ""
     for lvl in result.levels:
         cases = [
-            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required}
+            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required,
+             "seed": result.seed, **({"metrics": r.metrics} if r.metrics else {})}
             for r in lvl.results
         ]
-        stored = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
-                                lvl.metrics(), lvl.duration_s) or stored
-    return stored
+        ok, why = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
+                                 lvl.metrics(), lvl.duration_s)
+        stored, error = stored and ok, error or why
+    return stored, error
