@@ -144,6 +144,8 @@ class Sandbox:
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
+        env["TRANSFORMERS_OFFLINE"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]
         )

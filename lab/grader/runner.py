@@ -24,8 +24,6 @@ from lab.grader.isolation import Outcome, Sandbox
 from lab.grader.timing import cpu_threads_one, summarize, time_calls
 
 Emit = Callable[[dict[str, Any]], None]
-TIMING_WARMUP = 2
-TIMING_REPEATS = 7
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
@@ -135,7 +133,8 @@ class _Grading:
         self.timing_repeats = timing_repeats
         self.grading = exercise.grading()
         self.reference = importlib.import_module(self.grading.REFERENCE)
-        self.ctx = RunContext(device=device, seed=seed)
+        self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
+                              model_paths=exercise.model_paths)
         self.deadline = time.monotonic() + run_timeout_s
         self.run_timeout_s = run_timeout_s
         self.replay = ""
@@ -207,7 +206,8 @@ class _Grading:
             def ref() -> object:
                 return self.grading.run(self.reference, case, self.ctx)
 
-            for i in range(TIMING_WARMUP + self.timing_repeats):
+            warmup = self.exercise.timing_warmup
+            for i in range(warmup + self.timing_repeats):
                 order = ("learner", "reference") if i % 2 == 0 else ("reference", "learner")
                 for who in order:
                     if who == "reference":
@@ -221,7 +221,7 @@ class _Grading:
                             self._lost(out)
                             return f"while timing: {out.message}"
                         durations = out.durations
-                    if i >= TIMING_WARMUP:
+                    if i >= warmup:
                         (learner if who == "learner" else reference).extend(durations)
         finally:
             restore()
@@ -313,6 +313,7 @@ class _Grading:
                 "message": smallest.message, "params": smallest.case.params,
             },
             metrics=lvl.metrics(), duration_s=round(lvl.duration_s, 3),
+            case_metrics={r.case.id: r.metrics for r in results if r.metrics},
         ))
         return lvl
 
@@ -327,7 +328,7 @@ def grade(
     emit: Emit | None = None,
     memory_mb: int | None = None,
     run_timeout_s: float | None = None,
-    timing_repeats: int = TIMING_REPEATS,
+    timing_repeats: int | None = None,
     store: bool = True,
     case_timeout_s: float | None = None,
     load_timeout_s: float | None = None,
@@ -355,7 +356,7 @@ def grade(
         exercise, solution, resolved, seed, emit,
         memory_mb=memory_mb or exercise.memory_mb,
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
-        timing_repeats=timing_repeats,
+        timing_repeats=timing_repeats or exercise.timing_repeats,
         case_timeout_s=case_timeout_s,
         load_timeout_s=load_timeout_s,
     )
