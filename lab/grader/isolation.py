@@ -149,8 +149,8 @@ class Sandbox:
         env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]
         )
-        cmd = [
-            sys.executable, "-m", "lab.grader.sandbox",
+        cmd = [  # -P: the learner's folder (the cwd) must not shadow real modules
+            sys.executable, "-P", "-m", "lab.grader.sandbox",
             "--rfd", str(to_child_r), "--wfd", str(from_child_w),
         ]
         if self.data_limit:

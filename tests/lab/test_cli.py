@@ -164,7 +164,6 @@ def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path)
     solution.write_text(
         "import sys\n"
         "from correct import kv_bytes_per_token as _right\n"
-        "sys.path.insert(0, '')\n"
         "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
         "    assert 'torch' not in sys.modules, 'torch was imported in the sandbox'\n"
         "    return _right(config, dtype, tensor_parallel)\n"

@@ -127,3 +127,9 @@ def test_wrong_answers_run_in_one_child(tmp_path: Path) -> None:
     assert not run.result.passed
     assert _kinds(run) == {"wrong"}
     assert run.result.sandboxes_started == 1
+
+
+def test_learner_folder_does_not_shadow_real_modules(tmp_path: Path) -> None:
+    (tmp_path / "random.py").write_text("raise RuntimeError('shadowed the stdlib random')\n")
+    (tmp_path / "kv_bytes.py").write_text((SOLUTIONS / "correct.py").read_text())
+    assert_passes("kv-bytes", tmp_path / "kv_bytes.py", level=1)

@@ -170,6 +170,9 @@ def grade_cmd(exercise_id: str, level: int | None, file: Path | None, device: st
                              as_json)
     except UsageError as exc:
         _usage_error(str(exc))
+    except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
+        click.echo("\nInterrupted.", err=True)
+        sys.exit(130)
     sys.exit(0 if passed else 1)
 
 
