@@ -133,3 +133,12 @@ def test_learner_folder_does_not_shadow_real_modules(tmp_path: Path) -> None:
     (tmp_path / "random.py").write_text("raise RuntimeError('shadowed the stdlib random')\n")
     (tmp_path / "kv_bytes.py").write_text((SOLUTIONS / "correct.py").read_text())
     assert_passes("kv-bytes", tmp_path / "kv_bytes.py", level=1)
+
+
+def test_run_budget_stops_the_whole_run() -> None:
+    start = time.monotonic()
+    run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1, match=r"no answer within",
+                       kind="timeout", run_timeout_s=2.0, case_timeout_s=30.0)
+    assert time.monotonic() - start < 10
+    assert _kinds(run) == {"timeout", "run_timeout"}
+    assert "budget ran out" in run.failures[-1]["message"]

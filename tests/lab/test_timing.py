@@ -47,3 +47,14 @@ def test_slow_solution_fails_the_speed_gate() -> None:
                        kind="gate", timing_repeats=3)
     failed = run.failures[0]
     assert failed["metrics"]["learner_median_ms"] >= 50
+
+
+def test_cuda_request_without_cuda_is_a_usage_error() -> None:
+    import torch
+
+    from lab.grader.runner import UsageError, grade
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(UsageError, match=r"--device cuda: torch.cuda.is_available\(\) is False"):
+        grade(TIMED, SOLUTIONS / "timed" / "fast.py", device="cuda", store=False)
