@@ -202,8 +202,8 @@ def watch(exercise_id: str, level: int | None, file: Path | None, device: str,
             stamp = _stamp(path)
             try:
                 _grade_once(ex, path, levels, device, seed, as_json)
-            except UsageError as exc:
-                _usage_error(str(exc))
+            except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
+                click.echo(f"Error: {exc}", err=True)
             if not as_json:
                 click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
             while _stamp(path) == stamp or _stamp(path) is None:
