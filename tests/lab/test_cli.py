@@ -180,3 +180,8 @@ def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_watch_with_a_bad_level_exits_2_at_once() -> None:
+    watched = dojo("watch", "kv-bytes", "--file", str(SOLUTIONS / "correct.py"), "--level", "7")
+    assert watched.returncode == 2 and "no level 7" in watched.stderr

@@ -192,11 +192,17 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 def watch(exercise_id: str, level: int | None, file: Path | None, device: str,
           seed: int | None, as_json: bool, interval: float) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
+    from lab.exercises import ExerciseError
     from lab.grader.runner import UsageError
 
     ex = _exercise(exercise_id)
     path = _resolve_file(ex, file)
     levels = [level] if level is not None else None
+    if level is not None:
+        try:
+            ex.level(level)
+        except ExerciseError as exc:
+            _usage_error(str(exc))
     try:
         while True:
             stamp = _stamp(path)
