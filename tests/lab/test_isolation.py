@@ -142,3 +142,22 @@ def test_run_budget_stops_the_whole_run() -> None:
     assert time.monotonic() - start < 10
     assert _kinds(run) == {"timeout", "run_timeout"}
     assert "budget ran out" in run.failures[-1]["message"]
+
+
+def test_a_flood_of_output_is_trimmed_to_its_tail(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text(
+        "import sys\n"
+        "from correct import kv_bytes_per_token as _right\n"
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        "    if config == {'num_hidden_layers': 1, 'num_attention_heads': 1, 'hidden_size': 8}:\n"
+        "        sys.stdout.write(''.join(f'line {i}\\n' for i in range(200_000)))\n"
+        "        print('THE END')\n"
+        "    return _right(config, dtype, tensor_parallel) + 1\n"
+    )
+    (tmp_path / "correct.py").write_text((SOLUTIONS / "correct.py").read_text())
+    run = assert_fails("kv-bytes", solution, 1, match=r"expected 32, got 33", kind="wrong",
+                       case_timeout_s=30)
+    output = run.failures[0]["output"]
+    assert output.startswith("… (") and output.endswith("line 199999\nTHE END")
+    assert "line 0\n" not in output and len(output) < 2600
