@@ -59,26 +59,26 @@ class ReferenceGuard(importlib.abc.MetaPathFinder):
                 del sys.modules[name]
 
 
+def _is_learners(filename: str | None, learner_file: str | None) -> bool:
+    """A frame is the learner's when it is in their file's folder (their file or its helpers)."""
+    if not filename or learner_file is None:
+        return False
+    return Path(filename).resolve().parent == Path(learner_file).resolve().parent
+
+
 def trim_traceback(exc: BaseException, learner_file: str | None) -> str:
-    """The traceback restricted to frames in the learner's file (else the last frame)."""
+    """The traceback restricted to frames in the learner's files (else the last frame)."""
     te = traceback.TracebackException.from_exception(exc)
     frames = list(te.stack)
-    if learner_file is not None:
-        target = Path(learner_file).resolve()
-        mine = [f for f in frames if f.filename and Path(f.filename).resolve() == target]
-    else:
-        mine = []
+    mine = [f for f in frames if _is_learners(f.filename, learner_file)]
     shown = traceback.StackSummary.from_list(mine or frames[-1:])
     return "".join(shown.format()) + "".join(te.format_exception_only())
 
 
 def _where(exc: BaseException, learner_file: str | None) -> str:
-    if learner_file is None:
-        return ""
-    target = Path(learner_file).resolve()
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if frame.filename and Path(frame.filename).resolve() == target:
-            return f" ({target.name}:{frame.lineno}, in {frame.name})"
+        if _is_learners(frame.filename, learner_file):
+            return f" ({Path(frame.filename).name}:{frame.lineno}, in {frame.name})"
     return ""
 
 
