@@ -8,7 +8,9 @@ a constant, or a unit slip in either place. The bank-wide targets of issue 3 are
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -536,6 +538,45 @@ def test_answer_matches_independent_rederivation(bank: Any, qid: str) -> None:
             f"{qid} seed {seed}: bank says {instance.answer!r}, re-derivation {expected!r}; "
             f"values {dict(instance.values)}"
         )
+
+
+def _corners(question: Any) -> list[dict[str, Any]]:
+    """Every min/max combination of the params, crossed with the first and last case row."""
+    names = list(question.params)
+    ends = [question.params[name].extremes() for name in names]
+    cases = list(getattr(question, "cases", ())) or [{}]
+    rows = [cases[0], cases[-1]]
+    return [
+        {**row, **dict(zip(names, combo, strict=True))}
+        for row in rows
+        for combo in itertools.product(*ends)
+    ]
+
+
+@pytest.mark.parametrize("qid", sorted(REDERIVE))
+def test_answer_matches_rederivation_at_every_corner(bank: Any, qid: str) -> None:
+    question = bank.get(qid)
+    for drawn in _corners(question):
+        instance = question.instance(drawn)
+        expected = REDERIVE[qid](instance.values)
+        assert math.isclose(instance.answer, expected, rel_tol=1e-6, abs_tol=1e-9), (qid, drawn)
+
+
+_ANSWER_SPEC = re.compile(r"\{answer(?::([^}]*))?\}")
+
+
+def test_explanations_show_the_answer_within_its_tolerance(bank: Any) -> None:
+    """A learner who types the answer exactly as the explanation prints it must be marked right."""
+    for question in _numeric_parameterised(bank):
+        specs = _ANSWER_SPEC.findall(question.explanation)
+        assert specs, f"{question.id}: the explanation never shows {{answer}}"
+        for seed in range(60):
+            instance = question.draw(seed)
+            for spec in specs:
+                shown = format(instance.answer, spec).replace(",", "").rstrip("%")
+                assert question.tolerance.accepts(instance.answer, float(shown)), (
+                    f"{question.id} seed {seed}: shows {shown} for {instance.answer}"
+                )
 
 
 def test_draws_vary_so_answers_cannot_be_memorised(bank: Any) -> None:
