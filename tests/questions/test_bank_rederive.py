@@ -8,7 +8,9 @@ a constant, or a unit slip in either place. The bank-wide targets of issue 3 are
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,9 +32,36 @@ def _kv_per_token(layers: int, kv_heads: float, head_dim: int, nbytes: float) ->
     return 2 * layers * kv_heads * head_dim * nbytes
 
 
-def _model_8b_or_70b(g: int) -> tuple[float, float]:
-    """(tok/s per H100, API $ per 1M) for the fleet scenario: g = 0 → 8B chat, g = 1 → 70B."""
-    return {0: (10_000.0, 0.20), 1: (700.0, 2.50)}[g]
+# Constants from shared/notes/serving-facts.md, typed in again here so that a wrong figure in a
+# question's cases fails the test instead of being trusted.
+MODEL_SHAPES = {  # name: (layers, query heads, KV heads, head_dim)
+    "Llama-2-7B": (32, 32, 32, 128),
+    "Llama-2-13B": (40, 40, 40, 128),
+    "Llama-2-70B": (80, 64, 8, 128),
+    "Llama-3-8B": (32, 32, 8, 128),
+    "Llama-3-70B": (80, 64, 8, 128),
+    "Llama-3.1-405B": (126, 128, 8, 128),
+    "Mistral-7B v0.1": (32, 32, 8, 128),
+    "Qwen2.5-72B": (80, 64, 8, 128),
+}
+GPUS = {  # name: (dense BF16 FLOP/s, memory bandwidth B/s)
+    "H100 SXM": (989e12, 3.35e12),
+    "H200 SXM": (989e12, 4.8e12),
+    "B200 (HGX)": (2250e12, 8e12),
+    "A100 80GB SXM": (312e12, 2.039e12),
+    "L40S (PCIe)": (362e12, 0.864e12),
+}
+FLEET_MODELS = {  # name: (tok/s per H100, API $ per 1M tokens)
+    "an 8B chat model": (10_000.0, 0.20),
+    "a 70B model (FP8)": (700.0, 2.50),
+}
+VS_H100 = {"B200": 2.4, "used A100": 0.45}
+
+
+def _fleet_model(v: V) -> tuple[float, float]:
+    tps, api = FLEET_MODELS[v["model_name"]]
+    assert (v["tps"], v["api"]) == (tps, api), "case row disagrees with the scenario figures"
+    return tps, api
 
 
 def _spec_001(v: V) -> float:
@@ -71,7 +100,10 @@ def _spec_012(v: V) -> float:
 
 
 def _kv_001(v: V) -> float:
-    return _kv_per_token(v["layers"], v["kv_heads"], v["head_dim"], v["bytes"]) / KIB
+    layers, q_heads, kv_heads, head_dim = MODEL_SHAPES[v["model"]]
+    shown = (v["layers"], v["q_heads"], v["kv_heads"], v["head_dim"])
+    assert shown == (layers, q_heads, kv_heads, head_dim), "case row disagrees with config.json"
+    return _kv_per_token(layers, kv_heads, head_dim, v["bytes"]) / KIB
 
 
 def _kv_003(v: V) -> float:
@@ -102,7 +134,8 @@ def _kv_010(v: V) -> float:
 
 
 def _roof_001(v: V) -> float:
-    flops, bw = {0: (989e12, 3.35e12), 1: (312e12, 2.039e12)}[v["g"]]
+    flops, bw = GPUS[v["gpu_name"]]
+    assert (v["tflops"] * 1e12, v["bw"] * 1e12) == pytest.approx((flops, bw))
     return flops / bw
 
 
@@ -122,7 +155,8 @@ def _roof_004(v: V) -> float:
 
 
 def _roof_005(v: V) -> float:
-    bw = {0: 3.35e12, 1: 4.8e12}[v["g"]]
+    _, bw = GPUS[v["gpu_name"]]
+    assert v["bw"] * 1e12 == pytest.approx(bw)
     return bw / (v["params"] * 1e9 * v["wbytes"])
 
 
@@ -357,22 +391,22 @@ def _fleet_001(v: V) -> float:
 
 
 def _fleet_002(v: V) -> float:
-    tps, _ = _model_8b_or_70b(v["g"])
+    tps, _ = _fleet_model(v)
     return v["c"] / (_fleet_tokens(tps) * v["u_pct"] / 100 / 1e6)
 
 
 def _fleet_003(v: V) -> float:
-    tps, api = _model_8b_or_70b(v["g"])
+    tps, api = _fleet_model(v)
     return 100 * v["c"] / (_fleet_tokens(tps) / 1e6 * api)
 
 
 def _fleet_004(v: V) -> float:
-    tps, api = _model_8b_or_70b(v["g"])
+    tps, api = _fleet_model(v)
     return 100 * 1.35 * v["c"] / (_fleet_tokens(tps) / 1e6 * api)
 
 
 def _fleet_005(v: V) -> float:
-    tps, _ = _model_8b_or_70b(v["g"])
+    tps, _ = _fleet_model(v)
     return float(math.ceil(v["d"] * 1e9 / (_fleet_tokens(tps) * v["u_pct"] / 100)))
 
 
@@ -388,7 +422,8 @@ def _fleet_007(v: V) -> float:
 
 
 def _fleet_008(v: V) -> float:
-    return {0: 2.4, 1: 0.45}[v["g"]] * v["c"]
+    assert v["factor"] == VS_H100[v["gpu_name"]]
+    return VS_H100[v["gpu_name"]] * v["c"]
 
 
 REDERIVE: dict[str, Callable[[V], float]] = {
@@ -479,7 +514,10 @@ def bank() -> Any:
 
 
 def _numeric_parameterised(bank: Any) -> list[Any]:
-    return [q for q in bank.questions if q.kind == "numeric" and q.params]
+    """Numeric questions that draw fresh values (params or [[question.cases]] rows)."""
+    return [
+        q for q in bank.questions if q.kind == "numeric" and (q.params or getattr(q, "cases", ()))
+    ]
 
 
 def test_every_parameterised_numeric_question_has_a_rederivation(bank: Any) -> None:
@@ -500,6 +538,45 @@ def test_answer_matches_independent_rederivation(bank: Any, qid: str) -> None:
             f"{qid} seed {seed}: bank says {instance.answer!r}, re-derivation {expected!r}; "
             f"values {dict(instance.values)}"
         )
+
+
+def _corners(question: Any) -> list[dict[str, Any]]:
+    """Every min/max combination of the params, crossed with the first and last case row."""
+    names = list(question.params)
+    ends = [question.params[name].extremes() for name in names]
+    cases = list(getattr(question, "cases", ())) or [{}]
+    rows = [cases[0], cases[-1]]
+    return [
+        {**row, **dict(zip(names, combo, strict=True))}
+        for row in rows
+        for combo in itertools.product(*ends)
+    ]
+
+
+@pytest.mark.parametrize("qid", sorted(REDERIVE))
+def test_answer_matches_rederivation_at_every_corner(bank: Any, qid: str) -> None:
+    question = bank.get(qid)
+    for drawn in _corners(question):
+        instance = question.instance(drawn)
+        expected = REDERIVE[qid](instance.values)
+        assert math.isclose(instance.answer, expected, rel_tol=1e-6, abs_tol=1e-9), (qid, drawn)
+
+
+_ANSWER_SPEC = re.compile(r"\{answer(?::([^}]*))?\}")
+
+
+def test_explanations_show_the_answer_within_its_tolerance(bank: Any) -> None:
+    """A learner who types the answer exactly as the explanation prints it must be marked right."""
+    for question in _numeric_parameterised(bank):
+        specs = _ANSWER_SPEC.findall(question.explanation)
+        assert specs, f"{question.id}: the explanation never shows {{answer}}"
+        for seed in range(60):
+            instance = question.draw(seed)
+            for spec in specs:
+                shown = format(instance.answer, spec).replace(",", "").rstrip("%")
+                assert question.tolerance.accepts(instance.answer, float(shown)), (
+                    f"{question.id} seed {seed}: shows {shown} for {instance.answer}"
+                )
 
 
 def test_draws_vary_so_answers_cannot_be_memorised(bank: Any) -> None:
