@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -70,4 +72,10 @@ async def ready(app: DojoApp, pilot: Pilot[None]) -> None:
 
 
 def text_of(app: DojoApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
+    """The plain text a Static shows (markup or a rich renderable such as Markdown)."""
+    widget = app.screen.query_one(selector, Static)
+    if isinstance(widget.content, str):
+        return str(widget.render())
+    console = Console(width=120, file=io.StringIO(), color_system=None)
+    console.print(widget.content)
+    return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
