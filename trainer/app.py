@@ -127,6 +127,11 @@ class DojoApp(App[None]):
         self.action_home()
         self.push_screen(LabScreen(exercise))
 
+    def action_sim(self, name: str | None = None) -> None:
+        from trainer.screens.sim import SimScreen
+
+        self.push_screen(SimScreen(name))
+
     def action_start(self) -> None:
         self.start_session()
 
@@ -178,8 +183,9 @@ class DojoApp(App[None]):
         yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
         yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
         yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
+        yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
         yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
-        seen = {"help", "home", "start", "cram", "browse", "stats", "lab", "command_palette"}
+        seen = {"help", "home", "start", "cram", "browse", "stats", "lab", "sim", "command_palette"}
         for active in screen.active_bindings.values():
             binding = active.binding
             action = binding.action

@@ -102,8 +102,10 @@ def show(question_id: str, seed: int, typed: str | None) -> None:
     if question is None:
         raise click.ClickException(f"no question {question_id!r} (see `dojo questions list --ids`)")
     inst = question.draw(seed)
-    click.echo(f"{question.id} [{question.topic}, {question.kind}, difficulty "
-               f"{question.difficulty}, seed {seed}]\n")
+    click.echo(
+        f"{question.id} [{question.topic}, {question.kind}, difficulty "
+        f"{question.difficulty}, seed {seed}]\n"
+    )
     click.echo(inst.prompt)
     for letter, choice in zip("ABCD", inst.choices, strict=False):
         click.echo(f"  {letter}) {choice}")
@@ -113,11 +115,15 @@ def show(question_id: str, seed: int, typed: str | None) -> None:
             click.echo(f"\nre-ask: {outcome.message}")
         else:
             verdict = "correct" if outcome.correct else "incorrect"
-            click.echo(f"\n{verdict}: you gave {outcome.given_display}, expected "
-                       f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint
-                                                          else ""))
-    answer = (format_quantity(inst.answer, question.unit) if inst.answer is not None
-              else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}")
+            click.echo(
+                f"\n{verdict}: you gave {outcome.given_display}, expected "
+                f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint else "")
+            )
+    answer = (
+        format_quantity(inst.answer, question.unit)
+        if inst.answer is not None
+        else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}"
+    )
     click.echo(f"\nanswer: {answer}\n\n{inst.explanation}")
 
 

@@ -173,6 +173,8 @@ class ReviewScreen(Screen[None]):
         lab = getattr(q, "lab", None)
         if lab is not None:
             links.append(f"[b]l[/] lab {getattr(lab, 'exercise', lab)} L{getattr(lab, 'level', 1)}")
+        if q.sim:
+            links.append(f"[b]m[/] sim {escape(q.sim)}")
         self.query_one("#links", Static).update(" · ".join(links))
         self.query_one("#feedback").display = True
         grades = "  ".join(
@@ -257,6 +259,8 @@ class ReviewScreen(Screen[None]):
             if current is None:
                 return False
             return answered or current.is_mcq
+        if action == "sim":
+            return answered and current is not None and bool(current.question.sim)
         if action in ("default_grade", "related", "lab"):
             if not answered:
                 return False
@@ -345,6 +349,13 @@ class ReviewScreen(Screen[None]):
         from trainer.screens.lab import LabScreen
 
         self.app.push_screen(LabScreen(str(getattr(lab, "exercise", lab))))
+
+    def action_sim(self) -> None:
+        item = self.session.current
+        if item is not None and item.question.sim:
+            from trainer.screens.sim import SimScreen
+
+            self.app.push_screen(SimScreen(item.question.sim))
 
     def action_finish(self) -> None:
         self.finish()

@@ -37,6 +37,7 @@ class TodayScreen(Screen[None]):
         Binding("b", "app.browse", "Browse", id="browse"),
         Binding("s", "app.stats", "Stats", id="stats"),
         Binding("l", "app.lab()", "Lab", id="lab"),
+        Binding("m", "app.sim()", "Sims", id="sims", tooltip="Capacity, metering, fleet"),
         Binding("q", "app.quit", "Quit", id="quit"),
     ]
 
