@@ -107,3 +107,22 @@ async def test_hints_one_at_a_time(make_app: Callable[..., DojoApp]) -> None:
         assert "hint 1/" in log and "hint 2/" not in log
         await pilot.press("h")
         assert "hint 2/" in "\n".join(screen.query_one("#lab-log", Log).lines)
+
+
+async def test_edit_opens_the_workspace_in_the_editor_hook(dojo_home: Path) -> None:
+    """`e` creates the workspace if needed and hands its path to the (replaceable) editor."""
+    from tests.tui.conftest import BANK
+    from trainer.services import Services
+
+    opened: list[Path] = []
+    app = DojoApp(
+        lambda: Services.open(bank_paths=[BANK]), editor=lambda _app, path: opened.append(path)
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await _lab(app, pilot)
+        await pilot.press("e")
+        assert len(opened) == 1 and opened[0].is_file()
+        assert opened[0].is_relative_to(dojo_home)
+    assert app.services is not None
+    app.services.close()
