@@ -11,7 +11,7 @@ import datetime as dt
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -170,10 +170,11 @@ class Services:
         return future
 
     def flush(self) -> None:
-        """Wait for queued writes; re-raises a failed write's error."""
+        """Wait for queued writes. A failed write is reported by whoever queued it (the review
+        screen shows it); it must not break every later read."""
         last = self._last_write
         if last is not None:
-            last.result()
+            wait([last])
 
     def close(self) -> None:
         """Finish queued writes and close the database."""
@@ -268,7 +269,7 @@ class Session:
         self.cram = cram
         self.total_scheduled = len(items)
         self._state = _State(list(items), list(pending), Summary(cram=cram), [])
-        self._history: list[tuple[_State, Item]] = []
+        self._history: list[tuple[_State, Item, Future[Any]]] = []
         self._shown_at = time.monotonic()
         self._started = time.monotonic()
         self._feedback: Feedback | None = None
@@ -393,7 +394,7 @@ class Session:
                 mode=mode,
             )
         )
-        self._history.append((before, item))
+        self._history.append((before, item, self.last_write))
         s = self._state.summary
         s.answered += 1
         s.correct += int(fb.correct)
@@ -413,8 +414,10 @@ class Session:
         """Take back the last graded answer: the store restores the card, the card comes back."""
         if not self._history:
             return None
-        self.services.store.undo(self.services.now)
-        before, item = self._history.pop()
+        before, item, written = self._history.pop()
+        store = self.services.store  # waits for queued writes
+        if written.exception() is None:  # a failed write left nothing to take back
+            store.undo(self.services.now)
         self._state = before
         if not self._state.queue or self._state.queue[0] is not item:
             self._state.queue.insert(0, item)

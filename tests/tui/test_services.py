@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trainer.services import Feedback, Item, Reask, Services, Session
 
 
@@ -160,3 +162,28 @@ def test_broken_question_file_is_reported_and_the_rest_loads(open_services) -> N
     view = services.today()
     assert view.total_questions == 3
     assert view.bank_errors and "broken.toml" in view.bank_errors[0]
+
+
+def test_a_failed_write_does_not_break_reads_or_undo_the_wrong_answer(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = services.start_session()
+    first = _current(session)
+    _answer_right(session)
+    session.grade(4)
+    real_answer = services._store.answer
+
+    def disk_full(*args: object, **kwargs: object) -> object:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(services._store, "answer", disk_full)
+    second = _current(session)
+    _answer_right(session)
+    session.grade(4)
+    assert session.last_write is not None
+    assert isinstance(session.last_write.exception(timeout=5), OSError)
+    assert services.store.history(second.question_id) == []  # reads still work
+    monkeypatch.setattr(services._store, "answer", real_answer)
+    session.undo()  # takes back the failed answer only: the first one stays recorded
+    assert _current(session).question_id == second.question_id
+    assert [r.quality for r in services.store.history(first.question_id)] == [4]
