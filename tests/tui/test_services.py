@@ -187,3 +187,14 @@ def test_a_failed_write_does_not_break_reads_or_undo_the_wrong_answer(
     session.undo()  # takes back the failed answer only: the first one stays recorded
     assert _current(session).question_id == second.question_id
     assert [r.quality for r in services.store.history(first.question_id)] == [4]
+
+
+def test_new_cards_are_introduced_across_topics() -> None:
+    from types import SimpleNamespace
+
+    from trainer.services import _interleaved
+
+    qs = [SimpleNamespace(id=f"{t}-{i}", topic=t) for t, n in (("a", 3), ("b", 1), ("c", 2))
+          for i in range(n)]
+    order = [q.id for q in _interleaved(qs)]  # type: ignore[arg-type]
+    assert order == ["a-0", "b-0", "c-0", "a-1", "c-1", "a-2"]
