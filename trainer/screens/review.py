@@ -113,9 +113,9 @@ class ReviewScreen(Screen[None]):
         topic = services.topic_title(str(item.question.topic))
         pending = len(self.session.pending_redrill)
         self.query_one("#review-title", Static).update(
-            f"{'Cram' if self.session.cram else 'Review'} · {self.session.remaining} left"
-            f"{f' (+{pending} to re-drill)' if pending else ''}"
-            f" · {escape(topic)} · {_MODE_LABEL[item.mode]}"
+            f"{'Cram' if self.session.cram else 'Review'} · {_MODE_LABEL[item.mode]}"
+            f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
+            f" · {escape(topic)}"
         )
         self.query_one("#prompt", Static).update(_markdown(inst.prompt))
         choices = self.query_one("#choices", OptionList)
