@@ -14,7 +14,7 @@ from questions.model import Question, Topic
 from questions.problems import Problem
 from questions.validate import LOAD_DRAWS, validate_files
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "bank"
+BUILTIN_DIR = Path(__file__).resolve().parent / "topics"
 
 
 def packs_dir() -> Path:
