@@ -14,7 +14,7 @@ from questions.model import Question, Topic
 from questions.problems import Problem
 from questions.validate import LOAD_DRAWS, validate_files
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "bank"
+BUILTIN_DIR = Path(__file__).resolve().parent / "topics"
 
 
 def packs_dir() -> Path:
@@ -56,6 +56,21 @@ class Bank:
 
     def by_topic(self, topic_id: str) -> list[Question]:
         return [q for q in self.questions if q.topic == topic_id]
+
+    def study_order(self) -> list[Question]:
+        """The order new cards are introduced: topics interleaved round-robin, easier first.
+
+        A learner's first sessions should touch every topic rather than drain one file, and
+        within a topic the warm-up questions come before the hard ones.
+        """
+        per_topic: dict[str, list[Question]] = {}
+        for q in self.questions:
+            per_topic.setdefault(q.topic, []).append(q)
+        queues = [sorted(qs, key=lambda q: q.difficulty) for qs in per_topic.values()]
+        order: list[Question] = []
+        for rank in range(max((len(qs) for qs in queues), default=0)):
+            order.extend(qs[rank] for qs in queues if rank < len(qs))
+        return order
 
     def __len__(self) -> int:
         return len(self.questions)

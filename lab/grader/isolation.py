@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ class Outcome:
     def child_lost(self) -> bool:
         """The child was killed or died: the next request needs a fresh one."""
         return self.kind in ("timeout", "memory", "crash", "protocol")
+
+
+class Cancelled(Exception):
+    """The caller asked to stop (the TUI's cancel button); the child has been killed."""
 
 
 class MemoryExceeded(Exception):
@@ -134,6 +139,7 @@ class Sandbox:
         self.capture: Any = None
         self.peak_rss_mb = 0.0
         self.spawned = 0
+        self.cancelled: Callable[[], bool] = lambda: False
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Outcome:
@@ -222,6 +228,9 @@ class Sandbox:
     # -- requests --------------------------------------------------------------------------
     def _check_memory(self) -> None:
         assert self.proc is not None
+        if self.cancelled():
+            self.kill()
+            raise Cancelled()
         rss = rss_mb(self.proc.pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_mb:

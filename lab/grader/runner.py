@@ -20,7 +20,7 @@ from lab.exercises import Exercise, ExerciseError
 from lab.grader import events
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.device import resolve_device
-from lab.grader.isolation import Outcome, Sandbox
+from lab.grader.isolation import Cancelled, Outcome, Sandbox
 from lab.grader.timing import cpu_threads_one, summarize, time_calls
 
 Emit = Callable[[dict[str, Any]], None]
@@ -300,7 +300,11 @@ class _Grading:
         level = self.exercise.level(number)
         start = time.monotonic()
         cases = self.grading.cases(number, self.seed)
-        results = [self.case(c, level.gate) for c in cases]
+        results = []
+        for c in cases:
+            if self.sandbox.cancelled():
+                raise Cancelled()
+            results.append(self.case(c, level.gate))
         lvl = LevelResult(number, results, time.monotonic() - start)
         smallest = lvl.smallest_failure()
         self.emit(events.make(
@@ -330,10 +334,16 @@ def grade(
     run_timeout_s: float | None = None,
     timing_repeats: int | None = None,
     store: bool = True,
+    cancel: Callable[[], bool] | None = None,
     case_timeout_s: float | None = None,
     load_timeout_s: float | None = None,
 ) -> GradeResult:
-    """Grade `solution` on `levels` (default: all) and return the results; see events.py."""
+    """Grade `solution` on `levels` (default: all) and return the results; see events.py.
+
+    Blocking: the TUI runs it in a worker thread. `cancel` (e.g. `threading.Event().is_set`) is
+    polled every few milliseconds; once it returns True the child is killed and
+    `lab.grader.isolation.Cancelled` is raised (no summary event, nothing stored).
+    """
     emit = emit or (lambda _event: None)
     all_levels = exercise.level_numbers
     chosen = levels or all_levels
@@ -361,6 +371,8 @@ def grade(
         load_timeout_s=load_timeout_s,
     )
     run.replay = replay_command(exercise.id, chosen, seed, all_levels)
+    if cancel is not None:
+        run.sandbox.cancelled = cancel
     emit(events.make(
         "run_started", exercise=exercise.id, title=exercise.title, solution=str(solution),
         device=resolved, device_note=note, seed=seed, replay=run.replay,

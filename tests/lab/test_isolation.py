@@ -25,6 +25,7 @@ def test_infinite_loop_times_out_and_the_rest_is_skipped() -> None:
     assert _kinds(run) == {"timeout", "skipped"}
     assert sum(f["kind"] == "timeout" for f in run.failures) == 3  # then it stops trying
     assert elapsed < 15, elapsed
+    assert _my_sandboxes() == []  # every looping child was killed
 
 
 def test_runaway_allocation_is_killed_at_the_memory_cap() -> None:
@@ -161,3 +162,40 @@ def test_a_flood_of_output_is_trimmed_to_its_tail(tmp_path: Path) -> None:
     output = run.failures[0]["output"]
     assert output.startswith("… (") and output.endswith("line 199999\nTHE END")
     assert "line 0\n" not in output and len(output) < 2600
+
+
+def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
+    import threading
+
+    from lab.exercises import get
+    from lab.grader.isolation import Cancelled
+    from lab.grader.runner import grade
+
+    stop = threading.Event()
+    timer = threading.Timer(1.0, stop.set)
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled):
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", seed=1, store=False,
+              cancel=stop.is_set, case_timeout_s=30)
+    assert time.monotonic() - start < 5
+    assert _my_sandboxes() == []
+
+
+def _my_sandboxes() -> list[int]:
+    """Sandbox children of this test process that are still alive."""
+    import os
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"lab.grader.sandbox" in cmdline:
+            found.append(int(entry.name))
+    return found

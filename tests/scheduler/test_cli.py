@@ -31,7 +31,8 @@ def no_bank(monkeypatch: pytest.MonkeyPatch) -> None:
 def fake_bank(monkeypatch: pytest.MonkeyPatch) -> list[FakeQuestion]:
     questions = [FakeQuestion("kv-001", "kv-cache"), FakeQuestion("batch-001", "batching")]
     module = types.ModuleType("questions.bank")
-    module.load_bank = lambda: types.SimpleNamespace(questions=questions)  # type: ignore[attr-defined]
+    bank = types.SimpleNamespace(questions=questions, study_order=lambda: list(questions))
+    module.load_bank = lambda: bank  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "questions.bank", module)
     return questions
 

@@ -37,7 +37,7 @@ def _sync_bank(store: Store) -> str | None:
         bank = load_bank()
     except Exception as exc:  # a broken bank must not hide the learner's schedule
         return f"could not load the question bank ({exc}); showing the cards already known"
-    questions = [(q.id, q.topic) for q in bank.questions]
+    questions = [(q.id, q.topic) for q in bank.study_order()]
     if not questions:  # an empty bank is a broken install, not a reason to retire every card
         return "the question bank is empty; showing the cards already in the database"
     store.sync_cards(questions, retire_missing=True)
