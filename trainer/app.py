@@ -197,7 +197,7 @@ class DojoApp(App[None]):
                 binding.tooltip or f"{type(active.node).__name__}: {action}",
                 partial(self.run_action, action, active.node),
             )
-        yield SystemCommand("Quit", "Leave the app (ctrl+q)", self.exit)
+        yield from super().get_system_commands(screen)  # theme, keys, screenshot, quit
 
 
 def _suspend_and_edit(app: DojoApp, path: Path) -> None:
