@@ -194,7 +194,7 @@ class Services:
 
         bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
         store = Store.open(db_path)
-        store.sync_cards([(q.id, q.topic) for q in _interleaved(bank.questions)])
+        store.sync_cards([(q.id, q.topic) for q in bank.study_order()])  # new-card order
         return cls(store, bank, now)
 
     # -- read side ---------------------------------------------------------------------------
@@ -455,18 +455,6 @@ class Session:
             today = self.services.day()
             s.next_due = min((d for d, n in forecast.items() if n and d > today), default=None)
         return s
-
-
-def _interleaved(questions: Sequence[Question]) -> list[Question]:
-    """Round-robin over topics (each in file order), so the daily new cards span the topics
-    instead of exhausting the first file before the second appears. Sync order = new order."""
-    by_topic: dict[str, list[Question]] = {}
-    for q in questions:
-        by_topic.setdefault(q.topic, []).append(q)
-    lanes = list(by_topic.values())
-    return [
-        lane[i] for i in range(max(map(len, lanes), default=0)) for lane in lanes if i < len(lane)
-    ]
 
 
 def _choice_index(answer: str | int, n: int) -> int | None:

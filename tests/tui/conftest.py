@@ -6,6 +6,7 @@ import datetime as dt
 import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -13,7 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from trainer.app import DojoApp
-from trainer.services import Services
+from trainer.services import Item, Services
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BANK = FIXTURES / "bank"
@@ -79,3 +80,31 @@ def text_of(app: DojoApp, selector: str) -> str:
     console = Console(width=120, file=io.StringIO(), color_system=None)
     console.print(widget.content)
     return console.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+
+
+def right_keys(item: Item) -> list[str]:
+    """The keys that answer a card correctly (a letter, or the number and Enter)."""
+    if item.is_mcq:
+        assert item.instance.correct_index is not None
+        return ["abcd"[item.instance.correct_index]]
+    return [*f"{item.instance.answer:g}", "enter"]
+
+
+def wrong_keys(item: Item) -> list[str]:
+    """Keys for a wrong answer (another letter, or ten times the number)."""
+    if item.is_mcq:
+        assert item.instance.correct_index is not None
+        return ["abcd"[(item.instance.correct_index + 1) % 4]]
+    return [*f"{(item.instance.answer or 1) * 10:g}", "enter"]
+
+
+class FlushedStore:
+    """The app's store for assertions: every call first waits for answers still being written
+    (the app writes them on a background thread so the next card paints at once)."""
+
+    def __init__(self, app: DojoApp) -> None:
+        self._app = app
+
+    def __getattr__(self, name: str) -> Any:
+        assert self._app.services is not None
+        return getattr(self._app.services.store, name)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.widgets import Input
 
-from tests.tui.conftest import BROKEN, ready, text_of
+from tests.tui.conftest import BROKEN, FlushedStore, ready, right_keys, text_of
 from trainer.app import DojoApp
 from trainer.screens.cram import CramPicker
 from trainer.screens.help import HelpScreen
@@ -54,14 +54,13 @@ async def test_mcq_right_then_wrong(make_app: AppFactory) -> None:
         assert "Right" in text_of(app, "#verdict")
         assert "(Enter = 4)" in text_of(app, "#gradebar")
         await pilot.press("enter")
-        store = app.services.store  # type: ignore[union-attr]
+        store = FlushedStore(app)
         (logged,) = store.history(first.question_id)
         assert (logged.quality, logged.correct, logged.mode) == (4, True, "review")
         assert logged.response_ms >= 0
 
-        await pilot.press("ctrl+b")  # bury the numeric card to reach the other MCQ
         second = _item(app)
-        assert second.is_mcq and store.card("kv-cache-001").buried_until is not None
+        assert second.is_mcq and second.question_id == "kv-cache-002"
         assert second.instance.correct_index is not None
         wrong = (second.instance.correct_index + 1) % 4
         await pilot.press(str(wrong + 1))  # digits answer an MCQ too
@@ -73,13 +72,18 @@ async def test_mcq_right_then_wrong(make_app: AppFactory) -> None:
         (logged,) = store.history(second.question_id)
         assert (logged.quality, logged.correct) == (0, False)
         assert store.card(second.question_id).lapses == 1
+        assert _item(app).question_id == "kv-cache-001"
+        await pilot.press("ctrl+b")  # bury works while the numeric input has focus
+        assert store.card("kv-cache-001").buried_until is not None
+        again = _item(app)  # only the re-drill is left
+        assert (again.question_id, again.mode) == ("kv-cache-002", "redrill")
 
 
 async def test_numeric_garbage_is_reasked_then_the_right_value_passes(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter", "ctrl+b")
+        await pilot.press("enter", "ctrl+b", "ctrl+b")  # bury the two MCQs
         item = _item(app)
         assert item.question_id == "kv-cache-001"
         answer = app.screen.query_one("#answer", Input)
@@ -87,7 +91,7 @@ async def test_numeric_garbage_is_reasked_then_the_right_value_passes(make_app: 
         await pilot.press(*"lots", "enter")
         assert "can't read" in text_of(app, "#reask")
         assert _review(app).session.feedback is None
-        store = app.services.store  # type: ignore[union-attr]
+        store = FlushedStore(app)
         assert store.history(item.question_id) == []
         await pilot.press(*["backspace"] * 4, *f"{item.instance.answer:g} KiB", "enter")
         assert "Right" in text_of(app, "#verdict")
@@ -102,8 +106,8 @@ async def test_redrill_until_four_then_summary(make_app: AppFactory) -> None:
         await pilot.press("enter")
         failed = _item(app)
         await pilot.press("b" if _right_key(failed) == "a" else "a", "enter")  # wrong: grade 1
-        await pilot.press("ctrl+b")  # bury the numeric card
         await pilot.press(_right_key(_item(app)), "enter")
+        await pilot.press("ctrl+b")  # bury the numeric card
         again = _item(app)
         assert again.question_id == failed.question_id and again.mode == "redrill"
         assert "re-drill" in text_of(app, "#review-title")
@@ -114,7 +118,7 @@ async def test_redrill_until_four_then_summary(make_app: AppFactory) -> None:
         assert isinstance(app.screen, SummaryScreen)
         body = text_of(app, "#summary-body")
         assert "Answered   4" in body and "2 re-drills" in body and "75%" in body
-        store = app.services.store  # type: ignore[union-attr]
+        store = FlushedStore(app)
         assert store.today_queue(app.services.now).redrill == ()  # type: ignore[union-attr]
         await pilot.press("enter")
         await ready(app, pilot)
@@ -125,13 +129,13 @@ async def test_undo_several_answers(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        store = app.services.store  # type: ignore[union-attr]
+        store = FlushedStore(app)
         before = store.cards()
         await pilot.press("enter")
         first = _item(app)
         await pilot.press(_right_key(first), "5")
         second = _item(app)
-        await pilot.press(*f"{second.instance.answer:g}", "enter", "4")
+        await pilot.press(*right_keys(second), "4")
         assert store.card(second.question_id).interval == 1
         await pilot.press("ctrl+z")
         assert _item(app) is second and store.history(second.question_id) == []
@@ -145,7 +149,7 @@ async def test_cram_leaves_the_schedule_unchanged(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        store = app.services.store  # type: ignore[union-attr]
+        store = FlushedStore(app)
         before = store.cards()
         await pilot.press("c")
         assert isinstance(app.screen, CramPicker)

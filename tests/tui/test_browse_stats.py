@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.widgets import DataTable
 
-from tests.tui.conftest import ready, text_of
+from tests.tui.conftest import FlushedStore, ready, text_of, wrong_keys
 from trainer.app import DojoApp
 from trainer.screens.browse import BrowseScreen
 from trainer.screens.review import ReviewScreen
@@ -47,7 +47,7 @@ async def test_browse_search_filter_preview_and_suspend(make_app: Callable[..., 
         assert table.has_focus
         await pilot.press("s")  # suspend it
         await _loaded(app, pilot)
-        store = app.services.store  # type: ignore[union-attr]
+        store = FlushedStore(app)
         assert store.card("kv-cache-002").suspended
         assert "suspended" in str(table.get_row_at(0)[3])
         await pilot.press("s")  # and back
@@ -78,7 +78,7 @@ async def test_stats_show_accuracy_distributions_and_forecast(
         await pilot.press("abcd"[item.instance.correct_index or 0], "5")
         item = session.current
         assert item is not None
-        await pilot.press(*f"{(item.instance.answer or 0) * 10:g}", "enter", "0")  # wrong
+        await pilot.press(*wrong_keys(item), "0")
         await pilot.press("escape", "enter", "s")
         assert isinstance(app.screen, StatsScreen)
         await _loaded(app, pilot)

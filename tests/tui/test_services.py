@@ -189,12 +189,9 @@ def test_a_failed_write_does_not_break_reads_or_undo_the_wrong_answer(
     assert [r.quality for r in services.store.history(first.question_id)] == [4]
 
 
-def test_new_cards_are_introduced_across_topics() -> None:
-    from types import SimpleNamespace
-
-    from trainer.services import _interleaved
-
-    qs = [SimpleNamespace(id=f"{t}-{i}", topic=t) for t, n in (("a", 3), ("b", 1), ("c", 2))
-          for i in range(n)]
-    order = [q.id for q in _interleaved(qs)]  # type: ignore[arg-type]
-    assert order == ["a-0", "b-0", "c-0", "a-1", "c-1", "a-2"]
+def test_new_cards_come_in_the_banks_study_order(services: Services) -> None:
+    """Topics interleaved, easier first: kv-cache-002 (difficulty 1) before kv-cache-001."""
+    session = services.start_session()
+    assert [i.question_id for i in session._state.queue] == [
+        q.id for q in services.bank.study_order()
+    ] == ["batching-001", "kv-cache-002", "kv-cache-001"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import textual
 
-from tests.tui.conftest import ready
+from tests.tui.conftest import ready, right_keys, wrong_keys
 from trainer.app import DojoApp
 from trainer.screens.review import ReviewScreen
 
@@ -65,12 +65,11 @@ def test_stats(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     async def before(pilot: Any) -> None:
         await ready(app, pilot)
         await pilot.press("enter")
-        await pilot.press(_right_key(app), "5")
-        assert isinstance(app.screen, ReviewScreen)
-        item = app.screen.session.current
-        assert item is not None and item.instance.answer is not None
-        await pilot.press(*f"{item.instance.answer:g}", "enter", "4")  # numeric, right
-        await pilot.press("b" if _right_key(app) == "a" else "a", "1")  # MCQ, wrong
+        for grade, keys in (("5", right_keys), ("1", wrong_keys), ("4", right_keys)):
+            assert isinstance(app.screen, ReviewScreen)
+            item = app.screen.session.current
+            assert item is not None
+            await pilot.press(*keys(item), grade)
         await pilot.press("escape", "enter", "s")
         await app.workers.wait_for_complete()
         await pilot.pause()
