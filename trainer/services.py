@@ -124,6 +124,7 @@ class Summary:
     next_due: dt.date | None = None
     redrilled: int = 0
     cram: bool = False
+    left_today: int = 0  # cards still queued when the session ended (Enter at home resumes)
 
     @property
     def accuracy(self) -> float | None:
@@ -450,6 +451,7 @@ class Session:
     def summary(self) -> Summary:
         s = replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics))
         s.seconds = time.monotonic() - self._started
+        s.left_today = len(self._state.queue) + len(self._state.pending)
         if not self.cram:
             forecast = self.services.store.forecast(365, self.services.now)
             today = self.services.day()

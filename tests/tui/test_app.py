@@ -41,6 +41,9 @@ async def test_first_run_explains_the_app_and_enter_starts(make_app: AppFactory)
         assert "New 3" in text_of(app, "#today-counts")
         await pilot.press("enter")
         assert _item(app).question_id == "batching-001"
+        await pilot.press("escape")  # leaving early says what is left
+        assert isinstance(app.screen, SummaryScreen)
+        assert "Left today 3" in text_of(app, "#summary-body")
 
 
 async def test_mcq_right_then_wrong(make_app: AppFactory) -> None:
@@ -110,7 +113,7 @@ async def test_redrill_until_four_then_summary(make_app: AppFactory) -> None:
         await pilot.press("ctrl+b")  # bury the numeric card
         again = _item(app)
         assert again.question_id == failed.question_id and again.mode == "redrill"
-        assert "re-drill" in text_of(app, "#review-title")
+        assert "Re-drill" in text_of(app, "#review-title")
         await pilot.press(_right_key(again), "3")  # right but hard: comes back again
         third = _item(app)
         assert third.question_id == failed.question_id
@@ -118,6 +121,7 @@ async def test_redrill_until_four_then_summary(make_app: AppFactory) -> None:
         assert isinstance(app.screen, SummaryScreen)
         body = text_of(app, "#summary-body")
         assert "Answered   4" in body and "2 re-drills" in body and "75%" in body
+        assert "Left today" not in body
         store = FlushedStore(app)
         assert store.today_queue(app.services.now).redrill == ()  # type: ignore[union-attr]
         await pilot.press("enter")

@@ -103,6 +103,8 @@ def test_redrill_repeats_a_card_until_graded_4(services: Services) -> None:
     assert modes == ["review", "redrill", "redrill"]
     summary = session.summary()
     assert summary.answered == 5 and summary.redrilled == 2 and summary.correct == 4
+    assert summary.left_today == 0
+    assert services.start_session().summary().left_today == 0  # nothing queued any more
 
 
 def test_undo_several_steps_restores_cards_and_brings_them_back(services: Services) -> None:

@@ -22,7 +22,7 @@ from trainer.widgets.keybar import KeyBar
 if TYPE_CHECKING:
     from trainer.app import DojoApp
 
-_MODE_LABEL = {"review": "review", "new": "new card", "redrill": "re-drill", "cram": "cram"}
+_MODE_LABEL = {"review": "Due review", "new": "New card", "redrill": "Re-drill", "cram": "Cram"}
 
 
 class ReviewScreen(Screen[None]):
@@ -113,7 +113,7 @@ class ReviewScreen(Screen[None]):
         topic = services.topic_title(str(item.question.topic))
         pending = len(self.session.pending_redrill)
         self.query_one("#review-title", Static).update(
-            f"{'Cram' if self.session.cram else 'Review'} · {_MODE_LABEL[item.mode]}"
+            f"{_MODE_LABEL[item.mode]}"
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )

@@ -38,6 +38,8 @@ class SummaryScreen(Screen[None]):
                 f"{t} ×{n}" for t, n in sorted(s.missed_topics.items(), key=lambda kv: -kv[1])
             )
             lines.append(f"Missed     {missed}")
+        if s.left_today and not s.cram:
+            lines.append(f"Left today [b]{s.left_today}[/]  (Enter on the home screen resumes)")
         if not s.cram:
             next_due = s.next_due.isoformat() if s.next_due else "nothing scheduled yet"
             lines.append(f"Next due   [b]{next_due}[/]")
