@@ -16,12 +16,15 @@ ctrl+p opens the command palette (every action); ctrl+q quits from anywhere."""
 
 
 _NOTES = {
-    "BrowseScreen": "\n\n[b]Browsing[/]\n  / search, t topic, f status (Enter picks), Esc back to the"
-    " table;\n  arrows move the preview; s suspends or unsuspends the card.",
-    "LabScreen": "\n\n[b]Lab[/]\n  s creates your file from the stub, e opens it in $EDITOR, g grades"
-    " the\n  selected level in a subprocess (x or ctrl+c stops it), h shows one more hint.",
-    "SimScreen": "\n\n[b]Sims[/]\n  Tab between dials; every keystroke recomputes the checks. A bad"
-    " value is\n  named and the last good result stays. ctrl+r resets the dials.",
+    "BrowseScreen": "\n\n[b]Browsing[/]\n"
+    "  / search, t topic, f status (Enter picks), Esc back to the table;\n"
+    "  arrows move the preview; s suspends or unsuspends the card.",
+    "LabScreen": "\n\n[b]Lab[/]\n"
+    "  s creates your file from the stub, e opens it in $EDITOR, g grades the\n"
+    "  selected level in a subprocess (x or ctrl+c stops it), h shows one more hint.",
+    "SimScreen": "\n\n[b]Sims[/]\n"
+    "  Tab between dials; every keystroke recomputes the checks. A bad value is\n"
+    "  named and the last good result stays. ctrl+r resets the dials.",
 }
 
 
