@@ -30,3 +30,22 @@ async def test_dials_recompute_and_bad_input_is_named(make_app: Callable[..., Do
         await pilot.pause()
         assert app.screen.query_one("#dial-gpus", Input).value == "1"
         assert text_of(app, "#sim-error") == ""
+
+
+async def test_a_question_links_to_its_sim(make_app: Callable[..., DojoApp]) -> None:
+    from tests.tui.conftest import right_keys
+    from trainer.screens.review import ReviewScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("enter", "ctrl+b", "ctrl+b")  # to kv-cache-001, which names a sim
+        assert isinstance(app.screen, ReviewScreen)
+        item = app.screen.session.current
+        assert item is not None and item.question.sim == "capacity"
+        await pilot.press(*right_keys(item))
+        assert "m sim capacity" in text_of(app, "#links")
+        await pilot.press("m")
+        assert isinstance(app.screen, SimScreen) and app.screen.sim.name == "capacity"
+        await pilot.press("escape")
+        assert isinstance(app.screen, ReviewScreen)  # back to grade the card

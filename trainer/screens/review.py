@@ -35,6 +35,7 @@ class ReviewScreen(Screen[None]):
         Binding("enter", "default_grade", "Grade", id="default-grade", show=False),
         Binding("n", "note", "Note", id="note", show=False, tooltip="The topic's concept note"),
         Binding("r", "related", "Related", id="related", show=False, tooltip="Related questions"),
+        Binding("m", "sim", "Sim", id="open-sim", show=False, tooltip="This question's sim"),
         Binding(
             "l",
             "lab",
