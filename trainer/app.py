@@ -112,19 +112,16 @@ class DojoApp(App[None]):
     def action_browse(self) -> None:
         from trainer.screens.browse import BrowseScreen
 
-        self.action_home()
-        self.push_screen(BrowseScreen())
+        self.push_screen(BrowseScreen())  # on top: Esc comes back here, a session is kept
 
     def action_stats(self) -> None:
         from trainer.screens.stats import StatsScreen
 
-        self.action_home()
         self.push_screen(StatsScreen())
 
     def action_lab(self, exercise: str | None = None) -> None:
         from trainer.screens.lab import LabScreen
 
-        self.action_home()
         self.push_screen(LabScreen(exercise))
 
     def action_sim(self, name: str | None = None) -> None:
