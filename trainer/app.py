@@ -182,13 +182,18 @@ class DojoApp(App[None]):
         yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
         yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
         yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
-        seen = {"help", "home", "start", "cram", "browse", "stats", "lab", "sim", "command_palette"}
+        # Listed above, or plumbing every Textual app has (focus moves, copy).
+        seen = {"help", "home", "start", "cram", "browse", "stats", "lab()", "lab", "sim()", "sim",
+                "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding
             action = binding.action
-            if not binding.description or action in seen or not active.enabled:
+            bare = action.removeprefix("app.").removeprefix("screen.")
+            if active.node not in (screen, self):  # widget plumbing: scrolling, cursor moves
                 continue
-            seen.add(action)
+            if not binding.description or bare in seen or not active.enabled:
+                continue
+            seen.add(bare)
             yield SystemCommand(
                 f"{binding.description} ({binding.key_display or binding.key})",
                 binding.tooltip or f"{type(active.node).__name__}: {action}",
