@@ -27,6 +27,10 @@ MULTIPLIERS: dict[str, float] = {
 }
 
 
+# "5 m" / "2.5m": minutes? milliseconds? million? Only re-asked where the answer is a time.
+_BARE_M = re.compile(r"^.*\d\s*m[.,;:!?]*$")
+
+
 class Reask(ValueError):
     """The input cannot be graded (unreadable, or a unit that does not fit); ask again."""
 
@@ -66,7 +70,7 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
     """The readings of `text` as (value, unit typed or None): several when a suffix is ambiguous
     ("1.5B" is 1.5 bytes or 1.5 billion). Raises Reask if there is no reading."""
     cleaned = (text.strip().replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ")
-               .lstrip("~≈").strip())
+               .lstrip("~≈").rstrip(".,;:!?").strip())  # "42 ms." ends a sentence
     if not cleaned:
         raise Reask("type a number, e.g. 2.53, 1.2k, 320 KiB")
     found = _NUMBER.match(cleaned)
@@ -124,6 +128,9 @@ def parse_answer(text: str, unit: str = "") -> float:
     target = lookup_unit(unit)
     if target is None:
         raise ValueError(f"unknown question unit {unit!r}")
+    if target.dimension == "time" and _BARE_M.match(text.strip()):
+        raise Reask(f"{text.strip()!r}: 'm' is ambiguous for a time; write min, ms or M "
+                    "(million)")
     readings = parse_quantity(text)
     for value, typed in readings:
         if typed is None:
@@ -163,8 +170,9 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
         correct=correct,
         expected_display=format_quantity(expected, question.unit),
         given_display=format_quantity(given, question.unit),
-        hint=None if correct else units_hint(expected, given, question.tolerance.relative_to(
-            expected)),
+        hint=None if correct else units_hint(
+            expected, given, question.tolerance.relative_to(expected),
+            binary=_has_bytes(question.unit)),
         given_value=given,
         expected_value=expected,
     )
@@ -176,9 +184,18 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
     matches = [i for i, c in enumerate(instance.choices) if " ".join(c.split()).casefold() ==
                folded]
     try:
-        chosen = matches[0] if matches else parse_choice(text, count)
+        position = parse_choice(text, count)
     except Reask as exc:
-        return Outcome(reask=True, message=str(exc))
+        if not matches:
+            return Outcome(reask=True, message=str(exc))
+        position = None
+    if matches and position is not None and matches[0] != position:
+        # choices like "1", "2", "4", "8": typing "2" is a value *and* a position
+        return Outcome(reask=True, message=(
+            f"{text.strip()!r} is the text of choice {LETTERS[matches[0]]} and also the "
+            f"position of choice {LETTERS[position]}: answer with the letter"))
+    chosen = matches[0] if matches else position
+    assert chosen is not None
     assert instance.correct_index is not None
     correct_text = instance.choices[instance.correct_index]
     return Outcome(
@@ -190,16 +207,25 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
     )
 
 
-def units_hint(expected: float, given: float, rel_tolerance: float = 0.0) -> str | None:
+def _has_bytes(unit: str) -> bool:
+    """Only a size or a bandwidth can be off by 1024/1000 (KiB vs KB)."""
+    found = lookup_unit(unit)
+    return found is not None and found.dimension in ("bytes", "bytes/time")
+
+
+def units_hint(expected: float, given: float, rel_tolerance: float = 0.0, *,
+               binary: bool = True) -> str | None:
     """'off by 1000× — check your units' when given/expected is a power of ten, or 1024/1000
-    (KiB vs KB) possibly times a power of ten; None for any other miss."""
+    (KiB vs KB) possibly times a power of ten; None for any other miss. `binary=False` (a
+    question whose unit has no bytes in it) leaves the 1024/1000 readings out: a 4.9% miss on
+    a price is a wrong answer, not a KiB/KB slip."""
     if expected == 0 or given == 0 or (expected < 0) != (given < 0):
         return None
     ratio = given / expected
     decimal_slack = max(min(rel_tolerance, 0.05), 0.002)
     binary_slack = max(min(rel_tolerance, 0.005), 0.001)  # 1.024 is only 2.4% away from 1
     for k in range(-12, 13):
-        for n in range(-4, 5):
+        for n in range(-4, 5) if binary else (0,):
             if k == 0 and n == 0:
                 continue
             target = 10.0**k * 1.024**n
