@@ -135,12 +135,13 @@ class Child:
         value = self.grading.run(self.solution, case, ctx)
         synchronize(ctx.device)
         duration = time.perf_counter() - start
-        try:
-            pickle.dumps(value)
+        try:  # the grader accepts plain values only (protocol.loads_plain): check here
+            protocol.loads_plain(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         except Exception as exc:
             return {"ok": False, "kind": "exception", "traceback": "",
                     "message": f"the result cannot be sent back to the grader ({exc}); "
-                               "return plain Python values or CPU tensors"}
+                               "return plain Python values (int, float, str, list, dict), "
+                               "numpy values or CPU tensors, not objects of your own classes"}
         return {"ok": True, "value": value, "duration_s": duration}
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
