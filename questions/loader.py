@@ -59,7 +59,7 @@ class ParsedFile:
 def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
     """Parse and schema-check one topic file; `exercises` maps lab ids to their level count."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a Windows editor may save a BOM
     except (OSError, UnicodeDecodeError) as exc:
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
