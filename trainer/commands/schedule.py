@@ -41,6 +41,11 @@ def _sync_bank(store: Store) -> str | None:
     if not questions:  # an empty bank is a broken install, not a reason to retire every card
         return "the question bank is empty; showing the cards already in the database"
     store.sync_cards(questions, retire_missing=True)
+    errors = getattr(bank, "errors", ())
+    if errors:  # a broken pack must not vanish without a word
+        files = sorted({str(p.file) for p in errors})
+        return (f"{len(errors)} problem(s) in {', '.join(files)} kept some questions out; "
+                "run `dojo questions check` for details")
     return None
 
 
@@ -62,6 +67,8 @@ def due(as_json: bool, show_list: bool) -> None:
     with _open_store() as store:
         note = _sync_bank(store)
         queue = store.today_queue()
+    if note:
+        click.echo(f"note: {note}", err=True)
     if as_json:
         items = [{"question_id": i.question_id, "topic": i.topic, "kind": i.kind,
                   "due": None if i.due is None else i.due.isoformat()} for i in queue.items]
@@ -69,8 +76,6 @@ def due(as_json: bool, show_list: bool) -> None:
                                "new": len(queue.new), "redrill": len(queue.redrill),
                                "items": items}, indent=2))
         return
-    if note:
-        click.echo(f"note: {note}", err=True)
     click.echo(f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
                f"{len(queue.new)} new, {len(queue.redrill)} to re-drill.")
     if not len(queue):

@@ -1,0 +1,58 @@
+"""A learner's own pack, imported and used through the CLI as a user would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from trainer.cli import main
+
+PACK = '''
+[topic]
+id = "my-notes"
+title = "My notes — latence"
+note = "TTFT ≈ prefill time."
+
+[[question]]
+id = "my-notes-001"
+kind = "numeric"
+difficulty = 1
+lab = { exercise = "kv-bytes", level = 1 }
+prompt = "A decode step takes {step} ms. TPOT in **ms**?"
+explanation = "TPOT = {answer} ms."
+unit = "ms"
+tolerance = { abs = 0.5 }
+answer = "step"
+[question.params]
+step = { min = 10, max = 40 }
+'''
+
+
+def dojo(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def test_a_pack_saved_with_a_utf8_bom_imports(tmp_path: Path, dojo_home: Path) -> None:
+    """Windows editors save a BOM; it used to fail as 'Invalid statement (line 1, column 1)'."""
+    pack = tmp_path / "my-notes.toml"
+    pack.write_bytes(b"\xef\xbb\xbf" + PACK.replace("\n", "\r\n").encode())
+    code, out = dojo("questions", "import", str(pack))
+    assert code == 0, out
+    assert (dojo_home / "packs" / "my-notes.toml").exists()
+    code, out = dojo("questions", "list", "--ids")
+    assert code == 0 and "my-notes-001" in out
+
+
+def test_due_says_when_a_pack_is_left_out(dojo_home: Path) -> None:
+    """A broken file in the packs folder used to vanish from `dojo due` without a word."""
+    packs = dojo_home / "packs"
+    packs.mkdir(parents=True)
+    (packs / "broken.toml").write_text(PACK.replace('kind = "numeric"', 'kind = "numeric'))
+    result = CliRunner().invoke(main, ["due", "--no-list"])
+    assert result.exit_code == 0, result.output
+    assert "dojo questions check" in result.stderr and "1 problem" in result.stderr
+    as_json = CliRunner().invoke(main, ["due", "--json"])
+    json.loads(as_json.stdout)  # the note never pollutes the JSON on stdout
