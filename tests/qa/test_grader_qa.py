@@ -102,3 +102,24 @@ def test_a_crafted_pickle_cannot_run_code_in_the_grader(tmp_path: Path) -> None:
     assert not run.result.passed
     assert all(f["kind"] != "exception" or "load" not in f["message"] for f in run.failures)
     assert not marker.exists(), "the learner's pickle ran eval() in the grader"
+
+
+def test_a_syntax_error_points_at_the_learners_line_not_importlib(tmp_path: Path) -> None:
+    """The message and traceback used to name '<frozen importlib._bootstrap>:241' (a frozen
+    frame's relative 'path' resolved into the learner's folder and passed as theirs)."""
+    path = solution(tmp_path, "def broken(:\n    pass\n")
+    line = len((CORRECT + "\n\n").splitlines()) + 1
+    run = grade_file("kv-bytes", path, 1)
+    failure = run.failures[0]
+    assert f"kv_bytes.py:{line}" in failure["message"], failure["message"]
+    assert "frozen" not in failure["message"] + failure["traceback"], failure
+    assert f'line {line}' in failure["traceback"] and "def broken(:" in failure["traceback"]
+
+
+def test_an_error_at_import_time_points_at_the_learners_line(tmp_path: Path) -> None:
+    path = solution(tmp_path, "x = undefined_name\n")
+    line = len((CORRECT + "\n\n").splitlines()) + 1
+    run = grade_file("kv-bytes", path, 1)
+    failure = run.failures[0]
+    assert f"NameError (kv_bytes.py:{line}, in <module>)" in failure["message"], failure
+    assert "frozen" not in failure["traceback"], failure["traceback"]
