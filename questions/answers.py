@@ -8,6 +8,7 @@ off by a power of ten, or by 1024/1000.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -133,10 +134,12 @@ def parse_answer(text: str, unit: str = "") -> float:
                     "(million)")
     readings = parse_quantity(text)
     for value, typed in readings:
-        if typed is None:
-            return value
-        if compatible(typed, target):
-            return convert(value, typed, target)
+        if typed is not None and not compatible(typed, target):
+            continue
+        result = value if typed is None else convert(value, typed, target)
+        if not math.isfinite(result):  # "1e300T", 400 digits: never grade infinity
+            raise Reask(f"{text.strip()!r} is out of range")
+        return result
     typed = next(t for _, t in readings if t is not None)
     wanted = "a plain number" if target.dimension == NUMBER else f"{_dimension_words(target)}"
     raise Reask(f"{typed.symbol!r} can't be converted to {unit or 'a plain number'}: this answer "

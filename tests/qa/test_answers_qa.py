@@ -76,3 +76,11 @@ def test_mcq_numeric_choice_text_and_position_disagree_is_reasked() -> None:
         else:
             assert outcome.reask and "letter" in outcome.message
         assert check_answer(inst, "ABCD"[where_2]).correct
+
+
+@pytest.mark.parametrize(("text", "unit"), [("1" * 400, ""), ("1e300T", ""), ("1e300 PB", "B")])
+def test_a_number_too_big_for_a_float_is_reasked_not_graded_as_infinity(text: str,
+                                                                        unit: str) -> None:
+    with pytest.raises(Reask, match="out of range"):
+        parse_answer(text, unit)
+    assert check_answer(numeric("5", unit), text).reask
