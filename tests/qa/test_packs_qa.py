@@ -56,3 +56,33 @@ def test_due_says_when_a_pack_is_left_out(dojo_home: Path) -> None:
     assert "dojo questions check" in result.stderr and "1 problem" in result.stderr
     as_json = CliRunner().invoke(main, ["due", "--json"])
     json.loads(as_json.stdout)  # the note never pollutes the JSON on stdout
+
+
+def _due_ids() -> list[str]:
+    result = CliRunner().invoke(main, ["due", "--json"])
+    assert result.exit_code == 0, result.output
+    return [item["question_id"] for item in json.loads(result.stdout)["items"]]
+
+
+def _pack_file(tmp_path: Path) -> Path:
+    pack = tmp_path / "my-notes.toml"
+    pack.write_text(PACK)
+    return pack
+
+
+def test_an_imported_pack_is_in_todays_new_cards_on_a_fresh_install(tmp_path: Path) -> None:
+    """The learner imported it to study it: it used to come last of 13 topics, after the
+    day's 10 new cards were spent on built-in topics."""
+    assert dojo("questions", "import", str(_pack_file(tmp_path)))[0] == 0
+    assert "my-notes-001" in _due_ids()
+
+
+def test_a_pack_imported_later_is_interleaved_with_the_remaining_new_cards(
+    tmp_path: Path,
+) -> None:
+    """With cards already synced, the pack's new cards used to queue behind every built-in
+    new card (~12 days at 10 a day)."""
+    before = _due_ids()
+    assert before and "my-notes-001" not in before
+    assert dojo("questions", "import", str(_pack_file(tmp_path)))[0] == 0
+    assert "my-notes-001" in _due_ids()
