@@ -86,3 +86,14 @@ def test_a_pack_imported_later_is_interleaved_with_the_remaining_new_cards(
     assert before and "my-notes-001" not in before
     assert dojo("questions", "import", str(_pack_file(tmp_path)))[0] == 0
     assert "my-notes-001" in _due_ids()
+
+
+def test_a_bad_param_range_is_reported_once_not_as_a_cascade(tmp_path: Path) -> None:
+    """min > max used to add 'unfilled placeholder {step}' and 'undefined name step' errors
+    that point away from the one real mistake."""
+    pack = tmp_path / "my-notes.toml"
+    pack.write_text(PACK.replace("step = { min = 10, max = 40 }", "step = { min = 40, max = 10 }"))
+    code, out = dojo("questions", "check", str(pack))
+    assert code == 1
+    problems = [line for line in out.splitlines() if line.startswith(str(pack))]
+    assert len(problems) == 1 and "params.step: needs numbers min < max" in problems[0], out
