@@ -112,3 +112,19 @@ def store_tz() -> dt.tzinfo:
     from zoneinfo import ZoneInfo
 
     return ZoneInfo("Europe/Paris")
+
+
+def test_a_state_can_be_built_from_the_ef_it_exposes() -> None:
+    """Checking SM-2 from an arbitrary state should not need to know EF is kept in hundredths:
+    `CardState(ef=Decimal('2.7'), ...)` used to be a TypeError, `CardState(2.7, ...)` a
+    confusing 'EF must be >= 1.30, got 0.027'."""
+    from decimal import Decimal
+
+    state = CardState(ef=Decimal("2.7"), repetitions=3, interval=90)
+    assert state == CardState(270, 3, 90) and state.ef == Decimal("2.70")
+    assert next_state(state, 4).interval == 243  # exact: 90 x 2.7, not 244
+    assert CardState(ef="1.3") == CardState(130) and CardState(ef=2.5) == CardState.new()
+    for bad in (dict(ef=Decimal("1.29")), dict(ef="2.555"), dict(ef_hundredths=2.7),
+                dict(repetitions=-1), dict(interval=1.5)):
+        with pytest.raises(ValueError):
+            CardState(**bad)  # type: ignore[arg-type]
