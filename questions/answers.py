@@ -175,7 +175,7 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
         given_display=format_quantity(given, question.unit),
         hint=None if correct else units_hint(
             expected, given, question.tolerance.relative_to(expected),
-            binary=_has_bytes(question.unit)),
+            binary=_binary_powers(question.unit)),
         given_value=given,
         expected_value=expected,
     )
@@ -210,18 +210,21 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
     )
 
 
-def _has_bytes(unit: str) -> bool:
-    """Only a size or a bandwidth can be off by 1024/1000 (KiB vs KB)."""
+def _binary_powers(unit: str) -> int:
+    """How many factors of 1024/1000 a slip can put into an answer in `unit`: one per prefix
+    step (KiB 1 ... GiB 3), at least 1 for bytes; 0 where the unit has no bytes in it."""
     found = lookup_unit(unit)
-    return found is not None and found.dimension in ("bytes", "bytes/time")
+    if found is None or found.dimension not in ("bytes", "bytes/time"):
+        return 0
+    return max(1, "KMGTP".find(found.symbol[:1].upper()) + 1)
 
 
 def units_hint(expected: float, given: float, rel_tolerance: float = 0.0, *,
-               binary: bool = True) -> str | None:
+               binary: int = 4) -> str | None:
     """'off by 1000× — check your units' when given/expected is a power of ten, or 1024/1000
-    (KiB vs KB) possibly times a power of ten; None for any other miss. `binary=False` (a
-    question whose unit has no bytes in it) leaves the 1024/1000 readings out: a 4.9% miss on
-    a price is a wrong answer, not a KiB/KB slip."""
+    (KiB vs KB) possibly times a power of ten; None for any other miss. `binary` caps the
+    power of 1024/1000 on its own (a GiB answer: 3); 0 (a unit with no bytes in it) leaves
+    those readings out: a 4.9% miss on a price is a wrong answer, not a KiB/KB slip."""
     if expected == 0 or given == 0 or (expected < 0) != (given < 0):
         return None
     ratio = given / expected
@@ -229,6 +232,8 @@ def units_hint(expected: float, given: float, rel_tolerance: float = 0.0, *,
     binary_slack = max(min(rel_tolerance, 0.005), 0.001)  # 1.024 is only 2.4% away from 1
     for k in range(-12, 13):
         for n in range(-4, 5) if binary else (0,):
+            if k == 0 and abs(n) > binary:
+                continue
             if k == 0 and n == 0:
                 continue
             target = 10.0**k * 1.024**n

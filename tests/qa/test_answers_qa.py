@@ -84,3 +84,11 @@ def test_a_number_too_big_for_a_float_is_reasked_not_graded_as_infinity(text: st
     with pytest.raises(Reask, match="out of range"):
         parse_answer(text, unit)
     assert check_answer(numeric("5", unit), text).reask
+
+
+def test_a_ten_percent_miss_on_a_gib_question_is_not_called_a_units_slip() -> None:
+    """0.5 for 0.549 GiB (a plain arithmetic miss) used to get 'off by (1024/1000)^4 — check
+    your units': a GiB answer can only be off by up to (1024/1000)^3 (GiB vs GB)."""
+    assert check_answer(numeric("0.549316", "GiB"), "0.5").hint is None
+    assert "(1024/1000)^3" in (check_answer(numeric("1", "GiB"), "1.073741824").hint or "")
+    assert "1024/1000" in (check_answer(numeric("100", "B"), "102.4").hint or "")
