@@ -16,7 +16,7 @@ from questions.model import LETTERS, Instance, Question
 from questions.units import NUMBER, Unit, compatible, convert, format_quantity, lookup_unit
 
 _NUMBER = re.compile(
-    r"""^(?P<sign>[-+]?)\s*(?P<cur>\$?)\s*(?P<sign2>[-+]?)
+    r"""^(?P<sign>[-+]?)\s*(?P<cur>\$|US\$|USD|usd|)\s*(?P<sign2>[-+]?)
         (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)
         (?:[eE](?P<exp>[-+]?\d+))?
         \s*(?P<rest>.*)$""",

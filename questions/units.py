@@ -30,6 +30,7 @@ def _table() -> dict[str, Unit]:
     add(NUMBER, 1.0, "")
     add(NUMBER, 1.0, "x", "×", spaced=False)
     add(NUMBER, 0.01, "%", spaced=False)
+    add(NUMBER, 0.01, "percent", "pct")
     for noun in (
         "tokens", "token", "tok", "requests", "request", "req", "GPUs", "GPU", "seats", "seat",
         "sequences", "seqs", "users", "steps", "layers", "nodes", "replicas", "pages", "blocks",

@@ -92,3 +92,12 @@ def test_a_ten_percent_miss_on_a_gib_question_is_not_called_a_units_slip() -> No
     assert check_answer(numeric("0.549316", "GiB"), "0.5").hint is None
     assert "(1024/1000)^3" in (check_answer(numeric("1", "GiB"), "1.073741824").hint or "")
     assert "1024/1000" in (check_answer(numeric("100", "B"), "102.4").hint or "")
+
+
+@pytest.mark.parametrize(("text", "unit", "value"), [
+    ("USD 3", "$", 3.0), ("USD 1,125", "$", 1125.0), ("US$ 3", "$", 3.0),
+    ("40 percent", "%", 40.0), ("40 pct", "%", 40.0), ("40 percent", "", 0.4),
+])
+def test_currency_words_before_the_number_and_percent_words(text: str, unit: str,
+                                                            value: float) -> None:
+    assert parse_answer(text, unit) == pytest.approx(value)
