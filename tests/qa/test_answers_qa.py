@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from questions.answers import Reask, check_answer, parse_answer, units_hint
 from questions.formula import compile_formula
@@ -101,3 +104,20 @@ def test_a_ten_percent_miss_on_a_gib_question_is_not_called_a_units_slip() -> No
 def test_currency_words_before_the_number_and_percent_words(text: str, unit: str,
                                                             value: float) -> None:
     assert parse_answer(text, unit) == pytest.approx(value)
+
+
+_TYPED = st.text(alphabet=st.sampled_from(list("0123456789.,eE+-$%kKMBGTmiIbsx /×µ ~≈()tokreqUSD")),
+                 max_size=14)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(_TYPED, st.text(max_size=12)),
+       unit=st.sampled_from(["", "%", "x", "$", "ms", "s", "GiB", "GB", "KiB", "tok/s",
+                             "Gb/s", "tokens", "FLOP/B"]))
+def test_any_typed_text_is_read_as_a_finite_number_or_reasked(text: str, unit: str) -> None:
+    """Nothing a learner types crashes the checker or is graded as nan/inf."""
+    try:
+        value = parse_answer(text, unit)
+    except Reask:
+        return
+    assert math.isfinite(value)
