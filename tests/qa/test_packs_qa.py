@@ -97,3 +97,43 @@ def test_a_bad_param_range_is_reported_once_not_as_a_cascade(tmp_path: Path) -> 
     assert code == 1
     problems = [line for line in out.splitlines() if line.startswith(str(pack))]
     assert len(problems) == 1 and "params.step: needs numbers min < max" in problems[0], out
+
+
+RARE = '''
+[topic]
+id = "rare"
+title = "Rare"
+note = "n"
+
+[[question]]
+id = "rare-001"
+kind = "numeric"
+difficulty = 1
+lab = { exercise = "kv-bytes", level = 1 }
+prompt = "x = {x}. Compute 100 / (x - 537)."
+explanation = "{answer}"
+unit = ""
+tolerance = { rel = 0.01 }
+answer = "100 / (x - 537)"
+[question.params]
+x = { min = 1, max = 1000 }
+'''
+
+
+def test_a_rare_failing_draw_is_redrawn_not_raised_at_review_time(tmp_path: Path) -> None:
+    """x = 537 is 1 draw in 1000: the validator's sampled draws can miss it, and the review
+    (seed 439 here) used to raise DrawError. The same seed always gives the same redraw."""
+    from questions.bank import load_bank
+    from questions.validate import validate_files
+
+    pack = tmp_path / "rare.toml"
+    pack.write_text(RARE)
+    question = load_bank([pack]).get("rare-001")
+    assert question is not None and question.draw_values(439)["x"] == 537
+    for seed in range(1000):
+        inst = question.draw(seed)
+        assert inst.answer is not None and inst.values["x"] != 537
+    assert question.draw(439) == question.draw(439) and question.draw(439).seed == 439
+    # the validator still sees the singularity when its draws hit it
+    report = validate_files([pack], draws=1000)
+    assert any("division by zero" in p.message for p in report.problems)
