@@ -1,22 +1,222 @@
-"""The Textual app shell; the screens arrive with the trainer issue."""
+"""The Textual app: a thin shell over `trainer.services` (scheduler + questions) and the lab CLI.
+
+The first screen paints before anything heavy is imported: the store and the bank are opened in a
+thread worker after the first paint, and every screen asks `DojoApp.services` once it is ready.
+"""
 
 from __future__ import annotations
 
-from textual.app import App, ComposeResult
-from textual.widgets import Footer, Header, Static
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+
+if TYPE_CHECKING:
+    from trainer.services import Services
+
+ServicesFactory = Callable[[], "Services"]
+
+
+def _default_factory() -> Services:
+    """The real store and bank. $DOJO_NOW (ISO date-time) pins the clock, e.g. to try tomorrow."""
+    import datetime as dt
+    import os
+
+    from trainer.services import Services
+
+    pinned = os.environ.get("DOJO_NOW")
+    now = dt.datetime.fromisoformat(pinned).astimezone() if pinned else None
+    return Services.open(now=now)
+
+
+class ServicesReady(Message):
+    """Posted to the app when the store and bank are open (or failed to open)."""
+
+    def __init__(self, error: str | None = None) -> None:
+        super().__init__()
+        self.error = error
 
 
 class DojoApp(App[None]):
     """Serving Dojo's TUI."""
 
     TITLE = "Serving Dojo"
-    BINDINGS = [("q", "quit", "Quit")]
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="help", tooltip="Keys and what the app does"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", show=False, priority=True),
+    ]
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static("Serving Dojo — the review screens are being built. Press q to quit.")
-        yield Footer()
+    def __init__(
+        self,
+        services_factory: ServicesFactory | None = None,
+        *,
+        editor: Callable[[DojoApp, Path], None] | None = None,
+        lab_command: list[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self._factory = services_factory or _default_factory
+        self.services: Services | None = None
+        self.load_error: str | None = None
+        # Replaceable so tests (where App.suspend is unsupported) can stand in for $EDITOR.
+        self.open_editor: Callable[[DojoApp, Path], None] = editor or _suspend_and_edit
+        # The lab CLI the lab screen runs; `python -m trainer lab ...` by default.
+        self.lab_command = lab_command
+
+    def on_mount(self) -> None:
+        from trainer.screens.today import TodayScreen
+
+        self.push_screen(TodayScreen())
+        self.call_after_refresh(self._load)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self) -> None:
+        try:
+            services = self._factory()
+        except Exception as exc:  # shown on the home screen rather than crashing the app
+            self.post_message(ServicesReady(f"{type(exc).__name__}: {exc}"))
+            return
+        self.services = services
+        self.post_message(ServicesReady())
+
+    def on_services_ready(self, message: ServicesReady) -> None:
+        self.load_error = message.error
+        for screen in self.screen_stack:
+            reload = getattr(screen, "reload", None)
+            if callable(reload):
+                reload()
+
+    # -- navigation, shared by every screen and the command palette --------------------------
+
+    def action_help(self) -> None:
+        from trainer.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_home(self) -> None:
+        from trainer.screens.today import TodayScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, TodayScreen):
+            self.pop_screen()
+        reload = getattr(self.screen, "reload", None)
+        if callable(reload):
+            reload()
+
+    def action_browse(self) -> None:
+        from trainer.screens.browse import BrowseScreen
+
+        self.push_screen(BrowseScreen())  # on top: Esc comes back here, a session is kept
+
+    def action_stats(self) -> None:
+        from trainer.screens.stats import StatsScreen
+
+        self.push_screen(StatsScreen())
+
+    def action_lab(self, exercise: str | None = None) -> None:
+        from trainer.screens.lab import LabScreen
+
+        self.push_screen(LabScreen(exercise))
+
+    def action_sim(self, name: str | None = None) -> None:
+        from trainer.screens.sim import SimScreen
+
+        self.push_screen(SimScreen(name))
+
+    def action_start(self) -> None:
+        self.start_session()
+
+    def action_cram(self) -> None:
+        from trainer.screens.cram import CramPicker
+
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        self.push_screen(CramPicker(self.services.today().topics), self._start_cram)
+
+    def _start_cram(self, topic: str | bool | None) -> None:
+        if topic is False or self.services is None:
+            return
+        session = self.services.start_cram(topic if isinstance(topic, str) else None)
+        self._push_review(session)
+
+    def start_session(self) -> None:
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        session = self.services.start_session()
+        if session.current is None:
+            self.notify("Nothing due today. Cram (c) practises without touching the schedule.")
+            return
+        self._push_review(session)
+
+    def _push_review(self, session: object) -> None:
+        from trainer.screens.review import ReviewScreen
+        from trainer.services import Session
+
+        assert isinstance(session, Session)
+        if session.current is None:
+            self.notify("No cards to show.")
+            return
+        self.action_home()
+        self.push_screen(ReviewScreen(session))
+
+    # -- command palette: every binding of the active screen plus navigation ----------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield SystemCommand("Home", "Today's overview", self.action_home)
+        yield SystemCommand(
+            "Start today's session", "Due reviews, new cards, re-drills", self.action_start
+        )
+        yield SystemCommand(
+            "Cram", "Practise a topic without touching the schedule", self.action_cram
+        )
+        yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
+        yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
+        yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
+        yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
+        yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
+        # Listed above, or plumbing every Textual app has (focus moves, copy).
+        seen = {"help", "home", "start", "cram", "browse", "stats", "lab()", "lab", "sim()", "sim",
+                "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            action = binding.action
+            bare = action.removeprefix("app.").removeprefix("screen.")
+            if active.node not in (screen, self):  # widget plumbing: scrolling, cursor moves
+                continue
+            if not binding.description or bare in seen or not active.enabled:
+                continue
+            seen.add(bare)
+            yield SystemCommand(
+                f"{binding.description} ({binding.key_display or binding.key})",
+                binding.tooltip or f"{type(active.node).__name__}: {action}",
+                partial(self.run_action, action, active.node),
+            )
+        yield from super().get_system_commands(screen)  # theme, keys, screenshot, quit
+
+
+def _suspend_and_edit(app: DojoApp, path: Path) -> None:
+    """Hand the terminal to $EDITOR (or $VISUAL, else vi) and come back when it exits."""
+    import os
+    import shlex
+    import subprocess
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with app.suspend():
+        subprocess.run([*shlex.split(editor), str(path)], check=False)
 
 
 def run_app() -> None:
-    DojoApp().run()
+    app = DojoApp()
+    try:
+        app.run()
+    finally:
+        if app.services is not None:
+            app.services.close()  # lands any answer still being written

@@ -85,8 +85,11 @@ def show(exercise_id: str) -> None:
 
 @lab.command()
 @click.argument("exercise_id")
-@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for your file (default: the data dir).")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for your file (default: the data dir).",
+)
 def start(exercise_id: str, workspace: Path | None) -> None:
     """Copy the stub into your workspace and print its path (never overwrites your work)."""
     from lab.workspace import start as start_exercise
@@ -101,8 +104,9 @@ def start(exercise_id: str, workspace: Path | None) -> None:
     click.echo(path)
 
 
-def _grade_once(ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None,
-                as_json: bool) -> bool:
+def _grade_once(
+    ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool
+) -> bool:
     """Run the grader, print the report or the JSON events, remember the result."""
     from lab.grader.events import to_json
     from lab.grader.report import TextReport
@@ -122,10 +126,19 @@ def _grade_once(ex: Any, path: Path, levels: list[int] | None, device: str, seed
 
     report = TextReport(click.echo)
     result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit)
-    record_result(ex, [
-        {"level": s["level"], "passed": s["passed"], "cases": s["cases"],
-         "passed_cases": s["passed_cases"], "metrics": s["metrics"]} for s in summaries
-    ])
+    record_result(
+        ex,
+        [
+            {
+                "level": s["level"],
+                "passed": s["passed"],
+                "cases": s["cases"],
+                "passed_cases": s["passed_cases"],
+                "metrics": s["metrics"],
+            }
+            for s in summaries
+        ],
+    )
     return result.passed
 
 
@@ -141,8 +154,12 @@ def _resolve_file(ex: Any, file: Path | None) -> Path:
 
 GRADE_OPTIONS = [
     click.option("--level", type=int, help="Grade only this level (default: all)."),
-    click.option("--file", "file", type=click.Path(dir_okay=False, path_type=Path),
-                 help="Grade this file instead of your workspace file."),
+    click.option(
+        "--file",
+        "file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Grade this file instead of your workspace file.",
+    ),
     click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
@@ -158,16 +175,23 @@ def _grade_options(fn: Any) -> Any:
 @lab.command("grade")
 @click.argument("exercise_id")
 @_grade_options
-def grade_cmd(exercise_id: str, level: int | None, file: Path | None, device: str,
-              seed: int | None, as_json: bool) -> None:
+def grade_cmd(
+    exercise_id: str,
+    level: int | None,
+    file: Path | None,
+    device: str,
+    seed: int | None,
+    as_json: bool,
+) -> None:
     """Grade your solution: exit 0 if every required case passes, 1 if any fails."""
     from lab.grader.runner import UsageError
 
     ex = _exercise(exercise_id)
     path = _resolve_file(ex, file)
     try:
-        passed = _grade_once(ex, path, [level] if level is not None else None, device, seed,
-                             as_json)
+        passed = _grade_once(
+            ex, path, [level] if level is not None else None, device, seed, as_json
+        )
     except UsageError as exc:
         _usage_error(str(exc))
     except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
@@ -187,10 +211,22 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 @lab.command()
 @click.argument("exercise_id")
 @_grade_options
-@click.option("--interval", type=float, default=0.5, show_default=True,
-              help="Seconds between checks for a saved file.")
-def watch(exercise_id: str, level: int | None, file: Path | None, device: str,
-          seed: int | None, as_json: bool, interval: float) -> None:
+@click.option(
+    "--interval",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Seconds between checks for a saved file.",
+)
+def watch(
+    exercise_id: str,
+    level: int | None,
+    file: Path | None,
+    device: str,
+    seed: int | None,
+    as_json: bool,
+    interval: float,
+) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
     from lab.exercises import ExerciseError
     from lab.grader.runner import UsageError
@@ -242,8 +278,11 @@ def hint(exercise_id: str) -> None:
 
 @lab.command()
 @click.argument("exercise_id")
-@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
-              help="Reset the file in this folder instead of your remembered workspace.")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Reset the file in this folder instead of your remembered workspace.",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     """Replace your file with a fresh stub, keeping a backup of the old one."""

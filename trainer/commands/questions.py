@@ -16,8 +16,13 @@ def questions() -> None:
 
 @questions.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@click.option("--draws", default=200, show_default=True, type=click.IntRange(1, 100_000),
-              help="Random draws per parameterised question (the extremes are always tried).")
+@click.option(
+    "--draws",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Random draws per parameterised question (the extremes are always tried).",
+)
 def check(paths: tuple[Path, ...], draws: int) -> None:
     """Validate the built-in bank and your packs, or the given files/folders.
 
@@ -37,8 +42,10 @@ def check(paths: tuple[Path, ...], draws: int) -> None:
     report = validate_files(files, context=context, draws=draws, builtin_dir=BUILTIN_DIR)
     for problem in report.problems:
         click.echo(str(problem))
-    summary = (f"{len(files)} file(s): {len(report.questions)} valid question(s) in "
-               f"{len(report.topics)} topic(s)")
+    summary = (
+        f"{len(files)} file(s): {len(report.questions)} valid question(s) in "
+        f"{len(report.topics)} topic(s)"
+    )
     if report.problems:
         click.echo(f"{summary}; {len(report.problems)} problem(s)", err=True)
         raise SystemExit(1)
@@ -95,8 +102,10 @@ def show(question_id: str, seed: int, typed: str | None) -> None:
     if question is None:
         raise click.ClickException(f"no question {question_id!r} (see `dojo questions list --ids`)")
     inst = question.draw(seed)
-    click.echo(f"{question.id} [{question.topic}, {question.kind}, difficulty "
-               f"{question.difficulty}, seed {seed}]\n")
+    click.echo(
+        f"{question.id} [{question.topic}, {question.kind}, difficulty "
+        f"{question.difficulty}, seed {seed}]\n"
+    )
     click.echo(inst.prompt)
     for letter, choice in zip("ABCD", inst.choices, strict=False):
         click.echo(f"  {letter}) {choice}")
@@ -106,11 +115,15 @@ def show(question_id: str, seed: int, typed: str | None) -> None:
             click.echo(f"\nre-ask: {outcome.message}")
         else:
             verdict = "correct" if outcome.correct else "incorrect"
-            click.echo(f"\n{verdict}: you gave {outcome.given_display}, expected "
-                       f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint
-                                                          else ""))
-    answer = (format_quantity(inst.answer, question.unit) if inst.answer is not None
-              else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}")
+            click.echo(
+                f"\n{verdict}: you gave {outcome.given_display}, expected "
+                f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint else "")
+            )
+    answer = (
+        format_quantity(inst.answer, question.unit)
+        if inst.answer is not None
+        else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}"
+    )
     click.echo(f"\nanswer: {answer}\n\n{inst.explanation}")
 
 
@@ -126,15 +139,24 @@ def list_(ids: bool) -> None:
         items = bank.by_topic(topic_id)
         numeric = sum(q.kind == "numeric" for q in items)
         drawn = sum(q.parameterised for q in items)
-        click.echo(f"{topic_id:<28} {len(items):>3} questions ({numeric} numeric, {drawn} "
-                   f"with drawn values)  {topic.title}")
+        click.echo(
+            f"{topic_id:<28} {len(items):>3} questions ({numeric} numeric, {drawn} "
+            f"with drawn values)  {topic.title}"
+        )
         if ids:
             for q in items:
-                click.echo(f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
-                           f"L{q.lab.level}")
+                click.echo(
+                    f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
+                    f"L{q.lab.level}"
+                )
     total_numeric = sum(q.kind == "numeric" for q in bank.questions)
-    click.echo(f"total: {len(bank.questions)} questions in {len(bank.topics)} topics "
-               f"({total_numeric} numeric)")
+    click.echo(
+        f"total: {len(bank.questions)} questions in {len(bank.topics)} topics "
+        f"({total_numeric} numeric)"
+    )
     if bank.errors:
-        click.echo(f"{len(bank.errors)} problem(s) kept some questions out; run "
-                   "`dojo questions check` for details", err=True)
+        click.echo(
+            f"{len(bank.errors)} problem(s) kept some questions out; run "
+            "`dojo questions check` for details",
+            err=True,
+        )

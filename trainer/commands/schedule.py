@@ -55,8 +55,13 @@ def _pct(value: float | None) -> str:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
-@click.option("--list/--no-list", "show_list", default=True, show_default=True,
-              help="List the question ids, not only the counts.")
+@click.option(
+    "--list/--no-list",
+    "show_list",
+    default=True,
+    show_default=True,
+    help="List the question ids, not only the counts.",
+)
 def due(as_json: bool, show_list: bool) -> None:
     """Show what is due today: reviews, new cards and re-drill.
 
@@ -70,14 +75,32 @@ def due(as_json: bool, show_list: bool) -> None:
     if note:
         click.echo(f"note: {note}", err=True)
     if as_json:
-        items = [{"question_id": i.question_id, "topic": i.topic, "kind": i.kind,
-                  "due": None if i.due is None else i.due.isoformat()} for i in queue.items]
-        click.echo(json.dumps({"day": queue.day.isoformat(), "reviews": len(queue.reviews),
-                               "new": len(queue.new), "redrill": len(queue.redrill),
-                               "items": items}, indent=2))
+        items = [
+            {
+                "question_id": i.question_id,
+                "topic": i.topic,
+                "kind": i.kind,
+                "due": None if i.due is None else i.due.isoformat(),
+            }
+            for i in queue.items
+        ]
+        click.echo(
+            json.dumps(
+                {
+                    "day": queue.day.isoformat(),
+                    "reviews": len(queue.reviews),
+                    "new": len(queue.new),
+                    "redrill": len(queue.redrill),
+                    "items": items,
+                },
+                indent=2,
+            )
+        )
         return
-    click.echo(f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
-               f"{len(queue.new)} new, {len(queue.redrill)} to re-drill.")
+    click.echo(
+        f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
+        f"{len(queue.new)} new, {len(queue.redrill)} to re-drill."
+    )
     if not len(queue):
         click.echo("Nothing due. Come back tomorrow.")
     if show_list:
@@ -87,8 +110,13 @@ def due(as_json: bool, show_list: bool) -> None:
 
 
 @click.command()
-@click.option("--days", default=30, show_default=True, type=click.IntRange(1, 3650),
-              help="Window for activity, retention and forecast.")
+@click.option(
+    "--days",
+    default=30,
+    show_default=True,
+    type=click.IntRange(1, 3650),
+    help="Window for activity, retention and forecast.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the stats as JSON.")
 def stats(days: int, as_json: bool) -> None:
     """Show streak, answers per day, true retention, per-topic accuracy and forecast.
@@ -109,10 +137,15 @@ def stats(days: int, as_json: bool) -> None:
         data: dict[str, Any] = {
             "streak": streak,
             "reviews_per_day": {d.isoformat(): n for d, n in per_day.items()},
-            "true_retention": {"passed": retention.passed, "total": retention.total,
-                               "rate": retention.rate},
-            "topic_accuracy": {t: {"answered": a.answered, "correct": a.correct,
-                                   "accuracy": a.accuracy} for t, a in topics.items()},
+            "true_retention": {
+                "passed": retention.passed,
+                "total": retention.total,
+                "rate": retention.rate,
+            },
+            "topic_accuracy": {
+                t: {"answered": a.answered, "correct": a.correct, "accuracy": a.accuracy}
+                for t, a in topics.items()
+            },
             "forecast": {d.isoformat(): n for d, n in forecast.items()},
             "ef_distribution": {str(ef): n for ef, n in efs.items()},
             "interval_distribution": intervals,
@@ -120,14 +153,19 @@ def stats(days: int, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2))
         return
     reviewed = sum(1 for c in cards if not c.is_new)
-    click.echo(f"Cards: {len(cards)} ({reviewed} reviewed, "
-               f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
-               "leeches)")
+    click.echo(
+        f"Cards: {len(cards)} ({reviewed} reviewed, "
+        f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
+        "leeches)"
+    )
     click.echo(f"Streak: {streak} day{'s' if streak != 1 else ''}")
-    click.echo(f"Answers in the last {days} days: {sum(per_day.values())} "
-               f"(today {list(per_day.values())[-1]})")
-    click.echo(f"True retention ({days} d, mature cards): {_pct(retention.rate)} "
-               f"of {retention.total}")
+    click.echo(
+        f"Answers in the last {days} days: {sum(per_day.values())} "
+        f"(today {list(per_day.values())[-1]})"
+    )
+    click.echo(
+        f"True retention ({days} d, mature cards): {_pct(retention.rate)} of {retention.total}"
+    )
     if topics:
         click.echo("Accuracy by topic:")
         for topic, acc in topics.items():
@@ -163,8 +201,11 @@ def export(file: Path | None) -> None:
     tmp = file.with_name(file.name + ".partial")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(file)
-    click.echo(f"Exported {len(data['cards'])} cards, {len(data['reviews'])} answers and "
-               f"{len(data['lab_attempts'])} lab attempts to {file}", err=True)
+    click.echo(
+        f"Exported {len(data['cards'])} cards, {len(data['reviews'])} answers and "
+        f"{len(data['lab_attempts'])} lab attempts to {file}",
+        err=True,
+    )
 
 
 @click.command(name="import")
@@ -190,6 +231,8 @@ def import_(file: Path) -> None:
             summary = store.import_history(data)
         except HistoryFormatError as exc:
             raise click.ClickException(str(exc)) from exc
-    click.echo(f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
-               f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
-               f"updated, {summary.lab_attempts_added} lab attempts.")
+    click.echo(
+        f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
+        f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
+        f"updated, {summary.lab_attempts_added} lab attempts."
+    )

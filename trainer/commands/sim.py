@@ -53,8 +53,12 @@ def _make_command(name: str) -> click.Command:
         short_help=sim.title,
         epilog=epilog,
         params=[
-            click.Option(["--set", "assignments"], multiple=True, metavar="KEY=VALUE",
-                         help="Set a dial (repeatable), e.g. --set context=8192 --set mfu=40%."),
+            click.Option(
+                ["--set", "assignments"],
+                multiple=True,
+                metavar="KEY=VALUE",
+                help="Set a dial (repeatable), e.g. --set context=8192 --set mfu=40%.",
+            ),
             click.Option(["--preset"], metavar="NAME", help="Start from a named preset."),
             click.Option(["--json", "as_json"], is_flag=True, help="Print the result as JSON."),
         ],

@@ -1,0 +1,128 @@
+"""The lab screen: start a workspace, grade through the real `lab grade --json` subprocess,
+cancel a run with one key (the subprocess is killed), reveal hints one at a time."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Log
+
+from tests.tui.conftest import FIXTURES, ready
+from trainer.app import DojoApp
+from trainer.screens.lab import LabScreen
+
+REFERENCE = Path(__file__).resolve().parents[2] / "lab" / "reference" / "kv_bytes.py"
+
+
+async def _lab(app: DojoApp, pilot) -> LabScreen:  # type: ignore[no-untyped-def]
+    await pilot.press("l")
+    screen = app.screen
+    assert isinstance(screen, LabScreen)
+    for _ in range(100):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if screen.rows:
+            return screen
+    raise AssertionError("the lab catalogue never loaded")
+
+
+async def _graded(screen: LabScreen, pilot) -> None:  # type: ignore[no-untyped-def]
+    assert screen._grading is not None
+    await screen._grading.wait()
+    await pilot.pause()
+
+
+@pytest.mark.slow
+async def test_grade_kv_bytes_stub_then_a_correct_file(make_app: Callable[..., DojoApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        row = screen.selected()
+        assert row is not None and (row.exercise, row.level) == ("kv-bytes", 1)
+        assert row.status == "not started"
+        await pilot.press("s")
+        path = screen.workspaces["kv-bytes"]
+        assert path.is_file() and "NotImplementedError" in path.read_text()
+
+        await pilot.press("g")
+        await _graded(screen, pilot)
+        assert screen.last_summary is not None and screen.last_summary["passed"] is False
+        table = screen.query_one("#lab-results", DataTable)
+        results = [str(table.get_row_at(i)[2]) for i in range(table.row_count)]
+        assert results and all("FAIL" in r for r in results)
+        assert "not implemented" in "\n".join(screen.query_one("#lab-log", Log).lines)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.rows[0].status == "failing"
+
+        path.write_text(REFERENCE.read_text())  # the reference passes, by definition
+        await pilot.press("g")
+        await _graded(screen, pilot)
+        assert screen.last_summary is not None and screen.last_summary["passed"] is True
+        results = [str(table.get_row_at(i)[2]) for i in range(table.row_count)]
+        assert results and all("pass" in r for r in results)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.rows[0].status == "passing"
+
+
+async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None:
+    slow = [sys.executable, str(FIXTURES / "lab" / "slow_grader.py")]
+    app = make_app(lab_command=slow)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        await pilot.press("g")
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if screen._proc is not None and any("Grading" in line for line in
+                                                screen.query_one("#lab-log", Log).lines):
+                break
+        proc = screen._proc
+        assert proc is not None and proc.returncode is None
+        await pilot.press("x")
+        assert screen._grading is not None
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if proc.returncode is not None:
+                break
+        assert proc.returncode is not None  # killed, not left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(proc.pid, 0)
+        assert any("Cancelled" in line for line in screen.query_one("#lab-log", Log).lines)
+
+
+async def test_hints_one_at_a_time(make_app: Callable[..., DojoApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        await pilot.press("h")
+        log = "\n".join(screen.query_one("#lab-log", Log).lines)
+        assert "hint 1/" in log and "hint 2/" not in log
+        await pilot.press("h")
+        assert "hint 2/" in "\n".join(screen.query_one("#lab-log", Log).lines)
+
+
+async def test_edit_opens_the_workspace_in_the_editor_hook(dojo_home: Path) -> None:
+    """`e` creates the workspace if needed and hands its path to the (replaceable) editor."""
+    from tests.tui.conftest import BANK
+    from trainer.services import Services
+
+    opened: list[Path] = []
+    app = DojoApp(
+        lambda: Services.open(bank_paths=[BANK]), editor=lambda _app, path: opened.append(path)
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await _lab(app, pilot)
+        await pilot.press("e")
+        assert len(opened) == 1 and opened[0].is_file()
+        assert opened[0].is_relative_to(dojo_home)
+    assert app.services is not None
+    app.services.close()

@@ -1,0 +1,209 @@
+"""Browse every question: filter by topic/status, search, preview with history, (un)suspend."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.markdown import Markdown as RichMarkdown
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Input, Select, Static
+
+from trainer.services import BrowseRow, HistoryRow, browse_rows, card_history
+from trainer.widgets.keybar import KeyBar
+
+if TYPE_CHECKING:
+    from trainer.app import DojoApp
+
+STATUSES = ("due", "new", "scheduled", "suspended", "leech", "buried")
+
+
+class BrowseScreen(Screen[None]):
+    AUTO_FOCUS = "#browse-table"
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="browse-back"),
+        Binding("slash", "search", "Search", id="browse-search"),
+        Binding("s", "toggle_suspend", "Suspend/unsuspend", id="browse-suspend"),
+        Binding("t", "focus_topic", "Topic", id="browse-topic", show=False),
+        Binding("f", "focus_status", "Status", id="browse-status", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[BrowseRow] = []
+
+    @property
+    def dojo(self) -> DojoApp:
+        from trainer.app import DojoApp
+
+        assert isinstance(self.app, DojoApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static("Browse · / search · t topic · f status · s suspend", classes="titlebar")
+        with Horizontal(id="browse-filters"):
+            yield Input(placeholder="search text or id  (/)", id="browse-search")
+            yield Select[str]([], prompt="all topics", id="browse-topic")
+            yield Select[str]([(s, s) for s in STATUSES], prompt="any status", id="browse-status")
+        yield DataTable(id="browse-table", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="browse-preview"):
+            yield Static("Loading…", id="browse-card")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("id", "topic", "kind", "status", "due", "EF", "ivl", "lapses")
+        self.reload()
+
+    def reload(self) -> None:
+        if self.dojo.services is not None:
+            self._fetch()
+
+    @work(thread=True, exclusive=True, group="browse")
+    def _fetch(self) -> None:
+        services = self.dojo.services
+        if services is None:
+            return
+        rows = browse_rows(services)
+        topics = sorted((t.title, tid) for tid, t in services.bank.topics.items())
+        self.app.call_from_thread(self._loaded, rows, topics)
+
+    def _loaded(self, rows: list[BrowseRow], topics: list[tuple[str, str]]) -> None:
+        self.rows = rows
+        select = self.query_one("#browse-topic", Select)
+        if not select._options or len(select._options) <= 1:
+            select.set_options(topics)
+        self._apply_filters()
+
+    def _matching(self) -> list[BrowseRow]:
+        needle = self.query_one("#browse-search", Input).value.strip().lower()
+        topic = self.query_one("#browse-topic", Select).value
+        status = self.query_one("#browse-status", Select).value
+        out = []
+        for row in self.rows:
+            if isinstance(topic, str) and row.topic != topic:
+                continue
+            if isinstance(status, str) and row.status != status:
+                continue
+            if needle and needle not in row.question_id.lower() and needle not in row.text.lower():
+                continue
+            out.append(row)
+        return out
+
+    def _apply_filters(self) -> None:
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for r in self._matching():
+            table.add_row(
+                r.question_id,
+                r.topic,
+                r.kind,
+                r.status,
+                r.due.isoformat() if r.due else "—",
+                f"{r.ef:.2f}" if r.ef is not None else "—",
+                str(r.interval) if r.interval is not None else "—",
+                str(r.lapses),
+                key=r.question_id,
+            )
+        if table.row_count:
+            table.move_cursor(row=min(keep, table.row_count - 1))
+        else:
+            self.query_one("#browse-card", Static).update("No question matches these filters.")
+        self.query_one(".titlebar", Static).update(
+            f"Browse · {table.row_count} of {len(self.rows)} · / search · t topic · f status · "
+            "s suspend"
+        )
+
+    @on(Input.Changed, "#browse-search")
+    @on(Select.Changed)
+    def _filters_changed(self) -> None:
+        self._apply_filters()
+
+    @on(Input.Submitted, "#browse-search")
+    def _search_done(self) -> None:
+        self.query_one(DataTable).focus()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._preview(str(event.row_key.value))
+
+    @work(thread=True, exclusive=True, group="browse-preview")
+    def _preview(self, question_id: str) -> None:
+        services = self.dojo.services
+        if services is None:
+            return
+        history = card_history(services, question_id)
+        self.app.call_from_thread(self._show_preview, question_id, history)
+
+    def _show_preview(self, question_id: str, history: list[HistoryRow]) -> None:
+        services = self.dojo.services
+        assert services is not None
+        q = services.question(question_id)
+        inst = q.draw(0)
+        row = next((r for r in self.rows if r.question_id == question_id), None)
+        header = f"[b]{question_id}[/] · {_escape(services.topic_title(q.topic))} · {q.kind}"
+        if row:
+            header += f" · {row.status}"
+        lines: list[str] = []
+        if q.kind == "mcq":
+            lines += [f"  {chr(65 + i)}. {_escape(c)}" for i, c in enumerate(inst.choices)]
+        if history:
+            lines.append("\n[b]History[/] (date, mode, grade, answer, interval after)")
+            for h in history[-12:]:
+                when = h.when.strftime("%Y-%m-%d %H:%M") if h.when else "?"
+                mark = "[green]✓[/]" if h.correct else "[red]✗[/]"
+                ivl = f"{h.interval} d" if h.interval is not None else ""
+                lines.append(
+                    f"  {when}  {h.mode:<7} {mark} {h.quality}  {_escape(h.answer)[:28]:<28} {ivl}"
+                )
+        else:
+            lines.append("\n[dim]Never answered.[/]")
+        body = Group(
+            Text.from_markup(header),
+            RichMarkdown(inst.prompt, hyperlinks=False),
+            Text.from_markup("\n".join(lines)),
+        )
+        self.query_one("#browse-card", Static).update(body)
+
+    def action_search(self) -> None:
+        self.query_one("#browse-search", Input).focus()
+
+    def action_focus_topic(self) -> None:
+        self.query_one("#browse-topic", Select).focus()
+
+    def action_focus_status(self) -> None:
+        self.query_one("#browse-status", Select).focus()
+
+    def action_back(self) -> None:
+        if not isinstance(self.focused, DataTable):
+            self.query_one(DataTable).focus()
+        else:
+            self.app.pop_screen()
+
+    def action_toggle_suspend(self) -> None:
+        services = self.dojo.services
+        table = self.query_one(DataTable)
+        if services is None or not table.row_count:
+            return
+        qid = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        row = next(r for r in self.rows if r.question_id == qid)
+        if row.status == "suspended":
+            services.store.unsuspend(qid)
+            self.notify(f"Unsuspended {qid}.")
+        else:
+            services.store.suspend(qid)
+            self.notify(f"Suspended {qid}.")
+        self.reload()
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

@@ -1,0 +1,408 @@
+"""The lab: exercises and levels with status; start, edit in $EDITOR, grade (streamed), hints.
+
+Grading runs `python -m trainer lab grade ID --json --level N` in a subprocess (the lab's CLI/JSON
+contract) from an async worker, so a CPU-heavy grader never freezes the UI; cancelling the worker
+kills the subprocess's whole process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Log, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
+
+from trainer.screens.modals import NoteScreen
+from trainer.widgets.keybar import KeyBar
+
+if TYPE_CHECKING:
+    from trainer.app import DojoApp
+
+
+@dataclass
+class LevelRow:
+    exercise: str
+    title: str
+    level: int
+    level_title: str
+    status: str  # not started | started | failing | passing
+    best: str
+
+
+def lab_command(app: DojoApp) -> list[str]:
+    """The lab CLI: `python -m trainer lab` unless the app was given another one (tests)."""
+    return list(app.lab_command or [sys.executable, "-m", "trainer", "lab"])
+
+
+class LabScreen(Screen[None]):
+    AUTO_FOCUS = "#lab-list"
+    BINDINGS = [
+        Binding("g,enter", "grade", "Grade", id="lab-grade", tooltip="Grade the selected level"),
+        Binding("s", "start", "Start", id="lab-start", tooltip="Create your workspace file"),
+        Binding("e", "edit", "Edit", id="lab-edit", tooltip="Open the workspace in $EDITOR"),
+        Binding("h", "hint", "Hint", id="lab-hint", tooltip="Reveal the next hint"),
+        Binding("i", "statement", "Task", id="lab-statement", tooltip="The exercise statement"),
+        Binding(
+            "x,ctrl+c",
+            "cancel",
+            "Cancel",
+            id="lab-cancel",
+            priority=True,
+            tooltip="Stop the running grader",
+        ),
+        Binding("escape", "back", "Back", id="lab-back"),
+    ]
+
+    def __init__(self, exercise: str | None = None) -> None:
+        super().__init__()
+        self.initial = exercise
+        self.rows: list[LevelRow] = []
+        self.exercises: dict[str, Any] = {}
+        self.workspaces: dict[str, Path] = {}
+        self._proc: asyncio.subprocess.Process | None = None
+        self._grading: Worker[int | None] | None = None
+        self.last_summary: dict[str, Any] | None = None
+
+    @property
+    def dojo(self) -> DojoApp:
+        from trainer.app import DojoApp
+
+        assert isinstance(self.app, DojoApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static("Lab · g grade · s start · e edit · h hint · x cancel", classes="titlebar")
+        with Horizontal():
+            with Vertical(id="lab-left"):
+                yield OptionList(id="lab-list")
+            with Vertical(id="lab-right"):
+                yield Static("Loading exercises…", id="lab-detail")
+                yield ProgressBar(id="lab-progress", show_eta=False)
+                yield DataTable(id="lab-results", cursor_type="row")
+                yield Log(id="lab-log", highlight=False)
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#lab-results", DataTable)
+        table.add_columns("lvl", "case", "result", "time", "speed", "message")
+        self.query_one(ProgressBar).display = False
+        self.reload()
+
+    def reload(self) -> None:
+        self._fetch()
+
+    # -- catalogue -----------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="lab-list")
+    def _fetch(self) -> None:
+        try:
+            from lab.exercises import discover
+            from lab.workspace import level_status, solution_path
+
+            exercises = discover()
+            rows = []
+            workspaces = {}
+            for ex in exercises:
+                path = solution_path(ex)
+                if path.exists():
+                    workspaces[ex.id] = path
+                for lvl in ex.levels:
+                    status, entry = level_status(ex, lvl.number)
+                    best = entry.get("best_metrics") or {}
+                    ratio = best.get("median_ratio")
+                    cases = (
+                        f"{entry.get('best_passed_cases')}/{entry.get('cases')} cases"
+                        if entry.get("cases")
+                        else ""
+                    )
+                    figures = ", ".join(
+                        x for x in (cases, f"{ratio:.2f}× ref" if ratio else "") if x
+                    )
+                    rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
+        except Exception as exc:  # the lab package may be missing or broken: say so
+            self.app.call_from_thread(self._unavailable, f"{type(exc).__name__}: {exc}")
+            return
+        self.app.call_from_thread(self._loaded, {ex.id: ex for ex in exercises}, rows, workspaces)
+
+    def _unavailable(self, why: str) -> None:
+        self.query_one("#lab-detail", Static).update(
+            f"[b yellow]The lab is not available:[/] {why}"
+        )
+
+    def _loaded(
+        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path]
+    ) -> None:
+        self.exercises, self.rows, self.workspaces = exercises, rows, workspaces
+        listing = self.query_one("#lab-list", OptionList)
+        keep = listing.highlighted
+        marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}
+        listing.set_options(
+            Option(
+                f"{marks.get(r.status, '·')} {r.exercise} L{r.level}  [dim]{r.level_title[:12]}[/]",
+                id=f"{r.exercise}:{r.level}",
+            )
+            for r in rows
+        )
+        if not rows:
+            self._unavailable("no exercises found")
+            return
+        if self.initial is not None:
+            index = next((i for i, r in enumerate(rows) if r.exercise == self.initial), None)
+            if index is None:
+                self.notify(f"Exercise {self.initial} is not available yet.", severity="warning")
+            keep, self.initial = index, None
+        listing.highlighted = keep if keep is not None else 0
+        self._describe()
+
+    def selected(self) -> LevelRow | None:
+        listing = self.query_one("#lab-list", OptionList)
+        index = listing.highlighted
+        return self.rows[index] if index is not None and index < len(self.rows) else None
+
+    @on(OptionList.OptionHighlighted, "#lab-list")
+    def _describe(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        ex = self.exercises[row.exercise]
+        level = ex.level(row.level)
+        ws = self.workspaces.get(row.exercise)
+        lines = [
+            f"[b]{ex.title}[/] ({ex.id}) · level {row.level}: {level.title}",
+            f"{level.summary or ex.summary}",
+            f"Status: [b]{row.status}[/]" + (f" (best {row.best})" if row.best else ""),
+            f"Workspace: {ws}" if ws else "Workspace: none yet — s creates it from the stub",
+        ]
+        from lab.workspace import hints_shown
+
+        shown, total = len(hints_shown(ex)), len(ex.hints())
+        lines.append(
+            f"Hints: {shown}/{total} revealed" + (" (h for the next)" if shown < total else "")
+        )
+        self.query_one("#lab-detail", Static).update("\n".join(lines))
+
+    @on(OptionList.OptionSelected, "#lab-list")
+    def _selected(self) -> None:
+        self.action_grade()
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        running = self._grading is not None and self._grading.state in (
+            WorkerState.PENDING,
+            WorkerState.RUNNING,
+        )
+        if action == "cancel":
+            return running
+        if action in ("grade", "start", "edit"):
+            return not running or None
+        return True
+
+    def action_back(self) -> None:
+        if self._grading is not None and self._grading.is_running:
+            self.action_cancel()
+        else:
+            self.app.pop_screen()
+
+    def action_hint(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        from lab.workspace import next_hint
+
+        hint = next_hint(self.exercises[row.exercise])
+        if hint is None:
+            self.notify("No more hints for this exercise.")
+            return
+        log = self.query_one("#lab-log", Log)
+        log.write_line(f"── hint {hint.number}/{hint.total} ──")
+        for line in hint.text.splitlines():
+            log.write_line(line)
+        self._describe()
+
+    def action_statement(self) -> None:
+        row = self.selected()
+        if row is not None:
+            ex = self.exercises[row.exercise]
+            self.app.push_screen(NoteScreen(ex.title, ex.statement()))
+
+    def _workspace(self, exercise: str) -> Path:
+        """Copy the stub into the workspace (never overwriting the learner's work)."""
+        from lab.workspace import start
+
+        path, created = start(self.exercises[exercise])
+        self.workspaces[exercise] = path
+        if created:
+            self.query_one("#lab-log", Log).write_line(f"Created {path} from the stub.")
+        return path
+
+    def action_start(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        path = self._workspace(row.exercise)
+        self.notify(f"Workspace: {path}")
+        self._fetch()
+
+    def action_edit(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        path = self._workspace(row.exercise)
+        try:
+            self.dojo.open_editor(self.dojo, path)
+        except Exception as exc:  # e.g. suspend unsupported in this terminal
+            self.notify(f"Could not open the editor: {exc}", severity="error")
+        self.refresh()
+
+    def action_grade(self) -> None:
+        row = self.selected()
+        if row is None or (self._grading is not None and self._grading.is_running):
+            return
+        self._grading = self._grade(row.exercise, row.level)
+        self.refresh_bindings()
+
+    def action_cancel(self) -> None:
+        if self._grading is not None and self._grading.is_running:
+            self._grading.cancel()
+            self.refresh_bindings()
+
+    # -- grading -------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="lab-grade")
+    async def _grade(self, exercise: str, level: int) -> int | None:
+        log = self.query_one("#lab-log", Log)
+        table = self.query_one("#lab-results", DataTable)
+        bar = self.query_one(ProgressBar)
+        table.clear()
+        log.clear()
+        bar.update(total=None, progress=0)
+        bar.display = True
+        self.last_summary = None
+        cmd = [*lab_command(self.dojo), "grade", exercise, "--json", "--level", str(level)]
+        log.write_line(f"$ dojo lab grade {exercise} --level {level} --json")
+        self._proc = proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            assert proc.stdout is not None
+            async for raw in proc.stdout:
+                line = raw.decode(errors="replace").rstrip("\n")
+                event = _parse(line)
+                if event is None:
+                    if line.strip():
+                        log.write_line(line)
+                    continue
+                self._on_event(event, log, table, bar)
+            rc = await proc.wait()
+        except asyncio.CancelledError:
+            _kill_group(proc)
+            await proc.wait()
+            log.write_line("Cancelled: the grader was stopped.")
+            self.notify("Grading cancelled.")
+            bar.display = False
+            raise
+        finally:
+            self._proc = None
+            self.call_later(self.refresh_bindings)
+        if self.last_summary is None:
+            log.write_line(f"The grader exited with status {rc} without a summary.")
+        self._fetch()  # refresh pass/fail marks from the attempts table
+        return rc
+
+    def _on_event(
+        self, ev: dict[str, Any], log: Log, table: DataTable[str], bar: ProgressBar
+    ) -> None:
+        kind = ev.get("event")
+        if kind == "run_started":
+            log.write_line(
+                f"Grading {ev.get('exercise')} on {ev.get('device')}"
+                f"{' (' + str(ev['device_note']) + ')' if ev.get('device_note') else ''}"
+                f", seed {ev.get('seed')}"
+            )
+        elif kind == "case_started":
+            log.write_line(f"L{ev.get('level')} {ev.get('case')} …")
+        elif kind in ("case_passed", "case_failed"):
+            bar.advance(1)
+            passed = kind == "case_passed"
+            metrics = ev.get("metrics") or {}
+            ratio = metrics.get("median_ratio")
+            speed = f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else ""
+            duration = ev.get("duration_s")
+            message = "" if passed else f"{ev.get('kind', '')}: {ev.get('message') or ''}"
+            table.add_row(
+                str(ev.get("level", "")),
+                str(ev.get("case", "")),
+                "[green]pass[/]" if passed else "[red]FAIL[/]",
+                f"{duration:.2f} s" if isinstance(duration, int | float) else "",
+                speed,
+                message.splitlines()[0][:60] if message else "",
+            )
+            if not passed:
+                log.write_line(f"✗ {ev.get('case')}: {message}")
+                if ev.get("expected") is not None or ev.get("got") is not None:
+                    log.write_line(f"  expected {ev.get('expected')}  got {ev.get('got')}")
+                if ev.get("traceback"):
+                    for tb in str(ev["traceback"]).splitlines()[-6:]:
+                        log.write_line(f"  {tb}")
+        elif kind == "level_summary":
+            verdict = "PASSED" if ev.get("passed") else "FAILED"
+            log.write_line(
+                f"Level {ev.get('level')}: {verdict} "
+                f"({ev.get('passed_cases')}/{ev.get('cases')} cases)"
+            )
+            smallest = ev.get("smallest_failure")
+            if isinstance(smallest, dict):
+                log.write_line(
+                    f"  smallest failing input: {smallest.get('case')} "
+                    f"{json.dumps(smallest.get('params'))[:120]}"
+                )
+        elif kind == "summary":
+            self.last_summary = ev
+            bar.update(total=max(1.0, bar.progress), progress=max(1.0, bar.progress))
+            ok = bool(ev.get("passed"))
+            log.write_line(
+                ("All required cases pass." if ok else "Some required cases fail.")
+                + f" ({ev.get('duration_s', 0):.1f} s on {ev.get('device')})"
+            )
+            self.notify(
+                "Passed!" if ok else "Not yet: see the results.",
+                severity="information" if ok else "warning",
+            )
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return event if isinstance(event, dict) and "event" in event else None
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """Kill the grader and everything it started (it runs learner code in children)."""
+    if proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()

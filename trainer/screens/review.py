@@ -1,0 +1,378 @@
+"""The review loop: prompt, answer, feedback, SM-2 grade, next card; re-drill, undo, summary."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from rich.markdown import Markdown as RichMarkdown
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
+from trainer.services import GRADE_LABELS, Feedback, Reask, Session
+from trainer.widgets.keybar import KeyBar
+
+if TYPE_CHECKING:
+    from trainer.app import DojoApp
+
+_MODE_LABEL = {"review": "Due review", "new": "New card", "redrill": "Re-drill", "cram": "Cram"}
+
+
+class ReviewScreen(Screen[None]):
+    """One card at a time. Letters/digits answer and grade; ctrl-keys work even while typing."""
+
+    AUTO_FOCUS = None
+    BINDINGS = [
+        *[Binding(k, f"choose({i})", show=False) for i, k in enumerate("abcd")],
+        *[Binding(str(n), f"digit({n})", show=False) for n in range(6)],
+        Binding("enter", "default_grade", "Grade", id="default-grade", show=False),
+        Binding("n", "note", "Note", id="note", show=False, tooltip="The topic's concept note"),
+        Binding("r", "related", "Related", id="related", show=False, tooltip="Related questions"),
+        Binding("m", "sim", "Sim", id="open-sim", show=False, tooltip="This question's sim"),
+        Binding(
+            "l",
+            "lab",
+            "Lab",
+            id="open-lab",
+            show=False,
+            tooltip="The lab exercise for this question",
+        ),
+        Binding(
+            "u,ctrl+z",
+            "undo",
+            "Undo",
+            id="undo",
+            priority=True,
+            tooltip="Take back the last graded answer (repeatable)",
+        ),
+        Binding("ctrl+b", "bury", "Bury", id="bury", priority=True, tooltip="Hide until tomorrow"),
+        Binding(
+            "ctrl+s",
+            "suspend",
+            "Suspend",
+            id="suspend",
+            priority=True,
+            tooltip="Never show until unsuspended in Browse",
+        ),
+        Binding(
+            "ctrl+f",
+            "flag",
+            "Flag",
+            id="flag",
+            priority=True,
+            tooltip="Flag this question for editing, with a note",
+        ),
+        Binding("escape", "finish", "End", id="end-session", tooltip="End the session: summary"),
+    ]
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+
+    @property
+    def dojo(self) -> DojoApp:
+        from trainer.app import DojoApp
+
+        assert isinstance(self.app, DojoApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="review-title", classes="titlebar")
+        with VerticalScroll(id="review-body"):
+            yield Static("", id="prompt")
+            yield OptionList(id="choices")
+            with Horizontal(id="numeric"):
+                yield Input(placeholder="your answer", id="answer")
+                yield Static("", id="unit")
+            yield Static("", id="reask")
+            with Vertical(id="feedback"):
+                yield Static("", id="verdict")
+                yield Static("", id="explanation")
+                yield Static("", id="links")
+        yield Static("", id="gradebar")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.show_card()
+
+    # -- painting ------------------------------------------------------------------------------
+
+    def show_card(self) -> None:
+        item = self.session.current
+        if item is None:
+            self.finish()
+            return
+        inst = item.instance
+        services = self.session.services
+        topic = services.topic_title(str(item.question.topic))
+        pending = len(self.session.pending_redrill)
+        self.query_one("#review-title", Static).update(
+            f"{_MODE_LABEL[item.mode]}"
+            f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
+            f" · {escape(topic)}"
+        )
+        self.query_one("#prompt", Static).update(_markdown(inst.prompt))
+        choices = self.query_one("#choices", OptionList)
+        numeric = self.query_one("#numeric")
+        self.query_one("#reask", Static).update("")
+        self.query_one("#feedback").display = False
+        self.query_one("#gradebar").display = False
+        if item.is_mcq:
+            numeric.display = False
+            choices.display = True
+            choices.set_options(
+                Option(f"{chr(65 + i)}. {escape(text)}", id=str(i))
+                for i, text in enumerate(inst.choices)
+            )
+            choices.highlighted = 0
+            choices.focus()
+        else:
+            choices.display = False
+            numeric.display = True
+            answer = self.query_one("#answer", Input)
+            answer.value = ""
+            unit = str(getattr(item.question, "unit", "") or "")
+            answer.placeholder = f"your answer in {unit}" if unit else "your answer (a number)"
+            self.query_one("#unit", Static).update(unit)
+            answer.focus()
+        self.query_one("#review-body", VerticalScroll).scroll_home(animate=False)
+        self.refresh_bindings()
+        self.call_after_refresh(self.session.mark_shown)
+
+    def show_feedback(self, fb: Feedback) -> None:
+        item = self.session.current
+        assert item is not None
+        if item.is_mcq:
+            choices = self.query_one("#choices", OptionList)
+            marked = []
+            for i, text in enumerate(item.instance.choices):
+                mark = "  "
+                if i == item.instance.correct_index:
+                    mark = "[green]✓[/] "
+                elif i == fb.chosen_index:
+                    mark = "[red]✗[/] "
+                marked.append(Option(f"{mark}{chr(65 + i)}. {escape(text)}", id=str(i)))
+            choices.set_options(marked)  # stays enabled: toggling restyles the subtree
+        verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
+        lines = [f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}"]
+        if fb.hint:
+            lines.append(f"[yellow]{escape(fb.hint)}[/]")
+        self.query_one("#verdict", Static).update("\n".join(lines))
+        self.query_one("#explanation", Static).update(_markdown(fb.explanation))
+        q = item.question
+        links = ["[b]n[/] concept note"]
+        related = list(getattr(q, "related", ()) or ())
+        if related:
+            links.append(f"[b]r[/] related ({len(related)})")
+        lab = getattr(q, "lab", None)
+        if lab is not None:
+            links.append(f"[b]l[/] lab {getattr(lab, 'exercise', lab)} L{getattr(lab, 'level', 1)}")
+        if q.sim:
+            links.append(f"[b]m[/] sim {escape(q.sim)}")
+        self.query_one("#links", Static).update(" · ".join(links))
+        self.query_one("#feedback").display = True
+        grades = "  ".join(
+            f"[reverse] {g} {GRADE_LABELS[g]} [/]"
+            if g == fb.default_grade
+            else f"[b]{g}[/] {GRADE_LABELS[g]}"
+            for g in fb.grades
+        )
+        bar = self.query_one("#gradebar", Static)
+        bar.update(f"Grade: {grades}   [dim](Enter = {fb.default_grade})[/]")
+        bar.display = True
+        self.query_one("#review-body", VerticalScroll).focus()
+        self.call_after_refresh(self._scroll_to_feedback)
+        self.refresh_bindings()
+
+    def _scroll_to_feedback(self) -> None:
+        body = self.query_one("#review-body", VerticalScroll)
+        body.scroll_to_widget(self.query_one("#feedback"), top=True, animate=False)
+
+    # -- answering -----------------------------------------------------------------------------
+
+    def _submit(self, answer: str | int) -> None:
+        if self.session.current is None or self.session.feedback is not None:
+            return
+        result = self.session.submit(answer)
+        if isinstance(result, Reask):
+            self.query_one("#reask", Static).update(f"[yellow]{escape(result.message)}[/]")
+            return
+        self.query_one("#reask", Static).update("")
+        self.show_feedback(result)
+
+    @on(Input.Submitted, "#answer")
+    def _typed(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self._submit(event.value)
+
+    @on(OptionList.OptionSelected, "#choices")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self._submit(event.option_index)
+
+    def action_choose(self, index: int) -> None:
+        self._submit(index)
+
+    def action_digit(self, n: int) -> None:
+        if self.session.feedback is None:
+            if n >= 1:
+                self._submit(n - 1)
+        elif n in self.session.feedback.grades:
+            self._grade(n)
+
+    def action_default_grade(self) -> None:
+        if self.session.feedback is not None:
+            self._grade(self.session.feedback.default_grade)
+
+    def _grade(self, quality: int) -> None:
+        self.session.grade(quality)
+        write = self.session.last_write
+        if write is not None:
+            write.add_done_callback(self._written)
+        if self.session.current is None:
+            self.finish()
+        else:
+            self.show_card()
+
+    def _written(self, future: Future[Any]) -> None:
+        """Runs on the writer thread: report a failed write on the UI thread."""
+        error = future.exception()
+        if error is None:
+            return
+        message = f"Could not save that answer: {error}"
+        try:
+            self.app.call_from_thread(self.notify, message, severity="error", timeout=10)
+        except RuntimeError:  # already done when the callback was added: we are the UI thread
+            self.notify(message, severity="error", timeout=10)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        current = self.session.current
+        answered = self.session.feedback is not None
+        if action == "choose":
+            return current is not None and current.is_mcq and not answered
+        if action == "digit":
+            if current is None:
+                return False
+            return answered or current.is_mcq
+        if action == "sim":
+            return answered and current is not None and bool(current.question.sim)
+        if action in ("default_grade", "related", "lab"):
+            if not answered:
+                return False
+            q = current.question if current else None
+            if action == "related":
+                return bool(getattr(q, "related", None)) or None
+            if action == "lab":
+                return getattr(q, "lab", None) is not None or None
+            return True
+        if action == "note":
+            return answered or (current is not None and current.is_mcq)
+        if action == "undo":
+            return self.session.can_undo or None
+        if action in ("bury", "suspend", "flag"):
+            return (current is not None and not self.session.cram) or (
+                action == "flag" and current is not None
+            )
+        return True
+
+    # -- card actions --------------------------------------------------------------------------
+
+    def action_undo(self) -> None:
+        item = self.session.undo()
+        if item is None:
+            self.notify("Nothing to undo.")
+            return
+        self.notify(f"Undid the answer to {item.question_id}.")
+        self.show_card()
+
+    def action_bury(self) -> None:
+        self._drop("bury")
+
+    def action_suspend(self) -> None:
+        self._drop("suspend")
+
+    def _drop(self, how: Any) -> None:
+        item = self.session.drop_current(how)
+        if item is None:
+            return
+        verb = "Buried until tomorrow" if how == "bury" else "Suspended (unsuspend in Browse)"
+        self.notify(f"{verb}: {item.question_id}")
+        if self.session.current is None:
+            self.finish()
+        else:
+            self.show_card()
+
+    def action_flag(self) -> None:
+        item = self.session.current
+        if item is None:
+            return
+
+        def done(note: str | None) -> None:
+            if note is not None:
+                self.session.flag(note)
+                self.notify(f"Flagged {item.question_id} for editing.")
+
+        self.app.push_screen(FlagScreen(item.question_id), done)
+
+    def action_note(self) -> None:
+        item = self.session.current
+        if item is None:
+            return
+        topic = self.session.services.bank.topics.get(str(item.question.topic))
+        title = str(getattr(topic, "title", item.question.topic))
+        self.app.push_screen(NoteScreen(title, str(getattr(topic, "note", "") or "_No note._")))
+
+    def action_related(self) -> None:
+        item = self.session.current
+        if item is None:
+            return
+        bank = self.session.services.bank
+        rows = []
+        for qid in getattr(item.question, "related", ()) or ():
+            q = bank.get(qid)
+            if q is None:
+                rows.append((qid, "(not in the bank)"))
+                continue
+            rows.append((qid, _first_line(str(q.draw(0).prompt))))
+        self.app.push_screen(RelatedScreen(rows))
+
+    def action_lab(self) -> None:
+        item = self.session.current
+        lab = getattr(item.question, "lab", None) if item else None
+        if lab is None:
+            return
+        from trainer.screens.lab import LabScreen
+
+        self.app.push_screen(LabScreen(str(getattr(lab, "exercise", lab))))
+
+    def action_sim(self) -> None:
+        item = self.session.current
+        if item is not None and item.question.sim:
+            from trainer.screens.sim import SimScreen
+
+            self.app.push_screen(SimScreen(item.question.sim))
+
+    def action_finish(self) -> None:
+        self.finish()
+
+    def finish(self) -> None:
+        from trainer.screens.summary import SummaryScreen
+
+        self.app.switch_screen(SummaryScreen(self.session.summary()))
+
+
+def _markdown(text: str) -> RichMarkdown:
+    """Prompts and explanations render synchronously (rich), so a card paints in one frame;
+    Textual's Markdown widget parses in a thread and mounts a widget per block."""
+    return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
+
+
+def _first_line(markdown: str, width: int = 70) -> str:
+    text = " ".join(markdown.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

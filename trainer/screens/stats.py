@@ -1,0 +1,132 @@
+"""Stats: heatmap and daily chart, retention, per-topic accuracy, EF/interval spread, forecast,
+lab progress."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Static
+
+from trainer.services import StatsView, stats_view
+from trainer.widgets.charts import BarChart, Heatmap
+from trainer.widgets.keybar import KeyBar
+
+if TYPE_CHECKING:
+    from trainer.app import DojoApp
+
+
+FORECAST_DAYS = 24  # three columns a bar: fits 80 columns
+
+
+class StatsScreen(Screen[None]):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="stats-back")]
+
+    @property
+    def dojo(self) -> DojoApp:
+        from trainer.app import DojoApp
+
+        assert isinstance(self.app, DojoApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Static("Stats", classes="titlebar")
+        with VerticalScroll(id="stats-body"):
+            yield Static("Loading…", id="stats-headline")
+            with Horizontal(classes="stats-row"):
+                with Vertical(classes="panel"):
+                    yield Static("Reviews, last 12 weeks", classes="panel-title")
+                    yield Heatmap(id="stats-heatmap")
+                with Vertical(classes="panel"):
+                    yield Static("Reviews per day, last 14 days", classes="panel-title")
+                    yield BarChart(height=5, bars=14, id="stats-daily")
+            with Horizontal(classes="stats-row"):
+                with Vertical(classes="panel"):
+                    yield Static("True retention", classes="panel-title")
+                    yield Static("", id="stats-retention")
+                with Vertical(classes="panel grow"):
+                    yield Static("Accuracy per topic (scheduled answers)", classes="panel-title")
+                    yield Static("", id="stats-topics")
+            with Horizontal(classes="stats-row"):
+                with Vertical(classes="panel grow"):
+                    yield Static("Ease factor (reviewed cards)", classes="panel-title")
+                    yield Static("", id="stats-ef")
+                with Vertical(classes="panel grow"):
+                    yield Static("Interval, days", classes="panel-title")
+                    yield Static("", id="stats-intervals")
+            with Vertical(classes="panel wide"):
+                yield Static(f"Due, next {FORECAST_DAYS} days", classes="panel-title")
+                yield BarChart(height=4, bars=FORECAST_DAYS, id="stats-forecast")
+            with Vertical(classes="panel wide"):
+                yield Static("Lab progress", classes="panel-title")
+                yield Static("", id="stats-lab")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.query_one("#stats-body").focus()
+        self.reload()
+
+    def reload(self) -> None:
+        if self.dojo.services is not None:
+            self._fetch()
+
+    @work(thread=True, exclusive=True, group="stats")
+    def _fetch(self) -> None:
+        services = self.dojo.services
+        if services is None:
+            return
+        view = stats_view(services)
+        self.app.call_from_thread(self._show, view)
+
+    def _show(self, v: StatsView) -> None:
+        today = v.day
+        total = sum(v.per_day.values())
+        self.query_one("#stats-headline", Static).update(
+            f"[b]{total}[/] answers in the last year · streak [b]{v.streak}[/] d"
+        )
+        self.query_one("#stats-heatmap", Heatmap).update(v.per_day, today)
+        days = [today - dt.timedelta(days=13 - i) for i in range(14)]
+        self.query_one("#stats-daily", BarChart).update(
+            [v.per_day.get(d, 0) for d in days], [d.strftime("%d") for d in days]
+        )
+        self.query_one("#stats-retention", Static).update(
+            "\n".join(
+                f"{w:>6} {'—' if r is None else f'{r:.0%}':>4} [dim]({n})[/]"
+                for w, r, n in v.retention
+            )
+        )
+        self.query_one("#stats-topics", Static).update(
+            "\n".join(
+                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {t[:30]} [dim]({a})[/]"
+                for t, a, c in v.topics
+            )
+            or "No answers yet."
+        )
+        self.query_one("#stats-ef", Static).update(_histogram(v.ef))
+        self.query_one("#stats-intervals", Static).update(_histogram(v.intervals))
+        self.query_one("#stats-forecast", BarChart).update(v.forecast[:FORECAST_DAYS])
+        self.query_one("#stats-lab", Static).update(
+            "\n".join(
+                f"{ex} L{lvl}: {'[green]passing[/]' if ok else '[red]failing[/]'}  "
+                f"{n} attempt(s){f', best {best}' if best else ''}"
+                for ex, lvl, ok, n, best in v.lab
+            )
+            or "No lab attempts yet (l on the home screen)."
+        )
+
+
+def _bar(fraction: float, width: int = 10) -> str:
+    full = round(max(0.0, min(1.0, fraction)) * width)
+    return f"[green]{'█' * full}[/][dim]{'░' * (width - full)}[/]"
+
+
+def _histogram(pairs: list[tuple[str, int]]) -> str:
+    if not pairs:
+        return "No cards reviewed yet."
+    peak = max(c for _, c in pairs) or 1
+    return "\n".join(f"{label:>8} {'█' * round(16 * c / peak):<16} {c}" for label, c in pairs)

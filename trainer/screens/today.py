@@ -1,0 +1,120 @@
+"""Home: what is due today, the streak, retention, a 12-week heatmap and a 14-day forecast."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Static
+
+from trainer.widgets.charts import BarChart, Heatmap
+from trainer.widgets.keybar import KeyBar
+
+if TYPE_CHECKING:
+    from trainer.app import DojoApp
+    from trainer.services import TodayView
+
+WELCOME = (
+    "Serving Dojo drills LLM-inference-serving interview questions with spaced repetition "
+    "and graded coding labs.\nPress [b]Enter[/] to answer your first cards; the app schedules "
+    "the rest."
+)
+
+
+class TodayScreen(Screen[None]):
+    """The home screen; Enter starts today's session."""
+
+    BINDINGS = [
+        Binding("enter,space", "app.start", "Start", id="start", tooltip="Start today's session"),
+        Binding(
+            "c", "app.cram", "Cram", id="cram", tooltip="Practise without touching the schedule"
+        ),
+        Binding("b", "app.browse", "Browse", id="browse"),
+        Binding("s", "app.stats", "Stats", id="stats"),
+        Binding("l", "app.lab()", "Lab", id="lab"),
+        Binding("m", "app.sim()", "Sims", id="sims", tooltip="Capacity, metering, fleet"),
+        Binding("q", "app.quit", "Quit", id="quit"),
+    ]
+
+    view: TodayView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Serving Dojo · Today", classes="titlebar")
+        with VerticalScroll(id="today-body"):
+            yield Static("Loading your cards…", id="today-headline")
+            yield Static("", id="today-counts")
+            with Horizontal(id="today-charts"):
+                with Vertical(classes="panel", id="heatmap-panel"):
+                    yield Static("Reviews, last 12 weeks", classes="panel-title")
+                    yield Heatmap(id="heatmap")
+                with Vertical(classes="panel", id="forecast-panel"):
+                    yield Static("Due, next 14 days", classes="panel-title")
+                    yield BarChart(height=5, bars=14, id="forecast")
+            yield Static("", id="today-errors")
+        yield KeyBar()
+
+    @property
+    def dojo(self) -> DojoApp:
+        from trainer.app import DojoApp
+
+        assert isinstance(self.app, DojoApp)
+        return self.app
+
+    def on_screen_resume(self) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        if self.dojo.load_error:
+            self.query_one("#today-headline", Static).update(
+                f"[b red]Could not open your data:[/] {self.dojo.load_error}"
+            )
+            return
+        if self.dojo.services is not None:
+            self._fetch()
+
+    @work(thread=True, exclusive=True, group="today")
+    def _fetch(self) -> None:
+        services = self.dojo.services
+        if services is None:
+            return
+        view = services.today()
+        self.app.call_from_thread(self._show, view)
+
+    def _show(self, view: TodayView) -> None:
+        self.view = view
+        head = self.query_one("#today-headline", Static)
+        if view.first_run:
+            head.update(f"[b]Welcome.[/] {WELCOME}")
+        elif view.to_do:
+            head.update(f"[b]{view.to_do} cards today.[/] Press [b]Enter[/] to start.")
+        else:
+            head.update(
+                "[b]All done for today.[/] Cram (c) practises without touching the schedule."
+            )
+        retention = "—" if view.retention is None else f"{view.retention:.0%}"
+        self.query_one("#today-counts", Static).update(
+            f"Due [b]{view.due}[/]   New [b]{view.new}[/]   Re-drill [b]{view.redrill}[/]   "
+            f"Streak [b]{view.streak}[/] d   Today [b]{view.reviews_today}[/]   "
+            f"Retention 30 d [b]{retention}[/]"
+        )
+        today = view.day
+        self.query_one(Heatmap).update(view.per_day, today)
+        labels = [
+            (today + dt.timedelta(days=i)).strftime("%a")[:2] for i in range(len(view.forecast))
+        ]
+        self.query_one("#forecast", BarChart).update(view.forecast[:14], labels[:14])
+        errors = self.query_one("#today-errors", Static)
+        if view.bank_errors:
+            shown = "\n".join(f"  • {e}" for e in view.bank_errors[:5])
+            more = len(view.bank_errors) - 5
+            errors.update(
+                f"[b yellow]{len(view.bank_errors)} question file(s) could not be loaded "
+                f"(the rest work):[/]\n{shown}" + (f"\n  … and {more} more" if more > 0 else "")
+            )
+        else:
+            errors.update("")

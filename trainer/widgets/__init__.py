@@ -1,0 +1,1 @@
+"""Small display widgets the screens share."""
