@@ -121,3 +121,8 @@ def test_any_typed_text_is_read_as_a_finite_number_or_reasked(text: str, unit: s
     except Reask:
         return
     assert math.isfinite(value)
+
+
+def test_a_fraction_is_reasked_with_a_hint_to_type_a_decimal() -> None:
+    with pytest.raises(Reask, match=r"as a decimal, e\.g\. 0\.333"):
+        parse_answer("1/3", "")
