@@ -106,6 +106,9 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
         if re.match(r"^,\d", rest):
             raise Reask(f"can't read {text.strip()!r}: use a point for decimals (2.53) and "
                         "commas only between thousands (2,530)")
+        if re.match(r"^\d{3}(\D|$)", rest):
+            raise Reask(f"can't read {text.strip()!r}: no spaces inside a number; write "
+                        "1,234 or 1234")
         if re.match(r"^/\s*\d", rest):
             raise Reask(f"can't read {text.strip()!r}: type a fraction as a decimal, e.g. "
                         "0.333 for 1/3")

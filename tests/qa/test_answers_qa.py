@@ -126,3 +126,9 @@ def test_any_typed_text_is_read_as_a_finite_number_or_reasked(text: str, unit: s
 def test_a_fraction_is_reasked_with_a_hint_to_type_a_decimal() -> None:
     with pytest.raises(Reask, match=r"as a decimal, e\.g\. 0\.333"):
         parse_answer("1/3", "")
+
+
+@pytest.mark.parametrize("text", ["1 234", "1 000 000", "3\u2009000"])
+def test_space_separated_thousands_are_reasked_with_the_right_advice(text: str) -> None:
+    with pytest.raises(Reask, match="no spaces inside a number"):
+        parse_answer(text, "")
