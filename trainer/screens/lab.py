@@ -329,7 +329,7 @@ class LabScreen(Screen[None]):
         return rc
 
     def _on_event(
-        self, ev: dict[str, Any], log: Log, table: DataTable[str], bar: ProgressBar
+        self, ev: dict[str, Any], log: Log, table: DataTable[str | Text], bar: ProgressBar
     ) -> None:
         kind = ev.get("event")
         if kind == "run_started":
