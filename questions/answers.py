@@ -8,6 +8,7 @@ off by a power of ten, or by 1024/1000.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from questions.model import LETTERS, Instance, Question
 from questions.units import NUMBER, Unit, compatible, convert, format_quantity, lookup_unit
 
 _NUMBER = re.compile(
-    r"""^(?P<sign>[-+]?)\s*(?P<cur>\$?)\s*(?P<sign2>[-+]?)
+    r"""^(?P<sign>[-+]?)\s*(?P<cur>\$|US\$|USD|usd|)\s*(?P<sign2>[-+]?)
         (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)
         (?:[eE](?P<exp>[-+]?\d+))?
         \s*(?P<rest>.*)$""",
@@ -25,6 +26,10 @@ MULTIPLIERS: dict[str, float] = {
     "k": 1e3, "K": 1e3, "thousand": 1e3, "M": 1e6, "m": 1e6, "million": 1e6, "mn": 1e6,
     "B": 1e9, "bn": 1e9, "billion": 1e9, "G": 1e9, "T": 1e12, "trillion": 1e12,
 }
+
+
+# "5 m" / "2.5m": minutes? milliseconds? million? Only re-asked where the answer is a time.
+_BARE_M = re.compile(r"^.*\d\s*m[.,;:!?]*$")
 
 
 class Reask(ValueError):
@@ -66,7 +71,7 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
     """The readings of `text` as (value, unit typed or None): several when a suffix is ambiguous
     ("1.5B" is 1.5 bytes or 1.5 billion). Raises Reask if there is no reading."""
     cleaned = (text.strip().replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ")
-               .lstrip("~≈").strip())
+               .lstrip("~≈").rstrip(".,;:!?").strip())  # "42 ms." ends a sentence
     if not cleaned:
         raise Reask("type a number, e.g. 2.53, 1.2k, 320 KiB")
     found = _NUMBER.match(cleaned)
@@ -101,6 +106,12 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
         if re.match(r"^,\d", rest):
             raise Reask(f"can't read {text.strip()!r}: use a point for decimals (2.53) and "
                         "commas only between thousands (2,530)")
+        if re.match(r"^\d{3}(\D|$)", rest):
+            raise Reask(f"can't read {text.strip()!r}: no spaces inside a number; write "
+                        "1,234 or 1234")
+        if re.match(r"^/\s*\d", rest):
+            raise Reask(f"can't read {text.strip()!r}: type a fraction as a decimal, e.g. "
+                        "0.333 for 1/3")
         raise Reask(f"can't read the unit {rest!r} in {text.strip()!r}")
     return readings
 
@@ -124,12 +135,17 @@ def parse_answer(text: str, unit: str = "") -> float:
     target = lookup_unit(unit)
     if target is None:
         raise ValueError(f"unknown question unit {unit!r}")
+    if target.dimension == "time" and _BARE_M.match(text.strip()):
+        raise Reask(f"{text.strip()!r}: 'm' is ambiguous for a time; write min, ms or M "
+                    "(million)")
     readings = parse_quantity(text)
     for value, typed in readings:
-        if typed is None:
-            return value
-        if compatible(typed, target):
-            return convert(value, typed, target)
+        if typed is not None and not compatible(typed, target):
+            continue
+        result = value if typed is None else convert(value, typed, target)
+        if not math.isfinite(result):  # "1e300T", 400 digits: never grade infinity
+            raise Reask(f"{text.strip()!r} is out of range")
+        return result
     typed = next(t for _, t in readings if t is not None)
     wanted = "a plain number" if target.dimension == NUMBER else f"{_dimension_words(target)}"
     raise Reask(f"{typed.symbol!r} can't be converted to {unit or 'a plain number'}: this answer "
@@ -163,8 +179,9 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
         correct=correct,
         expected_display=format_quantity(expected, question.unit),
         given_display=format_quantity(given, question.unit),
-        hint=None if correct else units_hint(expected, given, question.tolerance.relative_to(
-            expected)),
+        hint=None if correct else units_hint(
+            expected, given, question.tolerance.relative_to(expected),
+            binary=_binary_powers(question.unit)),
         given_value=given,
         expected_value=expected,
     )
@@ -176,9 +193,18 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
     matches = [i for i, c in enumerate(instance.choices) if " ".join(c.split()).casefold() ==
                folded]
     try:
-        chosen = matches[0] if matches else parse_choice(text, count)
+        position = parse_choice(text, count)
     except Reask as exc:
-        return Outcome(reask=True, message=str(exc))
+        if not matches:
+            return Outcome(reask=True, message=str(exc))
+        position = None
+    if matches and position is not None and matches[0] != position:
+        # choices like "1", "2", "4", "8": typing "2" is a value *and* a position
+        return Outcome(reask=True, message=(
+            f"{text.strip()!r} is the text of choice {LETTERS[matches[0]]} and also the "
+            f"position of choice {LETTERS[position]}: answer with the letter"))
+    chosen = matches[0] if matches else position
+    assert chosen is not None
     assert instance.correct_index is not None
     correct_text = instance.choices[instance.correct_index]
     return Outcome(
@@ -190,16 +216,30 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
     )
 
 
-def units_hint(expected: float, given: float, rel_tolerance: float = 0.0) -> str | None:
+def _binary_powers(unit: str) -> int:
+    """How many factors of 1024/1000 a slip can put into an answer in `unit`: one per prefix
+    step (KiB 1 ... GiB 3), at least 1 for bytes; 0 where the unit has no bytes in it."""
+    found = lookup_unit(unit)
+    if found is None or found.dimension not in ("bytes", "bytes/time"):
+        return 0
+    return max(1, "KMGTP".find(found.symbol[:1].upper()) + 1)
+
+
+def units_hint(expected: float, given: float, rel_tolerance: float = 0.0, *,
+               binary: int = 4) -> str | None:
     """'off by 1000× — check your units' when given/expected is a power of ten, or 1024/1000
-    (KiB vs KB) possibly times a power of ten; None for any other miss."""
+    (KiB vs KB) possibly times a power of ten; None for any other miss. `binary` caps the
+    power of 1024/1000 on its own (a GiB answer: 3); 0 (a unit with no bytes in it) leaves
+    those readings out: a 4.9% miss on a price is a wrong answer, not a KiB/KB slip."""
     if expected == 0 or given == 0 or (expected < 0) != (given < 0):
         return None
     ratio = given / expected
     decimal_slack = max(min(rel_tolerance, 0.05), 0.002)
     binary_slack = max(min(rel_tolerance, 0.005), 0.001)  # 1.024 is only 2.4% away from 1
     for k in range(-12, 13):
-        for n in range(-4, 5):
+        for n in range(-4, 5) if binary else (0,):
+            if k == 0 and abs(n) > binary:
+                continue
             if k == 0 and n == 0:
                 continue
             target = 10.0**k * 1.024**n

@@ -61,12 +61,17 @@ class Bank:
         """The order new cards are introduced: topics interleaved round-robin, easier first.
 
         A learner's first sessions should touch every topic rather than drain one file, and
-        within a topic the warm-up questions come before the hard ones.
+        within a topic the warm-up questions come before the hard ones. The learner's own
+        packs lead each round: they were imported to be studied, so they show up today, not
+        after a full round of built-in topics has used up the day's new cards.
         """
         per_topic: dict[str, list[Question]] = {}
         for q in self.questions:
             per_topic.setdefault(q.topic, []).append(q)
-        queues = [sorted(qs, key=lambda q: q.difficulty) for qs in per_topic.values()]
+        builtin = BUILTIN_DIR.resolve()
+        groups = sorted(per_topic.values(), key=lambda qs: qs[0].source.resolve().parent
+                        == builtin)  # stable: packs first, each group in file order
+        queues = [sorted(qs, key=lambda q: q.difficulty) for qs in groups]
         order: list[Question] = []
         for rank in range(max((len(qs) for qs in queues), default=0)):
             order.extend(qs[rank] for qs in queues if rank < len(qs))

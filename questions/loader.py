@@ -59,7 +59,7 @@ class ParsedFile:
 def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
     """Parse and schema-check one topic file; `exercises` maps lab ids to their level count."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a Windows editor may save a BOM
     except (OSError, UnicodeDecodeError) as exc:
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
@@ -170,7 +170,10 @@ class _QuestionReader:
 
         params = self._params(raw.get("params"))
         cases = self._cases(raw.get("cases"))
-        drawn_names = set(params) | {k for case in cases[:1] for k in case}
+        raw_params = raw.get("params")
+        # a param with a bad spec is still declared: its uses are not errors of their own
+        declared = set(raw_params) if isinstance(raw_params, dict) else set(params)
+        drawn_names = declared | {k for case in cases[:1] for k in case}
         for name in sorted(set(params) & {k for case in cases[:1] for k in case}):
             self.fail(f"params.{name}", f"{name!r} is also defined in [[question.cases]]")
         derived = self._derived(raw.get("derived"), drawn_names)
@@ -197,7 +200,8 @@ class _QuestionReader:
         for key, text in (("prompt", prompt), ("explanation", explanation),
                           *((f"choices[{i}]", c) for i, c in enumerate(choices))):
             texts_ok &= self._check_placeholders(key.split("[")[0], text, text_names)
-        if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared):
+        if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared) \
+                and len(params) == len(declared):
             self._check_visible(prompt, answer, params, cases, derived, labels)
         if not self.ok or lab is None or not isinstance(qid, str) or kind not in ("mcq", "numeric"):
             return None

@@ -20,6 +20,9 @@ Kind = Literal["mcq", "numeric"]
 LETTERS = "ABCD"
 
 
+REDRAWS = 20  # sub-seeds tried when a draw hits a formula's rare failing point
+
+
 class DrawError(ValueError):
     """A draw that cannot be completed (a formula or placeholder failed)."""
 
@@ -193,15 +196,27 @@ class Question:
     def parameterised(self) -> bool:
         return bool(self.params or self.cases)
 
-    def draw(self, seed: int) -> Instance:
-        """The instance for `seed`: fresh parameter values, rendered text, shuffled choices."""
-        order = random.Random(f"{self.id}/{seed}/choices").sample(range(len(self.choices)),
-                                                                  len(self.choices))
-        return self.instance(self.draw_values(seed), seed=seed, order=tuple(order))
+    def draw(self, seed: int, *, redraws: int = REDRAWS) -> Instance:
+        """The instance for `seed`: fresh parameter values, rendered text, shuffled choices.
 
-    def draw_values(self, seed: int) -> dict[str, Value]:
-        """The parameter (and case) values for `seed`, before anything is derived."""
-        rng = random.Random(f"{self.id}/{seed}")
+        A draw whose formula fails at a rare point the validator's sampled draws missed
+        (100 / (x - 537) at x = 537) is redrawn from sub-seeds of `seed`, so a review never
+        crashes and the stored seed still shows the same instance. The validator passes
+        `redraws=0` to see every failure."""
+        order = tuple(random.Random(f"{self.id}/{seed}/choices").sample(
+            range(len(self.choices)), len(self.choices)))
+        for attempt in range(redraws + 1):
+            try:
+                return self.instance(self.draw_values(seed, attempt), seed=seed, order=order)
+            except DrawError:
+                if attempt == redraws:
+                    raise
+        raise AssertionError("unreachable")
+
+    def draw_values(self, seed: int, attempt: int = 0) -> dict[str, Value]:
+        """The parameter (and case) values for `seed` (and a redraw `attempt`), before
+        anything is derived."""
+        rng = random.Random(f"{self.id}/{seed}" + (f"/redraw{attempt}" if attempt else ""))
         values: dict[str, Value] = {}
         if self.cases:
             values.update(self.cases[rng.randrange(len(self.cases))])

@@ -30,6 +30,7 @@ def _table() -> dict[str, Unit]:
     add(NUMBER, 1.0, "")
     add(NUMBER, 1.0, "x", "×", spaced=False)
     add(NUMBER, 0.01, "%", spaced=False)
+    add(NUMBER, 0.01, "percent", "pct")
     for noun in (
         "tokens", "token", "tok", "requests", "request", "req", "GPUs", "GPU", "seats", "seat",
         "sequences", "seqs", "users", "steps", "layers", "nodes", "replicas", "pages", "blocks",
@@ -52,6 +53,10 @@ def _table() -> dict[str, Unit]:
     add("time", 60.0, "min", "mins", "minute", "minutes")
     add("time", 3600.0, "h", "hr", "hrs", "hour", "hours")
     add("time", 86400.0, "day", "days")
+    # per-token times as learners type a TPOT ("25 ms/token"): read as the time itself
+    add("time", 1e-6, "us/token", "us/tok")
+    add("time", 1e-3, "ms/token", "ms/tok")
+    add("time", 1.0, "s/token", "s/tok")
     # rates
     add("tokens/time", 1.0, "tok/s", "tokens/s", "token/s", "tps", "tokens/sec", "tok/sec")
     add("tokens/time", 1000.0, "tok/ms")

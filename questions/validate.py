@@ -114,7 +114,7 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
     for values, seed in _draw_plan(question, draws):
         try:
             instance = question.instance(values, seed=seed) if values is not None \
-                else question.draw(seed)
+                else question.draw(seed, redraws=0)
         except DrawError as exc:
             shown = _describe(values if values is not None else question.draw_values(seed))
             return [*found, (exc.field, f"{exc.message} (with {shown})")]

@@ -38,21 +38,47 @@ def check_quality(quality: object) -> int:
     return quality
 
 
-@dataclass(frozen=True, slots=True)
+def _hundredths(ef: Decimal | str | int | float) -> int:
+    """EF as exact hundredths: Decimal('2.7') -> 270; refuses what is not a whole 0.01."""
+    try:
+        scaled = Decimal(str(ef)) * 100
+    except ArithmeticError as exc:
+        raise ValueError(f"EF must be a number, got {ef!r}") from exc
+    if not scaled.is_finite() or scaled != scaled.to_integral_value():
+        raise ValueError(f"EF moves in steps of 0.01, got {ef!r}")
+    return int(scaled)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class CardState:
     """SM-2 state of one card: EF in hundredths, repetitions n, current interval in days.
 
-    `interval` is 0 only for a card never reviewed.
+    `interval` is 0 only for a card never reviewed. Build one as `CardState(270, 3, 90)` or
+    `CardState(ef=Decimal("2.70"), repetitions=3, interval=90)`.
     """
 
-    ef_hundredths: int = INITIAL_EF
-    repetitions: int = 0
-    interval: int = 0
+    ef_hundredths: int
+    repetitions: int
+    interval: int
 
-    def __post_init__(self) -> None:
-        if self.ef_hundredths < MIN_EF:
-            raise ValueError(f"EF must be >= 1.30, got {self.ef_hundredths / 100}")
-        if self.repetitions < 0 or self.interval < 0:
+    def __init__(
+        self,
+        ef_hundredths: int = INITIAL_EF,
+        repetitions: int = 0,
+        interval: int = 0,
+        *,
+        ef: Decimal | str | int | float | None = None,
+    ) -> None:
+        if ef is not None:
+            ef_hundredths = _hundredths(ef)
+        for name, value in (("ef_hundredths", ef_hundredths), ("repetitions", repetitions),
+                            ("interval", interval)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an int, got {value!r}")
+            object.__setattr__(self, name, value)
+        if ef_hundredths < MIN_EF:
+            raise ValueError(f"EF must be >= 1.30, got {ef_hundredths / 100}")
+        if repetitions < 0 or interval < 0:
             raise ValueError("repetitions and interval must be >= 0")
 
     @classmethod

@@ -299,8 +299,11 @@ class Store:
     ) -> SyncResult:
         """Create a card for every new (question id, topic), update topics that changed.
 
-        With `retire_missing`, cards whose question is absent are retired (kept with their
-        history, never queued) and come back if the question returns. Pass the whole bank.
+        Never-reviewed cards are introduced in the order given, at every sync: a question
+        pack added later is interleaved with the remaining new cards (as the bank orders
+        it) instead of waiting behind all of them. With `retire_missing`, cards whose
+        question is absent are retired (kept with their history, never queued) and come
+        back if the question returns. Pass the whole bank.
         """
         wanted: dict[str, str] = {}
         for qid, topic in questions:
@@ -328,6 +331,8 @@ class Store:
                     s.execute(update(CardRow).where(CardRow.question_id == qid)
                               .values(topic=topic, retired=False))
                     updated += 1
+            s.flush()
+            self._resequence_new(s, list(wanted))
             if retire_missing:
                 gone = [q for q, (_, was) in existing.items() if q not in wanted and not was]
                 for chunk in range(0, len(gone), 500):
@@ -335,6 +340,21 @@ class Store:
                         CardRow.question_id.in_(gone[chunk:chunk + 500])).values(retired=True))
                 retired = len(gone)
         return SyncResult(added, updated, retired)
+
+    @staticmethod
+    def _resequence_new(s: Session, order: list[str]) -> None:
+        """Give the never-reviewed cards among `order` their positions in that order (the
+        same set of positions, permuted, so reviewed and retired cards keep theirs)."""
+        rank = {qid: i for i, qid in enumerate(order)}
+        rows = [(qid, pos) for qid, pos in s.execute(
+            select(CardRow.question_id, CardRow.position).where(CardRow.due.is_(None))
+        ) if qid in rank]
+        slots = sorted(pos for _, pos in rows)
+        wanted = sorted(rows, key=lambda r: rank[r[0]])
+        changes = [{"question_id": qid, "position": slot}
+                   for (qid, pos), slot in zip(wanted, slots, strict=True) if pos != slot]
+        if changes:
+            s.execute(update(CardRow), changes)
 
     def card(self, question_id: str) -> Card:
         """The card for a question id; UnknownCardError if there is none."""

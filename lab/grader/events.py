@@ -64,7 +64,15 @@ REPR_LIMIT = 400
 
 
 def short_repr(value: object, limit: int = REPR_LIMIT) -> str:
-    text = repr(value)
+    """repr() cut to `limit`; never raises (a learner's value may be a 5000-digit int, over
+    Python's int-to-str limit, or have a __repr__ that throws)."""
+    try:
+        text = repr(value)
+    except Exception as exc:
+        if isinstance(value, int):
+            text = f"<int with about {value.bit_length() * 0.30103:.0f} digits>"
+        else:
+            text = f"<{type(value).__name__} whose repr() failed: {type(exc).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,30 @@ def describe_exit(returncode: int | None) -> str:
     )
 
 
+TOKEN_VAR = "DOJO_SANDBOX_TOKEN"
+
+
+def kill_tagged(var: str, token: str) -> int:
+    """SIGKILL every process whose environment has var=token (Linux /proc; elsewhere the
+    process group kill has to do). Returns how many were killed."""
+    if not token or not os.path.isdir("/proc"):
+        return 0
+    tag = f"{var}={token}".encode()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if tag not in f.read().split(b"\0"):
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+        except (OSError, ValueError):  # gone, or not ours to read
+            continue
+    return killed
+
+
 class Sandbox:
     """One child at a time; `restart()` gives a fresh one after a kill or crash."""
 
@@ -134,6 +159,7 @@ class Sandbox:
         self.data_limit = data_limit
         self.load_timeout_s = load_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
+        self.token = ""  # in the child's environment: finds what it spawned, see kill()
         self.reader: protocol.Reader | None = None
         self.wfd = -1
         self.capture: Any = None
@@ -151,6 +177,8 @@ class Sandbox:
         # (shared) file offset; lives as long as the child
         self.capture = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115
         env = dict(os.environ)
+        self.token = uuid.uuid4().hex
+        env[TOKEN_VAR] = self.token
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
@@ -197,12 +225,16 @@ class Sandbox:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
+        """Kill the child and everything it started: its process group (even after the child
+        itself exited: a plain fork stays in the group), then any process still carrying this
+        sandbox's token in its environment (one that called setsid() to leave the group)."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+        # the group id cannot be reused while any member is alive, so this is safe after exit
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        kill_tagged(TOKEN_VAR, self.token)
 
     def close(self) -> None:
         """Ask the child to exit, then make sure it did; release the pipes and capture file."""

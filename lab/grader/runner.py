@@ -275,7 +275,8 @@ class _Grading:
             verdict = self.grading.check(case, out.value, expected)
         except Exception as exc:
             verdict = Verdict(False, f"your result could not be checked "
-                                     f"({type(exc).__name__}: {exc}); got {out.value!r:.200}")
+                                     f"({type(exc).__name__}: {exc}); got "
+                                     f"{events.short_repr(out.value, 200)}")
         result = CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
                             message=verdict.message, output=out.output,
                             expected=events.short_repr(expected),

@@ -61,8 +61,8 @@ class ReferenceGuard(importlib.abc.MetaPathFinder):
 
 def _is_learners(filename: str | None, learner_file: str | None) -> bool:
     """A frame is the learner's when it is in their file's folder (their file or its helpers)."""
-    if not filename or learner_file is None:
-        return False
+    if not filename or learner_file is None or not os.path.isabs(filename):
+        return False  # "<frozen importlib._bootstrap>" would resolve into the cwd: theirs
     return Path(filename).resolve().parent == Path(learner_file).resolve().parent
 
 
@@ -71,11 +71,15 @@ def trim_traceback(exc: BaseException, learner_file: str | None) -> str:
     te = traceback.TracebackException.from_exception(exc)
     frames = list(te.stack)
     mine = [f for f in frames if _is_learners(f.filename, learner_file)]
+    if isinstance(exc, SyntaxError) and not mine:  # the caret under their line says it all
+        return "".join(te.format_exception_only())
     shown = traceback.StackSummary.from_list(mine or frames[-1:])
     return "".join(shown.format()) + "".join(te.format_exception_only())
 
 
 def _where(exc: BaseException, learner_file: str | None) -> str:
+    if isinstance(exc, SyntaxError) and _is_learners(exc.filename, learner_file):
+        return f" ({Path(exc.filename or '').name}:{exc.lineno})"  # no frame: it never ran
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if _is_learners(frame.filename, learner_file):
             return f" ({Path(frame.filename).name}:{frame.lineno}, in {frame.name})"
@@ -135,12 +139,13 @@ class Child:
         value = self.grading.run(self.solution, case, ctx)
         synchronize(ctx.device)
         duration = time.perf_counter() - start
-        try:
-            pickle.dumps(value)
+        try:  # the grader accepts plain values only (protocol.loads_plain): check here
+            protocol.loads_plain(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         except Exception as exc:
             return {"ok": False, "kind": "exception", "traceback": "",
                     "message": f"the result cannot be sent back to the grader ({exc}); "
-                               "return plain Python values or CPU tensors"}
+                               "return plain Python values (int, float, str, list, dict), "
+                               "numpy values or CPU tensors, not objects of your own classes"}
         return {"ok": True, "value": value, "duration_s": duration}
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,11 @@ def _sync_bank(store: Store) -> str | None:
     if not questions:  # an empty bank is a broken install, not a reason to retire every card
         return "the question bank is empty; showing the cards already in the database"
     store.sync_cards(questions, retire_missing=True)
+    errors = getattr(bank, "errors", ())
+    if errors:  # a broken pack must not vanish without a word
+        files = sorted({str(p.file) for p in errors})
+        return (f"{len(errors)} problem(s) in {', '.join(files)} kept some questions out; "
+                "run `dojo questions check` for details")
     return None
 
 
@@ -67,6 +72,8 @@ def due(as_json: bool, show_list: bool) -> None:
     with _open_store() as store:
         note = _sync_bank(store)
         queue = store.today_queue()
+    if note:
+        click.echo(f"note: {note}", err=True)
     if as_json:
         items = [
             {
@@ -90,8 +97,6 @@ def due(as_json: bool, show_list: bool) -> None:
             )
         )
         return
-    if note:
-        click.echo(f"note: {note}", err=True)
     click.echo(
         f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
         f"{len(queue.new)} new, {len(queue.redrill)} to re-drill."

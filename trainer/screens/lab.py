@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -328,7 +329,7 @@ class LabScreen(Screen[None]):
         return rc
 
     def _on_event(
-        self, ev: dict[str, Any], log: Log, table: DataTable[str], bar: ProgressBar
+        self, ev: dict[str, Any], log: Log, table: DataTable[str | Text], bar: ProgressBar
     ) -> None:
         kind = ev.get("event")
         if kind == "run_started":
@@ -353,7 +354,8 @@ class LabScreen(Screen[None]):
                 "[green]pass[/]" if passed else "[red]FAIL[/]",
                 f"{duration:.2f} s" if isinstance(duration, int | float) else "",
                 speed,
-                message.splitlines()[0][:60] if message else "",
+                # learner-controlled text: never parsed as markup ('[/]' crashed the table)
+                Text(message.splitlines()[0][:60] if message else ""),
             )
             if not passed:
                 log.write_line(f"✗ {ev.get('case')}: {message}")

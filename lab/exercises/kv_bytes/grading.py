@@ -350,6 +350,10 @@ def check(case: Case, got: object, expected: object) -> Verdict:
     if value == want:
         return Verdict(True)
     why = _diagnose(case, value, want)
-    ratio = f" ({value / want:.3g}× the expected value)" if want and value else ""
-    return Verdict(False, f"{fn}: expected {want:,}, got {value:,}{ratio}"
+    try:
+        ratio = f" ({value / want:.3g}× the expected value)" if want and value else ""
+        shown = f"{value:,}"
+    except (OverflowError, ValueError):  # a 5000-digit int: too big to divide or to print
+        ratio, shown = "", f"an int of about {value.bit_length() * 0.30103:.0f} digits"
+    return Verdict(False, f"{fn}: expected {want:,}, got {shown}{ratio}"
                           + (f" — {why}" if why else ""))
