@@ -13,7 +13,15 @@ import re
 from dataclasses import dataclass
 
 from questions.model import LETTERS, Instance, Question
-from questions.units import NUMBER, Unit, compatible, convert, format_quantity, lookup_unit
+from questions.units import (
+    NUMBER,
+    Unit,
+    case_alternatives,
+    compatible,
+    convert,
+    format_quantity,
+    lookup_unit,
+)
 
 _NUMBER = re.compile(
     r"""^(?P<sign>[-+]?)\s*(?P<cur>\$|US\$|USD|usd|)\s*(?P<sign2>[-+]?)
@@ -112,6 +120,9 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
         if re.match(r"^/\s*\d", rest):
             raise Reask(f"can't read {text.strip()!r}: type a fraction as a decimal, e.g. "
                         "0.333 for 1/3")
+        options = case_alternatives(rest)
+        if options:
+            raise Reask(f"{rest.strip()!r} is ambiguous: write it as " + " or ".join(options))
         raise Reask(f"can't read the unit {rest!r} in {text.strip()!r}")
     return readings
 

@@ -45,6 +45,11 @@ def _table() -> dict[str, Unit]:
         add("bytes", 1000.0**i, dec)
         add("bytes", 1024.0**i, bin_)
     add("bytes", 1000.0, "kB")
+    # bits: a capital prefix with a lower-case b is bits by convention ("400 Gb" on a GB question
+    # is 50 GB); the all-lower-case "gb" is then ambiguous and is re-asked, never guessed
+    add("bytes", 1 / 8, "b", "bit", "bits")
+    for i, prefix in enumerate(("K", "M", "G", "T"), start=1):
+        add("bytes", 1000.0**i / 8, f"{prefix}b", f"{prefix}bit", f"{prefix}bits")
     # time
     add("time", 1e-9, "ns")
     add("time", 1e-6, "us", "µs", "μs")
@@ -117,6 +122,14 @@ def lookup_unit(text: str) -> Unit | None:
     if compact in UNITS:
         return UNITS[compact]
     return _LOWER.get(compact.lower())
+
+
+def case_alternatives(text: str) -> list[str]:
+    """The units a case-ambiguous spelling could mean ("gb" → GB, Gb), for a re-ask message."""
+    key = "".join(text.split()).lower()
+    if key not in _CLASHES:
+        return []
+    return sorted(symbol for symbol in UNITS if symbol.lower() == key)
 
 
 def is_known_unit(symbol: str) -> bool:
