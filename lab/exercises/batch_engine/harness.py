@@ -115,6 +115,7 @@ def replay(
     engine = engine_cls(model, max_batch_size=max_batch_size, max_wait_s=max_wait_s, clock=clock,
                         on_event=sink, continuous=continuous, kv_budget_tokens=kv_budget_tokens)
     calls_of = _call_counter(model)
+    model_charges = getattr(model, "clock_advance", None) is not None  # else: 1 tick per step
     i, steps = 0, 0
     out.submitted = [math.nan] * len(arrivals)
     while True:
@@ -147,7 +148,7 @@ def replay(
         steps += 1
         if calls_of() - before > 1:
             out.multi_call_steps += 1
-        if not busy:
+        if not busy or (advance is not None and not model_charges):
             _wait_until(clock() + tick, clock, advance)
         if steps >= max_steps:
             out.stuck = (f"after {steps} steps (clock {clock():.3f} s) requests "
