@@ -413,11 +413,15 @@ def _diff(want: list[int], got: list[int]) -> str:
 def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
           streams: dict[int, tuple[list[int], list[str]]],
           expected: dict[int, tuple[list[int], str]]) -> str:
+    n = min(len(want), len(got))
+    if want[:n] == got[:n]:
+        return ""  # a prefix: _diff already says which end is wrong
     for j, (other, _) in expected.items():
         if j != i and other and got[:len(other)] == other and got != want:
             return f" — these are request {j}'s tokens: cross-talk between rows"
+    probe_len = min(3, len(want))
     for k in range(1, len(got)):
-        if got[:k] == want[:k] and got[k:k + len(want)] == want:
+        if got[:k] == want[:k] and probe_len and got[k:k + probe_len] == want[:probe_len]:
             return (f" — the stream repeats its first {k} tokens: a preempted request was "
                     "restarted from its prompt alone; recompute from the prompt plus the tokens "
                     "it had already streamed, and do not stream them again")
@@ -467,8 +471,6 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                         f"max_batch_size {B} (requests {rows})")
         if len(set(rows)) != len(rows):
             raise _Fail(f"model call {n} has request(s) {_dups(rows)} in two rows at once")
-    _check_fifo(reqs, got, rows_of)
-    _check_waiting(p, reqs, got, calls, rows_of, finish_t)
     if p["kv_budget_tokens"] is not None:
         for n, c in enumerate(calls):
             held = sum(r[2] for r in c[2])
@@ -503,8 +505,10 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                 raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
                             f"at t={t0:.3f} s, {(t0 - due) * 1e3:.0f} ms after its max_wait "
                             f"({wait * 1e3:g} ms) ran out")
-        elif name == "reformed" and p["continuous"]:
-            _check_reformed(p, reqs, got, calls, rows_of, finish_t)
+    _check_fifo(reqs, got, rows_of)
+    _check_waiting(p, reqs, got, calls, rows_of, finish_t)
+    if p["continuous"] and "reformed" in p["checks"]:
+        _check_reformed(p, reqs, got, calls, rows_of, finish_t)
     if not p["continuous"]:
         _check_static(calls, rows_of, finish_t)
 
@@ -531,10 +535,6 @@ def _check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str,
                    calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
     """Idle engine: a request must not wait past max_wait (+eps), nor go before it unless full."""
     wait, B = p["max_wait_s"], p["max_batch_size"]
-    started: dict[int, float] = {}
-    for c, rows in zip(calls, rows_of, strict=True):
-        for r in rows:
-            started.setdefault(r, c[0])
     for n, (c, rows) in enumerate(zip(calls, rows_of, strict=True)):
         prev = rows_of[n - 1] if n else []
         if any(finish_t.get(r, math.inf) > c[0] for r in prev):
@@ -543,7 +543,7 @@ def _check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str,
         t0 = c[0]
         queued = [r for r in range(len(reqs)) if got["submitted"][r] <= t0 + 1e-9
                   and r not in got["rejected"] and reqs[r]["max_tokens"] > 0
-                  and started.get(r, math.inf) >= t0 and finish_t.get(r, math.inf) >= t0]
+                  and finish_t.get(r, math.inf) > t0]  # idle: every unfinished one is queued
         if not queued:
             continue
         oldest = min(got["submitted"][r] for r in queued)

@@ -160,7 +160,12 @@ class ProbeModel:
                     new_cols[r, 0, j] = torch.tensor([tok, p, h, marker])
                 else:
                     new_cols[r, 0, j] = torch.tensor([tok, p, 0, marker])
-            if got_pos != want_pos:
+            if got_pos and got_pos[0] == 0 and n_past > 0:
+                self._flag(f"call {n}, row {r}: a new sequence (positions from 0) attends to "
+                           f"{n_past} cached columns of another request — stale KV: a refilled "
+                           "slot must mask out its previous occupant's columns (or drop the "
+                           "row and add a fresh one)")
+            elif got_pos != want_pos:
                 self._flag(f"call {n}, row {r}: position_ids {got_pos} for its new tokens, "
                            f"expected {want_pos} — positions count each row's own real tokens "
                            "(attention_mask.cumsum(-1) - 1), not columns of the padded batch")
