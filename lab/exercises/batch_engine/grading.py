@@ -405,7 +405,8 @@ def _diff(want: list[int], got: list[int]) -> str:
         return (f"stop after {len(got)} of the expected {len(want)}: the final token "
                 f"{want[len(got):][:3]} was never streamed")
     if len(got) > len(want) and got[:len(want)] == want:
-        return f"run past the end: expected {len(want)} tokens, got {len(got)} (extra {got[len(want):][:5]})"
+        return (f"run past the end: expected {len(want)} tokens, got {len(got)} "
+                f"(extra {got[len(want):][:5]})")
     return (f"differ from position {k}: expected {want[k:k + 6]}, got {got[k:k + 6]} "
             f"({len(want)} expected, {len(got)} streamed)")
 

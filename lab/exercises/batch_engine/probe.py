@@ -120,10 +120,7 @@ class ProbeModel:
             if tuple(mask.shape) != (b, past + t):
                 raise ValueError(f"attention_mask must be [B, cache length + T] = "
                                  f"[{b}, {past + t}], got {tuple(mask.shape)}")
-        if kv is None:
-            cols = torch.zeros((b, 1, 0, 4), dtype=torch.long)
-        else:
-            cols = kv.layers[0][0].cpu()
+        cols = torch.zeros((b, 1, 0, 4), dtype=torch.long) if kv is None else kv.layers[0][0].cpu()
         self._check_cache(n, mask[:, :past], cols)
         new_cols = torch.zeros((b, 1, t, 4), dtype=torch.long)
         out_tokens: list[int] = []

@@ -26,5 +26,5 @@ def mutate(name: str, *replacements: tuple[str, str]) -> types.ModuleType:
     module = types.ModuleType(f"_broken_{name}")
     module.__file__ = str(Path(__file__).with_name(f"{name}.py"))
     sys.modules[module.__name__] = module
-    exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module

@@ -4,5 +4,6 @@ from _base import mutate
 
 Engine = mutate(
     "missing_mask",
-    ("torch.tensor(ids, dtype=torch.long), self.mask,", "torch.tensor(ids, dtype=torch.long), None,"),
+    ("torch.tensor(ids, dtype=torch.long), self.mask,",
+     "torch.tensor(ids, dtype=torch.long), None,"),
 ).Engine

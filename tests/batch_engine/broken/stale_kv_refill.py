@@ -40,7 +40,7 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
         feeds = [[] if s is None else s.feed() for s in self.slots]
         width = max(len(f) for f in feeds)
         ids, new_mask, pos = [], [], []
-        for s, f in zip(self.slots, feeds):
+        for s, f in zip(self.slots, feeds, strict=True):
             gap = width - len(f)
             start = 0 if s is None else s.cached
             ids.append([self.model.pad_id] * gap + f)
@@ -50,7 +50,8 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
         self.mask = new if self.mask is None else torch.cat([self.mask, new], 1)
         logits, self.kv = self.model.forward(torch.tensor(ids), self.mask, torch.tensor(pos),
                                              self.kv)
-        for i, (s, f, tok) in enumerate(zip(self.slots, feeds, logits.argmax(-1).tolist())):
+        tokens = logits.argmax(-1).tolist()
+        for i, (s, f, tok) in enumerate(zip(self.slots, feeds, tokens, strict=True)):
             if s is None:
                 continue
             s.cached += len(f)
