@@ -42,8 +42,9 @@ def test_reference_equals_solo_greedy_on_the_target(target: Any, continuous: boo
 
     ids, _, _ = _prompt_tokens()
     lengths, max_tokens = [1, 9, 3, 17, 5, 2], [12, 5, 0, 12, 1, 12]
-    params = [{"t": 0.002 * k, "prompt": ids[7 * k: 7 * k + n], "max_tokens": m}
-              for k, (n, m) in enumerate(zip(lengths, max_tokens, strict=True))]
+    params: list[dict[str, Any]] = [
+        {"t": 0.002 * k, "prompt": ids[7 * k: 7 * k + n], "max_tokens": m}
+        for k, (n, m) in enumerate(zip(lengths, max_tokens, strict=True))]
     counting = _Counting(target)
     rec = harness.replay(Engine, counting, harness.arrivals_from(params), max_batch_size=3,
                          max_wait_s=0.004, continuous=continuous, kv_budget_tokens=budget)
@@ -96,7 +97,8 @@ def test_preemption_recomputes_and_changes_nothing() -> None:
     recomputed from prompt + generated tokens; outputs equal solo, the budget always holds."""
     from lab.reference.batch_engine import Engine
 
-    reqs = [{"t": 0.0, "prompt": [100 + k, 5, 6, 7, 8], "max_tokens": 12} for k in range(4)]
+    reqs: list[dict[str, Any]] = [
+        {"t": 0.0, "prompt": [100 + k, 5, 6, 7, 8], "max_tokens": 12} for k in range(4)]
     clock = harness.FakeClock()
     model = probe.ProbeModel(clock=clock, clock_advance=clock.advance)
     rec = harness.replay(Engine, model, harness.arrivals_from(reqs), max_batch_size=4,

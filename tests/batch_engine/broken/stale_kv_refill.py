@@ -32,11 +32,13 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
         return True
 
     def _slot_forward(self) -> None:
+        kv: Any = self.__dict__["kv"]
         n = len(self.slots)
-        if self.kv is not None and n > self.kv.rows:
-            extra = n - self.kv.rows
-            self.kv = self.kv.add_rows(extra)
-            self.mask = torch.cat([self.mask, self.mask.new_zeros((extra, self.mask.shape[1]))])
+        if kv is not None and n > kv.rows:
+            extra = n - kv.rows
+            self.kv = kv.add_rows(extra)
+            mask: Any = self.__dict__["mask"]
+            self.mask = torch.cat([mask, mask.new_zeros((extra, mask.shape[1]))])
         feeds = [[] if s is None else s.feed() for s in self.slots]
         width = max(len(f) for f in feeds)
         ids, new_mask, pos = [], [], []
