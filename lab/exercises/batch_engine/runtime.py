@@ -112,7 +112,11 @@ def load_target(device: str = "cpu", dtype: str = "float32") -> HFStepModel:
     """The shipped pycode target as a step model (cached per process)."""
     key = (device, dtype)
     if key not in _MODELS:
+        from transformers.utils import logging as hf_logging
+
         from lab.models import load_model
+
+        hf_logging.disable_progress_bar()  # keep the grader's and the learner's output clean
 
         _MODELS[key] = HFStepModel(load_model("pycode-target", device=device, dtype=dtype))
     model: HFStepModel = _MODELS[key]
