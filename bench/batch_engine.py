@@ -82,8 +82,9 @@ def _generate_batch(model: Any, prompts: list[list[int]], tokens: int,
     longest = max(len(p) for p in prompts) + tokens
     page = 16
     blocks = len(prompts) * (-(-longest // page)) + 8
-    gen = GenerationConfig(max_new_tokens=tokens, do_sample=False, eos_token_id=None,
-                           pad_token_id=model.pad_id)
+    gen = GenerationConfig(  # type: ignore[no-untyped-call]
+        max_new_tokens=tokens, do_sample=False, eos_token_id=None,
+        pad_token_id=model.pad_id)
     cbc = ContinuousBatchingConfig(page_size=page, num_blocks=blocks, max_batch_tokens=512,
                                    max_requests_per_batch=len(prompts), use_cuda_graph=False)
     try:

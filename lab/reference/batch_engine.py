@@ -13,6 +13,10 @@ Shaped like nano-vllm, in four parts:
 
 The wait clock is per request, from `submit` (Triton's rule): a request never waits longer than
 max_wait for a batch to start, however long it queued.
+
+Robustness: `cancel` frees a queued or running request at once; when a batched forward raises,
+each row is retried alone to find the request(s) at fault, which finish with "error", and the
+rest of the batch runs on (unlike Ray Serve, where one bad request fails its whole batch).
 """
 
 from __future__ import annotations
@@ -122,6 +126,26 @@ class Engine:
         self._run_batch()
         return True
 
+    def cancel(self, request_id: int) -> bool:
+        """Abort a queued or running request (one Finish("abort")); False if it is not live."""
+        for seq in self.waiting:
+            if seq.rid == request_id:
+                self.waiting.remove(seq)
+                self.on_event(Finish(request_id, "abort"))
+                return True
+        for i, seq in enumerate(self.running):
+            if seq.rid == request_id:
+                keep = [j for j in range(len(self.running)) if j != i]
+                self.running.pop(i)
+                if self.kv is not None and keep:
+                    self.kv, self.mask = self.kv.select(keep), self.mask[keep]
+                    self._trim()
+                elif self.kv is not None:
+                    self.kv, self.mask = None, None
+                self.on_event(Finish(request_id, "abort"))
+                return True
+        return False
+
     def shutdown(self) -> None:
         """Abort everything still queued or running: one Finish("abort") each."""
         if self.closed:
@@ -194,6 +218,7 @@ class Engine:
         import torch
 
         rows = self.running
+        saved = (self.kv, self.mask)
         old = 0 if self.kv is None else self.kv.rows
         if self.kv is not None and len(rows) > old:
             self.kv = self.kv.add_rows(len(rows) - old)
@@ -210,10 +235,14 @@ class Engine:
             pos.append([0] * gap + list(range(seq.cached, seq.cached + len(feed))))
         new = torch.tensor(new_mask, dtype=torch.long)
         self.mask = new if self.mask is None else torch.cat([self.mask, new], 1)
-        logits, self.kv = self.model.forward(
-            torch.tensor(ids, dtype=torch.long), self.mask,
-            torch.tensor(pos, dtype=torch.long), self.kv,
-        )
+        try:
+            logits, self.kv = self.model.forward(
+                torch.tensor(ids, dtype=torch.long), self.mask,
+                torch.tensor(pos, dtype=torch.long), self.kv,
+            )
+        except Exception as exc:
+            self._isolate(exc, saved, ids, pos)
+            return
         tokens = logits.argmax(-1).tolist()
         keep: list[int] = []
         for i, (seq, feed, tok) in enumerate(zip(rows, feeds, tokens, strict=True)):
@@ -235,6 +264,35 @@ class Engine:
                 self._trim()
             else:
                 self.kv, self.mask = None, None
+
+    def _isolate(self, exc: Exception, saved: tuple[Any, Any], ids: list[list[int]],
+                 pos: list[list[int]]) -> None:
+        """The batched forward raised: run each row alone to find the culprits, finish them with
+        "error", restore the cache as it was before the call, and rerun the others."""
+        import torch
+
+        kv_in, mask_in, bad = self.kv, self.mask, []
+        for i in range(len(self.running)):
+            try:
+                self.model.forward(torch.tensor([ids[i]], dtype=torch.long), mask_in[i:i + 1],
+                                   torch.tensor([pos[i]], dtype=torch.long),
+                                   None if kv_in is None else kv_in.select([i]))
+            except Exception:
+                bad.append(i)
+        if not bad:
+            raise exc  # not caused by any one request: a real engine failure
+        for i in bad:
+            self.running[i].done = True
+            self.on_event(Finish(self.running[i].rid, "error"))
+        old_kv, old_mask = saved
+        keep = [i for i in range(0 if old_kv is None else old_kv.rows) if i not in bad]
+        self.running = [s for i, s in enumerate(self.running) if i not in bad]
+        self.kv, self.mask = None, None
+        if old_kv is not None and keep:
+            self.kv, self.mask = old_kv.select(keep), old_mask[keep]
+            self._trim()
+        if self.running:
+            self._run_batch()
 
     def _trim(self) -> None:
         """Drop leading columns that no row attends to any more."""

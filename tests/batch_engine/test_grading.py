@@ -18,7 +18,7 @@ def test_reference_passes_every_level(tmp_path: Path) -> None:
     run = assert_passes("batch-engine", reference_as_solution("batch-engine", tmp_path), seed=7,
                         timing_repeats=1)
     summaries = [e for e in run.events if e["event"] == "level_summary"]
-    assert [s["level"] for s in summaries] == [1, 2, 3]
+    assert [s["level"] for s in summaries] == [1, 2, 3, 4]
     load = [e for e in run.events if e["event"] == "case_passed"
             and e["case"].startswith("load-poisson") and e["level"] == 2]
     assert load and load[0]["metrics"]["p95_ratio"] == pytest.approx(1.0)
@@ -61,6 +61,10 @@ BROKEN_CASES = [
     ("ignores_budget", 3, r"leaves \d+ KV tokens in the cache, over the budget of 60"),
     ("preempt_loses_tokens", 3, r"the stream repeats its first \d+ tokens: a preempted request "
                                 r"was restarted from its prompt alone"),
+    ("poison_fails_batch", 4, r"step\(\) raised RuntimeError: poisoned input .* one poison "
+                              r"request must fail alone"),
+    ("cancel_keeps_running", 4, r"request 1 streamed token \d+ after its finish event "
+                                r"\('abort'\)"),
 ]
 
 
@@ -75,11 +79,12 @@ def test_broken_engine_is_caught(broken: str, level: int, match: str) -> None:
         + "\n".join(f"  {cid}: {msg[:300]}" for cid, msg in failures[:6]))
 
 
-@pytest.mark.parametrize("broken", ["lifo", "over_cap", "preempt_loses_tokens"])
-def test_a_level_one_bug_does_not_break_what_it_does_not_touch(broken: str) -> None:
-    """Static-path bugs leave continuous batching intact, and a preemption bug leaves levels
-    1-2 intact: failures point at the level that owns the mistake."""
-    level = 2 if broken in ("lifo", "over_cap") else 1
+@pytest.mark.parametrize(("broken", "level"), [("lifo", 2), ("over_cap", 2),
+                                              ("preempt_loses_tokens", 1),
+                                              ("poison_fails_batch", 2)])
+def test_a_bug_does_not_break_what_it_does_not_touch(broken: str, level: int) -> None:
+    """Static-path bugs leave continuous batching intact, a preemption or poison bug leaves the
+    earlier levels intact: failures point at the level that owns the mistake."""
     assert grade_in_process(BROKEN / f"{broken}.py", level) == []
 
 
@@ -103,8 +108,8 @@ def test_static_engine_misses_the_level_two_latency_gate() -> None:
 def test_hidden_cases_differ_between_seeds_and_replay_exactly() -> None:
     from lab.exercises.batch_engine import grading
 
-    for level in (1, 2, 3):
+    for level in (1, 2, 3, 4):
         assert grading.cases(level, 5) == grading.cases(level, 5)
         hidden = [c for c in grading.cases(level, 5) if c.id.startswith("hidden")]
         other = [c for c in grading.cases(level, 6) if c.id.startswith("hidden")]
-        assert len(hidden) >= 4 and hidden != other
+        assert len(hidden) >= 2 and hidden != other

@@ -45,11 +45,11 @@ def _req(k: int, length: int, max_tokens: int, t: float = 0.0, rng: random.Rando
 def _case(cid: str, level: int, description: str, requests: list[dict[str, Any]], *,
           model: str = "probe", B: int = 4, wait: float = 0.05, checks: tuple[str, ...] = (),
           budget: int | None = None, shutdown_at: float | None = None, timeout_s: float = 30.0,
-          required: bool = True) -> Case:
+          required: bool = True, cancels: list[tuple[float, int]] | None = None) -> Case:
     params = {
         "model": model, "max_batch_size": B, "max_wait_s": wait, "continuous": level >= 2,
         "kv_budget_tokens": budget, "shutdown_at": shutdown_at, "checks": list(checks),
-        "requests": requests,
+        "requests": requests, "cancels": [list(c) for c in cancels or []],
     }
     size = sum(len(r["prompt"]) + max(0, r["max_tokens"]) for r in requests)
     size += 10_000 if model == "target" else 0
@@ -219,7 +219,57 @@ def _level3_fixed() -> list[Case]:
     ]
 
 
+def _poisoned(k: int, length: int, max_tokens: int, t: float = 0.0) -> dict[str, Any]:
+    req = _req(k, length, max_tokens, t)
+    req["prompt"][length // 2 if length > 1 else 0] = probe.POISON
+    return req
+
+
+def _level4_fixed() -> list[Case]:
+    return [
+        _case("cancel-queued", 4, "cancel a queued request: one `abort`, it never runs, the "
+              "others are unchanged", [_req(0, 4, 12), _req(1, 3, 5, t=0.001),
+                                       _req(2, 3, 4, t=0.002)], B=1, wait=0.01,
+              cancels=[(0.02, 1)]),
+        _case("cancel-running", 4, "cancel a running request: one `abort`, its row leaves at the "
+              "next step and the queued request takes the slot",
+              [_req(0, 4, 20), _req(1, 6, 20), _req(2, 2, 20), _req(3, 3, 6, t=0.001)], B=3,
+              cancels=[(0.08, 1)], checks=("reformed",)),
+        _case("cancel-finished-or-unknown", 4, "cancel a finished request or an unknown id: "
+              "returns False, no event", [_req(0, 3, 2)], B=1, wait=0.0,
+              cancels=[(0.2, 0), (0.2, -1)]),
+        _case("poison-fails-alone", 4, "one request in a batch of 4 breaks the model: it finishes "
+              "with `error`, the other three complete unchanged",
+              [_req(0, 5, 8), _req(1, 3, 8), _poisoned(2, 6, 8), _req(3, 4, 8)], B=4),
+        _case("poison-joins-a-running-batch", 4, "a poison request joins a running batch "
+              "(continuous): only it fails; nothing lost or duplicated",
+              [_req(0, 5, 15), _req(1, 3, 15), _poisoned(2, 4, 5, t=0.07), _req(3, 4, 6, t=0.08)],
+              B=4, checks=("reformed",)),
+    ]
+
+
+def _hidden_level4(seed: int) -> list[Case]:
+    rng = random.Random(seed * 17 + 4)
+    out = []
+    for j in range(2):
+        reqs, t = [], 0.0
+        n = rng.randint(8, 14)
+        bad = rng.randrange(n)
+        for k in range(n):
+            t += rng.expovariate(rng.choice([50.0, 200.0]))
+            make = _poisoned if k == bad else _req
+            reqs.append(make(k, rng.randint(2, 12), rng.choice([1, 4, 9, 17]), round(t, 4)))
+        cancels = [(round(r["t"] + rng.uniform(0.0, 0.08), 4), k)
+                   for k, r in enumerate(reqs) if k != bad and rng.random() < 0.25]
+        out.append(_case(f"hidden-robust-{seed}-{j}", 4, "seeded arrivals with cancels and one "
+                         "poison request", reqs, B=rng.choice([2, 3, 4]), wait=0.01,
+                         cancels=cancels))
+    return out
+
+
 def cases(level: int, seed: int) -> list[Case]:
+    if level == 4:
+        return _level4_fixed() + _hidden_level4(seed)
     if level == 1:
         out = _level1_fixed() + _hidden_probe(1, seed) + [_load_case(1, seed, 25.0)]
     elif level == 2:
@@ -247,7 +297,7 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
         solution.Engine, model, arrivals, max_batch_size=p["max_batch_size"],
         max_wait_s=p["max_wait_s"], continuous=p["continuous"],
         kv_budget_tokens=p["kv_budget_tokens"], clock=clock, advance=clock.advance,
-        shutdown_at=p["shutdown_at"],
+        shutdown_at=p["shutdown_at"], cancels=[(c[0], c[1]) for c in p.get("cancels", [])],
     )
     out = dict(vars(rec))
     if "load" in p["checks"]:
@@ -269,6 +319,10 @@ def check(case: Case, got: object, expected: object) -> Verdict:
     try:
         if got["stuck"]:
             raise _Fail(got["stuck"])
+        if got.get("crash"):
+            raise _Fail(f"step() raised {got['crash']} — one poison request must fail alone: "
+                        "catch the error, find the request(s) at fault (e.g. retry each row "
+                        "alone), finish them with 'error' and keep serving the rest")
         if got["violations"]:
             raise _Fail("the model saw malformed inputs: " + got["violations"][0]
                         + (f" (+{len(got['violations']) - 1} more)"
@@ -280,6 +334,7 @@ def check(case: Case, got: object, expected: object) -> Verdict:
         _check_rejections(p, reqs, got)
         streams = _check_stream(reqs, got, p)
         outputs = _expected_outputs(case, reqs, expected)
+        _check_cancels(reqs, got, streams)
         _check_outputs(case, reqs, got, streams, outputs, notes, metrics)
         if p["model"] == "probe":
             _check_policy(p, reqs, got)
@@ -372,13 +427,19 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
                    expected: dict[int, tuple[list[int], str]], notes: list[str],
                    metrics: dict[str, float]) -> None:
     shutdown = case.params["shutdown_at"] is not None
+    cancelled = {idx for _t, idx, ok in got.get("cancels", []) if ok is True}
     for i in range(len(reqs)):
         if i in got["rejected"] or i not in expected:
             continue
         want, want_reason = expected[i]
         tokens, reasons = streams[i]
         reason = reasons[0]
-        if shutdown and reason == "abort":
+        if probe.POISON in reqs[i]["prompt"] and case.params["model"] == "probe":
+            if reason != "error" or tokens:
+                raise _Fail(f"request {i} breaks the model (poison): expected no tokens and one "
+                            f"'error' finish, got {len(tokens)} tokens and {reason!r}")
+            continue
+        if (shutdown or i in cancelled) and reason == "abort":
             if tokens != want[:len(tokens)]:
                 raise _Fail(f"request {i} was aborted by shutdown, but the tokens it streamed "
                             f"{_diff(want, tokens)}")
@@ -396,6 +457,35 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
             raise _Fail(f"request {i} ({_describe(reqs[i])}): finish reason {reason!r}, "
                         f"expected {want_reason!r} (stop = a stop token or stop sequence was "
                         "emitted, checked before max_tokens; length = max_tokens reached)")
+
+
+def _check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
+                   streams: dict[int, tuple[list[int], list[str]]]) -> None:
+    """cancel() is True exactly for a live request, which then gets one abort at that moment."""
+    finish_t = {idx: t for t, kind, idx, _ in got["events"] if kind == "finish"}
+    for t, idx, ok in got.get("cancels", []):
+        if idx < 0:
+            if ok is not False:
+                raise _Fail(f"cancel() of an id no request has returned {ok!r}, expected False")
+            continue
+        done_before = finish_t.get(idx, math.inf) < t - 1e-12
+        if ok is not True and not done_before:
+            raise _Fail(f"cancel({idx}) at t={t:.3f} s returned {ok!r}, but the request was still "
+                        "queued or running: expected True and one Finish 'abort'")
+        if ok is True and done_before:
+            raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True for a request that had "
+                        "already finished: return False and send nothing")
+        if ok is True:
+            reasons = streams.get(idx, ([], []))[1]
+            if reasons[:1] != ["abort"] or abs(finish_t.get(idx, math.inf) - t) > 1e-9:
+                raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True but its finish event is "
+                            f"{reasons[:1]} at t={finish_t.get(idx, math.inf):.3f} s: send "
+                            "Finish(id, 'abort') from cancel() itself")
+            later = [n for n, c in enumerate(got["calls"]) if c[0] > t
+                     and any(row[0] == reqs[idx]["prompt"][0] for row in c[2])]
+            if later:
+                raise _Fail(f"request {idx} was cancelled at t={t:.3f} s but still ran in model "
+                            f"call {later[0]}: free its slot (drop its row) at once")
 
 
 def _diff(want: list[int], got: list[int]) -> str:
@@ -461,7 +551,7 @@ def _near_tie(req: dict[str, Any], want: list[int], got: list[int]) -> str:
 # -- policy -------------------------------------------------------------------------------------
 def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
     B, wait = p["max_batch_size"], p["max_wait_s"]
-    calls = got["calls"]
+    calls = _without_isolation(got)
     index = {r["prompt"][0]: i for i, r in enumerate(reqs) if r["prompt"]}
     finish_t = {idx: t for t, kind, idx, _ in got["events"] if kind == "finish"}
     submitted = got["submitted"]
@@ -514,6 +604,14 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
         _check_static(calls, rows_of, finish_t)
 
 
+def _without_isolation(got: dict[str, Any]) -> list[Any]:
+    """In a step where a forward raised, the engine may probe rows alone: keep only the step's
+    last call (the batch rerun without the culprit) for the policy checks."""
+    err = set(got.get("error_steps", []))
+    last = {c[3]: n for n, c in enumerate(got["calls"]) if c[3] in err}
+    return [c for n, c in enumerate(got["calls"]) if c[3] not in err or last[c[3]] == n]
+
+
 def _dups(rows: list[int]) -> list[int]:
     return sorted({r for r in rows if rows.count(r) > 1})
 
@@ -540,6 +638,8 @@ def _check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str,
         prev = rows_of[n - 1] if n else []
         if any(finish_t.get(r, math.inf) > c[0] for r in prev):
             continue  # a batch is running: not an idle dispatch
+        if c[3] in got.get("error_steps", []):
+            continue  # the rerun after a poison request was found: dispatched earlier this step
         idle_since = max((finish_t.get(r, 0.0) for r in prev), default=0.0)
         t0 = c[0]
         queued = [r for r in range(len(reqs)) if got["submitted"][r] <= t0 + 1e-9

@@ -18,6 +18,7 @@ from typing import Any
 from lab.exercises.batch_engine.runtime import Request
 
 TICK_S = 0.001
+UNKNOWN_ID = 987_654_321  # what the harness cancels for "an id no request has"
 MAX_STEPS = 60_000
 
 
@@ -70,6 +71,9 @@ class Replay:
     steps: int = 0
     multi_call_steps: int = 0
     stuck: str = ""
+    crash: str = ""  # a poison request's exception escaped step() and took the engine down
+    error_steps: list[int] = field(default_factory=list)  # steps in which a forward raised
+    cancels: list[tuple[float, int, Any]] = field(default_factory=list)  # (time, index, result)
     markers: list[int] = field(default_factory=list)  # prompt[0] per request index
 
 
@@ -85,11 +89,13 @@ def replay(
     clock: Callable[[], float] | None = None,
     advance: Callable[[float], None] | None = None,
     shutdown_at: float | None = None,
+    cancels: list[tuple[float, int]] | None = None,
     tick: float = TICK_S,
     max_steps: int = MAX_STEPS,
 ) -> Replay:
     """Drive `engine_cls` through `arrivals`; returns the record. `advance=None` means a wall
-    clock (idle steps sleep instead)."""
+    clock (idle steps sleep instead). `cancels`: (time, request index) pairs; index -1 cancels an
+    id no request has."""
     fake = None
     if clock is None:
         fake = FakeClock()
@@ -118,6 +124,8 @@ def replay(
     model_charges = getattr(model, "clock_advance", None) is not None  # else: 1 tick per step
     i, steps = 0, 0
     out.submitted = [math.nan] * len(arrivals)
+    todo = sorted(cancels or [])
+    rid_of: dict[int, int] = {}
     while True:
         while i < len(arrivals) and arrivals[i].t <= clock() + 1e-12:
             out.submitted[i] = clock()
@@ -125,6 +133,7 @@ def replay(
             submitting[:] = [i]
             try:
                 rid = engine.submit(arrivals[i].request)
+                rid_of[i] = rid
                 if ids.setdefault(rid, i) != i:
                     out.events.append((clock(), "stray", -1, f"submit returned id {rid!r} "
                                        f"for request {i}, already used for request {ids[rid]}"))
@@ -134,19 +143,32 @@ def replay(
             finally:
                 submitting.clear()
             i += 1
+        while todo and todo[0][0] <= clock() + 1e-12:
+            index = todo.pop(0)[1]
+            out.cancels.append((clock(), index, engine.cancel(rid_of.get(index, UNKNOWN_ID))))
         if shutdown_at is not None and clock() >= shutdown_at:
             break
         if not open_ids:
-            if i >= len(arrivals):
+            upcoming = [arrivals[i].t] if i < len(arrivals) else []
+            upcoming += [todo[0][0]] if todo else []
+            if not upcoming:
                 break
-            _wait_until(arrivals[i].t, clock, advance)
+            _wait_until(min(upcoming), clock, advance)
             continue
         if hasattr(model, "step_index"):
             model.step_index = steps
-        before = calls_of()
-        busy = engine.step()
+        before, raised = calls_of(), getattr(model, "raised", 0)
+        try:
+            busy = engine.step()
+        except Exception as exc:
+            if getattr(model, "raised", 0) == raised:
+                raise  # the engine's own bug: let the sandbox show the traceback
+            out.crash = f"{type(exc).__name__}: {exc}"
+            break
         steps += 1
-        if calls_of() - before > 1:
+        if getattr(model, "raised", 0) != raised:
+            out.error_steps.append(steps - 1)
+        elif calls_of() - before > 1:
             out.multi_call_steps += 1
         if not busy or (advance is not None and not model_charges):
             _wait_until(clock() + tick, clock, advance)

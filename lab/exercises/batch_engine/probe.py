@@ -23,6 +23,7 @@ from lab.exercises.batch_engine.runtime import KVCache
 
 VOCAB = 512
 FIRST_ID = 2  # ids 0 (pad) and 1 are never produced
+POISON = 1  # a real (unmasked) token 1 in a call makes the probe raise: a poison request
 MOD = 2_147_483_647
 TOKEN, POS, HASH, MARK = range(4)
 MAX_VIOLATIONS = 20
@@ -88,6 +89,7 @@ class ProbeModel:
     calls: list[Call] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     step_index: int = -1
+    raised: int = 0  # forwards that raised (poison)
 
     def _flag(self, message: str) -> None:
         if len(self.violations) < MAX_VIOLATIONS and message not in self.violations:
@@ -121,6 +123,13 @@ class ProbeModel:
                 raise ValueError(f"attention_mask must be [B, cache length + T] = "
                                  f"[{b}, {past + t}], got {tuple(mask.shape)}")
         cols = torch.zeros((b, 1, 0, 4), dtype=torch.long) if kv is None else kv.layers[0][0].cpu()
+        poisoned = ((ids == POISON) & (mask[:, past:] == 1)).any(1).nonzero().flatten().tolist()
+        if poisoned:
+            self.raised += 1
+            if self.clock_advance is not None:
+                self.clock_advance(self.step_cost_s)
+            raise RuntimeError(f"poisoned input in row {poisoned[0]} of this call "
+                               "(the probe's stand-in for one request breaking the model)")
         self._check_cache(n, mask[:, :past], cols)
         new_cols = torch.zeros((b, 1, t, 4), dtype=torch.long)
         out_tokens: list[int] = []

@@ -116,7 +116,7 @@ def load_target(device: str = "cpu", dtype: str = "float32") -> HFStepModel:
 
         from lab.models import load_model
 
-        hf_logging.disable_progress_bar()  # keep the grader's and the learner's output clean
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # quiet output
 
         _MODELS[key] = HFStepModel(load_model("pycode-target", device=device, dtype=dtype))
     model: HFStepModel = _MODELS[key]
@@ -149,7 +149,8 @@ class Token:
 
 @dataclass(frozen=True)
 class Finish:
-    """The one terminal event of a request: "stop", "length" or "abort" (engine shut down)."""
+    """The one terminal event of a request: "stop", "length", "abort" (cancelled or engine shut
+    down) or "error" (its input made the model raise)."""
 
     request_id: int
     reason: str

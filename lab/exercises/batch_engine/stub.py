@@ -27,7 +27,8 @@ class Engine:
     clock: returns the current time in seconds; use it for every time decision (never
         time.time() or sleep: the grader drives a virtual clock).
     on_event: call it with `Token(request_id, token)` as each token is produced, and with exactly
-        one `Finish(request_id, reason)` per request, reason "stop", "length" or "abort".
+        one `Finish(request_id, reason)` per request, reason "stop", "length", "abort"
+        (shutdown or cancel) or "error" (level 4: the request broke the model).
     continuous: False (level 1) — a batch runs to completion before the next one forms;
         True (level 2) — the batch is re-formed at every step.
     kv_budget_tokens: (level 3, continuous only) the most KV tokens the running requests may
@@ -69,8 +70,18 @@ class Engine:
         decode one token), stream the new tokens and finish whoever is done.
 
         Return True if the model ran, False if there was nothing to run yet.
+
+        (Level 4) If model.forward raises, one request's input is at fault: find it (e.g. run
+        each row alone), finish it with reason "error", and run the others — extra model calls
+        are allowed in a step where a forward raised.
         """
         raise NotImplementedError("step")
+
+    def cancel(self, request_id: int) -> bool:
+        """(Level 4) Abort a queued or running request: send Finish(request_id, "abort") from
+        here, free its slot at once, and return True. Return False, sending nothing, for a
+        request that already finished or an id you never returned."""
+        raise NotImplementedError("cancel")
 
     def shutdown(self) -> None:
         """Stop: every queued or running request gets Finish(request_id, "abort"); requests
