@@ -462,17 +462,20 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
 def _check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
                    streams: dict[int, tuple[list[int], list[str]]]) -> None:
     """cancel() is True exactly for a live request, which then gets one abort at that moment."""
-    finish_t = {idx: t for t, kind, idx, _ in got["events"] if kind == "finish"}
+    finish_t: dict[int, float] = {}
+    for t, kind, idx, _ in got["events"]:
+        if kind == "finish":
+            finish_t.setdefault(idx, t)  # the first finish (a second one fails the stream check)
     for t, idx, ok in got.get("cancels", []):
         if idx < 0:
             if ok is not False:
                 raise _Fail(f"cancel() of an id no request has returned {ok!r}, expected False")
             continue
-        done_before = finish_t.get(idx, math.inf) < t - 1e-12
-        if ok is not True and not done_before:
+        first = finish_t.get(idx, math.inf)
+        if ok is not True and first > t + 1e-12:
             raise _Fail(f"cancel({idx}) at t={t:.3f} s returned {ok!r}, but the request was still "
                         "queued or running: expected True and one Finish 'abort'")
-        if ok is True and done_before:
+        if ok is True and first < t - 1e-12:
             raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True for a request that had "
                         "already finished: return False and send nothing")
         if ok is True:
