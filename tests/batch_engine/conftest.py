@@ -26,18 +26,23 @@ def load_solution(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"_solution_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)
     return module
 
 
 def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = False,
                      ) -> list[tuple[str, str]]:
-    """(case id, message) for every failed case of `level` (target-model cases only if asked)."""
+    """(case id, message) for every failed case of `level` (target-model cases only if asked),
+    the level's gate included."""
     import torch
 
+    from lab.exercises import get
     from lab.exercises.batch_engine import grading
     from lab.grader.api import RunContext
+    from lab.grader.runner import check_gate
 
+    gate = get("batch-engine").level(level).gate
     torch.set_num_threads(1)
     reference = importlib.import_module(grading.REFERENCE)
     solution = load_solution(path)
@@ -53,6 +58,7 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
             failures.append((case.id, f"{type(exc).__name__}: {exc}"))
             continue
         verdict = grading.check(case, got, expected)
-        if not verdict.passed:
-            failures.append((case.id, verdict.message))
+        missed = check_gate(gate, verdict.metrics) if verdict.passed else ""
+        if not verdict.passed or missed:
+            failures.append((case.id, verdict.message or f"gate: {missed}"))
     return failures

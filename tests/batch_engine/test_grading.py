@@ -113,3 +113,12 @@ def test_hidden_cases_differ_between_seeds_and_replay_exactly() -> None:
         hidden = [c for c in grading.cases(level, 5) if c.id.startswith("hidden")]
         other = [c for c in grading.cases(level, 6) if c.id.startswith("hidden")]
         assert len(hidden) >= 2 and hidden != other
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_a_slot_reusing_engine_passes_too(level: int) -> None:
+    """Another correct design (cache rows reused in place, the freed row's mask zeroed) passes:
+    the checks grade behaviour, not the reference's bookkeeping."""
+    from tests.batch_engine.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "slot_engine.py", level, seed=11) == []
