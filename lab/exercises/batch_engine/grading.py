@@ -10,7 +10,10 @@ Three kinds of case, all replayed by `harness.replay` on an injected clock:
 - load cases: a seeded Poisson trace on the probe's virtual clock, learner vs reference; reports
   tok/s and p50/p95 TTFT and end-to-end latency, and `p95_ratio` (the level 2 gate).
 Every case also checks the stream: per request, tokens in order with no duplicates or
-cross-talk, exactly one finish event (also across shutdown), nothing after it.
+cross-talk, exactly one finish event (also across shutdown), nothing after it. Level 4 adds
+cancels at given times (the return value and the slot freed at once) and poison requests (the
+probe raises when token POISON is fed; only that request may fail, with "error"; the extra calls
+the engine makes in that step to find the culprit are left out of the policy checks).
 """
 
 from __future__ import annotations
