@@ -138,3 +138,15 @@ def test_latency_stats_from_timestamps() -> None:
     assert stats["tok_per_s"] == pytest.approx(3 / 3.0)
     assert (stats["ttft_p50_s"], stats["ttft_p95_s"]) == (0.25, 0.5)
     assert (stats["e2e_p50_s"], stats["e2e_p95_s"]) == (1.0, 2.0)
+
+
+def test_near_tie_excuse_is_not_given_for_a_clear_divergence(target: Any) -> None:
+    """The excuse needs a solo top-1/top-2 margin under 1e-4 and the learner's token = top-2."""
+    from lab.exercises.batch_engine.grading import _near_tie, _prompt_tokens
+
+    ids, _, _ = _prompt_tokens()
+    prompt = ids[10:22]
+    want = _solo_greedy(target.model, prompt, 4)
+    wrong = [*want[:2], (want[2] + 1) % target.vocab_size, want[3]]
+    assert _near_tie({"prompt": prompt}, want, wrong) == ""
+    assert _near_tie({"prompt": prompt}, want, list(want)) == ""
