@@ -1,1 +1,50 @@
-"""Spaced repetition: the pinned SM-2 core and its SQLite storage. Never imports the UI."""
+"""Spaced repetition: the pinned SM-2 core and its SQLite storage. Never imports the UI.
+
+Pure core (shared/notes/sm2.md, the published text with its readings pinned)::
+
+    from scheduler.sm2 import CardState, next_state
+    state = next_state(CardState.new(), 4)   # state.ef == Decimal('2.50'), .interval, .repetitions
+
+EF is exact (integer hundredths), ceil is integer, EF is unchanged on a lapse (q < 3), the
+interval uses the EF from before the review; a grade that is not an int 0-5 raises ValueError.
+
+Storage (`scheduler.store.Store`, one SQLite file, WAL + synchronous=FULL)::
+
+    store = Store.open()                      # data_dir()/dojo.sqlite3, or Store.open(path)
+    store.sync_cards([(qid, topic), ...], retire_missing=True)   # pass the whole bank
+    queue = store.today_queue()               # .reviews, .new, .redrill, .items, .day
+    result = store.answer(qid, 4, correct=True, answer_text="...", response_ms=5300,
+                          params={"batch": 8}, mode="review")   # or "redrill" / "cram"
+    store.undo()                              # latest answer today; call again for more
+
+Every method returns frozen dataclasses from `scheduler.records` (Card, Queue, QueueItem,
+ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), never ORM rows.
+
+* Study day: local day starting at `rollover_hour` (default 4 AM) in `timezone` (default the
+  system's). Settings live in the database: `store.settings()`, `store.update_settings(...)`
+  (new_limit 10, review_limit 200, rollover_hour 4, timezone None, backup_keep 7,
+  leech_lapses 8).
+* Queue: due reviews oldest first, then new cards in bank order up to the new limit less
+  those introduced today; both within the review limit less today's scheduled answers; then
+  re-drill: cards whose latest graded answer today is below 4 (answer them with
+  mode="redrill"). Suspended, buried (`bury`: until tomorrow) and retired cards never show.
+* `answer(mode="review")` applies SM-2 to a card due today (or new) and raises ValueError
+  for one not yet due; re-drill and cram answers are logged but never change the schedule.
+  Each answer is one transaction: card update + append-only log row (state before/after).
+  A failing review (q < 3) is a lapse; at `leech_lapses` the card is flagged a leech.
+* `suspend/unsuspend/bury/unbury(qid)`, `flag(qid, note)`, `flags()`, `clear_flags(qid)`,
+  `card(qid)`, `cards()`, `history(qid)`.
+* Stats: `reviews_per_day(days)`, `streak()`, `true_retention(days=30)` (mature: interval
+  >= 21 d), `topic_accuracy()`, `forecast(days=30)`, `ef_distribution()`,
+  `interval_distribution()`.
+* Lab attempts: `record_lab_attempt(exercise, level, device, passed, cases, metrics,
+  duration_s) -> id`, `lab_attempts(exercise=None)` oldest first.
+* Safety: `Store.open` refuses (untouched) a corrupted, foreign or newer-version file with
+  CorruptDatabaseError / NewerDatabaseError (both StoreError); older schemas are upgraded in
+  one transaction after a backup copy; the first open each UTC day runs quick_check and makes
+  a rolling backup (VACUUM INTO, newest `backup_keep` kept); `backup()` makes one on demand.
+* `export_history() -> dict` / `import_history(dict) -> ImportSummary`: JSON-ready, validated
+  (HistoryFormatError names the bad field), all-or-nothing and idempotent.
+
+All `now=` arguments take an aware datetime (default: the current time).
+"""

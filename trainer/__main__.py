@@ -2,4 +2,4 @@
 
 from trainer.cli import main
 
-main()
+main(prog_name="dojo")

@@ -14,6 +14,11 @@ module (which may need torch) is imported on demand by `Exercise.grading()`.
     memory_mb = 1024             # optional sandbox memory cap (default 4096)
     run_timeout_s = 300          # optional wall-clock budget for a whole grading run
     load_timeout_s = 30          # optional: starting the sandbox and importing the learner's file
+    timing_repeats = 7           # optional: measured runs per timed case (after timing_warmup)
+    timing_warmup = 2            # optional: unmeasured warm-up runs per timed case
+    dtype = "float32"            # optional: RunContext.dtype
+    [models]                     # optional: RunContext.model_paths (relative to the repo root)
+    tiny = "lab/models/tiny"
 
     [[level]]
     number = 1
@@ -37,6 +42,7 @@ EXERCISES_DIR = Path(__file__).resolve().parent
 DEFAULT_MEMORY_MB = 4096
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_LOAD_TIMEOUT_S = 60.0
+REPO_ROOT = EXERCISES_DIR.parents[1]
 
 
 class ExerciseError(Exception):
@@ -64,6 +70,10 @@ class Exercise:
     memory_mb: int = DEFAULT_MEMORY_MB
     run_timeout_s: float = DEFAULT_RUN_TIMEOUT_S
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
+    timing_repeats: int = 7
+    timing_warmup: int = 2
+    dtype: str = "float32"
+    model_paths: dict[str, str] | None = None
 
     @property
     def stub_path(self) -> Path:
@@ -139,6 +149,11 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
             memory_mb=int(data.get("memory_mb", DEFAULT_MEMORY_MB)),
             run_timeout_s=float(data.get("run_timeout_s", DEFAULT_RUN_TIMEOUT_S)),
             load_timeout_s=float(data.get("load_timeout_s", DEFAULT_LOAD_TIMEOUT_S)),
+            timing_repeats=int(data.get("timing_repeats", 7)),
+            timing_warmup=int(data.get("timing_warmup", 2)),
+            dtype=str(data.get("dtype", "float32")),
+            model_paths={str(k): str((REPO_ROOT / str(v)).resolve())
+                         for k, v in data["models"].items()} if "models" in data else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ExerciseError(f"{toml_path}: missing or invalid field {exc}") from exc

@@ -14,10 +14,12 @@ The TUI and the CLI's human report consume the same events, in this order::
                    params, size, expected, got, seed, replay}
     -- per level --
     level_summary {level, title, passed, cases, passed_cases, failed_required, failed_optional,
-                   smallest_failure: {case, size, kind, message, params} | null, metrics,
-                   duration_s}
+                   smallest_failure: {case, size, kind, message, params} | null, metrics
+                   (worst median_ratio/p95_ratio over the timed cases), case_metrics
+                   ({case id: metrics} for cases with timing or Verdict metrics), duration_s}
     summary       {exercise, device, seed, passed, levels: {"1": true, ...}, duration_s, replay,
-                   stored}
+                   stored, store_error}   (stored: written to the lab attempts table; else
+                   store_error says why — grading itself never fails for storage)
 
 `kind` of a failure: wrong (the answer is wrong), exception, not_implemented, exit (sys.exit),
 memory, timeout, crash (segfault, os._exit), forbidden_import (lab.reference), gate (a speed

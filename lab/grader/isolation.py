@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_LIMIT_CHARS = 2000
 OUTPUT_LIMIT_LINES = 25
 DATA_LIMIT_SLACK_MB = 512
+CAPTURE_TAIL_BYTES = 64 * 1024
 
 
 @dataclass
@@ -47,6 +49,10 @@ class Outcome:
     def child_lost(self) -> bool:
         """The child was killed or died: the next request needs a fresh one."""
         return self.kind in ("timeout", "memory", "crash", "protocol")
+
+
+class Cancelled(Exception):
+    """The caller asked to stop (the TUI's cancel button); the child has been killed."""
 
 
 class MemoryExceeded(Exception):
@@ -133,6 +139,7 @@ class Sandbox:
         self.capture: Any = None
         self.peak_rss_mb = 0.0
         self.spawned = 0
+        self.cancelled: Callable[[], bool] = lambda: False
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Outcome:
@@ -140,15 +147,19 @@ class Sandbox:
         self.close()
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        self.capture = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
+        # append mode: the child always writes at the end, whatever the grader does with the
+        # (shared) file offset; lives as long as the child
+        self.capture = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
+        env["TRANSFORMERS_OFFLINE"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]
         )
-        cmd = [
-            sys.executable, "-m", "lab.grader.sandbox",
+        cmd = [  # -P: the learner's folder (the cwd) must not shadow real modules
+            sys.executable, "-P", "-m", "lab.grader.sandbox",
             "--rfd", str(to_child_r), "--wfd", str(from_child_w),
         ]
         if self.data_limit:
@@ -217,21 +228,29 @@ class Sandbox:
     # -- requests --------------------------------------------------------------------------
     def _check_memory(self) -> None:
         assert self.proc is not None
+        if self.cancelled():
+            self.kill()
+            raise Cancelled()
         rss = rss_mb(self.proc.pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_mb:
             raise MemoryExceeded(rss)
 
-    def _output_since(self, offset: int) -> str:
-        self.capture.seek(offset)
+    def _output(self) -> str:
+        """The tail of what the learner printed during the last request (never read whole:
+        a print loop can write gigabytes)."""
+        end = self.capture.seek(0, os.SEEK_END)
+        start = max(0, end - CAPTURE_TAIL_BYTES)
+        self.capture.seek(start)
         data: bytes = self.capture.read()
-        self.capture.seek(0, os.SEEK_END)
-        return trim_output(data.decode("utf-8", errors="replace"))
+        text = trim_output(data.decode("utf-8", errors="replace"))
+        if start and not text.startswith("…"):
+            text = "… (earlier output not shown)\n" + text
+        return text
 
     def request(self, msg: dict[str, Any], timeout_s: float) -> Outcome:
         assert self.proc is not None and self.reader is not None
-        self.capture.seek(0, os.SEEK_END)
-        offset = self.capture.tell()
+        self.capture.truncate(0)  # each request's output on its own; the file never grows
         deadline = time.monotonic() + timeout_s
         try:
             protocol.send(self.wfd, msg)
@@ -272,5 +291,5 @@ class Sandbox:
                 duration_s=float(reply.get("duration_s", 0.0)),
                 durations=list(reply.get("durations", [])),
             )
-        outcome.output = self._output_since(offset)
+        outcome.output = self._output()
         return outcome

@@ -95,3 +95,5 @@ class TextReport:
         failed = [lvl for lvl, ok in e["levels"].items() if not ok]
         verdict = "PASSED" if e["passed"] else f"FAILED (level {', '.join(failed)})"
         self.write(f"{verdict} in {e['duration_s']:.1f} s on {e['device']} · replay: {e['replay']}")
+        if e.get("store_error") and "missing" not in e["store_error"]:
+            self.write(f"(not saved: {e['store_error']})")

@@ -20,12 +20,10 @@ from lab.exercises import Exercise, ExerciseError
 from lab.grader import events
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.device import resolve_device
-from lab.grader.isolation import Outcome, Sandbox
+from lab.grader.isolation import Cancelled, Outcome, Sandbox
 from lab.grader.timing import cpu_threads_one, summarize, time_calls
 
 Emit = Callable[[dict[str, Any]], None]
-TIMING_WARMUP = 2
-TIMING_REPEATS = 7
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
@@ -81,6 +79,7 @@ class GradeResult:
     levels: list[LevelResult]
     duration_s: float
     stored: bool = False
+    store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
 
     @property
@@ -134,7 +133,8 @@ class _Grading:
         self.timing_repeats = timing_repeats
         self.grading = exercise.grading()
         self.reference = importlib.import_module(self.grading.REFERENCE)
-        self.ctx = RunContext(device=device, seed=seed)
+        self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
+                              model_paths=exercise.model_paths)
         self.deadline = time.monotonic() + run_timeout_s
         self.run_timeout_s = run_timeout_s
         self.replay = ""
@@ -206,7 +206,8 @@ class _Grading:
             def ref() -> object:
                 return self.grading.run(self.reference, case, self.ctx)
 
-            for i in range(TIMING_WARMUP + self.timing_repeats):
+            warmup = self.exercise.timing_warmup
+            for i in range(warmup + self.timing_repeats):
                 order = ("learner", "reference") if i % 2 == 0 else ("reference", "learner")
                 for who in order:
                     if who == "reference":
@@ -220,7 +221,7 @@ class _Grading:
                             self._lost(out)
                             return f"while timing: {out.message}"
                         durations = out.durations
-                    if i >= TIMING_WARMUP:
+                    if i >= warmup:
                         (learner if who == "learner" else reference).extend(durations)
         finally:
             restore()
@@ -299,7 +300,11 @@ class _Grading:
         level = self.exercise.level(number)
         start = time.monotonic()
         cases = self.grading.cases(number, self.seed)
-        results = [self.case(c, level.gate) for c in cases]
+        results = []
+        for c in cases:
+            if self.sandbox.cancelled():
+                raise Cancelled()
+            results.append(self.case(c, level.gate))
         lvl = LevelResult(number, results, time.monotonic() - start)
         smallest = lvl.smallest_failure()
         self.emit(events.make(
@@ -312,6 +317,7 @@ class _Grading:
                 "message": smallest.message, "params": smallest.case.params,
             },
             metrics=lvl.metrics(), duration_s=round(lvl.duration_s, 3),
+            case_metrics={r.case.id: r.metrics for r in results if r.metrics},
         ))
         return lvl
 
@@ -326,12 +332,18 @@ def grade(
     emit: Emit | None = None,
     memory_mb: int | None = None,
     run_timeout_s: float | None = None,
-    timing_repeats: int = TIMING_REPEATS,
+    timing_repeats: int | None = None,
     store: bool = True,
+    cancel: Callable[[], bool] | None = None,
     case_timeout_s: float | None = None,
     load_timeout_s: float | None = None,
 ) -> GradeResult:
-    """Grade `solution` on `levels` (default: all) and return the results; see events.py."""
+    """Grade `solution` on `levels` (default: all) and return the results; see events.py.
+
+    Blocking: the TUI runs it in a worker thread. `cancel` (e.g. `threading.Event().is_set`) is
+    polled every few milliseconds; once it returns True the child is killed and
+    `lab.grader.isolation.Cancelled` is raised (no summary event, nothing stored).
+    """
     emit = emit or (lambda _event: None)
     all_levels = exercise.level_numbers
     chosen = levels or all_levels
@@ -354,11 +366,13 @@ def grade(
         exercise, solution, resolved, seed, emit,
         memory_mb=memory_mb or exercise.memory_mb,
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
-        timing_repeats=timing_repeats,
+        timing_repeats=timing_repeats or exercise.timing_repeats,
         case_timeout_s=case_timeout_s,
         load_timeout_s=load_timeout_s,
     )
     run.replay = replay_command(exercise.id, chosen, seed, all_levels)
+    if cancel is not None:
+        run.sandbox.cancelled = cancel
     emit(events.make(
         "run_started", exercise=exercise.id, title=exercise.title, solution=str(solution),
         device=resolved, device_note=note, seed=seed, replay=run.replay,
@@ -372,24 +386,28 @@ def grade(
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
     if store:
-        result.stored = _store(result)
+        result.stored, result.store_error = _store(result)
     emit(events.make(
         "summary", exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},
         duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
+        store_error=result.store_error,
     ))
     return result
 
 
-def _store(result: GradeResult) -> bool:
+def _store(result: GradeResult) -> tuple[bool, str]:
+    """One attempt row per graded level, with per-case outcomes; (all stored, first error)."""
     from lab.grader.record import record_attempt
 
-    stored = False
+    stored, error = True, ""
     for lvl in result.levels:
         cases = [
-            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required}
+            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required,
+             "seed": result.seed, **({"metrics": r.metrics} if r.metrics else {})}
             for r in lvl.results
         ]
-        stored = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
-                                lvl.metrics(), lvl.duration_s) or stored
-    return stored
+        ok, why = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
+                                 lvl.metrics(), lvl.duration_s)
+        stored, error = stored and ok, error or why
+    return stored, error

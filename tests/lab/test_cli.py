@@ -157,3 +157,31 @@ def test_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text(
+        "import sys\n"
+        "from correct import kv_bytes_per_token as _right\n"
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        "    assert 'torch' not in sys.modules, 'torch was imported in the sandbox'\n"
+        "    return _right(config, dtype, tensor_parallel)\n"
+    )
+    shutil.copyfile(SOLUTIONS / "correct.py", tmp_path / "correct.py")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom lab.exercises import get\n"
+        "from lab.grader.runner import grade\n"
+        f"r = grade(get('kv-bytes'), Path({str(solution)!r}), levels=[1], seed=1, store=False)\n"
+        "assert r.passed, [x.message for lvl in r.levels for x in lvl.results if not x.passed]\n"
+        "assert 'torch' not in sys.modules, 'torch was imported by the grader'\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_watch_with_a_bad_level_exits_2_at_once() -> None:
+    watched = dojo("watch", "kv-bytes", "--file", str(SOLUTIONS / "correct.py"), "--level", "7")
+    assert watched.returncode == 2 and "no level 7" in watched.stderr

@@ -25,6 +25,7 @@ def test_infinite_loop_times_out_and_the_rest_is_skipped() -> None:
     assert _kinds(run) == {"timeout", "skipped"}
     assert sum(f["kind"] == "timeout" for f in run.failures) == 3  # then it stops trying
     assert elapsed < 15, elapsed
+    assert _my_sandboxes() == []  # every looping child was killed
 
 
 def test_runaway_allocation_is_killed_at_the_memory_cap() -> None:
@@ -127,3 +128,74 @@ def test_wrong_answers_run_in_one_child(tmp_path: Path) -> None:
     assert not run.result.passed
     assert _kinds(run) == {"wrong"}
     assert run.result.sandboxes_started == 1
+
+
+def test_learner_folder_does_not_shadow_real_modules(tmp_path: Path) -> None:
+    (tmp_path / "random.py").write_text("raise RuntimeError('shadowed the stdlib random')\n")
+    (tmp_path / "kv_bytes.py").write_text((SOLUTIONS / "correct.py").read_text())
+    assert_passes("kv-bytes", tmp_path / "kv_bytes.py", level=1)
+
+
+def test_run_budget_stops_the_whole_run() -> None:
+    start = time.monotonic()
+    run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1, match=r"no answer within",
+                       kind="timeout", run_timeout_s=2.0, case_timeout_s=30.0)
+    assert time.monotonic() - start < 10
+    assert _kinds(run) == {"timeout", "run_timeout"}
+    assert "budget ran out" in run.failures[-1]["message"]
+
+
+def test_a_flood_of_output_is_trimmed_to_its_tail(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text(
+        "import sys\n"
+        "from correct import kv_bytes_per_token as _right\n"
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        "    if config == {'num_hidden_layers': 1, 'num_attention_heads': 1, 'hidden_size': 8}:\n"
+        "        sys.stdout.write(''.join(f'line {i}\\n' for i in range(200_000)))\n"
+        "        print('THE END')\n"
+        "    return _right(config, dtype, tensor_parallel) + 1\n"
+    )
+    (tmp_path / "correct.py").write_text((SOLUTIONS / "correct.py").read_text())
+    run = assert_fails("kv-bytes", solution, 1, match=r"expected 32, got 33", kind="wrong",
+                       case_timeout_s=30)
+    output = run.failures[0]["output"]
+    assert output.startswith("… (") and output.endswith("line 199999\nTHE END")
+    assert "line 0\n" not in output and len(output) < 2600
+
+
+def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
+    import threading
+
+    from lab.exercises import get
+    from lab.grader.isolation import Cancelled
+    from lab.grader.runner import grade
+
+    stop = threading.Event()
+    timer = threading.Timer(1.0, stop.set)
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled):
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", seed=1, store=False,
+              cancel=stop.is_set, case_timeout_s=30)
+    assert time.monotonic() - start < 5
+    assert _my_sandboxes() == []
+
+
+def _my_sandboxes() -> list[int]:
+    """Sandbox children of this test process that are still alive."""
+    import os
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"lab.grader.sandbox" in cmdline:
+            found.append(int(entry.name))
+    return found

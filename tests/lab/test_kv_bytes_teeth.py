@@ -71,3 +71,15 @@ def test_hidden_cases_differ_between_seeds_and_replay_exactly() -> None:
     hidden = [c for c in grading.cases(2, 5) if c.id.startswith("hidden")]
     assert hidden != [c for c in grading.cases(2, 6) if c.id.startswith("hidden")]
     assert len(hidden) >= 20
+
+
+def test_check_messages_for_float_results() -> None:
+    from lab.exercises.kv_bytes import grading
+
+    case = next(c for c in grading.cases(1, 0) if c.id == "llama3-8b-gqa-bf16")
+    right_but_float = grading.check(case, {"value": 131072.0}, {"value": 131072})
+    assert not right_but_float.passed
+    assert "the number is right; return an int" in right_but_float.message
+    assert grading.check(case, {"value": 131072}, {"value": 131072}).passed
+    raised = grading.check(case, {"raised": "ValueError", "message": "nope"}, {"value": 131072})
+    assert not raised.passed and "but the input is valid: expected 131072" in raised.message

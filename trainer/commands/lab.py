@@ -35,22 +35,40 @@ def lab() -> None:
     """Graded coding labs: start an exercise, edit the file, grade it."""
 
 
+def _figures(entry: dict[str, Any], stored: list[Any]) -> list[str]:
+    """Best figures for a level: from the attempts table when available, else the local state."""
+    figures = []
+    if entry:
+        figures.append(f"best {entry.get('best_passed_cases', 0)}/{entry.get('cases', 0)} cases")
+    if stored:
+        figures.append(f"{len(stored)} attempts")
+        for key in ("median_ratio", "p95_ratio"):
+            best = [(a.metrics[key], a.device) for a in stored if a.passed and key in a.metrics]
+            if best:
+                value, device = min(best)
+                figures.append(f"best {key} {value:.2f} ({device})")
+    elif entry:
+        for key, value in sorted(entry.get("best_metrics", {}).items()):
+            figures.append(f"best {key} {value:.2f}")
+    return figures
+
+
 @lab.command("list")
 def list_() -> None:
     """Exercises, their levels, your status and best figures."""
     from lab.exercises import discover
+    from lab.grader.record import attempts
     from lab.workspace import level_status
 
     for ex in discover():
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
+        stored = attempts(ex.id) or []
         for level in ex.levels:
             status, entry = level_status(ex, level.number)
-            figures = []
-            if entry:
-                figures.append(f"best {entry.get('best_passed_cases', 0)}/{entry.get('cases', 0)}"
-                               " cases")
-                for key, value in sorted(entry.get("best_metrics", {}).items()):
-                    figures.append(f"{key} {value:.2f}")
+            mine = [a for a in stored if a.level == level.number]
+            if status in ("not started", "started") and mine:
+                status = "passing" if mine[-1].passed else "failing"
+            figures = _figures(entry, mine)
             gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
             extra = (" · " + ", ".join(figures)) if figures else ""
             gated = f" [gate: {gate}]" if gate else ""
@@ -152,6 +170,9 @@ def grade_cmd(exercise_id: str, level: int | None, file: Path | None, device: st
                              as_json)
     except UsageError as exc:
         _usage_error(str(exc))
+    except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
+        click.echo("\nInterrupted.", err=True)
+        sys.exit(130)
     sys.exit(0 if passed else 1)
 
 
@@ -171,18 +192,24 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 def watch(exercise_id: str, level: int | None, file: Path | None, device: str,
           seed: int | None, as_json: bool, interval: float) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
+    from lab.exercises import ExerciseError
     from lab.grader.runner import UsageError
 
     ex = _exercise(exercise_id)
     path = _resolve_file(ex, file)
     levels = [level] if level is not None else None
+    if level is not None:
+        try:
+            ex.level(level)
+        except ExerciseError as exc:
+            _usage_error(str(exc))
     try:
         while True:
             stamp = _stamp(path)
             try:
                 _grade_once(ex, path, levels, device, seed, as_json)
-            except UsageError as exc:
-                _usage_error(str(exc))
+            except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
+                click.echo(f"Error: {exc}", err=True)
             if not as_json:
                 click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
             while _stamp(path) == stamp or _stamp(path) is None:

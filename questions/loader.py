@@ -1,0 +1,486 @@
+"""Read one question file into typed objects, checking its schema as it goes.
+
+Every problem is recorded with file:line:field instead of raised, so one bad question never stops
+the rest of the bank from loading. A question with any problem is left out (its id is still
+recorded, so duplicates and related links are judged against everything the author wrote).
+Checks that need other files (unique ids, related ids) or many draws live in `validate`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from questions.formula import FUNCTIONS, Formula, FormulaError, compile_formula
+from questions.givens import trace_givens
+from questions.lines import Block, LineIndex
+from questions.model import Label, LabLink, Param, Question, Tolerance, Topic, Value
+from questions.problems import Problem
+from questions.render import RenderError, placeholders
+from questions.units import is_known_unit
+
+ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
+NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+SIMS = ("capacity", "metering", "fleet")
+MAX_REL_TOLERANCE = 0.25
+QUESTION_KEYS = {
+    "id", "topic", "kind", "difficulty", "lab", "sim", "related", "sources", "prompt",
+    "explanation", "unit", "tolerance", "answer", "params", "cases", "derived", "labels",
+    "choices", "correct",
+}
+TOPIC_KEYS = {"id", "title", "note"}
+RESERVED_NAMES = {"answer", *FUNCTIONS}
+
+
+@dataclass
+class ParsedFile:
+    path: Path
+    index: LineIndex
+    topic: Topic | None = None
+    questions: list[Question] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    # every question id the file declares (valid or not) -> line, and its block for locating
+    declared: list[tuple[str, int]] = field(default_factory=list)
+    blocks: dict[str, Block] = field(default_factory=dict)
+
+    def problem(self, block: Block | None, field_path: str, label: str, message: str) -> None:
+        line = self.index.locate(block, field_path) if block is not None else 1
+        self.problems.append(Problem(self.path, line, f"{label}.{field_path}", message))
+
+    def locate(self, question_id: str, field_path: str) -> int:
+        return self.index.locate(self.blocks.get(question_id), field_path)
+
+
+def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
+    """Parse and schema-check one topic file; `exercises` maps lab ids to their level count."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        parsed = ParsedFile(path, LineIndex(""))
+        parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
+        return parsed
+    parsed = ParsedFile(path, LineIndex(text))
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"line (\d+)", str(exc))
+        line = int(found.group(1)) if found else 1
+        parsed.problems.append(Problem(path, line, "toml", f"not valid TOML: {exc}"))
+        return parsed
+    for key in sorted(set(data) - {"topic", "question"}):
+        parsed.problems.append(
+            Problem(path, 1, key, "unknown top-level key (expected [topic] and [[question]])")
+        )
+    parsed.topic = _topic(parsed, data.get("topic"))
+    raw_questions = data.get("question")
+    if not isinstance(raw_questions, list) or not raw_questions:
+        parsed.problems.append(
+            Problem(path, 1, "question", "no [[question]] tables: a topic file needs questions")
+        )
+        return parsed
+    topic_id = parsed.topic.id if parsed.topic else ""
+    for i, raw in enumerate(raw_questions):
+        block = parsed.index.questions[i] if i < len(parsed.index.questions) else None
+        question = _QuestionReader(parsed, block, raw, i, topic_id, exercises).read()
+        if question is not None:
+            parsed.questions.append(question)
+    return parsed
+
+
+def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
+    block = parsed.index.topic
+    if not isinstance(raw, dict):
+        parsed.problems.append(
+            Problem(parsed.path, 1, "topic", "missing [topic] table (id, title, note)")
+        )
+        return None
+    before = len(parsed.problems)
+    for key in sorted(set(raw) - TOPIC_KEYS):
+        parsed.problem(block, key, "topic", "unknown key (expected id, title, note)")
+    topic_id = raw.get("id")
+    if not isinstance(topic_id, str) or not ID_PATTERN.match(topic_id):
+        parsed.problem(block, "id", "topic", "id must be kebab-case text, e.g. \"kv-cache\"")
+    for key in ("title", "note"):
+        value = raw.get(key)
+        if not isinstance(value, str) or not value.strip():
+            parsed.problem(block, key, "topic", f"{key} must be non-empty text")
+    if len(parsed.problems) > before:
+        return None
+    line = block.main.line if block else 1
+    return Topic(str(topic_id), str(raw["title"]).strip(), str(raw["note"]).strip(), parsed.path,
+                 line)
+
+
+class _QuestionReader:
+    """Reads one [[question]] table; `ok` turns false on the first problem it records."""
+
+    def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
+                 topic_id: str, exercises: Mapping[str, int]) -> None:
+        self.parsed, self.block, self.topic_id, self.exercises = parsed, block, topic_id, exercises
+        self.raw: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self.label = f"question[{position + 1}]"
+        self.ok = isinstance(raw, dict)
+        if not self.ok:
+            parsed.problems.append(Problem(parsed.path, 1, self.label, "must be a table"))
+
+    def fail(self, field_path: str, message: str) -> None:
+        self.ok = False
+        self.parsed.problem(self.block, field_path, self.label, message)
+
+    def read(self) -> Question | None:
+        raw = self.raw
+        qid = raw.get("id")
+        if not isinstance(qid, str) or not ID_PATTERN.match(qid):
+            self.fail("id", "id must be a stable kebab-case text id, e.g. \"kv-cache-001\"")
+        else:
+            self.label = qid
+            line = self.parsed.index.locate(self.block, "id")
+            self.parsed.declared.append((qid, line))
+            if self.block is not None:
+                self.parsed.blocks.setdefault(qid, self.block)
+        for key in sorted(set(raw) - QUESTION_KEYS):
+            self.fail(key, f"unknown key (known: {', '.join(sorted(QUESTION_KEYS))})")
+        if "topic" in raw and raw["topic"] != self.topic_id:
+            self.fail("topic", f"topic {raw['topic']!r} differs from the file's [topic] id "
+                      f"{self.topic_id!r} (leave it out: the file's topic applies)")
+        kind = raw.get("kind")
+        if kind not in ("mcq", "numeric"):
+            self.fail("kind", f"kind must be \"mcq\" or \"numeric\", got {kind!r}")
+        difficulty = raw.get("difficulty")
+        if not _is_int(difficulty) or not 1 <= difficulty <= 5:
+            self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
+        lab = self._lab(raw.get("lab"))
+        sim = raw.get("sim")
+        if sim is not None and sim not in SIMS:
+            self.fail("sim", f"sim must be one of {', '.join(SIMS)}, got {sim!r}")
+        related = self._text_list("related")
+        for other in related:
+            if not ID_PATTERN.match(other):
+                self.fail("related", f"related id {other!r} is not a valid id")
+            elif other == qid:
+                self.fail("related", "a question cannot be related to itself")
+        sources = self._text_list("sources")
+        prompt = self._text("prompt")
+        explanation = self._text("explanation")
+
+        params = self._params(raw.get("params"))
+        cases = self._cases(raw.get("cases"))
+        drawn_names = set(params) | {k for case in cases[:1] for k in case}
+        for name in sorted(set(params) & {k for case in cases[:1] for k in case}):
+            self.fail(f"params.{name}", f"{name!r} is also defined in [[question.cases]]")
+        derived = self._derived(raw.get("derived"), drawn_names)
+        labels = self._labels(raw.get("labels"), params, cases, drawn_names | set(derived))
+
+        unit: str = ""
+        tolerance: Tolerance | None = None
+        answer: Formula | None = None
+        choices: tuple[str, ...] = ()
+        correct: int | None = None
+        raw_derived, raw_labels = raw.get("derived"), raw.get("labels")
+        known = drawn_names | set(derived)
+        if isinstance(raw_derived, dict):
+            known |= set(raw_derived)
+        labels_declared = set(raw_labels) if isinstance(raw_labels, dict) else set(labels)
+        if kind == "numeric":
+            unit, tolerance, answer = self._numeric(known)
+        elif kind == "mcq":
+            choices, correct = self._mcq()
+        if "{answer" in prompt and "answer" in _placeholder_names(prompt):
+            self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
+        text_names = known | labels_declared | {"answer"}
+        texts_ok = True
+        for key, text in (("prompt", prompt), ("explanation", explanation),
+                          *((f"choices[{i}]", c) for i, c in enumerate(choices))):
+            texts_ok &= self._check_placeholders(key.split("[")[0], text, text_names)
+        if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared):
+            self._check_visible(prompt, answer, params, cases, derived, labels)
+        if not self.ok or lab is None or not isinstance(qid, str) or kind not in ("mcq", "numeric"):
+            return None
+        return Question(
+            id=qid, topic=self.topic_id, kind=kind, prompt=prompt, explanation=explanation,
+            lab=lab, difficulty=difficulty if _is_int(difficulty) else 0, source=self.parsed.path,
+            line=self.block.main.line if self.block else 1, sim=sim, related=tuple(related),
+            sources=tuple(sources), unit=unit, tolerance=tolerance, answer=answer,
+            choices=choices, correct=correct, params=params, cases=tuple(cases),
+            derived=derived, labels=labels,
+        )
+
+    # -- pieces -------------------------------------------------------------------------------
+
+    def _text(self, key: str) -> str:
+        value = self.raw.get(key)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"{key} must be non-empty text (Markdown)")
+            return ""
+        return value.strip()
+
+    def _text_list(self, key: str) -> list[str]:
+        value = self.raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.fail(key, f"{key} must be a list of non-empty strings")
+            return []
+        return list(value)
+
+    def _lab(self, raw: object) -> LabLink | None:
+        if not isinstance(raw, dict):
+            self.fail("lab", "lab must be a table like { exercise = \"kv-bytes\", level = 1 }")
+            return None
+        exercise, level = raw.get("exercise"), raw.get("level")
+        for key in sorted(set(raw) - {"exercise", "level"}):
+            self.fail(f"lab.{key}", "unknown key (expected exercise, level)")
+        if exercise not in self.exercises:
+            known = ", ".join(f"{k} (levels 1-{v})" for k, v in sorted(self.exercises.items()))
+            self.fail("lab.exercise", f"unknown lab exercise {exercise!r}; known: {known}")
+            return None
+        top = self.exercises[str(exercise)]
+        if not _is_int(level) or not 1 <= level <= top:
+            self.fail("lab.level", f"level must be 1..{top} for {exercise}, got {level!r}")
+            return None
+        return LabLink(str(exercise), int(level))
+
+    def _name_ok(self, where: str, name: str) -> bool:
+        if not NAME_PATTERN.match(name) or name in RESERVED_NAMES:
+            self.fail(where, f"{name!r} is not a usable name (letters, digits, _; not answer or "
+                      "a function name)")
+            return False
+        return True
+
+    def _params(self, raw: object) -> dict[str, Param]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail("params", "params must be a table of name = { choices = [...] } or "
+                      "{ min = .., max = .., step = .. }")
+            return {}
+        params: dict[str, Param] = {}
+        for name, spec in raw.items():
+            where = f"params.{name}"
+            if not self._name_ok(where, name):
+                continue
+            if not isinstance(spec, dict):
+                self.fail(where, "must be { choices = [...] } or { min = .., max = .., step = .. }")
+                continue
+            extra = set(spec) - {"choices", "min", "max", "step"}
+            if extra:
+                self.fail(where, f"unknown keys {sorted(extra)} (expected choices or min/max/"
+                          "step)")
+                continue
+            if "choices" in spec:
+                choices = spec["choices"]
+                if set(spec) != {"choices"} or not isinstance(choices, list) or not choices or \
+                        not all(_is_number(c) for c in choices):
+                    self.fail(where, "choices must be a non-empty list of numbers (and nothing "
+                              "else in the table)")
+                    continue
+                params[name] = Param(name, choices=tuple(choices))
+                continue
+            lo, hi, step = spec.get("min"), spec.get("max"), spec.get("step")
+            if not (_is_number(lo) and _is_number(hi)) or lo >= hi:
+                self.fail(where, f"needs numbers min < max, got min={lo!r} max={hi!r}")
+                continue
+            if step is not None and (not _is_number(step) or step <= 0 or step > hi - lo):
+                self.fail(where, f"step must be a number in (0, max - min], got {step!r}")
+                continue
+            integer = all(_is_int(v) for v in (lo, hi, step) if v is not None)
+            params[name] = Param(name, min=lo, max=hi, step=step, integer=integer)
+        return params
+
+    def _cases(self, raw: object) -> list[dict[str, Value]]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list) or not raw or not all(isinstance(c, dict) for c in raw):
+            self.fail("cases", "cases must be [[question.cases]] tables")
+            return []
+        keys = set(raw[0])
+        cases: list[dict[str, Value]] = []
+        for i, case in enumerate(raw):
+            where = f"cases[{i}]"
+            if set(case) != keys:
+                self.fail(where, f"every case needs the same keys as the first: {sorted(keys)}")
+                continue
+            for name, value in case.items():
+                if self._name_ok(where, name) and not (_is_number(value) or
+                                                       isinstance(value, str)):
+                    self.fail(f"{where}.{name}", "case values must be numbers or text")
+            cases.append(dict(case))
+        return cases
+
+    def _derived(self, raw: object, defined: set[str]) -> dict[str, Formula]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail("derived", "derived must be a table of name = \"formula\"")
+            return {}
+        derived: dict[str, Formula] = {}
+        known = set(defined)
+        for name, source in raw.items():
+            where = f"derived.{name}"
+            if not self._name_ok(where, name):
+                continue
+            if name in known:
+                self.fail(where, f"{name!r} is already a parameter or derived value")
+                continue
+            formula = self._formula(where, source, known)
+            if formula is not None:
+                derived[name] = formula
+            known.add(name)
+        return derived
+
+    def _formula(self, where: str, source: object, known: set[str]) -> Formula | None:
+        if _is_number(source):
+            source = repr(source)
+        if not isinstance(source, str):
+            self.fail(where, "a formula must be text (or a number)")
+            return None
+        try:
+            formula = compile_formula(source)
+        except FormulaError as exc:
+            self.fail(where, f"bad formula {source!r}: {exc}")
+            return None
+        unknown = sorted(formula.names - known)
+        if unknown:
+            self.fail(where, f"formula uses undefined name(s) {', '.join(unknown)} (define them "
+                      "in params, cases or an earlier derived entry)")
+            return None
+        return formula
+
+    def _labels(self, raw: object, params: Mapping[str, Param], cases: list[dict[str, Value]],
+                taken: set[str]) -> dict[str, Label]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail("labels", "labels must be a table of name = { from = .., map = {..} }")
+            return {}
+        labels: dict[str, Label] = {}
+        for name, spec in raw.items():
+            where = f"labels.{name}"
+            if not self._name_ok(where, name):
+                continue
+            if name in taken:
+                self.fail(where, f"{name!r} is already a parameter or derived value")
+                continue
+            if not isinstance(spec, dict) or set(spec) != {"from", "map"} or \
+                    not isinstance(spec["map"], dict) or \
+                    not all(isinstance(v, str) for v in spec["map"].values()):
+                self.fail(where, "must be { from = \"param\", map = { \"value\" = \"text\" } }")
+                continue
+            source = spec["from"]
+            values: list[Value]
+            if source in params and params[source].choices:
+                values = list(params[source].choices)
+            elif cases and isinstance(source, str) and source in cases[0]:
+                values = [case[source] for case in cases]
+            else:
+                self.fail(f"{where}.from", f"from must name a choices parameter or a case value, "
+                          f"got {source!r}")
+                continue
+            label = Label(name, str(source), dict(spec["map"]))
+            missing = [v for v in values if label.text_for(v) is None]
+            if missing:
+                self.fail(f"{where}.map", f"no text for {source} = {missing[0]!r}")
+                continue
+            labels[name] = label
+        return labels
+
+    def _numeric(self, known: set[str]) -> tuple[str, Tolerance | None, Formula | None]:
+        raw = self.raw
+        for key in ("choices", "correct"):
+            if key in raw:
+                self.fail(key, f"{key} belongs to mcq questions, not numeric ones")
+        unit = raw.get("unit")
+        if not isinstance(unit, str):
+            self.fail("unit", "numeric questions need unit = \"...\" (\"\" for a plain number)")
+            unit = ""
+        elif not is_known_unit(unit):
+            self.fail("unit", f"unknown unit {unit!r} (see docs/question-format.md#units)")
+        tolerance = self._tolerance(raw.get("tolerance"))
+        if "answer" not in raw:
+            self.fail("answer", "numeric questions need answer = a number or a formula")
+            return unit, tolerance, None
+        answer = self._formula("answer", raw["answer"], known)
+        return unit, tolerance, answer
+
+    def _tolerance(self, raw: object) -> Tolerance | None:
+        if not isinstance(raw, dict) or not raw or set(raw) - {"rel", "abs"}:
+            self.fail("tolerance", "tolerance must be { rel = 0.01 } and/or { abs = 0.5 }")
+            return None
+        rel, abs_ = raw.get("rel"), raw.get("abs")
+        if rel is not None and (not _is_number(rel) or not 0 < rel <= MAX_REL_TOLERANCE):
+            self.fail("tolerance.rel", f"rel must be in (0, {MAX_REL_TOLERANCE}] (a fraction: "
+                      f"0.01 = 1%), got {rel!r}")
+            return None
+        if abs_ is not None and (not _is_number(abs_) or not 0 < abs_ < math.inf):
+            self.fail("tolerance.abs", f"abs must be a positive number, got {abs_!r}")
+            return None
+        return Tolerance(rel=rel, abs=abs_)
+
+    def _mcq(self) -> tuple[tuple[str, ...], int | None]:
+        raw = self.raw
+        for key in ("unit", "tolerance", "answer"):
+            if key in raw:
+                self.fail(key, f"{key} belongs to numeric questions; mcq uses choices/correct")
+        choices = raw.get("choices")
+        if not isinstance(choices, list) or len(choices) != 4 or \
+                not all(isinstance(c, str) and c.strip() for c in choices):
+            self.fail("choices", "mcq needs exactly 4 non-empty text choices")
+            return (), None
+        stripped = [" ".join(c.split()).casefold() for c in choices]
+        if len(set(stripped)) != 4:
+            dupe = next(c for c in choices if stripped.count(" ".join(c.split()).casefold()) > 1)
+            self.fail("choices", f"choices must be distinct; {dupe!r} appears twice")
+        correct = raw.get("correct")
+        if not _is_int(correct) or not 0 <= correct < 4:
+            self.fail("correct", f"correct must be an index 0..3 into choices, got {correct!r}")
+            return tuple(c.strip() for c in choices), None
+        return tuple(c.strip() for c in choices), int(correct)
+
+    def _check_placeholders(self, key: str, text: str, names: set[str]) -> bool:
+        try:
+            used = placeholders(text)
+        except RenderError as exc:
+            self.fail(key, str(exc))
+            return False
+        unknown = sorted(set(used) - names)
+        if unknown:
+            self.fail(key, f"unfilled placeholder(s) {', '.join('{' + n + '}' for n in unknown)}"
+                      " (not a param, case value, derived value, label or answer; write {{ }} "
+                      "for literal braces)")
+            return False
+        return True
+
+    def _check_visible(self, prompt: str, answer: Formula, params: Mapping[str, Param],
+                       cases: list[dict[str, Value]], derived: Mapping[str, Formula],
+                       labels: Mapping[str, Label]) -> None:
+        """Every drawn value the answer needs must be stated in the prompt (or be computable
+        from values the prompt states)."""
+        try:
+            shown = placeholders(prompt)
+        except RenderError:
+            return
+        drawn = set(params) | (set(cases[0]) if cases else set())
+        traced = trace_givens(answer, shown, drawn, derived,
+                              {name: label.source for name, label in labels.items()})
+        for name in sorted(traced.hidden):
+            where = f"params.{name}" if name in params else "cases"
+            self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
+                      f"(add {{{name}}}, a label of it, or a value computed from it)")
+
+
+def _placeholder_names(text: str) -> set[str]:
+    try:
+        return set(placeholders(text))
+    except RenderError:
+        return set()
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

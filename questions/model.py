@@ -1,0 +1,271 @@
+"""Typed questions and topics, and the seeded draw that turns a question into a shown instance.
+
+A draw is a pure function of (question, seed): the scheduler stores the seed with each review so
+the same numbers, wording and choice order can be shown again (undo, history).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from questions.formula import Formula, FormulaError
+from questions.render import RenderError, render
+
+Value = int | float | str
+Kind = Literal["mcq", "numeric"]
+LETTERS = "ABCD"
+
+
+class DrawError(ValueError):
+    """A draw that cannot be completed (a formula or placeholder failed)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Topic:
+    id: str
+    title: str
+    note: str  # Markdown concept note
+    source: Path
+    line: int = 1
+
+
+@dataclass(frozen=True)
+class LabLink:
+    exercise: str
+    level: int
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Relative and/or absolute; an answer is accepted when within either."""
+
+    rel: float | None = None
+    abs: float | None = None
+
+    def accepts(self, expected: float, given: float) -> bool:
+        diff = abs(given - expected)
+        slack = 1e-9 * max(1.0, abs(expected))  # float noise, e.g. 0.1 + 0.2
+        if self.rel is not None and diff <= self.rel * abs(expected) + slack:
+            return True
+        return self.abs is not None and diff <= self.abs + slack
+
+    def relative_to(self, expected: float) -> float:
+        """The tolerance as a fraction of the expected value (for the units hint)."""
+        candidates = []
+        if self.rel is not None:
+            candidates.append(self.rel)
+        if self.abs is not None and expected != 0:
+            candidates.append(self.abs / abs(expected))
+        return max(candidates, default=0.0)
+
+    def describe(self) -> str:
+        parts = []
+        if self.rel is not None:
+            parts.append(f"±{self.rel:.2%}".replace(".00%", "%"))
+        if self.abs is not None:
+            parts.append(f"±{self.abs:g}")
+        return " or ".join(parts)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A drawn value: one of `choices`, or a value in [min, max] (on a `step` grid if given)."""
+
+    name: str
+    choices: tuple[int | float, ...] = ()
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    integer: bool = False
+
+    def draw(self, rng: random.Random) -> int | float:
+        if self.choices:
+            return rng.choice(self.choices)
+        assert self.min is not None and self.max is not None
+        if self.step is not None:
+            count = int((self.max - self.min) / self.step + 1e-9)
+            return self._grid(rng.randint(0, count))
+        if self.integer:
+            return rng.randint(int(self.min), int(self.max))
+        return rng.uniform(self.min, self.max)
+
+    def extremes(self) -> tuple[int | float, int | float]:
+        if self.choices:
+            return min(self.choices), max(self.choices)
+        assert self.min is not None and self.max is not None
+        if self.step is not None:
+            return self._grid(0), self._grid(int((self.max - self.min) / self.step + 1e-9))
+        if self.integer:
+            return int(self.min), int(self.max)
+        return self.min, self.max
+
+    def _grid(self, k: int) -> int | float:
+        assert self.min is not None and self.step is not None
+        value = self.min + k * self.step
+        return round(value) if self.integer else round(value, 10)
+
+
+@dataclass(frozen=True)
+class Label:
+    """Text shown for a choice value, e.g. dtype_name from bytes: 1 -> "FP8"."""
+
+    name: str
+    source: str
+    mapping: Mapping[str, str]
+
+    def text_for(self, value: Value) -> str | None:
+        for key in _label_keys(value):
+            if key in self.mapping:
+                return self.mapping[key]
+        return None
+
+
+def _label_keys(value: Value) -> list[str]:
+    keys = [str(value)]
+    if isinstance(value, float) and value.is_integer():
+        keys.append(str(int(value)))
+    return keys
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """One drawn, rendered occurrence of a question: what the learner sees and is graded on."""
+
+    question: Question
+    seed: int
+    values: Mapping[str, Value]  # params + case values + derived + labels (+ `answer`)
+    prompt: str
+    explanation: str
+    answer: float | None  # numeric questions
+    choices: tuple[str, ...] = ()  # MCQ, in the shown (shuffled) order
+    correct_index: int | None = None  # MCQ, index into the shown `choices`
+    order: tuple[int, ...] = ()  # MCQ: shown position -> index in the file's `choices`
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.question.id, self.seed, tuple(self.values.items()), self.prompt,
+                self.explanation, self.answer, self.choices, self.correct_index)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Instance) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.question.id, self.seed))
+
+    @property
+    def correct_letter(self) -> str | None:
+        return None if self.correct_index is None else LETTERS[self.correct_index]
+
+
+@dataclass(frozen=True, eq=False)  # identity equality and hashing: usable in sets and dicts
+class Question:
+    id: str
+    topic: str
+    kind: Kind
+    prompt: str
+    explanation: str
+    lab: LabLink
+    difficulty: int
+    source: Path
+    line: int = 1
+    sim: str | None = None
+    related: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    unit: str = ""
+    tolerance: Tolerance | None = None
+    answer: Formula | None = None  # numeric: a formula (a literal number compiles to one too)
+    choices: tuple[str, ...] = ()
+    correct: int | None = None  # MCQ: index into `choices` as written
+    params: Mapping[str, Param] = field(default_factory=dict)
+    cases: tuple[Mapping[str, Value], ...] = ()
+    derived: Mapping[str, Formula] = field(default_factory=dict)
+    labels: Mapping[str, Label] = field(default_factory=dict)
+
+    @property
+    def parameterised(self) -> bool:
+        return bool(self.params or self.cases)
+
+    def draw(self, seed: int) -> Instance:
+        """The instance for `seed`: fresh parameter values, rendered text, shuffled choices."""
+        order = random.Random(f"{self.id}/{seed}/choices").sample(range(len(self.choices)),
+                                                                  len(self.choices))
+        return self.instance(self.draw_values(seed), seed=seed, order=tuple(order))
+
+    def draw_values(self, seed: int) -> dict[str, Value]:
+        """The parameter (and case) values for `seed`, before anything is derived."""
+        rng = random.Random(f"{self.id}/{seed}")
+        values: dict[str, Value] = {}
+        if self.cases:
+            values.update(self.cases[rng.randrange(len(self.cases))])
+        for name, param in self.params.items():
+            values[name] = param.draw(rng)
+        return values
+
+    def answer_with(self, values: Mapping[str, Value], overrides: Mapping[str, float]) -> float:
+        """The numeric answer recomputed with some values replaced, e.g. by the rounded numbers
+        the prompt displays; raises FormulaError like any evaluation."""
+        assert self.answer is not None
+        drawn = set(self.params) | {k for case in self.cases for k in case}
+        env: dict[str, Value] = {k: v for k, v in values.items() if k in drawn}
+        env.update({k: v for k, v in overrides.items() if k in drawn})
+        for name, formula in self.derived.items():
+            env[name] = overrides[name] if name in overrides else formula.evaluate(env)
+        return self.answer.evaluate(env)
+
+    def instance(
+        self, drawn: Mapping[str, Value], *, seed: int = 0, order: tuple[int, ...] | None = None
+    ) -> Instance:
+        """Render an instance from given parameter values (the validator uses it for extremes)."""
+        values: dict[str, Value] = dict(drawn)
+        where = "params"
+        try:
+            for name, formula in self.derived.items():
+                where = f"derived.{name}"
+                values[name] = _tidy(formula.evaluate(values))
+            for name, label in self.labels.items():
+                where = f"labels.{name}"
+                text = label.text_for(values.get(label.source, ""))
+                if text is None:
+                    source_value = values.get(label.source)
+                    raise RenderError(f"no text for {label.source} = {source_value!r}")
+                values[name] = text
+            answer: float | None = None
+            if self.kind == "numeric":
+                assert self.answer is not None
+                where = "answer"
+                answer = self.answer.evaluate(values)
+                values["answer"] = _tidy(answer)
+            shown = order if order is not None else tuple(range(len(self.choices)))
+            where = "choices"
+            choices = tuple(render(self.choices[i], values) for i in shown)
+            correct_index = None
+            if self.kind == "mcq":
+                assert self.correct is not None
+                correct_index = shown.index(self.correct)
+                values["answer"] = choices[correct_index]
+            where = "prompt"
+            prompt = render(self.prompt, values)
+            where = "explanation"
+            explanation = render(self.explanation, values)
+        except (FormulaError, RenderError) as exc:
+            raise DrawError(where, str(exc)) from None
+        return Instance(
+            question=self, seed=seed, values=values, prompt=prompt, explanation=explanation,
+            answer=answer, choices=choices, correct_index=correct_index,
+            order=shown if self.kind == "mcq" else (),
+        )
+
+
+def _tidy(value: float) -> int | float:
+    """Whole numbers from formulas read as ints in text ({n} shows 32, not 32.0)."""
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value

@@ -1,0 +1,253 @@
+"""Whole-bank validation: schema (via the loader), cross-file rules, and many seeded draws.
+
+Used by `dojo questions check` (many draws) and by the bank loader (a few draws, so the app
+starts fast). Every problem is a `Problem` naming file:line:field.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from questions.formula import FormulaError
+from questions.givens import trace_givens
+from questions.labs import known_exercises
+from questions.loader import parse_file
+from questions.model import DrawError, Question, Topic, Value
+from questions.problems import Problem
+from questions.render import format_value
+
+CHECK_DRAWS = 200  # random draws per parameterised question for `dojo questions check`
+LOAD_DRAWS = 8  # ... when the app loads the bank
+MAX_CORNERS = 256  # all-extremes combinations tried (2^8 parameters' worth), then one-at-a-time
+
+
+@dataclass
+class Report:
+    topics: dict[str, Topic] = field(default_factory=dict)
+    questions: list[Question] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate_files(
+    paths: Sequence[Path],
+    *,
+    context: Sequence[Path] = (),
+    draws: int = CHECK_DRAWS,
+    builtin_dir: Path | None = None,
+    exercises: Mapping[str, int] | None = None,
+) -> Report:
+    """Validate `paths`; `context` files supply ids for related links and duplicate checks but
+    their own problems are not reported. Files under `builtin_dir` must have topic id == stem."""
+    exercises = known_exercises() if exercises is None else exercises
+    targets = [Path(p) for p in paths]
+    resolved = {p.resolve() for p in targets}
+    extra = [Path(p) for p in context if Path(p).resolve() not in resolved]
+    ctx_files = [parse_file(p, exercises) for p in extra]
+    files = [parse_file(p, exercises) for p in targets]
+    report = Report()
+
+    # ids declared by context files come first: a pack cannot take over a built-in id or topic
+    seen_ids: dict[str, tuple[Path, int]] = {}
+    seen_topics: dict[str, Path] = {}
+    for parsed in ctx_files:
+        for qid, line in parsed.declared:
+            seen_ids.setdefault(qid, (parsed.path, line))
+        if parsed.topic:
+            seen_topics.setdefault(parsed.topic.id, parsed.path)
+    rejected: set[tuple[Path, str]] = set()
+    for parsed in files:
+        report.problems.extend(parsed.problems)
+        topic = parsed.topic
+        if topic is not None:
+            if builtin_dir is not None and parsed.path.resolve().parent == builtin_dir.resolve() \
+                    and topic.id != parsed.path.stem:
+                report.problems.append(Problem(parsed.path, topic.line, "topic.id",
+                                               f"topic id {topic.id!r} must equal the file name "
+                                               f"{parsed.path.stem!r} in the built-in bank"))
+            if topic.id in seen_topics:
+                report.problems.append(Problem(parsed.path, topic.line, "topic.id",
+                                               f"topic {topic.id!r} is already defined in "
+                                               f"{seen_topics[topic.id]}"))
+            else:
+                seen_topics[topic.id] = parsed.path
+                report.topics[topic.id] = topic
+        for qid, line in parsed.declared:
+            if qid in seen_ids:
+                first_path, first_line = seen_ids[qid]
+                report.problems.append(Problem(parsed.path, line, f"{qid}.id",
+                                               f"duplicate id {qid!r} (first at "
+                                               f"{first_path}:{first_line})"))
+                rejected.add((parsed.path, qid))
+            else:
+                seen_ids[qid] = (parsed.path, line)
+
+    for parsed in files:
+        for question in parsed.questions:
+            if (parsed.path, question.id) in rejected or question.topic not in report.topics:
+                continue
+            problems = [Problem(parsed.path, parsed.locate(question.id, where),
+                                f"{question.id}.{where}", message)
+                        for where, message in _question_problems(question, seen_ids, draws)]
+            report.problems.extend(problems)
+            if not problems:
+                report.questions.append(question)
+    report.problems.sort(key=lambda p: (str(p.file), p.line, p.field))
+    return report
+
+
+def _question_problems(question: Question, known_ids: Mapping[str, object],
+                       draws: int) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for other in question.related:
+        if other not in known_ids:
+            found.append(("related", f"related id {other!r} does not exist"))
+    given = _givens(question)
+    for values, seed in _draw_plan(question, draws):
+        try:
+            instance = question.instance(values, seed=seed) if values is not None \
+                else question.draw(seed)
+        except DrawError as exc:
+            shown = _describe(values if values is not None else question.draw_values(seed))
+            return [*found, (exc.field, f"{exc.message} (with {shown})")]
+        problem = _instance_problem(question, instance.values, instance.answer,
+                                    instance.choices) or _shown_numbers_problem(
+            question, given, instance.values, instance.answer)
+        if problem:
+            shown = _describe(instance.values, question)
+            return [*found, (problem[0], f"{problem[1]} (with {shown})")]
+    return found
+
+
+def _instance_problem(question: Question, values: Mapping[str, Value], answer: float | None,
+                      choices: Sequence[str]) -> tuple[str, str] | None:
+    for name in question.derived:
+        value = values[name]
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"derived.{name}", f"not a finite number: {value}"
+    if question.kind == "numeric":
+        assert answer is not None and question.tolerance is not None
+        if not math.isfinite(answer):
+            return "answer", f"not a finite number: {answer}"
+        tol = question.tolerance
+        if tol.abs is not None and tol.rel is None and answer != 0 and tol.abs >= abs(answer):
+            return "tolerance.abs", (f"abs tolerance {tol.abs:g} is not smaller than the answer "
+                                     f"{answer:g}: 0 would be accepted")
+    if question.kind == "mcq":
+        folded = [" ".join(c.split()).casefold() for c in choices]
+        if len(set(folded)) != len(folded):
+            return "choices", "two choices render the same text"
+    return None
+
+
+def _shown_numbers_problem(question: Question, given: frozenset[str], values: Mapping[str, Value],
+                           answer: float | None) -> tuple[str, str] | None:
+    """A learner computes with the numbers as the prompt displays them ({rate:.1f} shows 1.3 of
+    1.3068): the answer they get that way must still be accepted."""
+    if question.kind != "numeric" or answer is None or question.tolerance is None or not given:
+        return None
+    shown: dict[str, tuple[float, str]] = {}
+    for name, spec in _prompt_fields(question.prompt):
+        value = values.get(name)
+        if name not in given or isinstance(value, str) or value is None:
+            continue
+        text = format_value(value, spec, name)
+        number = _read_back(text)
+        if number is None:
+            continue
+        if name not in shown or abs(number - value) > abs(shown[name][0] - value):
+            shown[name] = (number, text)
+    off = {n: v for n, (v, _) in shown.items() if not math.isclose(v, float(values[n]),
+                                                                     rel_tol=1e-9, abs_tol=1e-12)}
+    if not off:
+        return None
+    tolerance = question.tolerance
+    for blame in [*sorted(off), None]:
+        overrides = {blame: off[blame]} if blame is not None else off
+        try:
+            result = question.answer_with(values, overrides)
+        except FormulaError as exc:
+            result, failure = math.nan, str(exc)
+        else:
+            failure = ""
+        if failure or not tolerance.accepts(answer, result):
+            where = ("prompt" if blame is None else f"params.{blame}" if blame in question.params
+                     else f"derived.{blame}" if blame in question.derived else "cases")
+            names = [blame] if blame is not None else sorted(off)
+            as_shown = ", ".join(f"{n} = {shown[n][1]}" for n in names)
+            outcome = f"fails ({failure})" if failure else f"gives {result:.6g}"
+            return where, (f"computing with the numbers as shown ({as_shown}) {outcome}, not "
+                           f"within {tolerance.describe()} of the answer {answer:.6g}: show more "
+                           "digits or give the range a step")
+    return None
+
+
+def _read_back(text: str) -> float | None:
+    number = text.replace(",", "").replace("_", "").strip()
+    scale = 100.0 if number.endswith("%") else 1.0
+    try:
+        return float(number.rstrip("%")) / scale
+    except ValueError:
+        return None
+
+
+def _givens(question: Question) -> frozenset[str]:
+    if question.answer is None:
+        return frozenset()
+    shown = [name for name, _ in _prompt_fields(question.prompt)]
+    drawn = set(question.params) | {k for case in question.cases for k in case}
+    labels = {name: label.source for name, label in question.labels.items()}
+    return trace_givens(question.answer, shown, drawn, question.derived, labels).given
+
+
+def _prompt_fields(prompt: str) -> list[tuple[str, str]]:
+    return [(name, spec or "") for _, name, spec, _ in string.Formatter().parse(prompt)
+            if name is not None]
+
+
+def _draw_plan(question: Question,
+               draws: int) -> Iterable[tuple[dict[str, Value] | None, int]]:
+    """Extremes first (every corner of the parameter box when small, else one-at-a-time; a quick
+    load only tries corners for 1-2 parameters), then random seeded draws; a question without
+    parameters needs one draw."""
+    if not question.parameterised:
+        yield None, 0
+        return
+    params = question.params
+    cases = question.cases or ({},)
+    lows = {n: p.extremes()[0] for n, p in params.items()}
+    highs = {n: p.extremes()[1] for n, p in params.items()}
+    names = list(params)
+    for case in cases:
+        if 2 ** len(names) <= (MAX_CORNERS if draws >= CHECK_DRAWS // 4 else 4):
+            for corner in itertools.product((0, 1), repeat=len(names)):
+                values: dict[str, Value] = dict(case)
+                values.update({n: (highs if bit else lows)[n] for n, bit in zip(names, corner,
+                                                                             strict=True)})
+                yield values, 0
+        else:
+            yield {**case, **lows}, 0
+            yield {**case, **highs}, 0
+            for name in names:
+                yield {**case, **lows, name: highs[name]}, 0
+                yield {**case, **highs, name: lows[name]}, 0
+    for seed in range(draws):
+        yield None, seed
+
+
+def _describe(values: Mapping[str, Value], question: Question | None = None) -> str:
+    keys = list(values)
+    if question is not None:
+        keys = [k for k in keys if k in question.params or
+                any(k in case for case in question.cases)]
+    if not keys:
+        return "no parameters"
+    return ", ".join(f"{k}={values[k]!r}" for k in keys)

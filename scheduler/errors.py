@@ -1,0 +1,23 @@
+"""Errors the Store raises; each message says what is wrong and that nothing was changed."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class for every error the scheduler's storage raises on purpose."""
+
+
+class CorruptDatabaseError(StoreError):
+    """The file is not a readable Serving Dojo database; it was left untouched."""
+
+
+class NewerDatabaseError(StoreError):
+    """The file was written by a newer version of the app; it was left untouched."""
+
+
+class UnknownCardError(StoreError, LookupError):
+    """No card exists for the given question id."""
+
+
+class HistoryFormatError(StoreError, ValueError):
+    """An imported history document is invalid; nothing was imported."""

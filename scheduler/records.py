@@ -1,0 +1,187 @@
+"""Plain frozen records the Store returns, so callers never hold live ORM objects."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from scheduler.sm2 import CardState
+
+Mode = Literal["review", "redrill", "cram"]
+MODES: tuple[Mode, ...] = ("review", "redrill", "cram")
+QueueKind = Literal["review", "new", "redrill"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Learner settings, stored in the database's settings table."""
+
+    new_limit: int = 10  # new cards introduced per study day
+    review_limit: int = 200  # scheduled answers (reviews + new) per study day
+    rollover_hour: int = 4  # local hour at which a new study day starts
+    timezone: str | None = None  # IANA name; None = the system's local time
+    backup_keep: int = 7  # rolling backups kept
+    leech_lapses: int = 8  # lapses at which a card is flagged a leech
+
+
+@dataclass(frozen=True)
+class Card:
+    question_id: str
+    topic: str
+    state: CardState
+    due: dt.date | None  # None: never reviewed (a new card)
+    lapses: int
+    leech: bool
+    suspended: bool
+    buried_until: dt.date | None  # hidden while the study day <= this
+    retired: bool  # its question left the bank; kept for history, never queued
+    created_at: dt.datetime
+    last_reviewed_at: dt.datetime | None
+
+    @property
+    def is_new(self) -> bool:
+        return self.due is None
+
+    @property
+    def ef(self) -> Decimal:
+        return self.state.ef
+
+    @property
+    def repetitions(self) -> int:
+        return self.state.repetitions
+
+    @property
+    def interval(self) -> int:
+        return self.state.interval
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    question_id: str
+    topic: str
+    kind: QueueKind
+    due: dt.date | None  # None for new cards
+
+
+@dataclass(frozen=True)
+class Queue:
+    """Today's work in the order to do it: reviews (oldest first), new cards, then re-drill."""
+
+    day: dt.date
+    reviews: tuple[QueueItem, ...]
+    new: tuple[QueueItem, ...]
+    redrill: tuple[QueueItem, ...]
+
+    @property
+    def items(self) -> tuple[QueueItem, ...]:
+        return self.reviews + self.new + self.redrill
+
+    def __len__(self) -> int:
+        return len(self.reviews) + len(self.new) + len(self.redrill)
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    review_id: int
+    question_id: str
+    mode: Mode
+    quality: int
+    correct: bool
+    day: dt.date
+    before: CardState
+    after: CardState  # equals `before` for re-drill and cram
+    due: dt.date | None  # the card's due day after this answer
+    lapses: int
+    leech: bool
+    became_leech: bool  # this answer crossed the leech threshold
+
+
+@dataclass(frozen=True)
+class Review:
+    """One row of the append-only answer log."""
+
+    id: int
+    uid: str
+    question_id: str
+    reviewed_at: dt.datetime
+    day: dt.date
+    mode: Mode
+    quality: int
+    correct: bool
+    answer_text: str
+    response_ms: int
+    params: dict[str, Any] | None
+    before: CardState
+    after: CardState
+    due_before: dt.date | None
+    due_after: dt.date | None
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    review_id: int
+    question_id: str
+    mode: Mode
+    quality: int
+    card: Card  # the card as restored
+
+
+@dataclass(frozen=True)
+class Flag:
+    id: int
+    question_id: str
+    note: str
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class LabAttempt:
+    id: int
+    exercise: str
+    level: int
+    device: str
+    passed: bool
+    cases: list[dict[str, Any]] = field(hash=False)
+    metrics: dict[str, Any] = field(hash=False)
+    duration_s: float
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Retention:
+    passed: int
+    total: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.total if self.total else None
+
+
+@dataclass(frozen=True)
+class TopicAccuracy:
+    topic: str
+    answered: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.answered if self.answered else None
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    added: int
+    updated: int
+    retired: int
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    cards_added: int
+    cards_updated: int
+    reviews_added: int
+    reviews_skipped: int
+    lab_attempts_added: int
+    lab_attempts_skipped: int

@@ -1,0 +1,139 @@
+"""Schema versions (PRAGMA user_version), the refusal checks and the ordered upgrade steps.
+
+A database is inspected read-only before anything writes to it, so a corrupted file or one
+from a newer app is refused untouched. Older files get a backup copy, then every upgrade step
+in one transaction. Step DDL is frozen history: never edit a step, add a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from scheduler.errors import CorruptDatabaseError, NewerDatabaseError
+
+SCHEMA_VERSION = 2
+
+# Version 1: the scheduler's own tables, as first released.
+V1_DDL = (
+    """CREATE TABLE cards (
+	question_id VARCHAR NOT NULL, topic VARCHAR NOT NULL, position INTEGER NOT NULL,
+	ef INTEGER NOT NULL, repetitions INTEGER NOT NULL, interval INTEGER NOT NULL, due DATE,
+	lapses INTEGER NOT NULL, leech BOOLEAN NOT NULL, suspended BOOLEAN NOT NULL,
+	buried_until DATE, retired BOOLEAN NOT NULL, created_ms INTEGER NOT NULL,
+	last_reviewed_ms INTEGER, PRIMARY KEY (question_id))""",
+    "CREATE INDEX ix_cards_position ON cards (position)",
+    "CREATE INDEX ix_cards_due ON cards (due)",
+    """CREATE TABLE settings ("key" VARCHAR NOT NULL, value TEXT NOT NULL, PRIMARY KEY ("key"))""",
+    """CREATE TABLE flags (
+	id INTEGER NOT NULL, question_id VARCHAR NOT NULL, note TEXT NOT NULL,
+	created_ms INTEGER NOT NULL, PRIMARY KEY (id),
+	FOREIGN KEY(question_id) REFERENCES cards (question_id))""",
+    "CREATE INDEX ix_flags_question ON flags (question_id)",
+    """CREATE TABLE reviews (
+	id INTEGER NOT NULL, uid VARCHAR NOT NULL, question_id VARCHAR NOT NULL,
+	reviewed_ms INTEGER NOT NULL, study_day DATE NOT NULL, mode VARCHAR NOT NULL,
+	quality INTEGER NOT NULL, correct BOOLEAN NOT NULL, answer_text TEXT NOT NULL,
+	response_ms INTEGER NOT NULL, params TEXT, ef_before INTEGER NOT NULL,
+	reps_before INTEGER NOT NULL, interval_before INTEGER NOT NULL, due_before DATE,
+	lapses_before INTEGER NOT NULL, leech_before BOOLEAN NOT NULL,
+	last_reviewed_ms_before INTEGER, ef_after INTEGER NOT NULL, reps_after INTEGER NOT NULL,
+	interval_after INTEGER NOT NULL, due_after DATE, lapses_after INTEGER NOT NULL,
+	leech_after BOOLEAN NOT NULL, PRIMARY KEY (id), UNIQUE (uid),
+	FOREIGN KEY(question_id) REFERENCES cards (question_id))""",
+    "CREATE INDEX ix_reviews_day ON reviews (study_day)",
+    "CREATE INDEX ix_reviews_question ON reviews (question_id, id)",
+)
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Version 2: graded lab attempts get their own table."""
+    conn.execute(
+        """CREATE TABLE lab_attempts (
+	id INTEGER NOT NULL, uid VARCHAR NOT NULL, exercise VARCHAR NOT NULL,
+	level INTEGER NOT NULL, device VARCHAR NOT NULL, passed BOOLEAN NOT NULL,
+	cases TEXT NOT NULL, metrics TEXT NOT NULL, duration_s DOUBLE NOT NULL,
+	created_ms INTEGER NOT NULL, PRIMARY KEY (id), UNIQUE (uid))"""
+    )
+    conn.execute("CREATE INDEX ix_lab_attempts_exercise ON lab_attempts (exercise, id)")
+
+
+# UPGRADES[v] takes a database from version v to v + 1.
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+assert sorted(UPGRADES) == list(range(1, SCHEMA_VERSION))
+
+
+def inspect_version(path: Path) -> int:
+    """Read an existing file's schema version without writing to it; refuse what we can't use.
+
+    Returns 0 for an empty database (no tables yet).
+    """
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise CorruptDatabaseError(f"{path}: cannot open the database ({exc}).") from exc
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise CorruptDatabaseError(
+            f"{path} is not a readable SQLite database ({exc}). It was left untouched; restore "
+            f"a copy from {path.parent / 'backups'} or move it aside to start afresh."
+        ) from exc
+    finally:
+        conn.close()
+    if version > SCHEMA_VERSION:
+        raise NewerDatabaseError(
+            f"{path} uses schema version {version}, but this Serving Dojo only knows up to "
+            f"version {SCHEMA_VERSION}. It was written by a newer release: upgrade the app. "
+            "The file was left untouched."
+        )
+    if version == 0 and tables:
+        raise CorruptDatabaseError(
+            f"{path} is a SQLite database but not a Serving Dojo one (tables: "
+            f"{', '.join(sorted(tables))}). It was left untouched."
+        )
+    if version >= 1 and not {"cards", "reviews", "settings"} <= tables:
+        raise CorruptDatabaseError(
+            f"{path} says schema version {version} but lacks the scheduler's tables. "
+            "It was left untouched."
+        )
+    return version
+
+
+def create_current(conn: sqlite3.Connection) -> None:
+    """Create today's schema straight from the models (a fresh database)."""
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    from scheduler.models import Base
+
+    dialect = sqlite_dialect.dialect()
+    for table in Base.metadata.sorted_tables:
+        conn.execute(str(CreateTable(table).compile(dialect=dialect)))
+        for index in sorted(table.indexes, key=lambda i: str(i.name)):
+            conn.execute(str(CreateIndex(index).compile(dialect=dialect)))
+
+
+def upgrade(conn: sqlite3.Connection, path: Path) -> None:
+    """Run every pending step in one IMMEDIATE transaction (the caller has made a backup).
+
+    `conn` must be in autocommit mode (isolation_level None). Safe against a concurrent
+    opener: the version is re-read under the write lock.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise NewerDatabaseError(f"{path}: schema version {version} is newer than this app.")
+        if version == 0:
+            create_current(conn)
+        for step in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
+            UPGRADES[step](conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+

@@ -1,0 +1,82 @@
+"""The pure SM-2 step, exactly as pinned in the project's notes (shared/notes/sm2.md).
+
+Readings of the published text (Wozniak 1987/1990) that this module pins:
+
+* A card starts with EF 2.50 and n = 0 repetitions.
+* A pass (q >= 3): n += 1; I(1) = 1, I(2) = 6, I(n) = ceil(I(n-1) * EF) with the EF from
+  *before* this review; then EF += 0.1 - (5-q)(0.08 + (5-q)*0.02), floored at 1.30.
+* A lapse (q < 3): n = 0, next interval 1 day, EF *unchanged*.
+* EF is kept as an integer number of hundredths (250 = 2.50) and ceil is done with integers,
+  so 90 days x 2.70 is exactly 243, never 244 as float rounding would give.
+
+Same-day re-drill and cram answers never reach this function: they leave the state alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+INITIAL_EF = 250
+MIN_EF = 130
+PASS_QUALITY = 3
+GRADES = range(6)
+
+
+def _ef_delta(quality: int) -> int:
+    """Change of EF in hundredths for a pass: q5 +10, q4 0, q3 -14."""
+    miss = 5 - quality
+    return 10 - miss * (8 + miss * 2)
+
+
+def check_quality(quality: object) -> int:
+    """Return `quality` if it is an int grade 0-5, else raise ValueError saying why."""
+    if isinstance(quality, bool) or not isinstance(quality, int):
+        raise ValueError(f"quality must be an int from 0 to 5, got {quality!r}")
+    if quality not in GRADES:
+        raise ValueError(f"quality must be from 0 to 5, got {quality}")
+    return quality
+
+
+@dataclass(frozen=True, slots=True)
+class CardState:
+    """SM-2 state of one card: EF in hundredths, repetitions n, current interval in days.
+
+    `interval` is 0 only for a card never reviewed.
+    """
+
+    ef_hundredths: int = INITIAL_EF
+    repetitions: int = 0
+    interval: int = 0
+
+    def __post_init__(self) -> None:
+        if self.ef_hundredths < MIN_EF:
+            raise ValueError(f"EF must be >= 1.30, got {self.ef_hundredths / 100}")
+        if self.repetitions < 0 or self.interval < 0:
+            raise ValueError("repetitions and interval must be >= 0")
+
+    @classmethod
+    def new(cls) -> CardState:
+        """A card that was never reviewed."""
+        return cls()
+
+    @property
+    def ef(self) -> Decimal:
+        """The exact easiness factor, e.g. Decimal('2.50')."""
+        return Decimal(self.ef_hundredths).scaleb(-2)
+
+
+def next_state(state: CardState, quality: int) -> CardState:
+    """Return the state after a scheduled review graded `quality` (an int 0-5)."""
+    quality = check_quality(quality)
+    if quality < PASS_QUALITY:
+        return CardState(state.ef_hundredths, 0, 1)
+    reps = state.repetitions + 1
+    if reps == 1:
+        interval = 1
+    elif reps == 2:
+        interval = 6
+    else:
+        interval = -(-state.interval * state.ef_hundredths // 100)  # ceil, in integers
+    ef = max(MIN_EF, state.ef_hundredths + _ef_delta(quality))
+    return CardState(ef, reps, interval)

@@ -1,0 +1,734 @@
+"""The learner's SQLite database: cards, the answer log, settings, flags and lab attempts.
+
+Every write is one `BEGIN IMMEDIATE` transaction (an answer's card update and its log row
+commit together or not at all); WAL with synchronous=FULL makes a committed answer survive a
+crash or power cut; a busy timeout lets several processes share the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import fields, replace
+from decimal import Decimal
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from scheduler import backup as backups
+from scheduler import schema
+from scheduler.days import from_ms, resolve_timezone, study_day, to_ms, utc_now
+from scheduler.errors import CorruptDatabaseError, StoreError, UnknownCardError
+from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow, SettingRow
+from scheduler.paths import data_dir
+from scheduler.records import (
+    MODES,
+    Card,
+    Flag,
+    ImportSummary,
+    LabAttempt,
+    Mode,
+    Queue,
+    QueueItem,
+    Retention,
+    Review,
+    ReviewResult,
+    Settings,
+    SyncResult,
+    TopicAccuracy,
+    UndoResult,
+)
+from scheduler.sm2 import CardState, check_quality, next_state
+
+DB_NAME = "dojo.sqlite3"
+BUSY_TIMEOUT_MS = 10_000
+REDRILL_UNTIL = 4  # re-drill a card until it is graded at least this
+MATURE_DAYS = 21
+INTERVAL_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("1d", 1, 1),
+    ("2-6d", 2, 6),
+    ("7-20d", 7, 20),
+    ("21-59d", 21, 59),
+    ("60-179d", 60, 179),
+    ("180d+", 180, None),
+)
+
+
+def _on_connect(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+    dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see _on_begin)
+    cursor = dbapi_conn.cursor()
+    for pragma in (
+        "journal_mode = WAL",
+        "synchronous = FULL",
+        "foreign_keys = ON",
+        f"busy_timeout = {BUSY_TIMEOUT_MS}",
+    ):
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+
+
+def _on_begin(conn: Any) -> None:
+    # IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
+    # instead of one failing when it upgrades a read lock.
+    write = conn.get_execution_options().get("dojo_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _json_object(value: dict[str, Any] | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be a dict, got {type(value).__name__}")
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be JSON-serialisable: {exc}") from exc
+
+
+def _card(row: CardRow) -> Card:
+    return Card(
+        question_id=row.question_id,
+        topic=row.topic,
+        state=CardState(row.ef, row.repetitions, row.interval),
+        due=row.due,
+        lapses=row.lapses,
+        leech=row.leech,
+        suspended=row.suspended,
+        buried_until=row.buried_until,
+        retired=row.retired,
+        created_at=from_ms(row.created_ms),
+        last_reviewed_at=None if row.last_reviewed_ms is None else from_ms(row.last_reviewed_ms),
+    )
+
+
+def _review(row: ReviewRow) -> Review:
+    return Review(
+        id=row.id,
+        uid=row.uid,
+        question_id=row.question_id,
+        reviewed_at=from_ms(row.reviewed_ms),
+        day=row.study_day,
+        mode=row.mode,  # type: ignore[arg-type]  # constrained on write
+        quality=row.quality,
+        correct=row.correct,
+        answer_text=row.answer_text,
+        response_ms=row.response_ms,
+        params=None if row.params is None else json.loads(row.params),
+        before=CardState(row.ef_before, row.reps_before, row.interval_before),
+        after=CardState(row.ef_after, row.reps_after, row.interval_after),
+        due_before=row.due_before,
+        due_after=row.due_after,
+    )
+
+
+def _lab_attempt(row: LabAttemptRow) -> LabAttempt:
+    return LabAttempt(
+        id=row.id,
+        exercise=row.exercise,
+        level=row.level,
+        device=row.device,
+        passed=row.passed,
+        cases=json.loads(row.cases),
+        metrics=json.loads(row.metrics),
+        duration_s=row.duration_s,
+        created_at=from_ms(row.created_ms),
+    )
+
+
+class Store:
+    """One open learner database. Open with `Store.open()`; use as a context manager."""
+
+    def __init__(self, path: Path, engine: Engine) -> None:
+        self.path = path
+        self._engine = engine
+        self._write_engine = engine.execution_options(dojo_write=True)
+
+    # ----------------------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, path: Path | None = None, *, auto_backup: bool = True) -> Store:
+        """Open (creating or upgrading) the database at `path`, default data_dir()/dojo.sqlite3.
+
+        Refuses, untouched, a file that is not a Serving Dojo database, is corrupted, or was
+        written by a newer release. Before an upgrade a copy goes to `backups/`; on the first
+        open of each UTC day the file is integrity-checked and a rolling backup is made.
+        """
+        path = (path if path is not None else data_dir() / DB_NAME).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists() and path.stat().st_size > 0
+        version = schema.inspect_version(path) if existed else 0
+        if version and version < schema.SCHEMA_VERSION:
+            backups.make_upgrade_backup(path, version)
+        if version < schema.SCHEMA_VERSION:
+            cls._migrate(path)
+        engine = create_engine(f"sqlite+pysqlite:///{path}", connect_args={"timeout": 10})
+        event.listen(engine, "connect", _on_connect)
+        event.listen(engine, "begin", _on_begin)
+        store = cls(path, engine)
+        try:
+            if auto_backup and version and not backups.has_backup_on(path, utc_now().date()):
+                store.check_integrity()
+                store.backup()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @staticmethod
+    def _migrate(path: Path) -> None:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            schema.upgrade(conn, path)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        with self._translated(), Session(self._engine) as session, session.begin():
+            yield session
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        with (
+            self._translated(),
+            Session(self._write_engine, expire_on_commit=False) as session,
+            session.begin(),
+        ):
+            yield session
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Turn SQLite's low-level failures into StoreErrors that say what to do."""
+        try:
+            yield
+        except DBAPIError as exc:
+            orig = exc.orig
+            text = str(orig)
+            if isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+                raise StoreError(
+                    f"{self.path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}"
+                    " s; nothing was changed. Close the other Serving Dojo and try again."
+                ) from exc
+            if "malformed" in text or "not a database" in text:
+                raise CorruptDatabaseError(
+                    f"{self.path} is damaged ({text}). Restore a copy from "
+                    f"{backups.backup_dir(self.path)}."
+                ) from exc
+            raise
+
+    def check_integrity(self) -> None:
+        """Raise CorruptDatabaseError unless SQLite's quick_check passes."""
+        try:
+            with self._engine.connect() as conn:
+                rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check")]
+        except DBAPIError as exc:
+            rows = [str(exc.orig)]
+        if rows != ["ok"]:
+            raise CorruptDatabaseError(
+                f"{self.path} failed SQLite's integrity check ({'; '.join(rows[:3])}). "
+                f"Restore a copy from {backups.backup_dir(self.path)}."
+            )
+
+    def backup(self) -> Path:
+        """Make a rolling backup now (VACUUM INTO) and return its path; keeps the newest N."""
+        return backups.make_rolling_backup(self.path, self.settings().backup_keep)
+
+    # ---------------------------------------------------------------------------- settings
+    def settings(self) -> Settings:
+        with self._read() as s:
+            rows = s.execute(select(SettingRow.key, SettingRow.value)).all()
+        stored = {k: json.loads(v) for k, v in rows}
+        known = {f.name for f in fields(Settings)}
+        return Settings(**{k: v for k, v in stored.items() if k in known})
+
+    def update_settings(self, **changes: Any) -> Settings:
+        """Validate and store changed settings; returns the new settings."""
+        current = self.settings()
+        try:
+            new = replace(current, **changes)
+        except TypeError as exc:
+            raise ValueError(f"unknown setting: {exc}") from exc
+        for name in ("new_limit", "review_limit", "backup_keep", "leech_lapses"):
+            value = getattr(new, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        if new.backup_keep < 1 or new.leech_lapses < 1:
+            raise ValueError("backup_keep and leech_lapses must be at least 1")
+        hour = new.rollover_hour
+        if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:
+            raise ValueError(f"rollover_hour must be an hour 0-23, got {hour!r}")
+        resolve_timezone(new.timezone)
+        with self._write() as s:
+            for key in changes:
+                s.merge(SettingRow(key=key, value=json.dumps(getattr(new, key))))
+        return new
+
+    def study_day(
+        self, now: dt.datetime | None = None, settings: Settings | None = None
+    ) -> dt.date:
+        """The study day `now` (default: the current time) falls in, per the settings."""
+        cfg = settings or self.settings()
+        return study_day(now or utc_now(), cfg.rollover_hour, resolve_timezone(cfg.timezone))
+
+    # ------------------------------------------------------------------------------- cards
+    def sync_cards(
+        self, questions: Iterable[tuple[str, str]], *, retire_missing: bool = False
+    ) -> SyncResult:
+        """Create a card for every new (question id, topic), update topics that changed.
+
+        With `retire_missing`, cards whose question is absent are retired (kept with their
+        history, never queued) and come back if the question returns. Pass the whole bank.
+        """
+        wanted: dict[str, str] = {}
+        for qid, topic in questions:
+            if not isinstance(qid, str) or not qid:
+                raise ValueError(f"question id must be a non-empty string, got {qid!r}")
+            wanted[qid] = str(topic)
+        added = updated = retired = 0
+        now_ms = to_ms(utc_now())
+        with self._write() as s:
+            existing = {
+                r.question_id: (r.topic, r.retired)
+                for r in s.execute(select(CardRow.question_id, CardRow.topic, CardRow.retired))
+            }
+            position = s.scalar(select(func.max(CardRow.position)))
+            position = -1 if position is None else position
+            for qid, topic in wanted.items():
+                if qid not in existing:
+                    position += 1
+                    s.add(CardRow(question_id=qid, topic=topic, position=position, ef=250,
+                                  repetitions=0, interval=0, due=None, lapses=0, leech=False,
+                                  suspended=False, buried_until=None, retired=False,
+                                  created_ms=now_ms))
+                    added += 1
+                elif existing[qid] != (topic, False):
+                    s.execute(update(CardRow).where(CardRow.question_id == qid)
+                              .values(topic=topic, retired=False))
+                    updated += 1
+            if retire_missing:
+                gone = [q for q, (_, was) in existing.items() if q not in wanted and not was]
+                for chunk in range(0, len(gone), 500):
+                    s.execute(update(CardRow).where(
+                        CardRow.question_id.in_(gone[chunk:chunk + 500])).values(retired=True))
+                retired = len(gone)
+        return SyncResult(added, updated, retired)
+
+    def card(self, question_id: str) -> Card:
+        """The card for a question id; UnknownCardError if there is none."""
+        with self._read() as s:
+            return _card(self._get(s, question_id))
+
+    def cards(self) -> list[Card]:
+        """Every card, in new-card order."""
+        with self._read() as s:
+            return [_card(r) for r in s.scalars(select(CardRow).order_by(CardRow.position))]
+
+    @staticmethod
+    def _get(s: Session, question_id: str) -> CardRow:
+        row = s.get(CardRow, question_id)
+        if row is None:
+            raise UnknownCardError(f"no card for question id {question_id!r}")
+        return row
+
+    def suspend(self, question_id: str) -> None:
+        """Take a card out of every queue until unsuspended."""
+        self._set(question_id, suspended=True)
+
+    def unsuspend(self, question_id: str) -> None:
+        self._set(question_id, suspended=False)
+
+    def bury(self, question_id: str, now: dt.datetime | None = None) -> None:
+        """Hide a card for the rest of today's study day."""
+        self._set(question_id, buried_until=self.study_day(now))
+
+    def unbury(self, question_id: str) -> None:
+        self._set(question_id, buried_until=None)
+
+    def _set(self, question_id: str, **values: Any) -> None:
+        with self._write() as s:
+            self._get(s, question_id)
+            s.execute(update(CardRow).where(CardRow.question_id == question_id).values(**values))
+
+    def flag(self, question_id: str, note: str, now: dt.datetime | None = None) -> int:
+        """Record that a question looks wrong (kept for the author); returns the flag id."""
+        if not isinstance(note, str) or not note.strip():
+            raise ValueError("a flag needs a note saying what looks wrong")
+        with self._write() as s:
+            self._get(s, question_id)
+            row = FlagRow(question_id=question_id, note=note.strip(),
+                          created_ms=to_ms(now or utc_now()))
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def flags(self, question_id: str | None = None) -> list[Flag]:
+        query = select(FlagRow).order_by(FlagRow.id)
+        if question_id is not None:
+            query = query.where(FlagRow.question_id == question_id)
+        with self._read() as s:
+            return [Flag(r.id, r.question_id, r.note, from_ms(r.created_ms))
+                    for r in s.scalars(query)]
+
+    def clear_flags(self, question_id: str) -> int:
+        with self._write() as s:
+            ids = list(s.scalars(select(FlagRow.id).where(FlagRow.question_id == question_id)))
+            s.execute(delete(FlagRow).where(FlagRow.id.in_(ids)))
+            return len(ids)
+
+    # ------------------------------------------------------------------------------- queue
+    def today_queue(
+        self,
+        now: dt.datetime | None = None,
+        new_limit: int | None = None,
+        review_limit: int | None = None,
+    ) -> Queue:
+        """Today's queue: due reviews oldest first, then new cards, then re-drill.
+
+        New cards fill up to the daily new limit (less those already introduced today), and
+        reviews plus new cards stay within the daily review limit (less answers already
+        given today). Re-drill lists cards whose latest graded answer today is below 4.
+        Suspended, buried and retired cards never appear. Limits default to the settings.
+        """
+        cfg = self.settings()
+        day = self.study_day(now, cfg)
+        new_cap = cfg.new_limit if new_limit is None else new_limit
+        review_cap = cfg.review_limit if review_limit is None else review_limit
+        visible = (
+            ~CardRow.suspended,
+            ~CardRow.retired,
+            (CardRow.buried_until.is_(None)) | (CardRow.buried_until < day),
+        )
+        with self._read() as s:
+            today = s.execute(
+                select(ReviewRow.question_id, ReviewRow.mode, ReviewRow.quality,
+                       ReviewRow.due_before)
+                .where(ReviewRow.study_day == day).order_by(ReviewRow.id)
+            ).all()
+            scheduled = [r for r in today if r.mode == "review"]
+            introduced = sum(1 for r in scheduled if r.due_before is None)
+            room = max(0, review_cap - len(scheduled))
+            due_rows = s.execute(
+                select(CardRow.question_id, CardRow.topic, CardRow.due)
+                .where(CardRow.due <= day, *visible)
+                .order_by(CardRow.due, CardRow.position).limit(room)
+            ).all()
+            new_room = min(max(0, new_cap - introduced), room - len(due_rows))
+            new_rows = s.execute(
+                select(CardRow.question_id, CardRow.topic)
+                .where(CardRow.due.is_(None), *visible)
+                .order_by(CardRow.position).limit(new_room)
+            ).all() if new_room > 0 else []
+            latest: dict[str, int] = {}
+            for r in today:
+                if r.mode != "cram":
+                    latest.pop(r.question_id, None)  # keep the order of the latest answer
+                    latest[r.question_id] = r.quality
+            failing = [q for q, quality in latest.items() if quality < REDRILL_UNTIL]
+            due_ids = {r.question_id for r in due_rows}
+            redrill_rows: dict[str, str] = {}
+            for chunk in range(0, len(failing), 500):
+                redrill_rows.update(s.execute(
+                    select(CardRow.question_id, CardRow.topic)
+                    .where(CardRow.question_id.in_(failing[chunk:chunk + 500]), *visible)
+                ).all())
+        return Queue(
+            day=day,
+            reviews=tuple(QueueItem(r.question_id, r.topic, "review", r.due) for r in due_rows),
+            new=tuple(QueueItem(r.question_id, r.topic, "new", None) for r in new_rows),
+            redrill=tuple(
+                QueueItem(q, redrill_rows[q], "redrill", None)
+                for q in failing if q in redrill_rows and q not in due_ids
+            ),
+        )
+
+    # ------------------------------------------------------------------------------ answer
+    def answer(
+        self,
+        question_id: str,
+        quality: int,
+        *,
+        correct: bool,
+        answer_text: str,
+        response_ms: int,
+        params: dict[str, Any] | None = None,
+        now: dt.datetime | None = None,
+        mode: Mode = "review",
+    ) -> ReviewResult:
+        """Record one answer: the card update and its log row commit in one transaction.
+
+        `mode="review"` applies SM-2 to a card that is due (or new) today; a failing grade
+        (< 3) is a lapse, and the card becomes a leech at the configured number of lapses.
+        `"redrill"` (today's re-drill) and `"cram"` (practice outside the schedule) are
+        logged but leave the schedule untouched. Raises ValueError for a bad grade, mode or
+        a review of a card not due today, UnknownCardError for an unknown question id.
+        """
+        quality = check_quality(quality)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if isinstance(response_ms, bool) or not isinstance(response_ms, int) or response_ms < 0:
+            raise ValueError(f"response_ms must be a whole number >= 0, got {response_ms!r}")
+        params_json = _json_object(params, "params")
+        moment = now or utc_now()
+        cfg = self.settings()
+        day = self.study_day(moment, cfg)
+        with self._write() as s:
+            card = self._get(s, question_id)
+            before = CardState(card.ef, card.repetitions, card.interval)
+            snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
+            after, due, lapses, leech = before, card.due, card.lapses, card.leech
+            if mode == "review":
+                if card.due is not None and card.due > day:
+                    raise ValueError(
+                        f"{question_id} is not due until {card.due.isoformat()}; answer it "
+                        "with mode='redrill' or mode='cram' to practise without rescheduling"
+                    )
+                after = next_state(before, quality)
+                due = day + dt.timedelta(days=after.interval)
+                if quality < 3:
+                    lapses += 1
+                    leech = leech or lapses >= cfg.leech_lapses
+                card.ef, card.repetitions, card.interval = (
+                    after.ef_hundredths, after.repetitions, after.interval)
+                card.due, card.lapses, card.leech = due, lapses, leech
+                card.last_reviewed_ms = to_ms(moment)
+            row = ReviewRow(
+                uid=uuid.uuid4().hex, question_id=question_id, reviewed_ms=to_ms(moment),
+                study_day=day, mode=mode, quality=quality, correct=bool(correct),
+                answer_text=str(answer_text), response_ms=response_ms, params=params_json,
+                ef_before=before.ef_hundredths, reps_before=before.repetitions,
+                interval_before=before.interval, due_before=snapshot[0],
+                lapses_before=snapshot[1], leech_before=snapshot[2],
+                last_reviewed_ms_before=snapshot[3],
+                ef_after=after.ef_hundredths, reps_after=after.repetitions,
+                interval_after=after.interval, due_after=due, lapses_after=lapses,
+                leech_after=leech,
+            )
+            s.add(row)
+            s.flush()
+            self._inside_answer_transaction()
+        return ReviewResult(
+            review_id=row.id, question_id=question_id, mode=mode, quality=quality,
+            correct=bool(correct), day=day, before=before, after=after, due=due,
+            lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
+        )
+
+    def _inside_answer_transaction(self) -> None:
+        """Test seam: runs after the answer is written, before it commits."""
+
+    def undo(self, now: dt.datetime | None = None) -> UndoResult | None:
+        """Undo the latest answer of today's study day; call again to undo further.
+
+        Restores the card's schedule exactly as it was and deletes the log row. Returns None
+        when there is nothing left to undo today.
+        """
+        day = self.study_day(now)
+        with self._write() as s:
+            row = s.scalars(
+                select(ReviewRow).where(ReviewRow.study_day == day)
+                .order_by(ReviewRow.id.desc()).limit(1)
+            ).first()
+            if row is None:
+                return None
+            card = self._get(s, row.question_id)
+            card.ef, card.repetitions, card.interval = (
+                row.ef_before, row.reps_before, row.interval_before)
+            card.due, card.lapses, card.leech = row.due_before, row.lapses_before, row.leech_before
+            card.last_reviewed_ms = row.last_reviewed_ms_before
+            result = UndoResult(row.id, row.question_id, row.mode,  # type: ignore[arg-type]
+                                row.quality, _card(card))
+            s.delete(row)
+        return result
+
+    def history(self, question_id: str) -> list[Review]:
+        """Every logged answer for a question, oldest first."""
+        with self._read() as s:
+            self._get(s, question_id)
+            return [_review(r) for r in s.scalars(
+                select(ReviewRow).where(ReviewRow.question_id == question_id)
+                .order_by(ReviewRow.id))]
+
+    # ------------------------------------------------------------------------------- stats
+    def reviews_per_day(
+        self, days: int = 365, now: dt.datetime | None = None
+    ) -> dict[dt.date, int]:
+        """Answers (all modes) per study day over the last `days` days, oldest first (zeros
+        included), for a heatmap."""
+        today = self.study_day(now)
+        start = today - dt.timedelta(days=days - 1)
+        with self._read() as s:
+            counts = dict(s.execute(
+                select(ReviewRow.study_day, func.count())
+                .where(ReviewRow.study_day >= start, ReviewRow.study_day <= today)
+                .group_by(ReviewRow.study_day)
+            ).all())
+        return {start + dt.timedelta(days=i): counts.get(start + dt.timedelta(days=i), 0)
+                for i in range(days)}
+
+    def streak(self, now: dt.datetime | None = None) -> int:
+        """Consecutive study days with at least one answer, ending today (or yesterday, so an
+        unfinished today does not break it)."""
+        today = self.study_day(now)
+        with self._read() as s:
+            days = s.scalars(
+                select(ReviewRow.study_day).where(ReviewRow.study_day <= today).distinct()
+                .order_by(ReviewRow.study_day.desc())
+            )
+            expected = today
+            count = 0
+            for d in days:
+                if d == expected:
+                    count += 1
+                elif count == 0 and d == today - dt.timedelta(days=1):
+                    count, expected = 1, d
+                else:
+                    break
+                expected = d - dt.timedelta(days=1)
+        return count
+
+    def true_retention(self, days: int = 30, now: dt.datetime | None = None) -> Retention:
+        """Share of passes (grade >= 3) on mature cards (interval >= 21 d before the answer),
+        counting only the day's first answer, i.e. the scheduled review, over `days` days."""
+        today = self.study_day(now)
+        start = today - dt.timedelta(days=days - 1)
+        with self._read() as s:
+            total, passed = s.execute(
+                select(func.count(), func.coalesce(func.sum(ReviewRow.quality >= 3), 0))
+                .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
+                       ReviewRow.study_day >= start, ReviewRow.study_day <= today)
+            ).one()
+        return Retention(passed=int(passed), total=int(total))
+
+    def topic_accuracy(self) -> dict[str, TopicAccuracy]:
+        """Per topic: scheduled answers and how many were correct (re-drill/cram excluded)."""
+        with self._read() as s:
+            rows = s.execute(
+                select(CardRow.topic, func.count(), func.coalesce(func.sum(ReviewRow.correct), 0))
+                .join(CardRow, CardRow.question_id == ReviewRow.question_id)
+                .where(ReviewRow.mode == "review").group_by(CardRow.topic)
+                .order_by(CardRow.topic)
+            ).all()
+        return {t: TopicAccuracy(t, int(n), int(c)) for t, n, c in rows}
+
+    def forecast(self, days: int = 30, now: dt.datetime | None = None) -> dict[dt.date, int]:
+        """Due reviews per day for the next `days` days (overdue cards count on today)."""
+        today = self.study_day(now)
+        end = today + dt.timedelta(days=days - 1)
+        with self._read() as s:
+            rows = s.execute(
+                select(CardRow.due, func.count())
+                .where(CardRow.due.is_not(None), CardRow.due <= end, ~CardRow.suspended,
+                       ~CardRow.retired)
+                .group_by(CardRow.due)
+            ).all()
+        out = {today + dt.timedelta(days=i): 0 for i in range(days)}
+        for due, n in rows:
+            if due is not None:
+                out[max(due, today)] += n
+        return out
+
+    def ef_distribution(self) -> dict[Decimal, int]:
+        """Number of reviewed cards at each EF, lowest EF first."""
+        with self._read() as s:
+            rows = s.execute(
+                select(CardRow.ef, func.count()).where(CardRow.due.is_not(None), ~CardRow.retired)
+                .group_by(CardRow.ef).order_by(CardRow.ef)
+            ).all()
+        return {CardState(ef).ef: n for ef, n in rows}
+
+    def interval_distribution(self) -> dict[str, int]:
+        """Number of reviewed cards per interval bucket (1d, 2-6d, ..., 180d+)."""
+        with self._read() as s:
+            rows = s.execute(
+                select(CardRow.interval, func.count())
+                .where(CardRow.due.is_not(None), ~CardRow.retired).group_by(CardRow.interval)
+            ).all()
+        out = {label: 0 for label, _, _ in INTERVAL_BUCKETS}
+        for interval, n in rows:
+            for label, low, high in INTERVAL_BUCKETS:
+                if interval >= low and (high is None or interval <= high):
+                    out[label] += n
+        return out
+
+    # -------------------------------------------------------------------------- lab attempts
+    def record_lab_attempt(
+        self,
+        exercise: str,
+        level: int,
+        device: str,
+        passed: bool,
+        cases: list[dict[str, Any]],
+        metrics: dict[str, Any],
+        duration_s: float,
+        now: dt.datetime | None = None,
+    ) -> int:
+        """Store one graded lab run (per-case results and metrics as JSON); returns its id."""
+        if not isinstance(exercise, str) or not exercise:
+            raise ValueError("exercise must be a non-empty string")
+        if isinstance(level, bool) or not isinstance(level, int):
+            raise ValueError(f"level must be an int, got {level!r}")
+        if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+            raise ValueError("cases must be a list of dicts")
+        try:
+            cases_json = json.dumps(cases, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"cases must be JSON-serialisable: {exc}") from exc
+        metrics_json = _json_object(metrics, "metrics")
+        with self._write() as s:
+            row = LabAttemptRow(
+                uid=uuid.uuid4().hex, exercise=exercise, level=level, device=str(device),
+                passed=bool(passed), cases=cases_json, metrics=metrics_json or "{}",
+                duration_s=float(duration_s), created_ms=to_ms(now or utc_now()),
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def lab_attempts(self, exercise: str | None = None) -> list[LabAttempt]:
+        """Recorded lab attempts, oldest first, optionally for one exercise."""
+        query = select(LabAttemptRow).order_by(LabAttemptRow.id)
+        if exercise is not None:
+            query = query.where(LabAttemptRow.exercise == exercise)
+        with self._read() as s:
+            return [_lab_attempt(r) for r in s.scalars(query)]
+
+    # ----------------------------------------------------------------------- export/import
+    def export_history(self) -> dict[str, Any]:
+        """The whole review history (cards, answer log, lab attempts) as a JSON-ready dict."""
+        from scheduler.history import export_history
+
+        with self._read() as s:
+            return export_history(s)
+
+    def import_history(self, data: dict[str, Any]) -> ImportSummary:
+        """Merge an exported history; validated first, all-or-nothing, idempotent."""
+        from scheduler.history import import_history, validate
+
+        document = validate(data)
+        with self._write() as s:
+            return import_history(s, document)
+
+
+__all__ = ["Store", "StoreError"]

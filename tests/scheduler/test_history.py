@@ -1,0 +1,108 @@
+"""Export → import: a faithful round trip, idempotent, validated all-or-nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler.errors import HistoryFormatError
+from scheduler.store import Store
+from tests.scheduler.conftest import at, grade
+
+
+def _without_stamp(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "exported_at"}
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.sync_cards([("a", "kv"), ("b", "batching"), ("c", "kv")])
+    grade(store, "a", 5, at(1))
+    grade(store, "b", 2, at(1))
+    store.answer("b", 4, correct=True, answer_text="ok", response_ms=10,
+                  params={"n": [1, 2]}, now=at(1, 13), mode="redrill")
+    grade(store, "a", 4, at(2))
+    store.suspend("c")
+    store.record_lab_attempt("rope", 1, "cpu", True, [{"case": "x"}], {"err": 0.0}, 1.5)
+    return store
+
+
+def test_round_trip_into_an_empty_database(filled: Store, tmp_path: Path) -> None:
+    exported = filled.export_history()
+    text = json.dumps(exported)  # JSON-ready as is
+    with Store.open(tmp_path / "other.sqlite3") as other:
+        summary = other.import_history(json.loads(text))
+        assert (summary.cards_added, summary.reviews_added, summary.lab_attempts_added) == (
+            3, 4, 1)
+        assert _without_stamp(other.export_history()) == _without_stamp(exported)
+        assert other.card("a") == filled.card("a") and other.card("c").suspended
+        assert other.history("b") == filled.history("b")
+        assert other.lab_attempts()[0].cases == [{"case": "x"}]
+        again = other.import_history(json.loads(text))
+        assert (again.cards_added, again.cards_updated, again.reviews_added,
+                again.reviews_skipped, again.lab_attempts_added) == (0, 0, 0, 4, 0)
+        assert _without_stamp(other.export_history()) == _without_stamp(exported)
+
+
+def test_newer_reviews_win_and_local_progress_is_kept(filled: Store, tmp_path: Path) -> None:
+    with Store.open(tmp_path / "other.sqlite3") as other:
+        other.import_history(filled.export_history())
+        grade(other, "a", 5, at(8))  # progress on the other machine
+        newer = other.card("a")
+        summary = filled.import_history(other.export_history())
+        assert (summary.reviews_added, summary.cards_updated) == (1, 1)
+        assert filled.card("a").state == newer.state and filled.card("a").due == newer.due
+        # Importing the older file back does not roll the other machine back.
+        assert other.import_history(filled.export_history()).cards_updated == 0
+        assert other.card("a").state == newer.state
+
+
+def _break(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    broken = copy.deepcopy(doc)
+    target = broken
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return broken
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("format",), "anki", "format"),
+        (("version",), 99, "version"),
+        (("reviews", 1, "quality"), 6, r"reviews\[1\]\.quality"),
+        (("reviews", 0, "mode"), "later", r"reviews\[0\]\.mode"),
+        (("reviews", 2, "question_id"), "zzz", "has no entry in cards"),
+        (("reviews", 3, "before", "ef_hundredths"), 120, r"reviews\[3\]\.before\.ef"),
+        (("reviews", 3, "uid"), KeyError, r"reviews\[3\]\.uid: missing"),
+        (("cards", 0, "due"), "tomorrow", r"cards\[0\]\.due"),
+        (("cards", 1, "suspended"), "yes", r"cards\[1\]\.suspended"),
+        (("lab_attempts", 0, "cases"), {"a": 1}, r"lab_attempts\[0\]\.cases"),
+        (("reviews",), {}, "reviews: expected a list"),
+    ],
+)
+def test_invalid_files_are_refused_whole(
+    filled: Store, tmp_path: Path, path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    doc = filled.export_history()
+    with Store.open(tmp_path / "other.sqlite3") as other:
+        with pytest.raises(HistoryFormatError, match=message):
+            other.import_history(_break(doc, path, value))
+        assert other.cards() == [] and other.lab_attempts() == []  # nothing half-imported
+
+
+def test_duplicate_uids_are_refused(filled: Store) -> None:
+    doc = filled.export_history()
+    doc["reviews"][1]["uid"] = doc["reviews"][0]["uid"]
+    with pytest.raises(HistoryFormatError, match="duplicate uid"):
+        filled.import_history(doc)
+    with pytest.raises(HistoryFormatError, match="top level"):
+        filled.import_history([])  # type: ignore[arg-type]

@@ -1,0 +1,140 @@
+"""`dojo questions check|import|list`: validate, add and browse the question bank."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+
+@click.group("questions")
+def questions() -> None:
+    """The question bank: check files, import your own pack, list what is there."""
+
+
+@questions.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--draws", default=200, show_default=True, type=click.IntRange(1, 100_000),
+              help="Random draws per parameterised question (the extremes are always tried).")
+def check(paths: tuple[Path, ...], draws: int) -> None:
+    """Validate the built-in bank and your packs, or the given files/folders.
+
+    Every problem is printed as FILE:LINE:FIELD: message; the exit status is 1 if there is any.
+    """
+    from questions.bank import BUILTIN_DIR, builtin_files, expand, pack_files
+    from questions.validate import validate_files
+
+    if paths:
+        files = expand(paths)
+        context = builtin_files() + pack_files()
+    else:
+        files, context = builtin_files() + pack_files(), []
+    if not files:
+        click.echo("no question files to check" + ("" if paths else f" (in {BUILTIN_DIR})"))
+        return
+    report = validate_files(files, context=context, draws=draws, builtin_dir=BUILTIN_DIR)
+    for problem in report.problems:
+        click.echo(str(problem))
+    summary = (f"{len(files)} file(s): {len(report.questions)} valid question(s) in "
+               f"{len(report.topics)} topic(s)")
+    if report.problems:
+        click.echo(f"{summary}; {len(report.problems)} problem(s)", err=True)
+        raise SystemExit(1)
+    click.echo(f"{summary}; all checks passed")
+
+
+@questions.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Replace an imported pack of the same file name.")
+def import_(file: Path, replace: bool) -> None:
+    """Validate FILE (a topic file in the bank's format) and add it to your packs."""
+    from questions.bank import builtin_files, pack_files, packs_dir
+    from questions.validate import validate_files
+
+    if file.suffix != ".toml":
+        raise click.ClickException(f"{file}: a pack is a .toml file")
+    dest = packs_dir() / file.name
+    content = file.read_bytes()
+    if dest.exists():
+        if dest.read_bytes() == content:
+            click.echo(f"{file.name} is already imported, unchanged ({dest})")
+            return
+        if not replace:
+            raise click.ClickException(
+                f"a different pack named {file.name} is already imported ({dest}); "
+                "rename your file or pass --replace"
+            )
+    others = [p for p in pack_files() if p.name != file.name]
+    report = validate_files([file], context=builtin_files() + others)
+    for problem in report.problems:
+        click.echo(str(problem))
+    if report.problems:
+        raise click.ClickException(f"not imported: {len(report.problems)} problem(s) in {file}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=dest.parent, suffix=".part", delete=False) as tmp:
+        tmp.write(content)
+    os.replace(tmp.name, dest)  # atomic: a crash never leaves half a pack behind
+    topics = ", ".join(sorted(report.topics)) or "-"
+    click.echo(f"imported {len(report.questions)} question(s) (topic {topics}) into {dest}")
+
+
+@questions.command("show")
+@click.argument("question_id")
+@click.option("--seed", default=0, show_default=True, type=int, help="Which draw to show.")
+@click.option("--answer", "typed", default=None, help="Also grade this answer, as the app would.")
+def show(question_id: str, seed: int, typed: str | None) -> None:
+    """Render one question as a learner sees it (prompt, choices), then its answer."""
+    from questions.answers import check_answer
+    from questions.bank import load_bank
+    from questions.units import format_quantity
+
+    bank = load_bank()
+    question = bank.get(question_id)
+    if question is None:
+        raise click.ClickException(f"no question {question_id!r} (see `dojo questions list --ids`)")
+    inst = question.draw(seed)
+    click.echo(f"{question.id} [{question.topic}, {question.kind}, difficulty "
+               f"{question.difficulty}, seed {seed}]\n")
+    click.echo(inst.prompt)
+    for letter, choice in zip("ABCD", inst.choices, strict=False):
+        click.echo(f"  {letter}) {choice}")
+    if typed is not None:
+        outcome = check_answer(inst, typed)
+        if outcome.reask:
+            click.echo(f"\nre-ask: {outcome.message}")
+        else:
+            verdict = "correct" if outcome.correct else "incorrect"
+            click.echo(f"\n{verdict}: you gave {outcome.given_display}, expected "
+                       f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint
+                                                          else ""))
+    answer = (format_quantity(inst.answer, question.unit) if inst.answer is not None
+              else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}")
+    click.echo(f"\nanswer: {answer}\n\n{inst.explanation}")
+
+
+@questions.command("list")
+@click.option("--ids", is_flag=True, help="Also list every question id.")
+def list_(ids: bool) -> None:
+    """Print the bank by topic with question counts."""
+    from questions.bank import load_bank
+
+    bank = load_bank()
+    for topic_id in sorted(bank.topics):
+        topic = bank.topics[topic_id]
+        items = bank.by_topic(topic_id)
+        numeric = sum(q.kind == "numeric" for q in items)
+        drawn = sum(q.parameterised for q in items)
+        click.echo(f"{topic_id:<28} {len(items):>3} questions ({numeric} numeric, {drawn} "
+                   f"with drawn values)  {topic.title}")
+        if ids:
+            for q in items:
+                click.echo(f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
+                           f"L{q.lab.level}")
+    total_numeric = sum(q.kind == "numeric" for q in bank.questions)
+    click.echo(f"total: {len(bank.questions)} questions in {len(bank.topics)} topics "
+               f"({total_numeric} numeric)")
+    if bank.errors:
+        click.echo(f"{len(bank.errors)} problem(s) kept some questions out; run "
+                   "`dojo questions check` for details", err=True)

@@ -1,0 +1,190 @@
+"""Headless scheduler commands: `dojo due`, `stats`, `backup`, `export`, `import`.
+
+Only click and the standard library at top level; the scheduler is imported inside each
+command so `dojo --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from scheduler.store import Store
+
+
+def _open_store() -> Store:
+    from scheduler.errors import StoreError
+    from scheduler.store import Store
+
+    try:
+        return Store.open()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _sync_bank(store: Store) -> str | None:
+    """Bring cards in line with the question bank; returns a note if the bank is unavailable."""
+    try:
+        from questions.bank import load_bank
+    except ImportError:
+        return "question bank not available; showing the cards already in the database"
+    try:
+        bank = load_bank()
+    except Exception as exc:  # a broken bank must not hide the learner's schedule
+        return f"could not load the question bank ({exc}); showing the cards already known"
+    questions = [(q.id, q.topic) for q in bank.study_order()]
+    if not questions:  # an empty bank is a broken install, not a reason to retire every card
+        return "the question bank is empty; showing the cards already in the database"
+    store.sync_cards(questions, retire_missing=True)
+    return None
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the queue as JSON.")
+@click.option("--list/--no-list", "show_list", default=True, show_default=True,
+              help="List the question ids, not only the counts.")
+def due(as_json: bool, show_list: bool) -> None:
+    """Show what is due today: reviews, new cards and re-drill.
+
+    Reviews come oldest first, then new cards up to the daily new-card limit, then the
+    cards answered below 4 today that need re-drilling. The study day starts at the
+    rollover hour (default 4 AM local).
+    """
+    with _open_store() as store:
+        note = _sync_bank(store)
+        queue = store.today_queue()
+    if as_json:
+        items = [{"question_id": i.question_id, "topic": i.topic, "kind": i.kind,
+                  "due": None if i.due is None else i.due.isoformat()} for i in queue.items]
+        click.echo(json.dumps({"day": queue.day.isoformat(), "reviews": len(queue.reviews),
+                               "new": len(queue.new), "redrill": len(queue.redrill),
+                               "items": items}, indent=2))
+        return
+    if note:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
+               f"{len(queue.new)} new, {len(queue.redrill)} to re-drill.")
+    if not len(queue):
+        click.echo("Nothing due. Come back tomorrow.")
+    if show_list:
+        for item in queue.items:
+            since = f"  (due {item.due.isoformat()})" if item.due else ""
+            click.echo(f"  {item.kind:<8} {item.question_id}  [{item.topic}]{since}")
+
+
+@click.command()
+@click.option("--days", default=30, show_default=True, type=click.IntRange(1, 3650),
+              help="Window for activity, retention and forecast.")
+@click.option("--json", "as_json", is_flag=True, help="Print the stats as JSON.")
+def stats(days: int, as_json: bool) -> None:
+    """Show streak, answers per day, true retention, per-topic accuracy and forecast.
+
+    True retention counts the first answer of the day on mature cards (interval of at
+    least 21 days); per-topic accuracy counts scheduled answers only.
+    """
+    with _open_store() as store:
+        per_day = store.reviews_per_day(days)
+        streak = store.streak()
+        retention = store.true_retention(days)
+        topics = store.topic_accuracy()
+        forecast = store.forecast(days)
+        efs = store.ef_distribution()
+        intervals = store.interval_distribution()
+        cards = store.cards()
+    if as_json:
+        data: dict[str, Any] = {
+            "streak": streak,
+            "reviews_per_day": {d.isoformat(): n for d, n in per_day.items()},
+            "true_retention": {"passed": retention.passed, "total": retention.total,
+                               "rate": retention.rate},
+            "topic_accuracy": {t: {"answered": a.answered, "correct": a.correct,
+                                   "accuracy": a.accuracy} for t, a in topics.items()},
+            "forecast": {d.isoformat(): n for d, n in forecast.items()},
+            "ef_distribution": {str(ef): n for ef, n in efs.items()},
+            "interval_distribution": intervals,
+        }
+        click.echo(json.dumps(data, indent=2))
+        return
+    reviewed = sum(1 for c in cards if not c.is_new)
+    click.echo(f"Cards: {len(cards)} ({reviewed} reviewed, "
+               f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
+               "leeches)")
+    click.echo(f"Streak: {streak} day{'s' if streak != 1 else ''}")
+    click.echo(f"Answers in the last {days} days: {sum(per_day.values())} "
+               f"(today {list(per_day.values())[-1]})")
+    click.echo(f"True retention ({days} d, mature cards): {_pct(retention.rate)} "
+               f"of {retention.total}")
+    if topics:
+        click.echo("Accuracy by topic:")
+        for topic, acc in topics.items():
+            click.echo(f"  {topic or '(none)':<28} {_pct(acc.accuracy):>5} of {acc.answered}")
+    upcoming = list(forecast.items())[:7]
+    click.echo("Due next 7 days: " + ", ".join(f"{d.strftime('%a')} {n}" for d, n in upcoming))
+    if efs:
+        click.echo("EF: " + ", ".join(f"{ef}×{n}" for ef, n in efs.items()))
+    click.echo("Intervals: " + ", ".join(f"{k} {n}" for k, n in intervals.items()))
+
+
+@click.command()
+def backup() -> None:
+    """Make a backup of your database now (kept with the rolling daily backups)."""
+    with _open_store() as store:
+        path = store.backup()
+    click.echo(str(path))
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+def export(file: Path | None) -> None:
+    """Export cards, the answer log and lab attempts as JSON to FILE (default: stdout).
+
+    The file can be imported on another machine with `dojo import FILE`.
+    """
+    with _open_store() as store:
+        data = store.export_history()
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    if file is None or str(file) == "-":
+        sys.stdout.write(text)
+        return
+    tmp = file.with_name(file.name + ".partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(file)
+    click.echo(f"Exported {len(data['cards'])} cards, {len(data['reviews'])} answers and "
+               f"{len(data['lab_attempts'])} lab attempts to {file}", err=True)
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def import_(file: Path) -> None:
+    """Merge a history exported by `dojo export` (safe to run twice).
+
+    Answers already present are skipped; a card's schedule is taken from FILE only if FILE
+    saw a later review of it. An invalid file is refused as a whole. A backup of your
+    database is made first.
+    """
+    from scheduler.errors import HistoryFormatError
+
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.ClickException(
+            f"{file} is not a JSON file ({exc}); nothing was imported"
+        ) from exc
+    with _open_store() as store:
+        try:
+            store.backup()  # a merge is undoable only from a copy
+            summary = store.import_history(data)
+        except HistoryFormatError as exc:
+            raise click.ClickException(str(exc)) from exc
+    click.echo(f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
+               f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
+               f"updated, {summary.lab_attempts_added} lab attempts.")
