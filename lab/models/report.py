@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -44,10 +45,10 @@ def _held_out_ids(model_dir: Path, tokenizer: Any) -> Any:
         raise FileNotFoundError(
             f"held-out files not found under {root} (a different Python?): {missing[:3]}"
         )
+    texts = [(root / rel).read_text(encoding="utf-8", errors="replace") for rel in files]
     ids: list[int] = []
-    for rel in files:
-        text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
+    for file_ids in tokenizer(texts, add_special_tokens=False)["input_ids"]:
+        ids.extend(file_ids)
         ids.append(tokenizer.eos_token_id)
     return torch.tensor(ids, dtype=torch.long)
 
@@ -135,7 +136,7 @@ def greedy_alpha(
         t_arg = t_logits[:, gen_slice].argmax(-1)
         d_arg = d_logits[:, gen_slice].argmax(-1)
         if not torch.equal(t_arg, full[:, prompt_len:]):
-            # Only a numerical near-tie between the cached and the full pass can cause this.
+            # A near-tie between cached and full passes, or a suppressed EOS, can cause this.
             ties = int((t_arg != full[:, prompt_len:]).sum())
         accepted = int((d_arg == full[:, prompt_len:]).sum())
         total = int(full[:, prompt_len:].numel())
@@ -146,7 +147,7 @@ def greedy_alpha(
         "alpha_positions": total,
         "alpha_setup": f"{prompts} held-out prompts x {prompt_len} tokens, "
         f"{new_tokens} greedy target tokens each",
-        "cached_vs_full_argmax_mismatches": ties,
+        "generate_vs_forward_argmax_mismatches": ties,
         "target_margin_on_greedy_output": {
             "frac_below_1e-4": round(float((gen_margin < 1e-4).double().mean()), 6),
             "frac_below_1e-3": round(float((gen_margin < 1e-3).double().mean()), 6),
@@ -225,6 +226,7 @@ def measure(
     if timing:
         fig.update(step_cost(pair, ids))
     fig["torch"] = torch.__version__
+    fig["python"] = platform.python_version()
     return fig
 
 
