@@ -274,11 +274,11 @@ def cases(level: int, seed: int) -> list[Case]:
     if level == 4:
         return _level4_fixed() + _hidden_level4(seed)
     if level == 1:
-        out = _level1_fixed() + _hidden_probe(1, seed) + [_load_case(1, seed, 25.0)]
+        out = _level1_fixed() + _hidden_probe(1, seed) + [_load_case(1, seed, 35.0)]
     elif level == 2:
-        out = _level2_fixed() + _hidden_probe(2, seed) + [_load_case(2, seed, 25.0)]
+        out = _level2_fixed() + _hidden_probe(2, seed) + [_load_case(2, seed, 35.0)]
     elif level == 3:
-        out = _level3_fixed() + _hidden_probe(3, seed) + [_load_case(3, seed, 25.0)]
+        out = _level3_fixed() + _hidden_probe(3, seed) + [_load_case(3, seed, 35.0)]
     else:
         return []
     return out + _target_cases(level, seed)
