@@ -8,8 +8,11 @@ Shaped like nano-vllm, in four parts:
   finished rows are selected away, newcomers are appended as empty rows, and leading columns that
   no row uses are dropped;
 - the model runner (`_run_batch`): one forward per step over every running sequence. Decoding rows
-  feed their last token, newcomers their whole prompt (plus, after a preemption, the tokens they had
-  already produced), all left-padded to the same width, with per-row positions.
+  feed their last token, newcomers their prompt (plus, after a preemption, the tokens they had
+  already produced), all left-padded to the same width, with per-row positions. In continuous mode
+  prompts go in PREFILL_CHUNK tokens per step (chunked prefill), so the decode rows sharing the
+  call are padded to at most that width: on CPU this is what lets continuous batching beat static
+  batching on p95 latency near saturation, not only at moderate load.
 
 The wait clock is per request, from `submit` (Triton's rule): a request never waits longer than
 max_wait for a batch to start, however long it queued.
@@ -29,6 +32,7 @@ from typing import Any
 from lab.exercises.batch_engine.runtime import Finish, KVCache, Request, Token
 
 EventSink = Callable[[Token | Finish], None]
+PREFILL_CHUNK = 8
 
 
 @dataclass
@@ -40,11 +44,17 @@ class _Seq:
     cached: int = 0  # tokens of this sequence held in the KV cache
     done: bool = False
 
-    def feed(self) -> list[int]:
-        """Tokens the next forward must see: everything not yet cached."""
-        if self.cached == 0:
-            return [*self.req.prompt, *self.out]
-        return [self.out[-1]]
+    def feed(self, chunk: int | None = None) -> list[int]:
+        """Tokens the next forward must see: what is not cached yet, at most `chunk` of them."""
+        known = len(self.req.prompt) + len(self.out)
+        if self.cached == known - 1 and self.out:
+            return [self.out[-1]]
+        todo = [*self.req.prompt, *self.out][self.cached:]
+        return todo if chunk is None else todo[:chunk]
+
+    def prefilled_after(self, fed: int) -> bool:
+        """Whether feeding `fed` more tokens completes the prompt (so the logits are a token)."""
+        return self.cached + fed == len(self.req.prompt) + len(self.out)
 
     def finish_reason(self) -> str | None:
         last = self.out[-1]
@@ -92,6 +102,9 @@ class Engine:
         self.on_event = on_event
         self.continuous = continuous
         self.budget = kv_budget_tokens if continuous else None
+        # chunked prefill (continuous only): a newcomer's prompt enters PREFILL_CHUNK tokens per
+        # step, so the decode rows it shares the call with are padded to at most that width
+        self.chunk = PREFILL_CHUNK if continuous else None
         self.waiting: deque[_Seq] = deque()
         self.running: list[_Seq] = []  # in admission order = row order of the cache
         self.kv: KVCache | None = None
@@ -187,23 +200,24 @@ class Engine:
             self.running = [self.waiting.popleft() for _ in range(n)]
 
     def _admit_continuous(self, now: float) -> None:
-        held = sum(s.cached + 1 for s in self.running)  # after this step's decode
+        held = sum(s.cached + len(s.feed(self.chunk)) for s in self.running)  # after this step
         if self.budget is not None:
             while held > self.budget and len(self.running) > 1:
-                held -= self._preempt_newest() + 1
+                held -= self._preempt_newest()
         if not self.running and not self._due(now):
             return
         while self.waiting and len(self.running) < self.max_batch_size:
-            need = len(self.waiting[0].feed())
+            need = len(self.waiting[0].feed(self.chunk))
             if self.budget is not None and held + need > self.budget:
                 break  # FIFO: nobody overtakes the head of the queue
             self.running.append(self.waiting.popleft())
             held += need
 
     def _preempt_newest(self) -> int:
-        """Free the newest running sequence's KV and requeue it first; returns tokens freed."""
+        """Free the newest running sequence's KV and requeue it first; returns the tokens it
+        would have held after this step."""
         seq = self.running.pop()
-        freed = seq.cached
+        freed = seq.cached + len(seq.feed(self.chunk))
         seq.cached = 0
         self.waiting.appendleft(seq)
         keep = list(range(len(self.running)))
@@ -224,7 +238,7 @@ class Engine:
             self.kv = self.kv.add_rows(len(rows) - old)
             pad = self.mask.new_zeros((len(rows) - old, self.mask.shape[1]))
             self.mask = torch.cat([self.mask, pad], 0)
-        feeds = [s.feed() for s in rows]
+        feeds = [s.feed(self.chunk) for s in rows]
         width = max(len(f) for f in feeds)
         pad_id = self.model.pad_id
         ids, new_mask, pos = [], [], []
@@ -246,6 +260,10 @@ class Engine:
         tokens = logits.argmax(-1).tolist()
         keep: list[int] = []
         for i, (seq, feed, tok) in enumerate(zip(rows, feeds, tokens, strict=True)):
+            if not seq.prefilled_after(len(feed)):
+                seq.cached += len(feed)  # a chunk of a long prompt: no token yet
+                keep.append(i)
+                continue
             seq.cached += len(feed)
             seq.out.append(int(tok))
             self.on_event(Token(seq.rid, int(tok)))
