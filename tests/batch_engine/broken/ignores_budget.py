@@ -1,0 +1,9 @@
+"""Broken: admits and grows without looking at the KV budget."""
+
+from _base import mutate
+
+Engine = mutate(
+    "ignores_budget",
+    ("held + need > self.budget", "False"),
+    ("while held > self.budget and len(self.running) > 1", "while False"),
+).Engine

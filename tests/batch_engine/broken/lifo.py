@@ -1,0 +1,9 @@
+"""Broken: takes the newest queued requests first (a stack, not a queue)."""
+
+from _base import mutate
+
+Engine = mutate(
+    "lifo",
+    ("self.running = [self.waiting.popleft() for _ in range(n)]",
+     "self.running = [self.waiting.pop() for _ in range(n)]"),
+).Engine

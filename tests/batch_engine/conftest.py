@@ -1,0 +1,64 @@
+"""batch-engine tests: paths, one torch thread, and an in-process grader for the probe cases.
+
+`grade_in_process` runs the exercise's own `run`/`check` on a level's cases without the sandbox
+(a subprocess per grading run costs a model load); the platform path is covered end to end by
+test_grading.py for the reference, the stub and a few broken engines.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+HERE = Path(__file__).resolve().parent
+BROKEN = HERE / "broken"
+
+
+def load_solution(path: Path) -> ModuleType:
+    """Import a solution file the way the sandbox does (its folder on sys.path)."""
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"_solution_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = False,
+                     ) -> list[tuple[str, str]]:
+    """(case id, message) for every failed case of `level` (target-model cases only if asked),
+    the level's gate included."""
+    import torch
+
+    from lab.exercises import get
+    from lab.exercises.batch_engine import grading
+    from lab.grader.api import RunContext
+    from lab.grader.runner import check_gate
+
+    gate = get("batch-engine").level(level).gate
+    torch.set_num_threads(1)
+    reference = importlib.import_module(grading.REFERENCE)
+    solution = load_solution(path)
+    ctx = RunContext(device="cpu", seed=seed)
+    failures = []
+    for case in grading.cases(level, seed):
+        if case.params["model"] == "target" and not target:
+            continue
+        expected = grading.run(reference, case, ctx)
+        try:
+            got = grading.run(solution, case, ctx)
+        except Exception as exc:  # the learner's exception is a failed case too
+            failures.append((case.id, f"{type(exc).__name__}: {exc}"))
+            continue
+        verdict = grading.check(case, got, expected)
+        missed = check_gate(gate, verdict.metrics) if verdict.passed else ""
+        if not verdict.passed or missed:
+            failures.append((case.id, verdict.message or f"gate: {missed}"))
+    return failures

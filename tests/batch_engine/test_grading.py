@@ -1,0 +1,125 @@
+"""batch-engine has teeth: the reference passes every level through the real sandbox, the stub
+fails as not implemented, and each deliberately broken engine fails its level with a message
+that names the mistake."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
+from tests.batch_engine.conftest import BROKEN, grade_in_process, load_solution
+
+
+@pytest.mark.slow
+def test_reference_passes_every_level(tmp_path: Path) -> None:
+    run = assert_passes("batch-engine", reference_as_solution("batch-engine", tmp_path), seed=7,
+                        timing_repeats=1)
+    summaries = [e for e in run.events if e["event"] == "level_summary"]
+    assert [s["level"] for s in summaries] == [1, 2, 3, 4]
+    load = [e for e in run.events if e["event"] == "case_passed"
+            and e["case"].startswith("load-poisson") and e["level"] == 2]
+    assert load and load[0]["metrics"]["p95_ratio"] == pytest.approx(1.0)
+
+
+def test_stub_fails_as_not_implemented() -> None:
+    from lab.exercises import get
+
+    run = assert_fails("batch-engine", get("batch-engine").stub_path, 1,
+                       match=r"not implemented yet \(stub.py:\d+, in submit\)",
+                       kind="not_implemented")
+    assert {f["kind"] for f in run.failures} == {"not_implemented"}
+
+
+@pytest.mark.slow
+def test_missing_mask_fails_through_the_sandbox() -> None:
+    assert_fails("batch-engine", BROKEN / "missing_mask.py", 1,
+                 match=r"attention_mask is None for a batch of \d+ rows", kind="wrong")
+
+
+BROKEN_CASES = [
+    ("right_padding", 1, r"padding to the right of a real token .* pad on the left"),
+    ("missing_mask", 1, r"attention_mask is None for a batch of \d+ rows"),
+    ("positions_not_per_row", 1, r"position_ids \[.*\] for its new tokens, expected \[.*\] — "
+                                 r"positions count each row's own real tokens"),
+    ("over_cap", 1, r"ran 5 rows, over max_batch_size 4"),
+    ("no_real_wait", 1, r"lone request submitted at t=0\.010 s was dispatched at t=0\.010 s, "
+                        r"before max_wait"),
+    ("waits_past_max_wait", 1, r"lone request submitted at t=0\.010 s was dispatched at "
+                               r"t=0\.110 s, 50 ms after its max_wait"),
+    ("lifo", 1, r"the first batch should be requests \[0, 1, 2, 3\] in arrival order, got "
+                r"\[4, 3, 2, 1\] \(FIFO"),
+    ("drops_final_token", 1, r"stop after \d+ of the expected \d+: the final token \[\d+\] was "
+                             r"never streamed"),
+    ("double_finish", 1, r"second finish event \(sent again by shutdown\(\)\): 'length' then "
+                         r"'abort'"),
+    ("stale_kv_refill", 2, r"stale KV: a refilled slot must mask out its previous occupant"),
+    ("static_when_continuous", 2, r"ran 1 of 2 rows while request\(s\) \[2, 3\] were queued — "
+                                  r"in continuous batching a free slot is refilled"),
+    ("ignores_budget", 3, r"leaves \d+ KV tokens in the cache, over the budget of 60"),
+    ("preempt_loses_tokens", 3, r"the stream repeats its first \d+ tokens: a preempted request "
+                                r"was restarted from its prompt alone"),
+    ("poison_fails_batch", 4, r"step\(\) raised RuntimeError: poisoned input .* one poison "
+                              r"request must fail alone"),
+    ("cancel_keeps_running", 4, r"request 1 streamed token \d+ after its finish event "
+                                r"\('abort'\)"),
+]
+
+
+@pytest.mark.parametrize(("broken", "level", "match"), BROKEN_CASES,
+                         ids=[b[0] for b in BROKEN_CASES])
+def test_broken_engine_is_caught(broken: str, level: int, match: str) -> None:
+    failures = grade_in_process(BROKEN / f"{broken}.py", level)
+    assert failures, f"{broken} passed level {level}"
+    pattern = re.compile(match)
+    assert any(pattern.search(msg) for _, msg in failures), (
+        f"no failure of {broken} matches {match!r}:\n"
+        + "\n".join(f"  {cid}: {msg[:300]}" for cid, msg in failures[:6]))
+
+
+@pytest.mark.parametrize(("broken", "level"), [("lifo", 2), ("over_cap", 2),
+                                              ("preempt_loses_tokens", 1),
+                                              ("poison_fails_batch", 2)])
+def test_a_bug_does_not_break_what_it_does_not_touch(broken: str, level: int) -> None:
+    """Static-path bugs leave continuous batching intact, a preemption or poison bug leaves the
+    earlier levels intact: failures point at the level that owns the mistake."""
+    assert grade_in_process(BROKEN / f"{broken}.py", level) == []
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_static_engine_misses_the_level_two_latency_gate(seed: int) -> None:
+    """Run to completion under the level 2 Poisson trace: p95 end-to-end above 1.5x."""
+    import importlib
+
+    from lab.exercises.batch_engine import grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(2, seed) if c.id.startswith("load-poisson"))
+    ctx = RunContext(device="cpu", seed=seed)
+    reference = importlib.import_module(grading.REFERENCE)
+    expected = grading.run(reference, case, ctx)
+    static = load_solution(BROKEN / "static_when_continuous.py")
+    verdict = grading.check(case, grading.run(static, case, ctx), expected)
+    assert verdict.metrics["p95_ratio"] > 1.5
+    assert grading.check(case, expected, expected).metrics["p95_ratio"] == pytest.approx(1.0)
+
+
+def test_hidden_cases_differ_between_seeds_and_replay_exactly() -> None:
+    from lab.exercises.batch_engine import grading
+
+    for level in (1, 2, 3, 4):
+        assert grading.cases(level, 5) == grading.cases(level, 5)
+        hidden = [c for c in grading.cases(level, 5) if c.id.startswith("hidden")]
+        other = [c for c in grading.cases(level, 6) if c.id.startswith("hidden")]
+        assert len(hidden) >= 2 and hidden != other
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_a_slot_reusing_engine_passes_too(level: int) -> None:
+    """Another correct design (cache rows reused in place, the freed row's mask zeroed) passes:
+    the checks grade behaviour, not the reference's bookkeeping."""
+    from tests.batch_engine.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "slot_engine.py", level, seed=11) == []
