@@ -49,6 +49,18 @@ def _residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(mass > 0, res, p)
 
 
+def _categorical(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF draw per row of unnormalised `weights` [..., V] with uniforms `u` [...].
+
+    Exact, and much cheaper than torch.multinomial on small inputs; zero-weight ids are never
+    returned (the CDF does not rise over them and the search is strict).
+    """
+    cdf = weights.double().cumsum(dim=-1)
+    target = (u.double() * cdf[..., -1]).unsqueeze(-1)
+    idx = torch.searchsorted(cdf, target, right=True).squeeze(-1)
+    return idx.clamp_max(weights.shape[-1] - 1)
+
+
 def verify_sampling(
     draft_tokens: list[int],
     draft_probs: torch.Tensor,
@@ -59,14 +71,31 @@ def verify_sampling(
 
     Accept x_i with probability min(1, p_i(x_i) / q_i(x_i)); at the first rejection emit a token
     from norm(max(0, p_i - q_i)); if all k are accepted emit a bonus token from p_{k+1}.
+    Uses k + 1 uniforms from `generator`: one coin per drafted token, one for the last token.
     """
-    out = verify_batch(
-        torch.as_tensor(list(draft_tokens), dtype=torch.long).reshape(1, -1),
-        draft_probs.reshape(1, len(draft_tokens), target_probs.shape[-1]),
-        target_probs.unsqueeze(0),
-        generator,
-    )
-    return out[0]
+    k = len(draft_tokens)
+    if target_probs.shape[0] != k + 1 or draft_probs.shape[0] != k:
+        raise ValueError(
+            f"k = {k} drafted tokens need draft_probs [k, V] and target_probs [k+1, V]; got "
+            f"{tuple(draft_probs.shape)} and {tuple(target_probs.shape)}"
+        )
+    u = torch.rand(k + 1, generator=generator, dtype=torch.float64, device=generator.device)
+    n = k
+    if k:
+        pos = torch.arange(k)
+        x = torch.as_tensor(draft_tokens, dtype=torch.long)
+        p_x = target_probs.cpu()[pos, x].double()
+        q_x = draft_probs.cpu()[pos, x].double()
+        # u < p/q written without a division: q = 0 cannot be drafted, p = 0 is never accepted.
+        rejected = (u[:k].cpu() * q_x >= p_x).nonzero()
+        if len(rejected):
+            n = int(rejected[0])
+    if n < k:
+        dist = _residual(target_probs[n], draft_probs[n])
+    else:
+        dist = target_probs[k]
+    last = int(_categorical(dist.cpu(), u[k].cpu()))
+    return [int(t) for t in draft_tokens[:n]] + [last]
 
 
 def verify_batch(
@@ -77,7 +106,8 @@ def verify_batch(
 ) -> list[list[int]]:
     """`verify_sampling` for B rows at once; each row's law is its solo law.
 
-    One uniform per drafted token and one categorical draw per row, all from `generator`.
+    One uniform per drafted token plus one for the last token of each row, all from `generator`;
+    no Python loop over the batch or the vocabulary except to build the returned lists.
     """
     b, k = draft_tokens.shape
     v = target_probs.shape[-1]
@@ -90,19 +120,19 @@ def verify_batch(
     dev = target_probs.device
     x = draft_tokens.to(dev, torch.long)
     rows = torch.arange(b, device=dev)
+    u = torch.rand(b, k + 1, generator=generator, dtype=torch.float64, device=generator.device)
+    u = u.to(dev)
     if k:
-        p_x = target_probs[:, :k].gather(-1, x.unsqueeze(-1)).squeeze(-1)
-        q_x = draft_probs.gather(-1, x.unsqueeze(-1)).squeeze(-1)
-        u = torch.rand(b, k, generator=generator, dtype=p_x.dtype, device=generator.device).to(dev)
-        # u < p/q written without a division: q = 0 cannot be drafted, p = 0 is never accepted.
-        accepted = u * q_x < p_x
+        p_x = target_probs[:, :k].gather(-1, x.unsqueeze(-1)).squeeze(-1).double()
+        q_x = draft_probs.gather(-1, x.unsqueeze(-1)).squeeze(-1).double()
+        accepted = u[:, :k] * q_x < p_x
         n = accepted.long().cumprod(dim=1).sum(dim=1)
         q_pad = torch.cat([draft_probs, draft_probs.new_zeros(b, 1, v)], dim=1)
-        dist = _residual(target_probs[rows, n], q_pad[rows, n])  # n == k: residual of p - 0 = p
+        dist = _residual(target_probs[rows, n], q_pad[rows, n])  # n == k: p_{k+1} - 0 = p_{k+1}
     else:
         n = torch.zeros(b, dtype=torch.long, device=dev)
         dist = target_probs[:, 0]
-    last = torch.multinomial(dist.to(generator.device), 1, generator=generator).squeeze(1)
+    last = _categorical(dist, u[:, k])
     drafted: list[list[int]] = x.tolist()
     counts: list[int] = n.tolist()
     lasts: list[int] = last.tolist()
@@ -157,7 +187,7 @@ def speculative_generate(
             if sampling:
                 assert generator is not None
                 q = torch.softmax(logits.float().cpu() / temperature, dim=-1)
-                x = int(torch.multinomial(q, 1, generator=generator))
+                x = int(_categorical(q, torch.rand((), generator=generator, dtype=torch.float64)))
                 qs.append(q)
             else:
                 x = int(logits.argmax())
