@@ -434,6 +434,9 @@ def _draws(tq: torch.Tensor, n: int, seed: int) -> torch.Tensor:
                         for i in range(k)], dim=1)
 
 
+NO_BONUS = "the block is exactly the k drafted tokens with no target token after them"
+
+
 def _structure(out: Any, draft: list[int], tp: list[list[float]], tq: list[list[float]]) -> str:
     """'' when a block is well formed, else what is wrong with it (checked before statistics)."""
     k, v = len(draft), len(tp[0])
@@ -454,12 +457,17 @@ def _structure(out: Any, draft: list[int], tp: list[list[float]], tq: list[list[
             return (f"accepted drafted token {draft[i]} at position {i} although the target gives "
                     f"it p = 0 (accept with probability min(1, p/q))")
     if m == len(out):
-        if m == k:
-            return (f"all {k} drafted tokens were accepted but no bonus token followed "
-                    f"(bonus token dropped: sample one more from p_{{k+1}}, the last row)")
-        return (f"the block ended with the drafted token {draft[m - 1]} at position {m - 1} and "
-                f"no correction: after a rejection emit a token from norm(max(0, p - q)); after "
-                f"all k are accepted, a bonus token")
+        x = draft[m - 1]
+        if m == k:  # ambiguous alone; check() decides from the other blocks (see NO_BONUS)
+            return NO_BONUS
+        if tp[m - 1][x] >= tq[m - 1][x]:
+            return (f"drafted token {x} at position {m - 1} has p = {tp[m - 1][x]:.3f} >= q = "
+                    f"{tq[m - 1][x]:.3f}, so min(1, p/q) = 1 and it must be accepted; the block "
+                    f"ended on it with no correction after it (p or q read at the wrong "
+                    f"position?)")
+        return (f"the rejected drafted token {x} at position {m - 1} was emitted as its own "
+                f"correction, but norm(max(0, p - q)) is 0 there (p = {tp[m - 1][x]:.3f} < q = "
+                f"{tq[m - 1][x]:.3f}); after a rejection sample from the residual")
     if len(out) > m + 1:
         extra = len(out) - m - 1
         where = "the bonus token" if m == k else f"the correction at position {m}"
@@ -577,6 +585,8 @@ def _run_l3(solution: ModuleType, p: dict[str, Any]) -> object:
     for bi, (row, d, j) in enumerate(zip(out, drafts, which, strict=True)):
         msg = _structure(row, d, *tables[j])
         if msg:
+            msg += (" [in a batch each row stops at its own first rejection: a cumulative "
+                    "product of the accept mask along k, per row]")
             nbad += 1
             if len(violations) < 3:
                 violations.append(f"row {bi} (table {j}), draft {d}: {msg}")
@@ -802,8 +812,20 @@ def _check_sampling(case: Case, got: Any) -> Verdict:
     if "error" in got:
         return Verdict(False, got["error"])
     if got["n_violations"]:
-        return Verdict(False, f"{got['n_violations']} malformed block(s), e.g. "
-                              + " | ".join(got["violations"]))
+        examples = " | ".join(got["violations"])
+        counts_list = [got["counts"]] if kind == "law" else got["counts"]
+        full = any(len(key) == int((p if kind == "law" else p["rows"][j])["k"]) + 1
+                   for j, c in enumerate(counts_list) for key in c)
+        head = f"{got['n_violations']} malformed block(s)"
+        if NO_BONUS in examples and all(NO_BONUS in v for v in got["violations"]):
+            head = (("blocks that are exactly the k drafted tokens appear while other blocks "
+                     "do end with a bonus: a drafted token a correct test accepts (p >= q) was "
+                     "rejected and re-drawn as its own correction (q or p read at the wrong "
+                     "position?)") if full else
+                    ("all k drafted tokens accepted and no bonus token followed (bonus token "
+                     "dropped: sample one more from p_{k+1}, the last row of target_probs)"))
+        msg = f"{head}; e.g. {examples}"
+        return Verdict(False, msg)
     tables = [p] if kind == "law" else p["rows"]
     counts = [got["counts"]] if kind == "law" else got["counts"]
     metrics: dict[str, float] = {}
@@ -992,11 +1014,11 @@ def _metrics(got: dict[str, Any]) -> dict[str, float]:
 
 def _metrics_note(m: dict[str, float], k: int) -> str:
     if "alpha" not in m:
-        return f"τ = {m["tau"]:.2f} tokens per target pass (k = {k})"
+        return f"τ = {m['tau']:.2f} tokens per target pass (k = {k})"
     a = m["alpha"]
     formula = (k + 1.0) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
     m["tau_formula"] = formula
-    note = (f"α̂ = {a:.2f}, τ = {m["tau"]:.2f} tokens per target pass vs formula "
+    note = (f"α̂ = {a:.2f}, τ = {m['tau']:.2f} tokens per target pass vs formula "
             f"(1 − α^(k+1))/(1 − α) = {formula:.2f} (k = {k}); "
             f"{m['target_passes_per_token']:.2f} target passes per token")
     if "speedup_vs_plain" in m:
