@@ -420,8 +420,11 @@ def _tensors(p: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _as_tables(p: dict[str, Any]) -> tuple[list[list[float]], list[list[float]]]:
-    tp, tq = _tensors(p)
-    return tp.double().tolist(), tq.double().tolist()
+    tp, tq = _tensors(p)  # the fp32 values the solution sees, renormalised exactly in fp64
+    tp64, tq64 = tp.double(), tq.double()
+    tp64 = tp64 / tp64.sum(-1, keepdim=True)
+    tq64 = tq64 / tq64.sum(-1, keepdim=True).clamp_min(1e-300)
+    return tp64.tolist(), tq64.tolist()
 
 
 def _draws(tq: torch.Tensor, n: int, seed: int) -> torch.Tensor:
