@@ -1,0 +1,1 @@
+"""The `kv-bytes` exercise: KV-cache bytes per token, then capacity planning."""

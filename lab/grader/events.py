@@ -1,0 +1,78 @@
+"""The grader's event stream: `dojo lab grade --json` prints one JSON object per line.
+
+The TUI and the CLI's human report consume the same events, in this order::
+
+    run_started   {exercise, title, solution, device, device_note, seed, levels: [{number, title,
+                   gate}], replay}
+    -- per level, per case --
+    case_started  {level, case, description, size, required, timed, params}
+    metrics       {level, case, metrics: {median_ratio, p95_ratio, learner_median_ms,
+                   reference_median_ms, learner_p95_ms, reference_p95_ms, samples}}
+                  (only for timed cases; sent before the case's verdict)
+    case_passed   {level, case, required, duration_s, metrics, output}
+    case_failed   {level, case, required, duration_s, metrics, output, kind, message, traceback,
+                   params, size, expected, got, seed, replay}
+    -- per level --
+    level_summary {level, title, passed, cases, passed_cases, failed_required, failed_optional,
+                   smallest_failure: {case, size, kind, message, params} | null, metrics
+                   (worst median_ratio/p95_ratio over the timed cases), case_metrics
+                   ({case id: metrics} for cases with timing or Verdict metrics), duration_s}
+    summary       {exercise, device, seed, passed, levels: {"1": true, ...}, duration_s, replay,
+                   stored, store_error}   (stored: written to the lab attempts table; else
+                   store_error says why — grading itself never fails for storage)
+
+`kind` of a failure: wrong (the answer is wrong), exception, not_implemented, exit (sys.exit),
+memory, timeout, crash (segfault, os._exit), forbidden_import (lab.reference), gate (a speed
+bound in exercise.toml was missed), run_timeout (the run's wall-clock budget ran out before this
+case), skipped (not run: the learner's code already timed out/crashed/ran out of memory 3
+times in this run), grader_error (the reference or the grading spec itself failed: a platform bug).
+`expected`/`got` are short reprs (strings); `output` is the learner's captured stdout+stderr for
+that case, trimmed to its tail. Every value is JSON-native; unknown keys may be added later, so
+consumers should ignore keys they do not know.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+EVENT_TYPES = (
+    "run_started",
+    "case_started",
+    "metrics",
+    "case_passed",
+    "case_failed",
+    "level_summary",
+    "summary",
+)
+FAILURE_KINDS = (
+    "wrong",
+    "exception",
+    "not_implemented",
+    "exit",
+    "memory",
+    "timeout",
+    "crash",
+    "forbidden_import",
+    "gate",
+    "run_timeout",
+    "skipped",
+    "grader_error",
+    "protocol",
+)
+REPR_LIMIT = 400
+
+
+def short_repr(value: object, limit: int = REPR_LIMIT) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def make(event: str, **fields: Any) -> dict[str, Any]:
+    assert event in EVENT_TYPES, event
+    return {"event": event, **fields}
+
+
+def to_json(event: dict[str, Any]) -> str:
+    """One line of JSON; anything not JSON-native is stringified rather than crashing."""
+    return json.dumps(event, default=str, ensure_ascii=False)

@@ -1,0 +1,278 @@
+"""The grader's handle on a sandbox child: spawn, request with deadline, watch memory, kill.
+
+The child's stdout and stderr go to a temporary file so the learner's prints are captured (and
+shown trimmed) without ever touching the grader's own output or the frame pipe. Memory is capped
+by polling the child's resident set size from /proc (RLIMIT_AS breaks torch's address-space
+reservations) and, on CPU, backed by RLIMIT_DATA set inside the child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.grader import protocol
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OUTPUT_LIMIT_CHARS = 2000
+OUTPUT_LIMIT_LINES = 25
+DATA_LIMIT_SLACK_MB = 512
+
+
+@dataclass
+class Outcome:
+    """What one request produced: a value, or a failure `kind` with a message for the learner.
+
+    kinds: exception, not_implemented, exit, memory, timeout, crash, forbidden_import, protocol.
+    """
+
+    ok: bool
+    value: Any = None
+    kind: str = ""
+    message: str = ""
+    traceback: str = ""
+    output: str = ""
+    duration_s: float = 0.0
+    durations: list[float] = field(default_factory=list)
+
+    @property
+    def child_lost(self) -> bool:
+        """The child was killed or died: the next request needs a fresh one."""
+        return self.kind in ("timeout", "memory", "crash", "protocol")
+
+
+class MemoryExceeded(Exception):
+    def __init__(self, rss_mb: float) -> None:
+        super().__init__(f"{rss_mb:.0f} MiB")
+        self.rss_mb = rss_mb
+
+
+def trim_output(text: str) -> str:
+    """Keep the tail of the learner's output: the last lines are the ones that explain a crash."""
+    if not text:
+        return ""
+    lines = text.splitlines()
+    dropped = 0
+    if len(lines) > OUTPUT_LIMIT_LINES:
+        dropped = len(lines) - OUTPUT_LIMIT_LINES
+        lines = lines[-OUTPUT_LIMIT_LINES:]
+    out = "\n".join(lines)
+    if len(out) > OUTPUT_LIMIT_CHARS:
+        out = "…" + out[-OUTPUT_LIMIT_CHARS:]
+    if dropped:
+        out = f"… ({dropped} earlier lines not shown)\n" + out
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process in MiB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "the process stopped answering"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        extra = {
+            "SIGSEGV": "segmentation fault",
+            "SIGBUS": "bus error",
+            "SIGABRT": "abort",
+            "SIGKILL": "killed — out of memory?",
+            "SIGFPE": "arithmetic fault",
+        }.get(name, "")
+        return f"your code crashed the process ({name}{', ' + extra if extra else ''})"
+    return (
+        f"the process exited with status {returncode} without answering "
+        "(os._exit or a native abort?) — return a value instead of exiting"
+    )
+
+
+class Sandbox:
+    """One child at a time; `restart()` gives a fresh one after a kill or crash."""
+
+    def __init__(
+        self,
+        *,
+        solution: Path,
+        grading_module: str,
+        module_name: str,
+        memory_mb: int,
+        torch_threads: int | None = None,
+        data_limit: bool = True,
+        load_timeout_s: float = 60.0,
+    ) -> None:
+        self.solution = solution.resolve()
+        self.grading_module = grading_module
+        self.module_name = module_name
+        self.memory_mb = memory_mb
+        self.torch_threads = torch_threads
+        self.data_limit = data_limit
+        self.load_timeout_s = load_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reader: protocol.Reader | None = None
+        self.wfd = -1
+        self.capture: Any = None
+        self.peak_rss_mb = 0.0
+        self.spawned = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> Outcome:
+        """Spawn a child and load the learner's module into it."""
+        self.close()
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        self.capture = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
+        env["TRANSFORMERS_OFFLINE"] = "1"
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]
+        )
+        cmd = [  # -P: the learner's folder (the cwd) must not shadow real modules
+            sys.executable, "-P", "-m", "lab.grader.sandbox",
+            "--rfd", str(to_child_r), "--wfd", str(from_child_w),
+        ]
+        if self.data_limit:
+            cmd += ["--data-limit-mb", str(self.memory_mb + DATA_LIMIT_SLACK_MB)]
+        try:
+            self.proc = subprocess.Popen(
+                cmd,
+                pass_fds=(to_child_r, from_child_w),
+                stdin=subprocess.DEVNULL,
+                stdout=self.capture,
+                stderr=subprocess.STDOUT,
+                cwd=str(self.solution.parent),
+                env=env,
+                start_new_session=True,  # so a kill reaches anything the learner spawned
+            )
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self.spawned += 1
+        self.wfd = to_child_w
+        self.reader = protocol.Reader(from_child_r)
+        return self.request(
+            {
+                "op": "load",
+                "solution": str(self.solution),
+                "grading": self.grading_module,
+                "module_name": self.module_name,
+                "torch_threads": self.torch_threads,
+            },
+            self.load_timeout_s,
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        """Ask the child to exit, then make sure it did; release the pipes and capture file."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    protocol.send(self.wfd, {"op": "exit"})
+                    self.proc.wait(timeout=2)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            self.kill()
+            self.proc = None
+        if self.reader is not None:
+            os.close(self.reader.fd)
+            self.reader = None
+        if self.wfd >= 0:
+            os.close(self.wfd)
+            self.wfd = -1
+        if self.capture is not None:
+            self.capture.close()
+            self.capture = None
+
+    # -- requests --------------------------------------------------------------------------
+    def _check_memory(self) -> None:
+        assert self.proc is not None
+        rss = rss_mb(self.proc.pid)
+        self.peak_rss_mb = max(self.peak_rss_mb, rss)
+        if rss > self.memory_mb:
+            raise MemoryExceeded(rss)
+
+    def _output_since(self, offset: int) -> str:
+        self.capture.seek(offset)
+        data: bytes = self.capture.read()
+        self.capture.seek(0, os.SEEK_END)
+        return trim_output(data.decode("utf-8", errors="replace"))
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> Outcome:
+        assert self.proc is not None and self.reader is not None
+        self.capture.seek(0, os.SEEK_END)
+        offset = self.capture.tell()
+        deadline = time.monotonic() + timeout_s
+        try:
+            protocol.send(self.wfd, msg)
+            reply = self.reader.recv(deadline, poll=self._check_memory)
+        except protocol.ChannelTimeout:
+            self.kill()
+            outcome = Outcome(
+                False, kind="timeout",
+                message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)",
+            )
+        except MemoryExceeded as exc:
+            self.kill()
+            outcome = Outcome(
+                False, kind="memory",
+                message=f"used {exc.rss_mb:.0f} MiB, over the sandbox memory cap of "
+                f"{self.memory_mb} MiB — runaway allocation? (stopped)",
+            )
+        except (protocol.ChannelClosed, BrokenPipeError):
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            outcome = Outcome(False, kind="crash", message=describe_exit(self.proc.returncode))
+        except protocol.FrameError as exc:
+            self.kill()
+            outcome = Outcome(
+                False, kind="protocol",
+                message=f"the sandbox sent garbage on its result pipe ({exc}) — "
+                "did your code write to file descriptors it does not own?",
+            )
+        else:
+            outcome = Outcome(
+                bool(reply.get("ok")),
+                value=reply.get("value"),
+                kind=str(reply.get("kind", "")),
+                message=str(reply.get("message", "")),
+                traceback=str(reply.get("traceback", "")),
+                duration_s=float(reply.get("duration_s", 0.0)),
+                durations=list(reply.get("durations", [])),
+            )
+        outcome.output = self._output_since(offset)
+        return outcome

@@ -1,0 +1,401 @@
+"""Grade a learner's file against an exercise: cases from a seed, reference answers computed
+here, the learner's answers computed in a sandbox child, events emitted as it goes.
+
+`grade()` is what the CLI, the watcher and the TUI call; it never raises for anything the
+learner's code does (that becomes a failed case), only for usage errors (unknown level, missing
+file, unavailable device).
+"""
+
+from __future__ import annotations
+
+import importlib
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.exercises import Exercise, ExerciseError
+from lab.grader import events
+from lab.grader.api import Case, RunContext, Verdict
+from lab.grader.device import resolve_device
+from lab.grader.isolation import Outcome, Sandbox
+from lab.grader.timing import cpu_threads_one, summarize, time_calls
+
+Emit = Callable[[dict[str, Any]], None]
+MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
+
+
+class UsageError(Exception):
+    """Bad arguments (exit status 2 in the CLI)."""
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    passed: bool
+    kind: str = ""
+    message: str = ""
+    traceback: str = ""
+    output: str = ""
+    expected: str = ""
+    got: str = ""
+    duration_s: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class LevelResult:
+    level: int
+    results: list[CaseResult]
+    duration_s: float
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results if r.case.required)
+
+    def smallest_failure(self) -> CaseResult | None:
+        failed = [r for r in self.results if not r.passed]
+        failed.sort(key=lambda r: (not r.case.required, r.case.size, r.case.id))
+        return failed[0] if failed else None
+
+    def metrics(self) -> dict[str, float]:
+        """Worst ratio over the timed cases (the figure a gate and `lab list` care about)."""
+        out: dict[str, float] = {}
+        for r in self.results:
+            for key in ("median_ratio", "p95_ratio"):
+                if key in r.metrics:
+                    out[key] = max(out.get(key, 0.0), r.metrics[key])
+        return out
+
+
+@dataclass
+class GradeResult:
+    exercise: str
+    device: str
+    seed: int
+    solution: Path
+    levels: list[LevelResult]
+    duration_s: float
+    stored: bool = False
+    store_error: str = ""
+    sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
+
+    @property
+    def passed(self) -> bool:
+        return all(lvl.passed for lvl in self.levels)
+
+
+def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int]) -> str:
+    level = f" --level {levels[0]}" if len(levels) == 1 and levels != all_levels else ""
+    return f"dojo lab grade {exercise}{level} --seed {seed}"
+
+
+def check_gate(gate: dict[str, float], metrics: dict[str, float]) -> str:
+    """'' when every bound holds, else what was missed ("p95_ratio 1.8 > 1.5")."""
+    missed = []
+    for key, bound in sorted(gate.items()):
+        name, _, side = key.rpartition("_")
+        if name not in metrics or side not in ("max", "min"):
+            continue
+        value = metrics[name]
+        if side == "max" and value > bound:
+            missed.append(f"{name} {value:.2f} > {bound:g}")
+        if side == "min" and value < bound:
+            missed.append(f"{name} {value:.2f} < {bound:g}")
+    return ", ".join(missed)
+
+
+class _Grading:
+    """State of one grading run (kept out of `grade()` to keep each step small)."""
+
+    def __init__(
+        self,
+        exercise: Exercise,
+        solution: Path,
+        device: str,
+        seed: int,
+        emit: Emit,
+        memory_mb: int,
+        run_timeout_s: float,
+        timing_repeats: int,
+        case_timeout_s: float | None = None,
+        load_timeout_s: float | None = None,
+    ) -> None:
+        self.exercise = exercise
+        self.case_timeout_s = case_timeout_s
+        self.child_losses: list[str] = []
+        self.solution = solution
+        self.device = device
+        self.seed = seed
+        self.emit = emit
+        self.timing_repeats = timing_repeats
+        self.grading = exercise.grading()
+        self.reference = importlib.import_module(self.grading.REFERENCE)
+        self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
+                              model_paths=exercise.model_paths)
+        self.deadline = time.monotonic() + run_timeout_s
+        self.run_timeout_s = run_timeout_s
+        self.replay = ""
+        uses_torch_cpu = exercise.needs_torch and device == "cpu"
+        self.sandbox = Sandbox(
+            solution=solution,
+            grading_module=f"{exercise.module}.grading",
+            module_name=Path(exercise.workspace_file).stem,
+            memory_mb=memory_mb,
+            torch_threads=1 if uses_torch_cpu else None,
+            data_limit=device == "cpu",
+            load_timeout_s=load_timeout_s or exercise.load_timeout_s,
+        )
+        self.load_failure: Outcome | None = None
+        self.loaded = False
+
+    # -- the learner's side ----------------------------------------------------------------
+    def _ensure_child(self) -> Outcome | None:
+        """A loaded child, or the reason the module cannot be loaded at all."""
+        if self.load_failure is not None:
+            return self.load_failure
+        if self.loaded and self.sandbox.alive:
+            return None
+        outcome = self.sandbox.start()
+        if not outcome.ok:
+            prefix = "your module failed to load: "
+            outcome.message = prefix + outcome.message
+            self.sandbox.close()
+            self.load_failure = outcome
+            return outcome
+        self.loaded = True
+        return None
+
+    def _timeout(self, case: Case) -> float:
+        limit = case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
+        return min(limit, max(0.0, self.deadline - time.monotonic()))
+
+    def _lost(self, outcome: Outcome) -> None:
+        if outcome.child_lost:
+            self.sandbox.close()
+            self.loaded = False
+            self.child_losses.append(outcome.kind)
+
+    def _learner(self, case: Case) -> Outcome:
+        failure = self._ensure_child()
+        if failure is not None:
+            return failure
+        msg = {"op": "run", "case": case, "ctx": self.ctx}
+        outcome = self.sandbox.request(msg, self._timeout(case))
+        self._lost(outcome)
+        return outcome
+
+    # -- the reference's side --------------------------------------------------------------
+    def _expected(self, case: Case) -> tuple[bool, object]:
+        restore = cpu_threads_one(self.device, self.exercise.needs_torch)
+        try:
+            return True, self.grading.run(self.reference, case, self.ctx)
+        except Exception as exc:
+            return False, f"{type(exc).__name__}: {exc}"
+        finally:
+            restore()
+
+    def _time(self, case: Case) -> dict[str, float] | str:
+        """Warm-up, then interleaved learner/reference runs; ratios or why timing failed."""
+        restore = cpu_threads_one(self.device, self.exercise.needs_torch)
+        learner: list[float] = []
+        reference: list[float] = []
+        try:
+            def ref() -> object:
+                return self.grading.run(self.reference, case, self.ctx)
+
+            warmup = self.exercise.timing_warmup
+            for i in range(warmup + self.timing_repeats):
+                order = ("learner", "reference") if i % 2 == 0 else ("reference", "learner")
+                for who in order:
+                    if who == "reference":
+                        durations = time_calls(ref, self.device, 1)
+                    else:
+                        out = self.sandbox.request(
+                            {"op": "time", "case": case, "ctx": self.ctx, "repeats": 1},
+                            self._timeout(case),
+                        )
+                        if not out.ok:
+                            self._lost(out)
+                            return f"while timing: {out.message}"
+                        durations = out.durations
+                    if i >= warmup:
+                        (learner if who == "learner" else reference).extend(durations)
+        finally:
+            restore()
+        return summarize(learner, reference)
+
+    # -- one case --------------------------------------------------------------------------
+    def case(self, case: Case, gate: dict[str, float]) -> CaseResult:
+        self.emit(events.make(
+            "case_started", level=case.level, case=case.id, description=case.description,
+            size=case.size, required=case.required, timed=case.timed, params=case.params,
+        ))
+        start = time.monotonic()
+        result = self._grade_case(case, gate)
+        result.duration_s = time.monotonic() - start
+        common = dict(
+            level=case.level, case=case.id, required=case.required,
+            duration_s=round(result.duration_s, 4), metrics=result.metrics, output=result.output,
+        )
+        if result.passed:
+            self.emit(events.make("case_passed", **common))
+        else:
+            self.emit(events.make(
+                "case_failed", **common, kind=result.kind, message=result.message,
+                traceback=result.traceback, params=case.params, size=case.size,
+                expected=result.expected, got=result.got, seed=self.seed, replay=self.replay,
+            ))
+        return result
+
+    def _grade_case(self, case: Case, gate: dict[str, float]) -> CaseResult:
+        if time.monotonic() >= self.deadline:
+            return CaseResult(case, False, kind="run_timeout",
+                              message=f"the run's {self.run_timeout_s:g} s budget ran out "
+                                      "before this case")
+        if len(self.child_losses) >= MAX_CHILD_LOSSES:
+            kinds = ", ".join(sorted(set(self.child_losses)))
+            return CaseResult(case, False, kind="skipped",
+                              message=f"not run: your code was already stopped "
+                                      f"{len(self.child_losses)} times in this run ({kinds}) — "
+                                      "fix that first")
+        ok, expected = self._expected(case)
+        if not ok:
+            return CaseResult(case, False, kind="grader_error",
+                              message=f"the reference failed on this case ({expected}) — "
+                                      "a grader bug, please report it")
+        out = self._learner(case)
+        if not out.ok:
+            return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
+                              traceback=out.traceback, output=out.output,
+                              expected=events.short_repr(expected))
+        try:
+            verdict = self.grading.check(case, out.value, expected)
+        except Exception as exc:
+            verdict = Verdict(False, f"your result could not be checked "
+                                     f"({type(exc).__name__}: {exc}); got {out.value!r:.200}")
+        result = CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
+                            message=verdict.message, output=out.output,
+                            expected=events.short_repr(expected),
+                            got=events.short_repr(out.value), metrics=dict(verdict.metrics))
+        if verdict.passed and case.timed:
+            timing = self._time(case)
+            if isinstance(timing, str):
+                return CaseResult(case, False, kind="exception", message=timing,
+                                  output=out.output)
+            result.metrics.update(timing)
+            self.emit(events.make("metrics", level=case.level, case=case.id,
+                                  metrics=result.metrics))
+        if result.passed and gate:
+            missed = check_gate(gate, result.metrics)
+            if missed:
+                result.passed, result.kind = False, "gate"
+                result.message = f"correct, but too slow for this level: {missed}"
+        return result
+
+    # -- one level -------------------------------------------------------------------------
+    def level(self, number: int) -> LevelResult:
+        level = self.exercise.level(number)
+        start = time.monotonic()
+        cases = self.grading.cases(number, self.seed)
+        results = [self.case(c, level.gate) for c in cases]
+        lvl = LevelResult(number, results, time.monotonic() - start)
+        smallest = lvl.smallest_failure()
+        self.emit(events.make(
+            "level_summary", level=number, title=level.title, passed=lvl.passed,
+            cases=len(results), passed_cases=sum(r.passed for r in results),
+            failed_required=sum(not r.passed and r.case.required for r in results),
+            failed_optional=sum(not r.passed and not r.case.required for r in results),
+            smallest_failure=None if smallest is None else {
+                "case": smallest.case.id, "size": smallest.case.size, "kind": smallest.kind,
+                "message": smallest.message, "params": smallest.case.params,
+            },
+            metrics=lvl.metrics(), duration_s=round(lvl.duration_s, 3),
+            case_metrics={r.case.id: r.metrics for r in results if r.metrics},
+        ))
+        return lvl
+
+
+def grade(
+    exercise: Exercise,
+    solution: Path,
+    *,
+    levels: list[int] | None = None,
+    device: str = "auto",
+    seed: int | None = None,
+    emit: Emit | None = None,
+    memory_mb: int | None = None,
+    run_timeout_s: float | None = None,
+    timing_repeats: int | None = None,
+    store: bool = True,
+    case_timeout_s: float | None = None,
+    load_timeout_s: float | None = None,
+) -> GradeResult:
+    """Grade `solution` on `levels` (default: all) and return the results; see events.py."""
+    emit = emit or (lambda _event: None)
+    all_levels = exercise.level_numbers
+    chosen = levels or all_levels
+    try:
+        for n in chosen:
+            exercise.level(n)
+    except ExerciseError as exc:
+        raise UsageError(str(exc)) from exc
+    if not solution.is_file():
+        raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
+    from lab.grader.device import DeviceError
+
+    try:
+        resolved, note = resolve_device(device, exercise.needs_torch)
+    except DeviceError as exc:
+        raise UsageError(str(exc)) from exc
+    seed = secrets.randbelow(1_000_000) if seed is None else seed
+    started = time.monotonic()
+    run = _Grading(
+        exercise, solution, resolved, seed, emit,
+        memory_mb=memory_mb or exercise.memory_mb,
+        run_timeout_s=run_timeout_s or exercise.run_timeout_s,
+        timing_repeats=timing_repeats or exercise.timing_repeats,
+        case_timeout_s=case_timeout_s,
+        load_timeout_s=load_timeout_s,
+    )
+    run.replay = replay_command(exercise.id, chosen, seed, all_levels)
+    emit(events.make(
+        "run_started", exercise=exercise.id, title=exercise.title, solution=str(solution),
+        device=resolved, device_note=note, seed=seed, replay=run.replay,
+        levels=[{"number": n, "title": exercise.level(n).title, "gate": exercise.level(n).gate}
+                for n in chosen],
+    ))
+    try:
+        level_results = [run.level(n) for n in chosen]
+    finally:
+        run.sandbox.close()
+    result = GradeResult(exercise.id, resolved, seed, solution, level_results,
+                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
+    if store:
+        result.stored, result.store_error = _store(result)
+    emit(events.make(
+        "summary", exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
+        levels={str(lvl.level): lvl.passed for lvl in level_results},
+        duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
+        store_error=result.store_error,
+    ))
+    return result
+
+
+def _store(result: GradeResult) -> tuple[bool, str]:
+    """One attempt row per graded level, with per-case outcomes; (all stored, first error)."""
+    from lab.grader.record import record_attempt
+
+    stored, error = True, ""
+    for lvl in result.levels:
+        cases = [
+            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required,
+             "seed": result.seed, **({"metrics": r.metrics} if r.metrics else {})}
+            for r in lvl.results
+        ]
+        ok, why = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
+                                 lvl.metrics(), lvl.duration_s)
+        stored, error = stored and ok, error or why
+    return stored, error

@@ -1,0 +1,142 @@
+"""The learner's side of the lab on disk: workspace files, hint progress, last results.
+
+Per exercise, `data_dir()/lab/<id>/` holds `state.json` (where the workspace is, how many hints
+were shown, per-level results) and `backups/`; the workspace file itself lives there too unless
+`--workspace DIR` chose another folder, which `state.json` then remembers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.exercises import Exercise
+
+
+def lab_dir(exercise: Exercise) -> Path:
+    from scheduler.paths import data_dir
+
+    path = data_dir() / "lab" / exercise.id
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _state_path(exercise: Exercise) -> Path:
+    return lab_dir(exercise) / "state.json"
+
+
+def load_state(exercise: Exercise) -> dict[str, Any]:
+    path = _state_path(exercise)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_state(exercise: Exercise, state: dict[str, Any]) -> None:
+    path = _state_path(exercise)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)  # atomic: a crash never leaves half a state file
+
+
+def solution_path(exercise: Exercise, workspace: Path | None = None) -> Path:
+    """The learner's file: `--workspace DIR` if given, else the remembered one, else the default."""
+    if workspace is not None:
+        return workspace.expanduser().resolve() / exercise.workspace_file
+    remembered = load_state(exercise).get("workspace")
+    if remembered:
+        return Path(remembered) / exercise.workspace_file
+    return lab_dir(exercise) / exercise.workspace_file
+
+
+def start(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, bool]:
+    """Copy the stub into the workspace; never overwrites. Returns (path, created)."""
+    path = solution_path(exercise, workspace)
+    state = load_state(exercise)
+    state["workspace"] = str(path.parent)
+    save_state(exercise, state)
+    if path.exists():
+        return path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(exercise.stub_path, path)
+    return path, True
+
+
+def reset(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path | None]:
+    """Back the current file up under `backups/`, then put a fresh stub in its place."""
+    path = solution_path(exercise, workspace)
+    backup: Path | None = None
+    if path.exists():
+        backups = lab_dir(exercise) / "backups"
+        backups.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        backup = backups / f"{path.stem}-{stamp}{path.suffix}"
+        n = 1
+        while backup.exists():
+            backup = backups / f"{path.stem}-{stamp}-{n}{path.suffix}"
+            n += 1
+        shutil.copy2(path, backup)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(exercise.stub_path, path)
+    return path, backup
+
+
+@dataclass(frozen=True)
+class Hint:
+    number: int
+    total: int
+    text: str
+
+
+def next_hint(exercise: Exercise) -> Hint | None:
+    """Reveal the next hint and remember it; None when every hint has been shown."""
+    hints = exercise.hints()
+    state = load_state(exercise)
+    shown = int(state.get("hints_shown", 0))
+    if shown >= len(hints):
+        return None
+    state["hints_shown"] = shown + 1
+    save_state(exercise, state)
+    return Hint(shown + 1, len(hints), hints[shown])
+
+
+def hints_shown(exercise: Exercise) -> list[str]:
+    return exercise.hints()[: int(load_state(exercise).get("hints_shown", 0))]
+
+
+def record_result(exercise: Exercise, levels: list[dict[str, Any]]) -> None:
+    """Remember the last and best outcome per level (`dojo lab list` reads it).
+
+    Each item: {"level", "passed", "passed_cases", "cases", "metrics"}; lower ratios are better.
+    """
+    state = load_state(exercise)
+    per_level: dict[str, Any] = state.setdefault("levels", {})
+    for item in levels:
+        entry = per_level.setdefault(str(item["level"]), {})
+        entry["passed"] = bool(item["passed"])
+        entry["ever_passed"] = bool(entry.get("ever_passed")) or bool(item["passed"])
+        entry["cases"] = int(item["cases"])
+        entry["best_passed_cases"] = max(int(entry.get("best_passed_cases", 0)),
+                                         int(item["passed_cases"]))
+        entry["last_graded"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        if item["passed"]:
+            best: dict[str, float] = entry.setdefault("best_metrics", {})
+            for key, value in item.get("metrics", {}).items():
+                best[key] = min(float(value), best.get(key, float("inf")))
+    save_state(exercise, state)
+
+
+def level_status(exercise: Exercise, level: int) -> tuple[str, dict[str, Any]]:
+    """("not started" | "started" | "failing" | "passing", the stored entry)."""
+    entry = load_state(exercise).get("levels", {}).get(str(level))
+    if entry:
+        return ("passing" if entry.get("passed") else "failing"), entry
+    if solution_path(exercise).exists():
+        return "started", {}
+    return "not started", {}

@@ -1,0 +1,144 @@
+"""Misbehaving solutions fail cleanly, within their limits, with the right reason; the run goes on
+with a fresh child and nothing leaks into the grader's own output."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from lab.grader.testing import assert_fails, assert_passes, grade_file
+from tests.lab.conftest import SOLUTIONS
+
+
+def _kinds(run: object) -> set[str]:
+    return {f["kind"] for f in run.failures}  # type: ignore[attr-defined]
+
+
+def test_infinite_loop_times_out_and_the_rest_is_skipped() -> None:
+    start = time.monotonic()
+    run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1,
+                       match=r"no answer within 1 s — an infinite loop", kind="timeout",
+                       case_timeout_s=1.0)
+    elapsed = time.monotonic() - start
+    assert _kinds(run) == {"timeout", "skipped"}
+    assert sum(f["kind"] == "timeout" for f in run.failures) == 3  # then it stops trying
+    assert elapsed < 15, elapsed
+
+
+def test_runaway_allocation_is_killed_at_the_memory_cap() -> None:
+    run = assert_fails("kv-bytes", SOLUTIONS / "allocates_forever.py", 1,
+                       match=r"over the sandbox memory cap of 200 MiB", kind="memory",
+                       memory_mb=200, case_timeout_s=20.0)
+    assert _kinds(run) <= {"memory", "skipped"}
+
+
+def test_one_huge_allocation_is_refused_by_the_data_limit(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text(
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        "    return len(bytearray(50 * 2**30))\n"
+    )
+    assert_fails("kv-bytes", solution, 1, match=r"MemoryError \(kv_bytes.py:2", kind="memory",
+                 memory_mb=200)
+
+
+def test_sys_exit_fails_each_case_but_keeps_the_child() -> None:
+    run = assert_fails("kv-bytes", SOLUTIONS / "calls_sys_exit.py", 1,
+                       match=r"your code called sys.exit\(3\) \(calls_sys_exit.py:8", kind="exit")
+    assert _kinds(run) == {"exit"}  # every case ran: exiting does not lose the child
+    assert run.result.sandboxes_started == 1
+    assert run.failures[0]["output"] == "bye"
+    assert run.result.levels[0].results[0].traceback.strip().endswith("SystemExit: 3")
+
+
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [
+        ("segfaults.py", r"crashed the process \(SIGSEGV, segmentation fault\)"),
+        ("os_exit.py", r"exited with status 7 without answering"),
+    ],
+)
+def test_hard_crashes_are_reported(name: str, match: str) -> None:
+    run = assert_fails("kv-bytes", SOLUTIONS / name, 1, match=match, kind="crash")
+    assert _kinds(run) == {"crash", "skipped"}
+    assert run.result.sandboxes_started == 3  # a fresh child after each crash
+
+
+def test_garbage_on_stdout_cannot_corrupt_the_results() -> None:
+    run = assert_passes("kv-bytes", SOLUTIONS / "prints_garbage.py", level=1)
+    passed = [e for e in run.events if e["event"] == "case_passed"]
+    assert passed and all("noise on stderr" in e["output"] for e in passed)
+    assert all(len(e["output"]) < 2600 for e in passed)  # trimmed
+
+
+@pytest.mark.parametrize("name", ["imports_reference.py", "imports_reference_lazily.py"])
+def test_importing_the_reference_is_blocked_and_reported(name: str) -> None:
+    run = assert_fails("kv-bytes", SOLUTIONS / name, 1,
+                       match=r"your solution imports lab\.reference", kind="forbidden_import")
+    assert _kinds(run) == {"forbidden_import"}
+
+
+def test_loading_the_reference_by_path_is_caught(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text(
+        "import importlib.util, pathlib, lab\n"
+        "p = pathlib.Path(lab.__file__).parent / 'reference' / 'kv_bytes.py'\n"
+        "spec = importlib.util.spec_from_file_location('ref', p)\n"
+        "ref = importlib.util.module_from_spec(spec)\n"
+        "import sys; sys.modules['ref'] = ref\n"
+        "spec.loader.exec_module(ref)\n"
+        "kv_bytes_per_token = ref.kv_bytes_per_token\n"
+    )
+    assert_fails("kv-bytes", solution, 1, match=r"imports ref\b", kind="forbidden_import")
+
+
+def test_exception_traceback_is_trimmed_to_the_learners_file(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text(
+        "def helper(config):\n"
+        "    return config['no_such_key']\n"
+        "\n"
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        "    return helper(config)\n"
+    )
+    run = assert_fails("kv-bytes", solution, 1,
+                       match=r"KeyError \(kv_bytes.py:2, in helper\): 'no_such_key'",
+                       kind="exception")
+    tb = run.failures[0]["traceback"]
+    assert 'kv_bytes.py", line 5, in kv_bytes_per_token' in tb
+    assert 'kv_bytes.py", line 2, in helper' in tb
+    assert "grading.py" not in tb and "sandbox.py" not in tb
+
+
+def test_syntax_error_fails_every_case_with_the_line(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text("def kv_bytes_per_token(config, dtype:\n    pass\n")
+    run = assert_fails("kv-bytes", solution, 1, match=r"your module failed to load: SyntaxError")
+    assert "line 1" in run.failures[0]["traceback"]
+
+
+def test_wrong_answers_run_in_one_child(tmp_path: Path) -> None:
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                        "    return 1\n")
+    run = grade_file("kv-bytes", solution, 1)
+    assert not run.result.passed
+    assert _kinds(run) == {"wrong"}
+    assert run.result.sandboxes_started == 1
+
+
+def test_learner_folder_does_not_shadow_real_modules(tmp_path: Path) -> None:
+    (tmp_path / "random.py").write_text("raise RuntimeError('shadowed the stdlib random')\n")
+    (tmp_path / "kv_bytes.py").write_text((SOLUTIONS / "correct.py").read_text())
+    assert_passes("kv-bytes", tmp_path / "kv_bytes.py", level=1)
+
+
+def test_run_budget_stops_the_whole_run() -> None:
+    start = time.monotonic()
+    run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1, match=r"no answer within",
+                       kind="timeout", run_timeout_s=2.0, case_timeout_s=30.0)
+    assert time.monotonic() - start < 10
+    assert _kinds(run) == {"timeout", "run_timeout"}
+    assert "budget ran out" in run.failures[-1]["message"]

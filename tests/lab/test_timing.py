@@ -1,0 +1,60 @@
+"""Timed cases: interleaved learner/reference runs, medians reported as ratios, gates enforced;
+torch runs in the sandbox under the memory limit with one thread on CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.exercises import load_exercise
+from lab.grader.runner import check_gate
+from lab.grader.testing import assert_fails, assert_passes
+from lab.grader.timing import p95, summarize
+from tests.lab.conftest import HERE, SOLUTIONS
+
+pytest.importorskip("torch")
+TIMED = load_exercise(HERE / "fixtures" / "timed_demo", module="tests.lab.fixtures.timed_demo")
+
+
+def test_summary_ratios_and_nearest_rank_p95() -> None:
+    m = summarize([2.0, 4.0, 3.0], [1.0, 1.0, 2.0])
+    assert m["median_ratio"] == 3.0 and m["p95_ratio"] == 2.0
+    assert m["learner_median_ms"] == 3000.0 and m["samples"] == 3
+    assert p95(list(range(1, 21))) == 19
+
+
+def test_gate_bounds() -> None:
+    assert check_gate({"median_ratio_max": 1.5}, {"median_ratio": 1.2}) == ""
+    assert check_gate({"median_ratio_max": 1.5}, {"median_ratio": 1.8}) == "median_ratio 1.80 > 1.5"
+    assert check_gate({"acceptance_min": 0.5}, {"acceptance": 0.4}) == "acceptance 0.40 < 0.5"
+    assert check_gate({"p95_ratio_max": 1.5}, {}) == ""  # untimed cases are not gated
+
+
+@pytest.mark.slow
+def test_fast_solution_passes_with_ratio_reported_and_one_thread() -> None:
+    run = assert_passes(TIMED, SOLUTIONS / "timed" / "fast.py", timing_repeats=5)
+    metrics = [e for e in run.events if e["event"] == "metrics"]
+    assert len(metrics) == 1 and metrics[0]["case"] == "matmul"
+    m = metrics[0]["metrics"]
+    assert m["samples"] == 5 and 0 < m["median_ratio"] < 5
+    summary = next(e for e in run.events if e["event"] == "level_summary")
+    assert summary["metrics"]["median_ratio"] == m["median_ratio"]
+
+
+@pytest.mark.slow
+def test_slow_solution_fails_the_speed_gate() -> None:
+    run = assert_fails(TIMED, SOLUTIONS / "timed" / "slow.py", 1,
+                       match=r"correct, but too slow for this level: median_ratio \d+\.\d+ > 5",
+                       kind="gate", timing_repeats=3)
+    failed = run.failures[0]
+    assert failed["metrics"]["learner_median_ms"] >= 50
+
+
+def test_cuda_request_without_cuda_is_a_usage_error() -> None:
+    import torch
+
+    from lab.grader.runner import UsageError, grade
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(UsageError, match=r"--device cuda: torch.cuda.is_available\(\) is False"):
+        grade(TIMED, SOLUTIONS / "timed" / "fast.py", device="cuda", store=False)

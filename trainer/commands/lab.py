@@ -1,0 +1,263 @@
+"""`dojo lab …`: list, show, start, grade, watch, hint, reset.
+
+Only click and the standard library at top level; the lab core is imported inside each command
+so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+DEVICE_CHOICE = click.Choice(["auto", "cpu", "cuda"])
+
+
+def _usage_error(message: str) -> NoReturn:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(2)
+
+
+def _exercise(exercise_id: str) -> Any:
+    from lab.exercises import ExerciseError, get
+
+    try:
+        return get(exercise_id)
+    except ExerciseError as exc:
+        _usage_error(str(exc))
+
+
+@click.group()
+def lab() -> None:
+    """Graded coding labs: start an exercise, edit the file, grade it."""
+
+
+def _figures(entry: dict[str, Any], stored: list[Any]) -> list[str]:
+    """Best figures for a level: from the attempts table when available, else the local state."""
+    figures = []
+    if entry:
+        figures.append(f"best {entry.get('best_passed_cases', 0)}/{entry.get('cases', 0)} cases")
+    if stored:
+        figures.append(f"{len(stored)} attempts")
+        for key in ("median_ratio", "p95_ratio"):
+            best = [(a.metrics[key], a.device) for a in stored if a.passed and key in a.metrics]
+            if best:
+                value, device = min(best)
+                figures.append(f"best {key} {value:.2f} ({device})")
+    elif entry:
+        for key, value in sorted(entry.get("best_metrics", {}).items()):
+            figures.append(f"best {key} {value:.2f}")
+    return figures
+
+
+@lab.command("list")
+def list_() -> None:
+    """Exercises, their levels, your status and best figures."""
+    from lab.exercises import discover
+    from lab.grader.record import attempts
+    from lab.workspace import level_status
+
+    for ex in discover():
+        click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
+        stored = attempts(ex.id) or []
+        for level in ex.levels:
+            status, entry = level_status(ex, level.number)
+            mine = [a for a in stored if a.level == level.number]
+            if status in ("not started", "started") and mine:
+                status = "passing" if mine[-1].passed else "failing"
+            figures = _figures(entry, mine)
+            gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
+            extra = (" · " + ", ".join(figures)) if figures else ""
+            gated = f" [gate: {gate}]" if gate else ""
+            click.echo(f"  L{level.number} {level.title:<28} {status:<12}{extra}{gated}")
+
+
+@lab.command()
+@click.argument("exercise_id")
+def show(exercise_id: str) -> None:
+    """Print the exercise statement."""
+    ex = _exercise(exercise_id)
+    click.echo(ex.statement())
+
+
+@lab.command()
+@click.argument("exercise_id")
+@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for your file (default: the data dir).")
+def start(exercise_id: str, workspace: Path | None) -> None:
+    """Copy the stub into your workspace and print its path (never overwrites your work)."""
+    from lab.workspace import start as start_exercise
+
+    ex = _exercise(exercise_id)
+    path, created = start_exercise(ex, workspace)
+    if created:
+        click.echo(f"Started {ex.id}: edit {path}")
+    else:
+        click.echo(f"{ex.id} already started, your file is untouched: {path}")
+    click.echo(f"Then run: dojo lab grade {ex.id}   (or: dojo lab watch {ex.id})")
+    click.echo(path)
+
+
+def _grade_once(ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None,
+                as_json: bool) -> bool:
+    """Run the grader, print the report or the JSON events, remember the result."""
+    from lab.grader.events import to_json
+    from lab.grader.report import TextReport
+    from lab.grader.runner import grade
+    from lab.workspace import record_result
+
+    summaries: list[dict[str, Any]] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        if event["event"] == "level_summary":
+            summaries.append(event)
+        if as_json:
+            click.echo(to_json(event))
+            sys.stdout.flush()
+        else:
+            report(event)
+
+    report = TextReport(click.echo)
+    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit)
+    record_result(ex, [
+        {"level": s["level"], "passed": s["passed"], "cases": s["cases"],
+         "passed_cases": s["passed_cases"], "metrics": s["metrics"]} for s in summaries
+    ])
+    return result.passed
+
+
+def _resolve_file(ex: Any, file: Path | None) -> Path:
+    from lab.workspace import solution_path
+
+    path = file if file is not None else solution_path(ex)
+    if not path.is_file():
+        hint = "" if file is not None else f" — run `dojo lab start {ex.id}` first"
+        _usage_error(f"no solution file at {path}{hint}")
+    return path
+
+
+GRADE_OPTIONS = [
+    click.option("--level", type=int, help="Grade only this level (default: all)."),
+    click.option("--file", "file", type=click.Path(dir_okay=False, path_type=Path),
+                 help="Grade this file instead of your workspace file."),
+    click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
+    click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
+    click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
+]
+
+
+def _grade_options(fn: Any) -> Any:
+    for option in reversed(GRADE_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
+@lab.command("grade")
+@click.argument("exercise_id")
+@_grade_options
+def grade_cmd(exercise_id: str, level: int | None, file: Path | None, device: str,
+              seed: int | None, as_json: bool) -> None:
+    """Grade your solution: exit 0 if every required case passes, 1 if any fails."""
+    from lab.grader.runner import UsageError
+
+    ex = _exercise(exercise_id)
+    path = _resolve_file(ex, file)
+    try:
+        passed = _grade_once(ex, path, [level] if level is not None else None, device, seed,
+                             as_json)
+    except UsageError as exc:
+        _usage_error(str(exc))
+    except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
+        click.echo("\nInterrupted.", err=True)
+        sys.exit(130)
+    sys.exit(0 if passed else 1)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+@lab.command()
+@click.argument("exercise_id")
+@_grade_options
+@click.option("--interval", type=float, default=0.5, show_default=True,
+              help="Seconds between checks for a saved file.")
+def watch(exercise_id: str, level: int | None, file: Path | None, device: str,
+          seed: int | None, as_json: bool, interval: float) -> None:
+    """Re-grade every time you save (Ctrl-C to stop)."""
+    from lab.exercises import ExerciseError
+    from lab.grader.runner import UsageError
+
+    ex = _exercise(exercise_id)
+    path = _resolve_file(ex, file)
+    levels = [level] if level is not None else None
+    if level is not None:
+        try:
+            ex.level(level)
+        except ExerciseError as exc:
+            _usage_error(str(exc))
+    try:
+        while True:
+            stamp = _stamp(path)
+            try:
+                _grade_once(ex, path, levels, device, seed, as_json)
+            except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
+                click.echo(f"Error: {exc}", err=True)
+            if not as_json:
+                click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
+            while _stamp(path) == stamp or _stamp(path) is None:
+                time.sleep(interval)
+            if not as_json:
+                click.echo("\n── file changed, re-grading ──")
+    except KeyboardInterrupt:
+        if not as_json:
+            click.echo("\nStopped watching.")
+        sys.exit(0)
+
+
+@lab.command()
+@click.argument("exercise_id")
+def hint(exercise_id: str) -> None:
+    """Reveal the next hint (the count is remembered)."""
+    from lab.workspace import hints_shown, next_hint
+
+    ex = _exercise(exercise_id)
+    revealed = next_hint(ex)
+    if revealed is None:
+        shown = hints_shown(ex)
+        click.echo(f"No more hints for {ex.id}: all {len(shown)} are shown. The last one:")
+        if shown:
+            click.echo(shown[-1])
+        return
+    click.echo(f"Hint {revealed.number}/{revealed.total} for {ex.id}:")
+    click.echo(revealed.text)
+
+
+@lab.command()
+@click.argument("exercise_id")
+@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path),
+              help="Reset the file in this folder instead of your remembered workspace.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
+    """Replace your file with a fresh stub, keeping a backup of the old one."""
+    from lab.workspace import reset as reset_exercise
+    from lab.workspace import solution_path
+
+    ex = _exercise(exercise_id)
+    path = solution_path(ex, workspace)
+    if not yes and not click.confirm(
+        f"Replace {path} with a fresh stub? (a backup is kept)", default=False
+    ):
+        click.echo("Nothing changed.")
+        sys.exit(1)
+    path, backup = reset_exercise(ex, workspace)
+    if backup is not None:
+        click.echo(f"Backed up your file to {backup}")
+    click.echo(f"Fresh stub at {path}")
