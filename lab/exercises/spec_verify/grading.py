@@ -300,12 +300,12 @@ def _shipped(device: str) -> tuple[Any, Any, Any]:
     return pair.target, pair.draft, pair.tokenizer
 
 
-SHIPPED_PROMPTS = [
-    "The cache holds the keys and values of every token",
-    "Speculative decoding drafts a few tokens with a small model and",
-    "Once upon a time, in a small town by the sea,",
-    "To serve many users at once, the engine batches requests",
-    "The quick brown fox",
+SHIPPED_PROMPTS = [  # the shipped pair was trained on Python source
+    "import os\nimport sys\n\n\ndef main(argv):\n    ",
+    "class Queue:\n    def __init__(self, maxsize=0):\n        self.maxsize = maxsize\n",
+    "def _read_config(path):\n    \"\"\"Read the configuration file.\"\"\"\n    with open(",
+    "    for i in range(len(items)):\n        if items[i] is None:\n            ",
+    "try:\n    import threading\nexcept ImportError:\n",
 ]
 
 
@@ -598,6 +598,15 @@ def _run_l3(solution: ModuleType, p: dict[str, Any]) -> object:
     return {"counts": [dict(c) for c in counts], "violations": violations, "n_violations": nbad}
 
 
+def _pick_eos(plain: list[int], at: int) -> int:
+    """An EOS id that first appears in the target's greedy output at index >= `at` if possible."""
+    at = min(at, len(plain) - 1)
+    for tok in plain[at:]:
+        if tok not in plain[:at]:
+            return tok
+    return plain[at]
+
+
 def _run_l4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> object:
     kind = p["kind"]
     device = ctx.device if p["model"] == "shipped" else "cpu"
@@ -606,7 +615,7 @@ def _run_l4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> object:
     temp = float(p.get("temperature", 0.0))
     if kind == "greedy":
         plain, gaps, second = _greedy_with_gaps(target, prompt, budget)
-        eos = plain[min(int(p["eos_at"]), budget - 1)] if p.get("eos_at") is not None else None
+        eos = _pick_eos(plain, int(p["eos_at"])) if p.get("eos_at") is not None else None
         target.reset()
         draft.reset()
         t0 = time.perf_counter()
