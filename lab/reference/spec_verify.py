@@ -90,12 +90,9 @@ def verify_sampling(
         rejected = (u[:k].cpu() * q_x >= p_x).nonzero()
         if len(rejected):
             n = int(rejected[0])
-    if n < k:
-        dist = _residual(target_probs[n], draft_probs[n])
-    else:
-        dist = target_probs[k]
+    dist = _residual(target_probs[n], draft_probs[n]) if n < k else target_probs[k]
     last = int(_categorical(dist.cpu(), u[k].cpu()))
-    return [int(t) for t in draft_tokens[:n]] + [last]
+    return [*(int(t) for t in draft_tokens[:n]), last]
 
 
 def verify_batch(
@@ -136,7 +133,7 @@ def verify_batch(
     drafted: list[list[int]] = x.tolist()
     counts: list[int] = n.tolist()
     lasts: list[int] = last.tolist()
-    return [row[:m] + [z] for row, m, z in zip(drafted, counts, lasts, strict=True)]
+    return [[*row[:m], z] for row, m, z in zip(drafted, counts, lasts, strict=True)]
 
 
 def speculative_generate(

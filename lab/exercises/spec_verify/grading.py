@@ -95,7 +95,7 @@ def _law_tables(name: str, seed: int) -> dict[str, Any]:
 
 
 def _tests_in(params: dict[str, Any]) -> int:
-    """Chi-square tests run on one law case: joint, accepted count, first token, k residuals, bonus."""
+    """Chi-square tests on one law case: joint, accepted count, first token, k residuals, bonus."""
     return 4 + int(params["k"])
 
 
@@ -148,7 +148,8 @@ def _cases_l1(seed: int) -> list[Case]:
                         "accept": rng.randint(0, k), "seed": rng.randrange(1 << 30)}, size=k + 1))
     for i, k in enumerate([0, 1, 2, 4, 8]):
         out.append(Case(f"L1-model-k{k}", 1, {"model": "shipped", "k": k, "prompt": i}, size=k + 1,
-                        timeout_s=120, description="real logits: the shipped pair's draft proposes"))
+                        timeout_s=120,
+                        description="real logits: the shipped pair's draft proposes"))
     return out
 
 
@@ -280,8 +281,8 @@ def _tiny_pair(seed: int, vocab: int, hidden: int, layers: int, noise: float) ->
                       max_position_embeddings=512, initializer_range=0.2, tie_word_embeddings=False)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        target = LlamaForCausalLM(cfg).eval()
-        draft = LlamaForCausalLM(cfg).eval()
+        target = LlamaForCausalLM(cfg).train(False)
+        draft = LlamaForCausalLM(cfg).train(False)
         draft.load_state_dict(target.state_dict())
         with torch.no_grad():
             for prm in draft.parameters():
@@ -296,7 +297,10 @@ def _shipped(device: str) -> tuple[Any, Any, Any]:
         from lab.models import load_pair
     except ImportError as exc:
         raise RuntimeError("the shipped draft/target pair (lab.models) is not installed") from exc
-    pair = load_pair(device=device, dtype=torch.float32)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a clean report
+    pair = load_pair(device=device, dtype="float32")
     return pair.target, pair.draft, pair.tokenizer
 
 
@@ -578,8 +582,9 @@ def _run_l3(solution: ModuleType, p: dict[str, Any]) -> object:
     g = torch.Generator().manual_seed(int(p["seed"]))
     out = _plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(), g))
     if not isinstance(out, list) or len(out) != x.shape[0]:
+        length = len(out) if isinstance(out, list) else "?"
         return {"error": f"verify_batch must return a list of B = {x.shape[0]} lists, got "
-                         f"{type(out).__name__} of length {len(out) if isinstance(out, list) else '?'}"}
+                         f"{type(out).__name__} of length {length}"}
     tables = [_as_tables(t) for t in p["rows"]]
     counts: list[Counter[tuple[int, ...]]] = [Counter() for _ in p["rows"]]
     violations: list[str] = []
@@ -849,7 +854,8 @@ def _check_sampling(case: Case, got: Any) -> Verdict:
             return verdict
         metrics.update({f"{j}.{m}": v for m, v in verdict.metrics.items()})
     return Verdict(True, f"all chi-square tests pass at per-test alpha {p['alpha']:.1e} "
-                         f"(false-failure rate of a correct solution <= {FAMILY_ALPHA:g} per level)",
+                         f"(false-failure rate of a correct solution <= {FAMILY_ALPHA:g} per "
+                         f"level)",
                    {"min_p_value": min(metrics.values(), default=1.0)})
 
 
@@ -947,7 +953,8 @@ def _check_l4(case: Case, got: Any, expected: Any) -> Verdict:
     if kind == "law":
         if got.get("bad"):
             return Verdict(False, f"sampled generation must return exactly max_new_tokens = "
-                                  f"{p['max_new_tokens']} tokens here (no EOS), got {got['bad'][0]!r:.80}")
+                                  f"{p['max_new_tokens']} tokens here (no EOS), got "
+                                  f"{got['bad'][0]!r:.80}")
         law = {tuple(key): v for key, v in expected["law"].items()}
         counts = {tuple(key): n for key, n in got["counts"].items()}
         res = stats.chi_square(counts, law)

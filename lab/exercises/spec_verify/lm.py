@@ -41,7 +41,6 @@ class CausalLM:
     """
 
     def __init__(self, model: Any, *, name: str = "model", record: bool = False) -> None:
-        import torch
 
         self.model = model
         self.name = name

@@ -3,7 +3,8 @@
 Equality cannot test a sampler; a distribution test can. With a small vocabulary and context-free
 p_i, q_i the exact law of one verified block is known in closed form (Leviathan et al. 2023):
 
-    P(accept y_1..y_m, then z) = prod_{i<=m} min(p_i, q_i)(y_i) * max(0, p_{m+1} - q_{m+1})(z), m < k
+    P(accept y_1..y_m, then z) = prod_{i<=m} min(p_i, q_i)(y_i) * max(0, p_{m+1} - q_{m+1})(z)
+                                                                                      (m < k)
     P(accept all k, then bonus b) = prod_{i<=k} min(p_i, q_i)(y_i) * p_{k+1}(b)
 
 (the draft tokens are drawn from q by the grader, so these are joint over drafting + verifying).
@@ -16,6 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -90,7 +92,7 @@ class ChiSquare:
 
 
 def chi_square(
-    observed: Mapping[object, int], expected_probs: Mapping[object, float], min_expected: float = 5.0
+    observed: Mapping[Any, int], expected_probs: Mapping[Any, float], min_expected: float = 5.0
 ) -> ChiSquare:
     """Pearson's test with bins of expected count < min_expected pooled together."""
     n = sum(observed.values())
@@ -109,8 +111,8 @@ def chi_square(
             bins[-1] = (e + pooled_e, o + pooled_o)
     stat = sum((o - e) ** 2 / e for e, o in bins if e > 0)
     df = len(bins) - 1
-    rows = [f"{o!s}: expected {expected_probs[o]:.4f}, observed {observed.get(o, 0) / max(n, 1):.4f}"
-            for o in keys[:6]]
+    rows = [f"{o!s}: expected {expected_probs[o]:.4f}, "
+            f"observed {observed.get(o, 0) / max(n, 1):.4f}" for o in keys[:6]]
     return ChiSquare(
         stat=stat,
         df=df,

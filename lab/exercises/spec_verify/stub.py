@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from lab.exercises.spec_verify.lm import CausalLM
+
 
 def verify_greedy(draft_tokens: list[int], target_logits: torch.Tensor) -> list[int]:
     """Level 1. Greedy verification of one block.
@@ -53,8 +55,8 @@ def verify_batch(
 
 
 def speculative_generate(
-    target,  # lab.exercises.spec_verify.lm.CausalLM
-    draft,  # lab.exercises.spec_verify.lm.CausalLM
+    target: CausalLM,
+    draft: CausalLM,
     prompt_ids: list[int],
     max_new_tokens: int,
     k: int,

@@ -68,7 +68,7 @@ def batch_block(draft_tokens: torch.Tensor, draft_probs: torch.Tensor,
     res = (target_probs[rows, n] - q_pad[rows, n]).clamp_min(0)
     res = torch.where(res.sum(-1, keepdim=True) > 0, res, target_probs[rows, n])
     last = torch.multinomial(res, 1, generator=generator).squeeze(1)
-    return [draft_tokens[i, : int(n[i])].tolist() + [int(last[i])] for i in range(b)]
+    return [[*draft_tokens[i, : int(n[i])].tolist(), int(last[i])] for i in range(b)]
 
 
 def verify_batch(draft_tokens: torch.Tensor, draft_probs: torch.Tensor,

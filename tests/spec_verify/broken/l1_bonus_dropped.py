@@ -1,4 +1,4 @@
-"""Broken on purpose (level 1): must fail with a message containing 'bonus token dropped'."""
+"""Broken on purpose (level 1): the grader must name this bug (see MESSAGE)."""
 
 LEVEL = 1
 MESSAGE = 'bonus token dropped'

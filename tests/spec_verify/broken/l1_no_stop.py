@@ -1,4 +1,4 @@
-"""Broken on purpose (level 1): must fail with a message containing "emitted tokens past the block's end"."""
+"""Broken on purpose (level 1): the grader must name this bug (see MESSAGE)."""
 
 LEVEL = 1
 MESSAGE = "emitted tokens past the block's end"

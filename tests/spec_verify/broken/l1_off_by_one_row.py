@@ -1,4 +1,4 @@
-"""Broken on purpose (level 1): must fail with a message containing 'off-by-one logits row'."""
+"""Broken on purpose (level 1): the grader must name this bug (see MESSAGE)."""
 
 LEVEL = 1
 MESSAGE = 'off-by-one logits row'

@@ -1,4 +1,4 @@
-"""Broken on purpose (level 2): must fail with a message containing 'no coin when p > q'."""
+"""Broken on purpose (level 2): the grader must name this bug (see MESSAGE)."""
 
 from tests.spec_verify.broken import _base
 

@@ -1,4 +1,4 @@
-"""Broken on purpose (level 3): must fail with a message containing 'the number of accepted drafted tokens is off'."""
+"""Broken on purpose (level 3): the grader must name this bug (see MESSAGE)."""
 
 from tests.spec_verify.broken import _base
 

@@ -1,4 +1,4 @@
-"""Broken on purpose (level 4): must fail with a message containing 'went on after EOS'."""
+"""Broken on purpose (level 4): the grader must name this bug (see MESSAGE)."""
 
 from tests.spec_verify.broken import _base
 

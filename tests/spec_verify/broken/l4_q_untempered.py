@@ -1,4 +1,4 @@
-"""Broken on purpose (level 4): must fail with a message containing "do not follow the target's sampling law"."""
+"""Broken on purpose (level 4): the grader must name this bug (see MESSAGE)."""
 
 from tests.spec_verify.broken import _base
 
