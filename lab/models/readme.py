@@ -12,10 +12,11 @@ from lab.models.loading import PairInfo
 LICENCE = """\
 ## Provenance and licence
 
-- Training data: the `.py` sources of the standard library of the CPython interpreter that ran the
-  training script (`{root}`), Copyright (c) 2001-2023 Python Software Foundation, distributed under
-  the PSF License Agreement (Python Software Foundation License Version 2). The licence text is
-  copied alongside as `LICENSE-PSF.txt`.
+- Training data: the `.py` sources of the standard library of the CPython {python}
+  interpreter that ran the training script (`{root}`),
+  Copyright (c) 2001-2023 Python Software Foundation, distributed under the PSF License
+  Agreement (Python Software Foundation License Version 2). The licence text is copied
+  alongside as `LICENSE-PSF.txt`.
 - Tokenizer and weights: trained from scratch by this project with `lab/models/train.py` (no
   pretrained weights involved), released with the project. Nothing is downloaded at run time.
 """
@@ -105,7 +106,10 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
         "Trained context: 256 tokens (RoPE; `max_position_embeddings` = 1024). "
         "`<|endoftext|>` separates files (bos = eos); `<|pad|>` pads.",
         "",
-        LICENCE.format(root=training["corpus_root"]),
+        LICENCE.format(
+            root=training["corpus_root"],
+            python=training.get("python") or pair.figures.get("python", ""),
+        ),
         "## Corpus split",
         "",
         f"Rule: {training['corpus_rule']} (seed {training['seed']}, 5% held out).",

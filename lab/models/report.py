@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -225,6 +226,7 @@ def measure(
     if timing:
         fig.update(step_cost(pair, ids))
     fig["torch"] = torch.__version__
+    fig["python"] = platform.python_version()
     return fig
 
 
