@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cpu":
         torch.set_num_threads(1)
     target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
-    t_count = PassCounter(target_m)
+    t_count, d_count = PassCounter(target_m), PassCounter(draft_m)
     target, draft = CausalLM(target_m, name="target"), CausalLM(draft_m, name="draft")
     prompts = [[int(t) for t in tok.encode(p)] for p in SHIPPED_PROMPTS[: args.prompts]]
     n_new = args.tokens
@@ -90,9 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         cfg = copy.deepcopy(gen_cfg)
         kwargs: dict[str, Any] = {}
         if k is not None:
-            cfg.num_assistant_tokens = k
-            cfg.num_assistant_tokens_schedule = "constant"
-            cfg.assistant_confidence_threshold = 0.0
+            # transformers reads these from the *assistant's* generation config; its defaults
+            # (a "heuristic" schedule that shrinks k after each rejection, and a confidence
+            # threshold that stops drafting early) would not be the same algorithm at this k
+            acfg = draft_m.generation_config
+            acfg.num_assistant_tokens = k
+            acfg.num_assistant_tokens_schedule = "constant"
+            acfg.assistant_confidence_threshold = 0.0
             kwargs["assistant_model"] = draft_m
         with torch.inference_mode():
             out = target_m.generate(ids, generation_config=cfg,
@@ -110,14 +114,14 @@ def main(argv: list[str] | None = None) -> int:
           f"repeats, medians; torch threads {torch.get_num_threads()}")
     want = [plain_greedy(target, p, n_new) for p in prompts]
     header = (f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
-              f"{'tok/s':>8} {'speedup':>7}  output")
+              f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
     print(header)
     for k in ks:
         # correctness + deterministic figures first
         figures: dict[str, dict[str, float]] = {}
         same: dict[str, str] = {}
         for name, fn in methods.items():
-            t0 = t_count.n
+            t0, d0 = t_count.n, d_count.n
             acc = judged = 0
             ok = True
             for p, w in zip(prompts, want, strict=True):
@@ -130,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                     target.record = False
                 ok = ok and out == w
             passes = t_count.n - t0
-            figures[name] = {"pass_per_tok": passes / (n_new * len(prompts))}
+            figures[name] = {"pass_per_tok": passes / (n_new * len(prompts)),
+                             "draft_per_tok": (d_count.n - d0) / (n_new * len(prompts))}
             if judged:
                 figures[name]["alpha"] = acc / judged
             same[name] = "identical" if ok else "DIFFERS from plain greedy"
@@ -155,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             formula = ((1 - a ** (k + 1)) / (1 - a) if a is not None and a < 1 else
                        (k + 1.0 if a is not None else float("nan")))
             print(f"{k:>2} {name:<12} {a if a is not None else float('nan'):>6.3f} {tau:>6.2f} "
-                  f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {len(prompts) * n_new / med:>8.1f} "
+                  f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {f['draft_per_tok']:>9.2f} "
+                  f"{len(prompts) * n_new / med:>8.1f} "
                   f"{base / med:>6.2f}x  {same[name]}")
     return 0
 
