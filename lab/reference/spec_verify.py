@@ -213,3 +213,52 @@ def speculative_generate(
         # Keep the accepted drafts; the correction/bonus (seq[-1]) is fed with the next block.
         target.crop(n + accepted)
         draft.crop(min(draft.cache_len, n + accepted))
+
+
+def _check_parents(parents: Sequence[int]) -> list[int]:
+    par = [int(x) for x in parents]
+    if not par or par[0] != -1 or any(not 0 <= p < i for i, p in enumerate(par) if i):
+        raise ValueError(
+            f"parents must start with -1 (the root), then 0 <= parents[i] < i; got {par}"
+        )
+    return par
+
+
+def tree_attention_mask(parents: list[int]) -> torch.Tensor:
+    """[N, N] bool: node i attends to node j iff j is i or one of i's ancestors.
+
+    Node 0 is the root (the last committed token); parents[i] < i, so a single forward sweep
+    inherits each parent's finished row.
+    """
+    par = _check_parents(parents)
+    n = len(par)
+    mask = torch.eye(n, dtype=torch.bool)
+    for i in range(1, n):
+        mask[i] |= mask[par[i]]
+    return mask
+
+
+def verify_tree(
+    tokens: list[int], parents: list[int], target_logits: torch.Tensor
+) -> tuple[list[int], int]:
+    """Greedy walk of a scored token tree: (accepted node indices, the target's next token).
+
+    Row i of `target_logits` scores the position after node i's path. From the root, move to the
+    first child carrying the target's argmax; when no child matches, that argmax is the
+    correction (or, at a leaf, the bonus).
+    """
+    par = _check_parents(parents)
+    if target_logits.shape[0] != len(par) or len(tokens) != len(par):
+        raise ValueError("tokens, parents and target_logits must all have N entries/rows")
+    best: list[int] = target_logits.argmax(dim=-1).tolist()
+    children: list[list[int]] = [[] for _ in par]
+    for i in range(1, len(par)):
+        children[par[i]].append(i)
+    path: list[int] = []
+    cur = 0
+    while True:
+        nxt = next((c for c in children[cur] if int(tokens[c]) == best[cur]), None)
+        if nxt is None:
+            return path, best[cur]
+        path.append(nxt)
+        cur = nxt

@@ -123,8 +123,8 @@ def cases(level: int, seed: int) -> list[Case]:
     if level == 4:
         return _cases_l4(seed)
     if level == 5:
-        return []  # tree verification: coming later (see exercise.toml)
-    raise ValueError(f"spec-verify has levels 1-4 (5 is coming later), not {level}")
+        return _cases_l5(seed)
+    raise ValueError(f"spec-verify has levels 1-5, not {level}")
 
 
 def _cases_l1(seed: int) -> list[Case]:
@@ -268,6 +268,57 @@ def _cases_l4(seed: int) -> list[Case]:
     return out
 
 
+def _random_parents(rng: random.Random, n: int) -> list[int]:
+    return [-1] + [rng.randrange(i) for i in range(1, n)]
+
+
+def _cases_l5(seed: int) -> list[Case]:
+    rng = random.Random(seed)
+    out = [
+        Case("L5-mask-root-only", 5, {"kind": "mask", "parents": [-1]}, size=1),
+        Case("L5-mask-chain", 5, {"kind": "mask", "parents": [-1, 0, 1, 2, 3]}, size=5,
+             description="a chain: the tree mask is the causal mask"),
+        Case("L5-mask-star", 5, {"kind": "mask", "parents": [-1, 0, 0, 0, 0]}, size=5,
+             description="siblings must not see each other"),
+        Case("L5-mask-two-branches", 5, {"kind": "mask", "parents": [-1, 0, 1, 2, 0, 4, 5]},
+             size=7, description="a later branch must not see the earlier one"),
+    ]
+    for i in range(4):
+        n = rng.randint(2, 16)
+        out.append(Case(f"L5-mask-hidden-{i}", 5, {"kind": "mask",
+                                                    "parents": _random_parents(rng, n)}, size=n))
+    fixed = [
+        ("root-only", [-1], 0),
+        ("all-accepted-chain", [-1, 0, 1, 2], 3),
+        ("second-sibling", [-1, 0, 0, 1, 2], 2),
+        ("duplicate-siblings", [-1, 0, 0, 1, 2], 1),
+        ("first-rejected", [-1, 0, 0, 0], 0),
+    ]
+    for name, par, depth in fixed:
+        out.append(Case(f"L5-verify-{name}", 5, {"kind": "verify", "parents": par, "accept": depth,
+                                                 "seed": len(out), "dup": name.startswith("dup"),
+                                                 "branch": 1 if "second" in name else 0},
+                        size=len(par)))
+    for i in range(4):
+        n = rng.randint(2, 14)
+        out.append(Case(f"L5-verify-hidden-{i}", 5, {
+            "kind": "verify", "parents": _random_parents(rng, n), "accept": rng.randint(0, 4),
+            "seed": rng.randrange(1 << 30), "dup": rng.random() < 0.3,
+            "branch": rng.randint(0, 2)}, size=n))
+    for name, p in [("tiny-w2-d3", {"model": "tiny", "pair_seed": 0, "prompt_seed": 1,
+                                    "width": 2, "depth": 3, "max_new_tokens": 24}),
+                    ("tiny-w3-d4-budget", {"model": "tiny", "pair_seed": 2, "prompt_seed": 4,
+                                           "width": 3, "depth": 4, "max_new_tokens": 19}),
+                    ("shipped-w3-d4", {"model": "shipped", "prompt": 0, "width": 3, "depth": 4,
+                                       "max_new_tokens": 32})]:
+        out.append(Case(f"L5-generate-{name}", 5, {"kind": "tree_generate", **p}, size=100,
+                        timeout_s=300,
+                        description="the grader's tree loop with your mask and verifier: output "
+                                    "== the target's greedy decoding; accepted per pass >= the "
+                                    "first branch's alone"))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Models
 
@@ -370,6 +421,8 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
         return _run_l3(solution, p)
     if case.level == 4:
         return _run_l4(solution, p, ctx)
+    if case.level == 5:
+        return _run_l5(solution, p, ctx)
     raise ValueError(f"no level {case.level}")
 
 
@@ -770,6 +823,131 @@ def _measure(solution: ModuleType, target: CausalLM, draft: CausalLM, prompt: li
     return {"spec_s": spec_t[1], "plain_s": plain_t[1]}
 
 
+def _tree_inputs(p: dict[str, Any]) -> tuple[list[int], list[int], torch.Tensor]:
+    """A tree with random tokens and logits whose argmax walks branch `branch` for `accept` steps.
+
+    With `dup`, a sibling before the matching child carries a different token and one after it
+    the same token (the first matching child must win).
+    """
+    par = list(p["parents"])
+    n = len(par)
+    g = torch.Generator().manual_seed(int(p["seed"]))
+    v = 40
+    tokens = torch.randint(0, v, (n,), generator=g).tolist()
+    logits = torch.randn(n, v, generator=g)
+    children: list[list[int]] = [[] for _ in par]
+    for i in range(1, n):
+        children[par[i]].append(i)
+    cur = 0
+    for _ in range(int(p["accept"])):
+        kids = children[cur]
+        if not kids:
+            break
+        pick = kids[min(int(p.get("branch", 0)), len(kids) - 1)]
+        if p.get("dup"):
+            for other in kids:
+                if other < pick:
+                    tokens[other] = (tokens[pick] + 1) % v
+                elif other > pick:
+                    tokens[other] = tokens[pick]
+        logits[cur, tokens[pick]] = logits[cur].max() + 1.0
+        cur = pick
+    # stop there: no child of `cur` may carry the argmax
+    best = int(logits[cur].argmax())
+    for c in children[cur]:
+        if tokens[c] == best:
+            tokens[c] = (best + 1) % v
+    return tokens, par, logits
+
+
+def _run_l5(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> object:
+    if p["kind"] == "mask":
+        mask = solution.tree_attention_mask(list(p["parents"]))
+        if not isinstance(mask, torch.Tensor):
+            return {"error": f"tree_attention_mask must return a torch.Tensor, got "
+                             f"{type(mask).__name__}"}
+        return {"mask": mask.to(torch.bool).tolist(), "dtype": str(mask.dtype),
+                "shape": list(mask.shape)}
+    if p["kind"] == "verify":
+        tokens, par, logits = _tree_inputs(p)
+        got = solution.verify_tree(list(tokens), list(par), logits.clone())
+        path, nxt = got
+        return {"path": _plain(path), "next": int(nxt), "tokens": tokens,
+                "best": logits.argmax(-1).tolist()}
+    return _tree_generate(solution, p, ctx)
+
+
+def _tree_generate(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> object:
+    """The grader's tree loop around the solution's mask and verifier (greedy, batch 1).
+
+    The draft proposes `width` children of the root (its top tokens) and extends each greedily to
+    `depth` nodes; branch 0 is exactly the chain a k = depth loop would have drafted, so the tree
+    must accept at least as many tokens as that chain on every pass.
+    """
+    device = ctx.device if p["model"] == "shipped" else "cpu"
+    target, draft, prompt = _models(p, device)
+    budget, width, depth = int(p["max_new_tokens"]), int(p["width"]), int(p["depth"])
+    plain, gaps, second = _greedy_with_gaps(target, prompt, budget)
+    target.reset()
+    draft.reset()
+    seq = list(prompt)
+    out: list[int] = []
+    if len(seq) > 1:
+        target.forward(seq[:-1])
+    passes = tree_acc = chain_acc = 0
+    fault = ""
+    while len(out) < budget:
+        n = len(seq)
+        d = min(depth, budget - len(out) - 1)
+        tokens, par = [seq[-1]], [-1]
+        if d > 0:
+            draft.crop(min(draft.cache_len, n - 1))
+            if draft.cache_len < n - 1:
+                draft.forward(seq[draft.cache_len : n - 1])
+            top = torch.topk(draft.forward([seq[-1]])[-1], width).indices.tolist()
+            for b in range(width):
+                draft.crop(n)
+                node, tok = 0, top[b]
+                for step in range(d):
+                    tokens.append(tok)
+                    par.append(node)
+                    node = len(tokens) - 1
+                    if step + 1 < d:
+                        tok = int(draft.forward([tok])[-1].argmax())
+        mask = solution.tree_attention_mask(list(par))
+        logits = target.forward_tree(tokens, mask)
+        passes += 1
+        path, nxt = solution.verify_tree(list(tokens), list(par), logits.clone())
+        path = [int(i) for i in _plain(path)]
+        walk = 0
+        for i in path:
+            if not 0 < i < len(par) or par[i] != walk:
+                fault = (f"verify_tree returned path {path}, which is not a root-to-node chain of "
+                         f"the tree (parents {par})")
+                break
+            walk = i
+        if fault:
+            break
+        best = logits.argmax(-1).tolist()
+        chain = 0
+        while chain < d and tokens[chain + 1] == best[chain]:
+            chain += 1
+        tree_acc += len(path)
+        chain_acc += chain
+        if len(path) < chain:
+            fault = (f"pass {passes}: the tree accepted {len(path)} tokens but its first branch "
+                     f"alone (the chain) matches the target for {chain}: follow any child whose "
+                     f"token is the target's argmax")
+            break
+        emitted = ([tokens[i] for i in path] + [int(nxt)])[: budget - len(out)]
+        out += emitted
+        seq += emitted
+        base = n - 1
+        target.keep([*range(base + 1), *(base + i for i in path)])
+    return {"out": out, "plain": plain, "gaps": gaps, "second": second, "fault": fault,
+            "passes": passes, "tree_acc": tree_acc, "chain_acc": chain_acc}
+
+
 # ---------------------------------------------------------------------------------------------
 # Check
 
@@ -780,7 +958,69 @@ def check(case: Case, got: object, expected: object) -> Verdict:
         return _check_l1(case, got, expected)
     if case.level in (2, 3):
         return _check_sampling(case, got)
+    if case.level == 5:
+        return _check_l5(case, got, expected)
     return _check_l4(case, got, expected)
+
+
+def _check_l5(case: Case, got: Any, expected: Any) -> Verdict:
+    p = case.params
+    if "error" in got:
+        return Verdict(False, got["error"])
+    if p["kind"] == "mask":
+        par = p["parents"]
+        if got["shape"] != expected["shape"]:
+            return Verdict(False, f"the mask must be [N, N] = {expected['shape']}, got "
+                                  f"{got['shape']}")
+        if got["mask"] == expected["mask"]:
+            return Verdict(True)
+        for i, (row_g, row_e) in enumerate(zip(got["mask"], expected["mask"], strict=True)):
+            for j, (a, b) in enumerate(zip(row_g, row_e, strict=True)):
+                if a == b:
+                    continue
+                if i == j:
+                    why = "a node must attend to itself (the diagonal is True)"
+                elif a and j < i:
+                    why = (f"node {j} is not an ancestor of node {i} (parents {par}): a "
+                           f"causal (lower-triangular) mask lets siblings and other branches leak")
+                elif a:
+                    why = f"node {i} attends to a later node {j}"
+                else:
+                    why = f"node {j} is an ancestor of node {i} (parents {par}) and must be visible"
+                return Verdict(False, f"mask[{i}][{j}] is {a}, expected {b}: {why}")
+        return Verdict(False, "mask differs")
+    if p["kind"] == "verify":
+        want = (expected["path"], expected["next"])
+        have = (got["path"], got["next"])
+        if have == want:
+            return Verdict(True)
+        head = (f"parents {p['parents']}, tokens {got['tokens']}, argmax per row {got['best']}: "
+                f"expected path {want[0]} then {want[1]}, got path {have[0]} then {have[1]}")
+        if len(have[0]) < len(want[0]) and have[0] == want[0][: len(have[0])]:
+            return Verdict(False, f"stopped too early: at a node, try every child, not only the "
+                                  f"first; {head}")
+        if have[0] == want[0]:
+            return Verdict(False, f"right path, wrong last token: it is the argmax of the row of "
+                                  f"the last accepted node (the root's row if none); {head}")
+        return Verdict(False, f"row i scores the position after node i, so a child c of node i "
+                              f"is accepted when tokens[c] == argmax(row i) (first such child "
+                              f"wins); {head}")
+    # tree_generate
+    if got["fault"]:
+        return Verdict(False, got["fault"])
+    out, want = got["out"], expected["plain"]
+    metrics = {"tree_tokens_per_pass": len(out) / max(got["passes"], 1),
+               "chain_tokens_per_pass": (got["chain_acc"] + got["passes"]) / max(got["passes"], 1)}
+    note = (f"tree: {metrics['tree_tokens_per_pass']:.2f} tokens per target pass vs "
+            f"{metrics['chain_tokens_per_pass']:.2f} for its first branch alone (the k = depth "
+            f"chain)")
+    if out != want:
+        at = next((j for j in range(min(len(out), len(want))) if out[j] != want[j]), None)
+        if at is not None and expected["gaps"][at] < NEAR_TIE and out[at] == expected["second"][at]:
+            return Verdict(True, f"near tie at token {at} excused. {note}", metrics)
+        return Verdict(False, f"tree decoding differs from the target's greedy decoding at token "
+                              f"{at}: expected {want}, got {out}")
+    return Verdict(True, note, metrics)
 
 
 def _check_l1(case: Case, got: Any, expected: Any) -> Verdict:

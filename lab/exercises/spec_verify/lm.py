@@ -98,6 +98,66 @@ class CausalLM:
         logits: torch.Tensor = out.logits[0].float()
         return logits
 
+    def forward_tree(self, tokens: Sequence[int], tree_mask: torch.Tensor) -> torch.Tensor:
+        """Score a token tree in one pass: node i sees the cache plus the nodes tree_mask[i] marks.
+
+        tree_mask: [N, N] bool, True where node i may attend to node j (itself and its
+        ancestors). Node positions are cache_len + depth, depth = ancestors counted by the mask.
+        All N nodes enter the cache; keep the accepted path with `keep`.
+        """
+        import torch
+
+        ids = [int(t) for t in tokens]
+        n = len(ids)
+        mask = torch.as_tensor(tree_mask, dtype=torch.bool).cpu()
+        if mask.shape != (n, n):
+            raise ValueError(f"{self.name}.forward_tree(): tree_mask must be [{n}, {n}], got "
+                             f"{tuple(mask.shape)}")
+        if self._cache is None:
+            from transformers import DynamicCache
+
+            self._cache = DynamicCache(config=self.model.config)
+        base = len(self._tokens)
+        full = torch.cat([torch.ones(n, base, dtype=torch.bool), mask], dim=1)
+        depth = mask.long().sum(dim=1) - 1
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=torch.tensor([ids], device=self.device),
+                cache=self._cache,
+                attention_mask=full[None, None].to(self.device),
+                position_ids=(base + depth)[None].to(self.device),
+                use_cache=True,
+            )
+        self._cache = out.cache
+        self._tokens.extend(ids)
+        self.passes += 1
+        self.tokens_processed += n
+        if self.record:
+            self.trace.append(Pass(cached=base, context=tuple(self._tokens)))
+        logits: torch.Tensor = out.logits[0].float()
+        return logits
+
+    def keep(self, positions: Sequence[int]) -> None:
+        """Keep only these cache positions (ascending), e.g. the prefix plus an accepted path."""
+        import torch
+
+        pos = [int(p) for p in positions]
+        if pos != sorted(set(pos)) or (pos and not 0 <= pos[0] <= pos[-1] < len(self._tokens)):
+            raise ValueError(f"{self.name}.keep(): positions must be ascending, distinct and in "
+                             f"[0, {len(self._tokens)})")
+        if not pos:
+            self.reset_cache_only()
+            return
+        idx = torch.tensor(pos, device=self.device)
+        for layer in self._cache.layers:
+            layer.keys = layer.keys.index_select(-2, idx)
+            layer.values = layer.values.index_select(-2, idx)
+        self._tokens = [self._tokens[p] for p in pos]
+
+    def reset_cache_only(self) -> None:
+        self._cache = None
+        self._tokens = []
+
     def crop(self, length: int) -> None:
         """Keep only the first `length` cached tokens (drop rejected drafts from the cache)."""
         length = int(length)

@@ -78,3 +78,25 @@ def speculative_generate(
     Return exactly max_new_tokens new ids, or fewer ending with the first eos_token_id.
     """
     raise NotImplementedError("speculative_generate")
+
+
+def tree_attention_mask(parents: list[int]) -> torch.Tensor:
+    """Level 5. The attention mask of a token tree, [N, N] bool.
+
+    parents[0] == -1 (node 0 is the root: the last committed token); parents[i] < i otherwise.
+    mask[i, j] is True iff node j is node i itself or one of its ancestors.
+    """
+    raise NotImplementedError("tree_attention_mask")
+
+
+def verify_tree(
+    tokens: list[int], parents: list[int], target_logits: torch.Tensor
+) -> tuple[list[int], int]:
+    """Level 5. Greedy verification of a token tree scored in one target pass.
+
+    tokens[i] is node i's token (tokens[0] = the root); row i of target_logits [N, V] scores the
+    position after node i's path. Walk from the root: move to the first (lowest-index) child whose
+    token is the target's argmax there; stop when none matches. Return (the accepted node
+    indices in order, root excluded; the target's argmax at the last accepted node).
+    """
+    raise NotImplementedError("verify_tree")
