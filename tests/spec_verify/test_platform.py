@@ -57,3 +57,13 @@ def test_cli_grades_level_4_and_reports_alpha_and_tau(tmp_path: Path) -> None:
     assert abs(k4["tau"] - k4["tau_formula"]) < 0.5
     timed = next(e for e in events if e["event"] == "metrics" and e["case"] == "L4-shipped-timed")
     assert "median_ratio" in timed["metrics"]
+
+
+@pytest.mark.slow
+def test_reference_passes_level_5_in_the_sandbox_including_the_shipped_pair(tmp_path: Path
+                                                                            ) -> None:
+    run = assert_passes("spec-verify", reference_as_solution("spec-verify", tmp_path), level=5,
+                        seed=11)
+    metrics = {e["case"]: e["metrics"] for e in run.events if e["event"] == "case_passed"}
+    tree = metrics["L5-generate-shipped-w3-d4"]
+    assert tree["tree_tokens_per_pass"] >= tree["chain_tokens_per_pass"] - 1e-9

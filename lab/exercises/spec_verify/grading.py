@@ -963,6 +963,22 @@ def check(case: Case, got: object, expected: object) -> Verdict:
     return _check_l4(case, got, expected)
 
 
+def _walk_variant(tokens: list[int], par: list[int], best: list[int], bug: str
+                  ) -> tuple[list[int], int]:
+    """What a classic wrong tree walk returns (to name the bug in a failure message)."""
+    path: list[int] = []
+    cur = 0
+    while True:
+        kids = [c for c in range(1, len(par)) if par[c] == cur]
+        if bug == "first_child":
+            kids = kids[:1]
+        nxt = next((c for c in kids if tokens[c] == best[c if bug == "own_row" else cur]), None)
+        if nxt is None:
+            return path, best[cur]
+        path.append(nxt)
+        cur = nxt
+
+
 def _check_l5(case: Case, got: Any, expected: Any) -> Verdict:
     p = case.params
     if "error" in got:
@@ -996,15 +1012,21 @@ def _check_l5(case: Case, got: Any, expected: Any) -> Verdict:
             return Verdict(True)
         head = (f"parents {p['parents']}, tokens {got['tokens']}, argmax per row {got['best']}: "
                 f"expected path {want[0]} then {want[1]}, got path {have[0]} then {have[1]}")
-        if len(have[0]) < len(want[0]) and have[0] == want[0][: len(have[0])]:
-            return Verdict(False, f"stopped too early: at a node, try every child, not only the "
-                                  f"first; {head}")
+        tokens, par, best = got["tokens"], p["parents"], got["best"]
+        row_msg = ("row i scores the position after node i, so a child c of node i is accepted "
+                   "when tokens[c] == argmax(row i) - the parent's row, not the child's own")
+        kid_msg = "stopped too early: at a node, try every child, not only the first"
+        own_row = have == _walk_variant(tokens, par, best, "own_row")
+        first_child = have == _walk_variant(tokens, par, best, "first_child")
+        if own_row or first_child:
+            why = " - or - ".join(m for m, hit in ((kid_msg, first_child), (row_msg, own_row))
+                                  if hit)
+            return Verdict(False, f"{why}; {head}")
         if have[0] == want[0]:
             return Verdict(False, f"right path, wrong last token: it is the argmax of the row of "
                                   f"the last accepted node (the root's row if none); {head}")
-        return Verdict(False, f"row i scores the position after node i, so a child c of node i "
-                              f"is accepted when tokens[c] == argmax(row i) (first such child "
-                              f"wins); {head}")
+        return Verdict(False, f"a child c of node i is accepted when tokens[c] == argmax(row i), "
+                              f"the first such child wins; {head}")
     # tree_generate
     if got["fault"]:
         return Verdict(False, got["fault"])
