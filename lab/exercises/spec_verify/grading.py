@@ -1,6 +1,6 @@
 """Grading spec for `spec-verify` (see LAB-PROTOCOL.md): cases, how to run them, how to judge.
 
-Levels 1 and 4 (greedy) are exact comparisons with the target's own greedy decoding; levels 2-3
+Levels 1, 4 (greedy) and 5 are exact comparisons with the target's own greedy decoding; levels 2-3
 and sampled level 4 are chi-square tests against the exact law of a block, Bonferroni-corrected so
 that a correct solution fails a level's grading run with probability at most FAMILY_ALPHA.
 Messages name the likely bug: structural violations are checked before any statistics.
@@ -237,6 +237,10 @@ def _cases_l4(seed: int) -> list[Case]:
         out.append(Case(f"L4-shipped-k{k}", 4, {"kind": "greedy", "model": "shipped", "prompt": i,
                                                  "k": k, "max_new_tokens": 23 + i},
                         size=100 + k, timeout_s=300))
+    out.append(Case("L4-shipped-hidden", 4, {
+        "kind": "greedy", "model": "shipped", "prompt": rng.randrange(len(SHIPPED_PROMPTS)),
+        "k": rng.choice([1, 2, 4, 8]), "max_new_tokens": rng.randint(8, 40),
+        "eos_at": rng.choice([None, rng.randint(2, 12)])}, size=120, timeout_s=300))
     out.append(Case("L4-shipped-eos", 4, {"kind": "greedy", "model": "shipped", "prompt": 1,
                                           "k": 4, "max_new_tokens": 40, "eos_at": 11},
                     size=140, timeout_s=300))
