@@ -143,7 +143,6 @@ def save_checkpoint(model: Any, tokenizer: Any, out: Path, extra: dict[str, Any]
         eos_token_id=model.config.eos_token_id,
         pad_token_id=model.config.pad_token_id,
         do_sample=False,
-        max_length=1024,
     )
     half.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
