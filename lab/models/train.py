@@ -203,7 +203,15 @@ def train_model(args: argparse.Namespace) -> None:
     train_ids = encode_split(tokenizer, split, "train")
     held_ids = encode_split(tokenizer, split, "held_out")
     shape = SHAPES[args.role]
-    model = build_model(shape, tokenizer).to(device)
+    prior: dict[str, Any] | None = None
+    if args.init:
+        # Continue training an earlier checkpoint (its log and step count carry over).
+        model: Any = AutoModelForCausalLM.from_pretrained(args.init, local_files_only=True)
+        model = model.to(device=device, dtype=torch.float32)
+        prior = json.loads((Path(args.init) / "training.json").read_text())
+        prior_log = json.loads((Path(args.init) / "train_log.json").read_text())
+    else:
+        model = build_model(shape, tokenizer).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     teacher: Any = None
     if args.teacher:
@@ -248,6 +256,15 @@ def train_model(args: argparse.Namespace) -> None:
     (out / "corpus_train.txt").write_text("\n".join(split.train) + "\n")
     (out / "corpus_held_out.txt").write_text("\n".join(split.held_out) + "\n")
     log: list[dict[str, float]] = []
+    step0, tokens0 = 0, 0
+    if prior is not None:
+        log = list(prior_log)
+        step0, tokens0 = prior["steps_done"], prior["tokens_seen"]
+        meta["continued_from"] = {
+            k: prior[k]
+            for k in ("steps_done", "tokens_seen", "peak_lr", "batch_size", "distillation")
+        }
+    meta["step_offset"], meta["token_offset"] = step0, tokens0
     start = time.monotonic()
     budget = args.minutes * 60
     planned = args.steps
@@ -289,8 +306,8 @@ def train_model(args: argparse.Namespace) -> None:
         now = time.monotonic()
         if step % args.log_every == 0 or step == planned:
             entry = {
-                "step": step,
-                "tokens": step * bsz * seq,
+                "step": step0 + step,
+                "tokens": tokens0 + step * bsz * seq,
                 "seconds": round(now - start, 1),
                 "train_loss": round(running, 4),
                 "lr": opt.param_groups[0]["lr"],
@@ -320,9 +337,9 @@ def _save(
 ) -> None:
     info = dict(meta)
     info.update(
-        steps_done=step,
+        steps_done=meta["step_offset"] + step,
         steps_planned=planned,
-        tokens_seen=step * meta["batch_size"] * seq,
+        tokens_seen=meta["token_offset"] + step * meta["batch_size"] * seq,
         finished=final,
     )
     info["held_out_loss"] = round(heldout_loss(model, held_ids, seq, device), 4)
@@ -341,6 +358,7 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--role", choices=sorted(SHAPES), required=True)
     m.add_argument("--out", required=True)
     m.add_argument("--tokenizer", help="folder with tokenizer.json (default: --out)")
+    m.add_argument("--init", help="continue from this checkpoint instead of a fresh model")
     m.add_argument("--teacher", help="distil from this model (KL to its next-token law)")
     m.add_argument("--kl", type=float, default=0.7, help="weight of the KL term when distilling")
     m.add_argument("--minutes", type=float, default=30.0, help="wall-clock budget")

@@ -1,0 +1,195 @@
+"""Speculative decoding on the shipped pair: the reference loop vs plain greedy vs transformers.
+
+For k in {1, 2, 4, 6, 8} it prints α̂, τ (tokens per target pass) next to the formula
+(1 − α̂^(k+1)) / (1 − α̂), target passes per token, tokens/s and speed-up over plain greedy for:
+  plain-lab   the target alone through the lab's CausalLM (one token per pass)
+  plain-hf    the target alone through `generate(do_sample=False)`
+  assisted-hf transformers' assisted generation (`generate(assistant_model=draft)`, k fixed)
+  reference   lab.reference.spec_verify.speculative_generate
+Same prompts and max_new_tokens, EOS off, outputs checked identical to plain greedy first;
+then interleaved runs (A B C D, A B C D, ...) and medians. On CPU: one torch thread.
+
+    nice -n 10 python bench/spec_decode.py [--device auto|cpu|cuda] [--dtype float32|bfloat16]
+                                          [--tokens 64] [--repeats 5] [--ks 1,2,4,6,8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch
+
+from lab.exercises.spec_verify.grading import SHIPPED_PROMPTS
+from lab.exercises.spec_verify.lm import CausalLM, plain_greedy
+from lab.reference.spec_verify import speculative_generate
+
+
+class PassCounter:
+    """Counts forward calls of a transformers model (hooks work for every caller alike)."""
+
+    def __init__(self, model: Any) -> None:
+        self.n = 0
+        model.register_forward_hook(self._hook)
+
+    def _hook(self, *_: Any) -> None:
+        self.n += 1
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--ks", default="1,2,4,6,8")
+    ap.add_argument("--prompts", type=int, default=len(SHIPPED_PROMPTS))
+    args = ap.parse_args(argv)
+
+    from transformers.utils import logging as hf_logging
+
+    from lab.models import load_pair
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    pair = load_pair(device=args.device, dtype=args.dtype)
+    device = str(pair.device)
+    if device == "cpu":
+        torch.set_num_threads(1)
+    target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
+    t_count, d_count = PassCounter(target_m), PassCounter(draft_m)
+    target, draft = CausalLM(target_m, name="target"), CausalLM(draft_m, name="draft")
+    prompts = [[int(t) for t in tok.encode(p)] for p in SHIPPED_PROMPTS[: args.prompts]]
+    n_new = args.tokens
+    ks = [int(k) for k in args.ks.split(",")]
+
+    gen_cfg = copy.deepcopy(target_m.generation_config)
+    gen_cfg.eos_token_id = None  # EOS off: every method emits exactly n_new tokens
+    gen_cfg.pad_token_id = 1
+    gen_cfg.do_sample = False
+    gen_cfg.max_new_tokens = n_new
+    gen_cfg.min_new_tokens = None
+
+    def hf(prompt: list[int], k: int | None) -> list[int]:
+        ids = torch.tensor([prompt], device=device)
+        cfg = copy.deepcopy(gen_cfg)
+        kwargs: dict[str, Any] = {}
+        if k is not None:
+            # transformers reads these from the *assistant's* generation config; its defaults
+            # (a "heuristic" schedule that shrinks k after each rejection, and a confidence
+            # threshold that stops drafting early) would not be the same algorithm at this k
+            acfg = draft_m.generation_config
+            acfg.num_assistant_tokens = k
+            acfg.num_assistant_tokens_schedule = "constant"
+            acfg.assistant_confidence_threshold = 0.0
+            kwargs["assistant_model"] = draft_m
+        with torch.inference_mode():
+            out = target_m.generate(ids, generation_config=cfg,
+                                    attention_mask=torch.ones_like(ids), **kwargs)
+        return [int(t) for t in out[0, len(prompt):].tolist()]
+
+    methods: dict[str, Callable[[list[int], int], list[int]]] = {
+        "plain-lab": lambda p, k: plain_greedy(target, p, n_new),
+        "plain-hf": lambda p, k: hf(p, None),
+        "assisted-hf": lambda p, k: hf(p, k),
+        "reference": lambda p, k: speculative_generate(target, draft, p, n_new, k),
+    }
+    print(f"# spec_decode on {device} ({pair.dtype}), pair {getattr(pair, 'name', 'pycode')}: "
+          f"{len(prompts)} prompts x {n_new} new tokens, EOS off, {args.repeats} interleaved "
+          f"repeats, medians; torch threads {torch.get_num_threads()}")
+    want = [plain_greedy(target, p, n_new) for p in prompts]
+    header = (f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
+              f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
+    print(header)
+    for k in ks:
+        # correctness + deterministic figures first
+        figures: dict[str, dict[str, float]] = {}
+        same: dict[str, str] = {}
+        for name, fn in methods.items():
+            t0, d0 = t_count.n, d_count.n
+            acc = judged = 0
+            ok = True
+            for p, w in zip(prompts, want, strict=True):
+                if name == "reference":
+                    target.record = True
+                out = fn(p, k)
+                if name == "reference":
+                    a, j = _acceptance(target, len(p), p + out)
+                    acc, judged = acc + a, judged + j
+                    target.record = False
+                ok = ok and out == w
+            passes = t_count.n - t0
+            figures[name] = {"pass_per_tok": passes / (n_new * len(prompts)),
+                             "draft_per_tok": (d_count.n - d0) / (n_new * len(prompts))}
+            if judged:
+                figures[name]["alpha"] = acc / judged
+            same[name] = "identical" if ok else "DIFFERS from plain greedy"
+        # timing: interleaved, medians
+        times: dict[str, list[float]] = {m: [] for m in methods}
+        for fn in methods.values():  # warm-up
+            fn(prompts[0], k)
+        for _ in range(args.repeats):
+            for name, fn in methods.items():
+                _sync(device)
+                t0 = time.perf_counter()
+                for p in prompts:
+                    fn(p, k)
+                _sync(device)
+                times[name].append(time.perf_counter() - t0)
+        base = statistics.median(times["plain-lab"])
+        for name in methods:
+            med = statistics.median(times[name])
+            f = figures[name]
+            tau = 1.0 / f["pass_per_tok"] if name != "reference" else _tau(f, len(prompts), n_new)
+            a = f.get("alpha")
+            formula = ((1 - a ** (k + 1)) / (1 - a) if a is not None and a < 1 else
+                       (k + 1.0 if a is not None else float("nan")))
+            print(f"{k:>2} {name:<12} {a if a is not None else float('nan'):>6.3f} {tau:>6.2f} "
+                  f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {f['draft_per_tok']:>9.2f} "
+                  f"{len(prompts) * n_new / med:>8.1f} "
+                  f"{base / med:>6.2f}x  {same[name]}")
+    return 0
+
+
+def _acceptance(target: CausalLM, prompt_len: int, seq: list[int]) -> tuple[int, int]:
+    """Accepted drafts and judged positions (accepted + first rejections) from the target trace."""
+    acc = judged = 0
+    for ps in target.trace:
+        if len(ps.context) < prompt_len:
+            continue  # prefill
+        pos = ps.cached + 1
+        for tok in ps.new_tokens[1:]:
+            if pos >= len(seq):
+                break
+            judged += 1
+            if tok != seq[pos]:
+                break
+            acc += 1
+            pos += 1
+    target.trace.clear()
+    return acc, judged
+
+
+def _tau(f: dict[str, float], n_prompts: int, n_new: int) -> float:
+    """Tokens per verify pass for the reference: passes minus one prefill per prompt."""
+    passes = f["pass_per_tok"] * n_prompts * n_new
+    return n_prompts * n_new / max(passes - n_prompts, 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""The small model interface the spec-verify exercise gives learners over a transformers model.
+
+Speculative decoding needs exactly three things from a model: run it over a few *new* tokens on
+top of what it has already seen (its KV cache), cut that cache back when drafted tokens are
+rejected, and count passes so the speed-up can be explained. `CausalLM` offers just that, so a
+learner's loop works the same on a tiny random model, the shipped pair, CPU or GPU.
+
+It also keeps, on request, a trace of the context every pass ran on. The grader uses the trace to
+say *which* cache went stale (a rejected token left in the target's cache, or a draft that never
+saw the bonus token) instead of only reporting that the output differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One forward pass: how many tokens were already cached, and the whole context after it."""
+
+    cached: int
+    context: tuple[int, ...]
+
+    @property
+    def new_tokens(self) -> tuple[int, ...]:
+        return self.context[self.cached :]
+
+
+class CausalLM:
+    """A causal LM with a KV cache, batch size 1.
+
+    `forward(tokens)` feeds `tokens` after everything already cached and returns one row of fp32
+    logits per new token (row j scores the token that follows `tokens[j]`); `crop(n)` keeps only
+    the first `n` cached tokens; `passes` counts forward passes, `tokens_processed` the tokens fed.
+    """
+
+    def __init__(self, model: Any, *, name: str = "model", record: bool = False) -> None:
+
+        self.model = model
+        self.name = name
+        self.record = record
+        first = next(model.parameters())
+        self.device: torch.device = first.device
+        self.vocab_size: int = int(model.config.vocab_size)
+        self.passes = 0
+        self.tokens_processed = 0
+        self.trace: list[Pass] = []
+        self._tokens: list[int] = []
+        self._cache: Any = None
+
+    # --- the learner-facing interface -------------------------------------------------------
+    @property
+    def cache_len(self) -> int:
+        """Number of tokens currently held in the KV cache."""
+        return len(self._tokens)
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        """The token ids held in the KV cache, oldest first (read-only copy)."""
+        return tuple(self._tokens)
+
+    def forward(self, tokens: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """Run the model over `tokens` appended to the cached context; return fp32 logits [n, V].
+
+        The cache grows by n tokens. The logits stay on the model's device.
+        """
+        import torch
+
+        ids = [int(t) for t in (tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens)]
+        if not ids:
+            raise ValueError(f"{self.name}.forward() needs at least one new token")
+        bad = [t for t in ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise ValueError(
+                f"{self.name}.forward(): token id {bad[0]} is outside the vocabulary "
+                f"[0, {self.vocab_size})"
+            )
+        if self._cache is None:
+            from transformers import DynamicCache
+
+            self._cache = DynamicCache(config=self.model.config)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
+        with torch.inference_mode():
+            out = self.model(input_ids=input_ids, cache=self._cache, use_cache=True)
+        self._cache = out.cache
+        cached = len(self._tokens)
+        self._tokens.extend(ids)
+        self.passes += 1
+        self.tokens_processed += len(ids)
+        if self.record:
+            self.trace.append(Pass(cached=cached, context=tuple(self._tokens)))
+        logits: torch.Tensor = out.logits[0].float()
+        return logits
+
+    def forward_tree(self, tokens: Sequence[int], tree_mask: torch.Tensor) -> torch.Tensor:
+        """Score a token tree in one pass: node i sees the cache plus the nodes tree_mask[i] marks.
+
+        tree_mask: [N, N] bool, True where node i may attend to node j (itself and its
+        ancestors). Node positions are cache_len + depth, depth = ancestors counted by the mask.
+        All N nodes enter the cache; keep the accepted path with `keep`.
+        """
+        import torch
+
+        ids = [int(t) for t in tokens]
+        n = len(ids)
+        mask = torch.as_tensor(tree_mask, dtype=torch.bool).cpu()
+        if mask.shape != (n, n):
+            raise ValueError(f"{self.name}.forward_tree(): tree_mask must be [{n}, {n}], got "
+                             f"{tuple(mask.shape)}")
+        if self._cache is None:
+            from transformers import DynamicCache
+
+            self._cache = DynamicCache(config=self.model.config)
+        base = len(self._tokens)
+        full = torch.cat([torch.ones(n, base, dtype=torch.bool), mask], dim=1)
+        depth = mask.long().sum(dim=1) - 1
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=torch.tensor([ids], device=self.device),
+                cache=self._cache,
+                attention_mask=full[None, None].to(self.device),
+                position_ids=(base + depth)[None].to(self.device),
+                use_cache=True,
+            )
+        self._cache = out.cache
+        self._tokens.extend(ids)
+        self.passes += 1
+        self.tokens_processed += n
+        if self.record:
+            self.trace.append(Pass(cached=base, context=tuple(self._tokens)))
+        logits: torch.Tensor = out.logits[0].float()
+        return logits
+
+    def keep(self, positions: Sequence[int]) -> None:
+        """Keep only these cache positions (ascending), e.g. the prefix plus an accepted path."""
+        import torch
+
+        pos = [int(p) for p in positions]
+        if pos != sorted(set(pos)) or (pos and not 0 <= pos[0] <= pos[-1] < len(self._tokens)):
+            raise ValueError(f"{self.name}.keep(): positions must be ascending, distinct and in "
+                             f"[0, {len(self._tokens)})")
+        if not pos:
+            self.reset_cache_only()
+            return
+        idx = torch.tensor(pos, device=self.device)
+        for layer in self._cache.layers:
+            layer.keys = layer.keys.index_select(-2, idx)
+            layer.values = layer.values.index_select(-2, idx)
+        self._tokens = [self._tokens[p] for p in pos]
+
+    def reset_cache_only(self) -> None:
+        self._cache = None
+        self._tokens = []
+
+    def crop(self, length: int) -> None:
+        """Keep only the first `length` cached tokens (drop rejected drafts from the cache)."""
+        length = int(length)
+        if not 0 <= length <= len(self._tokens):
+            raise ValueError(
+                f"{self.name}.crop({length}): the cache holds {len(self._tokens)} tokens; "
+                f"length must be in [0, {len(self._tokens)}]"
+            )
+        drop = len(self._tokens) - length
+        if drop == 0:
+            return
+        if length == 0:
+            self._cache = None
+        else:
+            self._cache.crop(-drop)  # transformers 5.x: a negative count of tokens to remove
+        del self._tokens[length:]
+
+    def reset(self) -> None:
+        """Empty the cache and zero the counters (a fresh generation)."""
+        self._cache = None
+        self._tokens = []
+        self.passes = 0
+        self.tokens_processed = 0
+        self.trace = []
+
+    def __repr__(self) -> str:
+        return (
+            f"CausalLM({self.name}, vocab={self.vocab_size}, cache_len={self.cache_len}, "
+            f"passes={self.passes})"
+        )
+
+
+def plain_greedy(
+    lm: CausalLM, prompt_ids: Sequence[int], max_new_tokens: int, eos_token_id: int | None = None
+) -> list[int]:
+    """The target alone, one token per pass: the output speculative decoding must reproduce."""
+    lm.reset()
+    out: list[int] = []
+    if max_new_tokens <= 0:
+        return out
+    logits = lm.forward(list(prompt_ids))[-1]
+    while True:
+        tok = int(logits.argmax())
+        out.append(tok)
+        if len(out) >= max_new_tokens or tok == eos_token_id:
+            return out
+        logits = lm.forward([tok])[-1]

@@ -1,0 +1,1 @@
+"""Deliberately broken solutions: each file names its bug and the level that must catch it."""

@@ -1,0 +1,12 @@
+"""Broken on purpose (level 4): the grader must name this bug (see MESSAGE)."""
+
+from tests.spec_verify.broken import _base
+
+LEVEL = 4
+MESSAGE = 'went on after EOS'
+
+def speculative_generate(target, draft, prompt_ids, max_new_tokens, k, temperature=0.0,
+                         generator=None, eos_token_id=None):
+    """Bug: keeps the tokens an accepted block emitted after EOS."""
+    return _base.generate(target, draft, prompt_ids, max_new_tokens, k, temperature, generator,
+                          eos_token_id, ignore_eos=True)

@@ -1,0 +1,58 @@
+"""Grade a solution module in-process with the exercise's own cases/run/check (fast path for tests).
+
+The platform's `dojo lab grade` runs the same three functions with a sandbox around the learner;
+these tests exercise the grading logic itself, so they call it directly and stop at the first
+failing case.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from lab.exercises.spec_verify import grading
+from lab.grader.api import Case, RunContext, Verdict
+
+BROKEN_DIR = Path(__file__).parent / "broken"
+REFERENCE_FILE = Path(__file__).resolve().parents[2] / "lab" / "reference" / "spec_verify.py"
+CTX = RunContext(device="cpu", seed=0)
+_expected: dict[tuple[str, int], object] = {}
+
+
+def load(path: Path, name: str | None = None) -> ModuleType:
+    """Import a file as a learner module (a fresh module, not `lab.reference.*`)."""
+    spec = importlib.util.spec_from_file_location(name or f"learner_{path.stem}", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def reference() -> ModuleType:
+    return importlib.import_module(grading.REFERENCE)
+
+
+def expected(case: Case, seed: int) -> object:
+    key = (case.id, seed)
+    if key not in _expected:
+        _expected[key] = grading.run(reference(), case, CTX)
+    return _expected[key]
+
+
+def grade(solution: ModuleType, level: int, *, seed: int = 0, only: str | None = None,
+          skip: tuple[str, ...] = (), fail_fast: bool = True) -> list[tuple[Case, Verdict]]:
+    """Run the level's cases (ids containing `only`, none containing a `skip` entry)."""
+    results: list[tuple[Case, Verdict]] = []
+    for case in grading.cases(level, seed):
+        if (only and only not in case.id) or any(s in case.id for s in skip):
+            continue
+        try:
+            got = grading.run(solution, case, CTX)
+        except Exception as exc:  # the platform reports a crash as a failed case
+            results.append((case, Verdict(False, f"crashed: {type(exc).__name__}: {exc}")))
+        else:
+            results.append((case, grading.check(case, got, expected(case, seed))))
+        if fail_fast and not results[-1][1].passed:
+            break
+    return results

@@ -1,0 +1,59 @@
+"""The grader's teeth: every deliberately broken solution fails the level it breaks, with a
+message naming the bug; correct solutions (the reference, and an independent one) pass."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from tests.spec_verify import harness
+
+BROKEN = sorted(p.stem for p in harness.BROKEN_DIR.glob("l*.py"))
+SKIP = ("shipped", "model-k")  # the shipped pair has its own tests (needs lab.models)
+
+
+def test_at_least_twelve_distinct_bugs() -> None:
+    assert len(BROKEN) >= 12
+    levels = {importlib.import_module(f"tests.spec_verify.broken.{n}").LEVEL for n in BROKEN}
+    assert levels == {1, 2, 3, 4, 5}
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_broken_solution_fails_its_level_with_a_pointed_message(name: str) -> None:
+    mod = importlib.import_module(f"tests.spec_verify.broken.{name}")
+    # CASE, when a broken file sets it, skips the level's cases that cannot see the bug (speed)
+    results = harness.grade(mod, mod.LEVEL, only=getattr(mod, "CASE", None), skip=SKIP)
+    case, verdict = results[-1]
+    assert not verdict.passed, f"{name} passed level {mod.LEVEL}"
+    assert mod.MESSAGE in verdict.message, f"{case.id}: {verdict.message}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", [1, 2, 3, 5])
+def test_reference_passes_every_case_when_graded_as_a_learner_file(level: int) -> None:
+    ref = harness.load(harness.REFERENCE_FILE, "learner_reference")
+    results = harness.grade(ref, level, skip=SKIP, fail_fast=False)
+    failed = [(c.id, v.message) for c, v in results if not v.passed]
+    assert results and not failed
+
+
+@pytest.mark.slow
+def test_an_independent_correct_solution_passes() -> None:
+    """Correct code that spends random numbers differently from the reference still passes:
+    the sampling levels judge the law, not the reference's exact draws."""
+    base = importlib.import_module("tests.spec_verify.broken._base")
+    for level, only in [(1, ""), (2, "rejections"), (2, "temperature"), (3, "mixed-rows"),
+                        (3, "L3-k0"), (4, "greedy"), (4, "law-T0.6"), (4, "sampled-eos")]:
+        results = harness.grade(base, level, only=only or None, skip=SKIP, fail_fast=False)
+        assert results, (level, only)
+        failed = [(c.id, v.message) for c, v in results if not v.passed]
+        assert not failed, failed
+
+
+def test_broken_files_are_named_for_the_level_they_break() -> None:
+    for name in BROKEN:
+        mod = importlib.import_module(f"tests.spec_verify.broken.{name}")
+        assert name.startswith(f"l{mod.LEVEL}_"), name
+        assert Path(mod.__file__ or "").read_text().startswith('"""Broken on purpose')
