@@ -74,6 +74,7 @@ class Exercise:
     timing_warmup: int = 2
     dtype: str = "float32"
     model_paths: dict[str, str] | None = None
+    order: int = 100  # catalogue position: the warm-up exercise first, the big rounds after
 
     @property
     def stub_path(self) -> Path:
@@ -152,6 +153,7 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
             timing_repeats=int(data.get("timing_repeats", 7)),
             timing_warmup=int(data.get("timing_warmup", 2)),
             dtype=str(data.get("dtype", "float32")),
+            order=int(data.get("order", 100)),
             model_paths={str(k): str((REPO_ROOT / str(v)).resolve())
                          for k, v in data["models"].items()} if "models" in data else None,
         )
@@ -165,13 +167,13 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
 
 
 def discover(root: Path = EXERCISES_DIR) -> list[Exercise]:
-    """Every exercise package under `root`, sorted by id."""
+    """Every exercise package under `root`, in catalogue order (`order`, then id)."""
     found = [
         load_exercise(child)
         for child in sorted(root.iterdir())
         if child.is_dir() and (child / "exercise.toml").exists()
     ]
-    return sorted(found, key=lambda ex: ex.id)
+    return sorted(found, key=lambda ex: (ex.order, ex.id))
 
 
 def get(exercise_id: str, root: Path = EXERCISES_DIR) -> Exercise:

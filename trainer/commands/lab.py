@@ -60,7 +60,9 @@ def list_() -> None:
     from lab.grader.record import attempts
     from lab.workspace import level_status
 
-    for ex in discover():
+    exercises = discover()
+    width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
+    for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
         stored = attempts(ex.id) or []
         for level in ex.levels:
@@ -72,7 +74,7 @@ def list_() -> None:
             gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
             extra = (" · " + ", ".join(figures)) if figures else ""
             gated = f" [gate: {gate}]" if gate else ""
-            click.echo(f"  L{level.number} {level.title:<28} {status:<12}{extra}{gated}")
+            click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
 
 
 @lab.command()
