@@ -135,6 +135,16 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
             f"cross-entropy on the data + {distil['kl_weight']} x KL(teacher || draft) over the "
             "full next-token distribution, to raise greedy agreement with the target."
         )
+    prev = training.get("continued_from")
+    if prev:
+        pd = prev.get("distillation") or {}
+        lines.append(
+            f"- Trained in two phases: phase 1 ran {prev['steps_done']} steps "
+            f"({prev['tokens_seen']:,} tokens, batch {prev['batch_size']}, peak lr "
+            f"{prev['peak_lr']}, KL weight {pd.get('kl_weight', 0)}); phase 2 continued it "
+            f"(`--init`) to step {training['steps_done']} with the settings above. The step and "
+            "token counts above are totals over both phases."
+        )
     lines += [
         f"- Final held-out loss (first 64 held-out windows): {training['held_out_loss']}.",
         "- Reproduce: see the docstring of `lab/models/train.py` (same commands, same seed).",
