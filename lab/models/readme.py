@@ -25,12 +25,16 @@ LICENCE = """\
 def _loss_table(log: list[dict[str, Any]], rows: int = 14) -> str:
     if not log:
         return "(no log)\n"
-    step = max(1, len(log) // rows)
-    picked = log[::step]
+    # Rows where the held-out loss was measured, thinned to about `rows`, plus first and last.
+    evaluated = [e for e in log if "held_out_loss" in e] or log
+    stride = max(1, len(evaluated) // rows)
+    picked = [log[0], *evaluated[::stride]]
     if picked[-1] is not log[-1]:
         picked.append(log[-1])
+    picked = list({id(e): e for e in picked}.values())
     lines = [
-        "| step | tokens seen | minutes | train loss (EMA) | held-out loss |",
+        "| step | tokens seen | minutes (of its phase) | train loss (EMA) "
+        "| held-out loss (64 windows) |",
         "|---:|---:|---:|---:|---:|",
     ]
     for e in picked:
@@ -127,13 +131,23 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
         f"{training['seq_len']} tokens = {training['tokens_seen']:,} tokens seen; "
         f"{training['optimizer']}; peak lr {training['peak_lr']}, {training['schedule']} "
         f"(warm-up {training['warmup_steps']} steps); seed {training['seed']}; "
-        f"{training['device']}, {training['threads']} threads.",
+        f"{training['device']}, {training['threads']} torch thread(s).",
     ]
     if distil:
         lines.append(
             f"- Distilled from `{distil['teacher']}`: loss = {1 - distil['kl_weight']:.1f} x "
             f"cross-entropy on the data + {distil['kl_weight']} x KL(teacher || draft) over the "
             "full next-token distribution, to raise greedy agreement with the target."
+        )
+    prev = training.get("continued_from")
+    if prev:
+        pd = prev.get("distillation") or {}
+        lines.append(
+            f"- Trained in two phases: phase 1 ran {prev['steps_done']} steps "
+            f"({prev['tokens_seen']:,} tokens, batch {prev['batch_size']}, peak lr "
+            f"{prev['peak_lr']}, KL weight {pd.get('kl_weight', 0)}); phase 2 continued it "
+            f"(`--init`) to step {training['steps_done']} with the settings above. The step and "
+            "token counts above are totals over both phases."
         )
     lines += [
         f"- Final held-out loss (first 64 held-out windows): {training['held_out_loss']}.",

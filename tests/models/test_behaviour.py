@@ -58,3 +58,16 @@ def test_greedy_generation_is_deterministic_and_matches_argmax(pair: Any) -> Non
                 if int(nxt) == pair.tokenizer.eos_token_id:
                     break
         assert torch.equal(first[0, : manual.size(1)], manual[0])
+
+
+def test_pair_works_with_hf_assisted_generation(pair: Any) -> None:
+    """The labs' oracle: greedy assisted generation with the draft equals plain target greedy."""
+    import torch
+
+    text = (pair.target_path / "corpus_held_out.txt").read_text().split()[0]
+    src = (stdlib_root() / text).read_text(encoding="utf-8")
+    ids = pair.tokenizer(src[:400], return_tensors="pt")["input_ids"]
+    kwargs = {"max_new_tokens": 24, "do_sample": False, "pad_token_id": pair.tokenizer.pad_token_id}
+    plain = pair.target.generate(ids, **kwargs)
+    assisted = pair.target.generate(ids, assistant_model=pair.draft, **kwargs)
+    assert torch.equal(plain, assisted)
