@@ -25,7 +25,8 @@ class Case:
     `params` are JSON-serialisable and shown to the learner as the input to replay; `size` orders
     cases so a failure report shows the smallest failing input; `timed` cases are also timed by
     the platform and reported as a ratio to the reference; `required=False` cases are reported but
-    do not decide whether the level passes.
+    do not decide whether the level passes; `report=True` cases show their verdict message in the
+    text report even when they pass (measured figures the learner should see, e.g. α̂ and τ).
     """
 
     id: str
@@ -36,6 +37,7 @@ class Case:
     timeout_s: float = 10.0
     timed: bool = False
     description: str = ""
+    report: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ The TUI and the CLI's human report consume the same events, in this order::
     metrics       {level, case, metrics: {median_ratio, p95_ratio, learner_median_ms,
                    reference_median_ms, learner_p95_ms, reference_p95_ms, samples}}
                   (only for timed cases; sent before the case's verdict)
-    case_passed   {level, case, required, duration_s, metrics, output}
+    case_passed   {level, case, required, duration_s, metrics, output, note (the verdict's
+                   message, may be ""), report (show the note in the text report)}
     case_failed   {level, case, required, duration_s, metrics, output, kind, message, traceback,
                    params, size, expected, got, seed, replay}
     -- per level --

@@ -46,6 +46,10 @@ class TextReport:
                 f"p95 {m['p95_ratio']:.2f}×"
             )
 
+    def _case_passed(self, e: dict[str, Any]) -> None:
+        if e.get("report") and e.get("note"):
+            self.write(f"  ◦ {e['case']}: {e['note']}")
+
     def _case_failed(self, e: dict[str, Any]) -> None:
         self.failures.setdefault(int(e["level"]), []).append(e)
 

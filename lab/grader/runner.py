@@ -21,6 +21,7 @@ from lab.grader import events
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.device import resolve_device
 from lab.grader.isolation import Cancelled, Outcome, Sandbox
+from lab.grader.sandbox import REFERENCE_DIR
 from lab.grader.timing import cpu_threads_one, summarize, time_calls
 
 Emit = Callable[[dict[str, Any]], None]
@@ -241,7 +242,8 @@ class _Grading:
             duration_s=round(result.duration_s, 4), metrics=result.metrics, output=result.output,
         )
         if result.passed:
-            self.emit(events.make("case_passed", **common))
+            self.emit(events.make("case_passed", **common, note=result.message,
+                                  report=case.report))
         else:
             self.emit(events.make(
                 "case_failed", **common, kind=result.kind, message=result.message,
@@ -355,6 +357,10 @@ def grade(
         raise UsageError(str(exc)) from exc
     if not solution.is_file():
         raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
+    if solution.resolve().parent == REFERENCE_DIR:
+        raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
+                         "compares against it. Grade your own file (dojo lab start "
+                         f"{exercise.id}), or a copy of this one outside lab/reference/")
     from lab.grader.device import DeviceError
 
     try:

@@ -302,3 +302,13 @@ def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     if backup is not None:
         click.echo(f"Backed up your file to {backup}")
     click.echo(f"Fresh stub at {path}")
+
+
+def _add_models_command() -> None:
+    """`dojo lab models`: the shipped draft/target pairs and their measured figures."""
+    from trainer.commands.models import models
+
+    lab.add_command(models)
+
+
+_add_models_command()

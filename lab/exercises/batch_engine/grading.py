@@ -57,7 +57,7 @@ def _case(cid: str, level: int, description: str, requests: list[dict[str, Any]]
     size = sum(len(r["prompt"]) + max(0, r["max_tokens"]) for r in requests)
     size += 10_000 if model == "target" else 0
     return Case(id=cid, level=level, params=params, size=size, timeout_s=timeout_s,
-                description=description, required=required)
+                description=description, required=required, report="load" in checks)
 
 
 def _stop_case_requests(k0: int) -> list[dict[str, Any]]:

@@ -246,7 +246,7 @@ def _cases_l4(seed: int) -> list[Case]:
                     size=140, timeout_s=300))
     out.append(Case("L4-shipped-metrics", 4, {"kind": "greedy", "model": "shipped", "prompt": 2,
                                               "k": 4, "max_new_tokens": 64, "measure": True},
-                    size=200, timeout_s=600,
+                    size=200, timeout_s=600, report=True,
                     description="α̂, τ vs (1 − α^(k+1))/(1 − α), passes per token, speed vs plain "
                                 "greedy of the same target (interleaved, medians)"))
     out.append(Case("L4-shipped-timed", 4, {"kind": "timed", "model": "shipped", "prompt": 3,
