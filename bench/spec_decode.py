@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ks", default="1,2,4,6,8")
     ap.add_argument("--prompts", type=int, default=len(SHIPPED_PROMPTS))
+    ap.add_argument("--target", help="a local Hugging Face target folder (default: shipped)")
+    ap.add_argument("--draft", help="a local draft folder with the target's tokenizer")
     args = ap.parse_args(argv)
 
     from transformers.utils import logging as hf_logging
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    pair = load_pair(device=args.device, dtype=args.dtype)
+    pair = load_pair(target=args.target, draft=args.draft, device=args.device, dtype=args.dtype)
     device = str(pair.device)
     if device == "cpu":
         torch.set_num_threads(1)

@@ -74,6 +74,7 @@ class Exercise:
     timing_warmup: int = 2
     dtype: str = "float32"
     model_paths: dict[str, str] | None = None
+    model_roles: tuple[str, ...] = ()  # checkpoints a learner may swap in (--target/--draft)
     order: int = 100  # catalogue position: the warm-up exercise first, the big rounds after
 
     @property
@@ -154,6 +155,7 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
             timing_warmup=int(data.get("timing_warmup", 2)),
             dtype=str(data.get("dtype", "float32")),
             order=int(data.get("order", 100)),
+            model_roles=tuple(str(r) for r in data.get("model_roles", ())),
             model_paths={str(k): str((REPO_ROOT / str(v)).resolve())
                          for k, v in data["models"].items()} if "models" in data else None,
         )

@@ -88,9 +88,27 @@ class GradeResult:
         return all(lvl.passed for lvl in self.levels)
 
 
-def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int]) -> str:
+def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int],
+                   models: dict[str, str] | None = None) -> str:
     level = f" --level {levels[0]}" if len(levels) == 1 and levels != all_levels else ""
-    return f"dojo lab grade {exercise}{level} --seed {seed}"
+    own = "".join(f" --{role} {path}" for role, path in sorted((models or {}).items()))
+    return f"dojo lab grade {exercise}{level} --seed {seed}{own}"
+
+
+def check_models(exercise: Exercise, models: dict[str, str]) -> dict[str, str]:
+    """Validate `--target/--draft` checkpoints: roles the exercise takes, local HF folders."""
+    unknown = sorted(set(models) - set(exercise.model_roles))
+    if unknown:
+        takes = ", ".join(f"--{r}" for r in exercise.model_roles) or "no model options"
+        raise UsageError(f"{exercise.id} does not take --{unknown[0]} (it takes {takes})")
+    checked: dict[str, str] = {}
+    for role, path in models.items():
+        folder = Path(path).expanduser().resolve()
+        if not (folder / "config.json").is_file():
+            raise UsageError(f"--{role} {path}: not a local Hugging Face model folder "
+                             "(no config.json); nothing is downloaded")
+        checked[role] = str(folder)
+    return checked
 
 
 def check_gate(gate: dict[str, float], metrics: dict[str, float]) -> str:
@@ -122,6 +140,7 @@ class _Grading:
         run_timeout_s: float,
         timing_repeats: int,
         case_timeout_s: float | None = None,
+        model_paths: dict[str, str] | None = None,
         load_timeout_s: float | None = None,
     ) -> None:
         self.exercise = exercise
@@ -135,7 +154,8 @@ class _Grading:
         self.grading = exercise.grading()
         self.reference = importlib.import_module(self.grading.REFERENCE)
         self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
-                              model_paths=exercise.model_paths)
+                              model_paths={**(exercise.model_paths or {}),
+                                           **(model_paths or {})} or None)
         self.deadline = time.monotonic() + run_timeout_s
         self.run_timeout_s = run_timeout_s
         self.replay = ""
@@ -340,6 +360,7 @@ def grade(
     cancel: Callable[[], bool] | None = None,
     case_timeout_s: float | None = None,
     load_timeout_s: float | None = None,
+    models: dict[str, str] | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results; see events.py.
 
@@ -361,6 +382,7 @@ def grade(
         raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
                          "compares against it. Grade your own file (dojo lab start "
                          f"{exercise.id}), or a copy of this one outside lab/reference/")
+    models = check_models(exercise, models or {})
     from lab.grader.device import DeviceError
 
     try:
@@ -376,8 +398,9 @@ def grade(
         timing_repeats=timing_repeats or exercise.timing_repeats,
         case_timeout_s=case_timeout_s,
         load_timeout_s=load_timeout_s,
+        model_paths=models,
     )
-    run.replay = replay_command(exercise.id, chosen, seed, all_levels)
+    run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if cancel is not None:
         run.sandbox.cancelled = cancel
     emit(events.make(

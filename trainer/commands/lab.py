@@ -107,7 +107,8 @@ def start(exercise_id: str, workspace: Path | None) -> None:
 
 
 def _grade_once(
-    ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool
+    ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
+    models: dict[str, str] | None = None,
 ) -> bool:
     """Run the grader, print the report or the JSON events, remember the result."""
     from lab.grader.events import to_json
@@ -127,7 +128,7 @@ def _grade_once(
             report(event)
 
     report = TextReport(click.echo)
-    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit)
+    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models)
     record_result(
         ex,
         [
@@ -165,7 +166,15 @@ GRADE_OPTIONS = [
     click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
+    click.option("--target", "target", metavar="PATH",
+                 help="Your own local Hugging Face target checkpoint (spec-verify)."),
+    click.option("--draft", "draft", metavar="PATH",
+                 help="Your own local draft checkpoint, same tokenizer as the target."),
 ]
+
+
+def _models(target: str | None, draft: str | None) -> dict[str, str]:
+    return {role: path for role, path in (("target", target), ("draft", draft)) if path}
 
 
 def _grade_options(fn: Any) -> Any:
@@ -184,6 +193,8 @@ def grade_cmd(
     device: str,
     seed: int | None,
     as_json: bool,
+    target: str | None,
+    draft: str | None,
 ) -> None:
     """Grade your solution: exit 0 if every required case passes, 1 if any fails."""
     from lab.grader.runner import UsageError
@@ -192,7 +203,8 @@ def grade_cmd(
     path = _resolve_file(ex, file)
     try:
         passed = _grade_once(
-            ex, path, [level] if level is not None else None, device, seed, as_json
+            ex, path, [level] if level is not None else None, device, seed, as_json,
+            _models(target, draft),
         )
     except UsageError as exc:
         _usage_error(str(exc))
@@ -227,6 +239,8 @@ def watch(
     device: str,
     seed: int | None,
     as_json: bool,
+    target: str | None,
+    draft: str | None,
     interval: float,
 ) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
@@ -245,7 +259,7 @@ def watch(
         while True:
             stamp = _stamp(path)
             try:
-                _grade_once(ex, path, levels, device, seed, as_json)
+                _grade_once(ex, path, levels, device, seed, as_json, _models(target, draft))
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
             if not as_json:

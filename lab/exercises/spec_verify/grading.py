@@ -350,8 +350,10 @@ def _tiny_pair(seed: int, vocab: int, hidden: int, layers: int, noise: float) ->
 
 
 @lru_cache(maxsize=2)
-def _shipped(device: str) -> tuple[Any, Any, Any]:
-    """The shipped pair in fp32 (greedy equality is graded in fp32)."""
+def _shipped(device: str, target: str | None = None, draft: str | None = None
+             ) -> tuple[Any, Any, Any]:
+    """The shipped pair in fp32 (greedy equality is graded in fp32), or the learner's own
+    checkpoints from `dojo lab grade --target PATH --draft PATH`."""
     try:
         from lab.models import load_pair
     except ImportError as exc:
@@ -359,7 +361,7 @@ def _shipped(device: str) -> tuple[Any, Any, Any]:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a clean report
-    pair = load_pair(device=device, dtype="float32")
+    pair = load_pair(target=target, draft=draft, device=device, dtype="float32")
     return pair.target, pair.draft, pair.tokenizer
 
 
@@ -372,10 +374,12 @@ SHIPPED_PROMPTS = [  # the shipped pair was trained on Python source
 ]
 
 
-def _models(params: dict[str, Any], device: str) -> tuple[CausalLM, CausalLM, list[int]]:
+def _models(params: dict[str, Any], device: str, paths: dict[str, str] | None = None
+            ) -> tuple[CausalLM, CausalLM, list[int]]:
     which = params["model"]
     if which == "shipped":
-        target, draft, tok = _shipped(device)
+        paths = paths or {}
+        target, draft, tok = _shipped(device, paths.get("target"), paths.get("draft"))
         prompt = [int(t) for t in tok.encode(SHIPPED_PROMPTS[params["prompt"]])]
     elif which == "law":  # V = 8 so the law of 3 tokens has 512 outcomes
         target, draft = _tiny_pair(3, 8, 32, 1, 0.3)
@@ -438,7 +442,8 @@ def _is_reference(solution: ModuleType) -> bool:
 
 def _l1_inputs(p: dict[str, Any], ctx: RunContext) -> tuple[list[int], torch.Tensor]:
     if p.get("model") == "shipped":
-        t_lm, d_lm, prompt = _models({"model": "shipped", "prompt": p["prompt"]}, ctx.device)
+        t_lm, d_lm, prompt = _models({"model": "shipped", "prompt": p["prompt"]}, ctx.device,
+                                       ctx.model_paths)
         drafts: list[int] = []
         logits = d_lm.forward(prompt)[-1]
         for _ in range(int(p["k"])):
@@ -676,7 +681,7 @@ def _pick_eos(plain: list[int], at: int) -> int:
 def _run_l4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> object:
     kind = p["kind"]
     device = ctx.device if p["model"] == "shipped" else "cpu"
-    target, draft, prompt = _models(p, device)
+    target, draft, prompt = _models(p, device, ctx.model_paths)
     k, budget = int(p["k"]), int(p["max_new_tokens"])
     temp = float(p.get("temperature", 0.0))
     if kind == "greedy":
@@ -889,7 +894,7 @@ def _tree_generate(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> 
     must accept at least as many tokens as that chain on every pass.
     """
     device = ctx.device if p["model"] == "shipped" else "cpu"
-    target, draft, prompt = _models(p, device)
+    target, draft, prompt = _models(p, device, ctx.model_paths)
     budget, width, depth = int(p["max_new_tokens"]), int(p["width"]), int(p["depth"])
     plain, gaps, second = _greedy_with_gaps(target, prompt, budget)
     target.reset()
