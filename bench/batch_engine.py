@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3, help="throughput: best of N runs")
     parser.add_argument("--quick", action="store_true", help="B=1/8 only, fewer requests")
+    parser.add_argument("--target", help="a local Hugging Face causal LM folder (default: the "
+                        "shipped pycode target; prompts are the shipped tokenizer's ids)")
     args = parser.parse_args(argv)
 
     import torch
@@ -199,9 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     device = resolve_device(args.device)
     if device == "cpu":
         torch.set_num_threads(1)
-    model = load_target(device, "float32")
+    model = load_target(device, "float32", args.target)
+    if model.vocab_size < 4096:
+        parser.error(f"--target has a vocabulary of {model.vocab_size}; the bench's prompts use "
+                     "ids up to 4,095 (the shipped tokenizer)")
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "CPU, 1 torch thread"
-    print(f"# batch-engine bench — pycode target fp32 on {device} ({name}), "
+    print(f"# batch-engine bench — {args.target or 'pycode target'} fp32 on {device} ({name}), "
           f"torch {torch.__version__}")
     n = 16 if args.quick else args.requests
     throughput(model, n, args.tokens, [8] if args.quick else [4, 8, 16, 32],

@@ -105,12 +105,14 @@ class HFStepModel:
         return out.logits[:, -1, :], KVCache(layers)
 
 
-_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS: dict[tuple[str, str, str], Any] = {}
 
 
-def load_target(device: str = "cpu", dtype: str = "float32") -> HFStepModel:
-    """The shipped pycode target as a step model (cached per process)."""
-    key = (device, dtype)
+def load_target(device: str = "cpu", dtype: str = "float32", path: str | None = None
+                ) -> HFStepModel:
+    """The shipped pycode target (or a local checkpoint at `path`) as a step model, cached per
+    process."""
+    key = (device, dtype, path or "pycode-target")
     if key not in _MODELS:
         from transformers.utils import logging as hf_logging
 
@@ -118,7 +120,8 @@ def load_target(device: str = "cpu", dtype: str = "float32") -> HFStepModel:
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # quiet output
 
-        _MODELS[key] = HFStepModel(load_model("pycode-target", device=device, dtype=dtype))
+        _MODELS[key] = HFStepModel(load_model(path or "pycode-target", device=device,
+                                              dtype=dtype))
     model: HFStepModel = _MODELS[key]
     return model
 
