@@ -49,3 +49,22 @@ async def test_a_question_links_to_its_sim(make_app: Callable[..., DojoApp]) -> 
         assert isinstance(app.screen, SimScreen) and app.screen.sim.name == "capacity"
         await pilot.press("escape")
         assert isinstance(app.screen, ReviewScreen)  # back to grade the card
+
+
+async def test_a_concept_note_links_to_its_topics_sim(make_app: Callable[..., DojoApp]) -> None:
+    from tests.tui.conftest import right_keys
+    from trainer.screens.modals import NoteScreen
+    from trainer.screens.review import ReviewScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("enter", "ctrl+b", "ctrl+b")  # a kv-cache card: its topic has a sim
+        assert isinstance(app.screen, ReviewScreen)
+        item = app.screen.session.current
+        assert item is not None
+        await pilot.press(*right_keys(item))
+        await pilot.press("n")
+        assert isinstance(app.screen, NoteScreen) and app.screen.sim == "capacity"
+        await pilot.press("m")
+        assert isinstance(app.screen, SimScreen) and app.screen.sim.name == "capacity"

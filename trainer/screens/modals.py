@@ -11,23 +11,37 @@ from textual.widgets import Input, Markdown, Static
 
 
 class NoteScreen(ModalScreen[None]):
-    """A topic's concept note (Markdown), scrollable; Escape closes."""
+    """A topic's concept note (Markdown), scrollable; Escape closes; `m` opens the topic's sim
+    when it has one, so the note's worked example can be replayed with live dials."""
 
-    BINDINGS = [Binding("escape,q,n", "dismiss", "Close")]
+    BINDINGS = [
+        Binding("escape,q,n", "dismiss", "Close"),
+        Binding("m", "sim", "Sim", show=False),
+    ]
 
-    def __init__(self, title: str, markdown: str) -> None:
+    def __init__(self, title: str, markdown: str, sim: str | None = None) -> None:
         super().__init__()
         self.note_title = title
         self.markdown = markdown
+        self.sim = sim
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal"):
-            yield Static(f"[b]{self.note_title}[/]  [dim](Esc to close)[/]", classes="modal-title")
+            sim = f" · m: the {escape(self.sim)} sim" if self.sim else ""
+            yield Static(f"[b]{escape(self.note_title)}[/]  [dim](Esc to close{sim})[/]",
+                         classes="modal-title")
             with VerticalScroll():
                 yield Markdown(self.markdown)
 
     def on_mount(self) -> None:
         self.query_one(VerticalScroll).focus()
+
+    def action_sim(self) -> None:
+        if self.sim:
+            from trainer.screens.sim import SimScreen
+
+            self.dismiss()
+            self.app.push_screen(SimScreen(self.sim))
 
 
 class RelatedScreen(ModalScreen[None]):

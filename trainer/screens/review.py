@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -324,9 +325,14 @@ class ReviewScreen(Screen[None]):
         item = self.session.current
         if item is None:
             return
-        topic = self.session.services.bank.topics.get(str(item.question.topic))
+        bank = self.session.services.bank
+        topic = bank.topics.get(str(item.question.topic))
         title = str(getattr(topic, "title", item.question.topic))
-        self.app.push_screen(NoteScreen(title, str(getattr(topic, "note", "") or "_No note._")))
+        sims = Counter(q.sim for q in bank.by_topic(str(item.question.topic)) if q.sim)
+        sim = sims.most_common(1)[0][0] if sims else None
+        self.app.push_screen(
+            NoteScreen(title, str(getattr(topic, "note", "") or "_No note._"), sim=sim)
+        )
 
     def action_related(self) -> None:
         item = self.session.current
