@@ -3,13 +3,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "Serving Dojo needs Python >= 3.11 with venv; '$PY' is not (set PYTHON=/path/to/python3.11)" >&2
+    exit 1
+fi
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
-    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install -qq --upgrade pip
 fi
 stamp=.venv/.dojo-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    .venv/bin/python -m pip install --quiet -e '.[dev]'
+    echo "Installing Serving Dojo and its dependencies (PyTorch included) into .venv ..." >&2
+    # -qq: keep pip's per-index warnings out of the way; errors still print
+    .venv/bin/python -m pip install -qq -e '.[dev]'
     echo "$want" > "$stamp"
 fi
