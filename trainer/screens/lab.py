@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -46,6 +47,17 @@ class LevelRow:
 def lab_command(app: DojoApp) -> list[str]:
     """The lab CLI: `python -m trainer lab` unless the app was given another one (tests)."""
     return list(app.lab_command or [sys.executable, "-m", "trainer", "lab"])
+
+
+LIST_TEXT_WIDTH = 30  # characters inside #lab-list (app.tcss: #lab-left width 34)
+
+
+def _option_label(mark: str, row: LevelRow) -> str:
+    """One line per level: mark, exercise, level, and as much of the title as fits (no wrap)."""
+    head = f"{row.exercise} L{row.level}"
+    room = LIST_TEXT_WIDTH - len(head) - 3
+    title = row.level_title if len(row.level_title) <= room else row.level_title[: room - 1] + "…"
+    return f"{mark} {head} [dim]{escape(title)}[/]" if room > 1 else f"{mark} {head}"
 
 
 class LabScreen(Screen[None]):
@@ -151,10 +163,7 @@ class LabScreen(Screen[None]):
         keep = listing.highlighted
         marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}
         listing.set_options(
-            Option(
-                f"{marks.get(r.status, '·')} {r.exercise} L{r.level}  [dim]{r.level_title[:12]}[/]",
-                id=f"{r.exercise}:{r.level}",
-            )
+            Option(_option_label(marks.get(r.status, "·"), r), id=f"{r.exercise}:{r.level}")
             for r in rows
         )
         if not rows:
