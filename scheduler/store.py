@@ -641,6 +641,31 @@ class Store:
             ).one()
         return Retention(passed=int(passed), total=int(total))
 
+    def retention_by_week(
+        self, weeks: int = 12, now: dt.datetime | None = None
+    ) -> list[tuple[dt.date, Retention]]:
+        """True retention per 7-day window, oldest first, the last window ending today: how
+        retention moves over time (same counting rule as `true_retention`)."""
+        today = self.study_day(now)
+        start = today - dt.timedelta(days=7 * weeks - 1)
+        with self._read() as s:
+            rows = s.execute(
+                select(ReviewRow.study_day, func.count(),
+                       func.coalesce(func.sum(ReviewRow.quality >= 3), 0))
+                .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
+                       ReviewRow.study_day >= start, ReviewRow.study_day <= today)
+                .group_by(ReviewRow.study_day)
+            ).all()
+        buckets = [[0, 0] for _ in range(weeks)]
+        for day, total, passed in rows:
+            index = (day - start).days // 7
+            buckets[index][0] += int(passed)
+            buckets[index][1] += int(total)
+        return [
+            (start + dt.timedelta(days=7 * i), Retention(passed=p, total=t))
+            for i, (p, t) in enumerate(buckets)
+        ]
+
     def topic_accuracy(self) -> dict[str, TopicAccuracy]:
         """Per topic: scheduled answers and how many were correct (re-drill/cram excluded)."""
         with self._read() as s:

@@ -509,6 +509,7 @@ class StatsView:
     day: dt.date
     per_day: dict[dt.date, int]
     retention: list[tuple[str, float | None, int]]  # (window, rate, mature answers counted)
+    retention_weeks: list[float | None]  # true retention per week, oldest first (12 weeks)
     topics: list[tuple[str, int, int]]  # (title, answered, correct)
     ef: list[tuple[str, int]]
     intervals: list[tuple[str, int]]
@@ -595,6 +596,7 @@ def stats_view(services: Services) -> StatsView:
         day=services.day(),
         per_day=store.reviews_per_day(365, now),
         retention=retention,
+        retention_weeks=[r.rate for _, r in store.retention_by_week(12, now)],
         topics=topics,
         ef=[(f"{ef:.2f}", n) for ef, n in store.ef_distribution().items()],
         intervals=list(store.interval_distribution().items()),

@@ -130,6 +130,25 @@ def test_true_retention_counts_first_answers_on_mature_cards(store: Store) -> No
     assert store.true_retention(days=1, now=at(day)).rate is None
 
 
+def test_retention_by_week_buckets_mature_first_answers_over_time(store: Store) -> None:
+    store.sync_cards([("m", "t")])
+    day = 1
+    for q in (5, 5, 5):  # intervals 1, 6, 17: the next review is the first mature one
+        day += grade(store, "m", q, at(day)).after.interval
+    r = grade(store, "m", 4, at(day))  # interval before 17: young
+    mature_pass_day = day + r.after.interval  # interval before 48: mature
+    day = mature_pass_day
+    day += grade(store, "m", 5, at(day)).after.interval
+    grade(store, "m", 0, at(day))  # a mature lapse, the week the series ends
+    series = store.retention_by_week(weeks=30, now=at(day))
+    assert len(series) == 30 and series[-1][0] == at(day).date() - dt.timedelta(days=6)
+    assert [s[0] for s in series] == sorted(s[0] for s in series)
+    counted = [(start, r.passed, r.total) for start, r in series if r.total]
+    assert [(p, t) for _, p, t in counted] == [(1, 1), (0, 1)]
+    assert counted[0][0] <= at(mature_pass_day).date() < counted[0][0] + dt.timedelta(days=7)
+    assert sum(r.total for _, r in series) == store.true_retention(7 * 30, at(day)).total
+
+
 def test_topic_accuracy_forecast_and_distributions(store: Store) -> None:
     store.sync_cards([("a", "kv"), ("b", "kv"), ("c", "batching"), ("d", "batching")])
     grade(store, "a", 5, at(1))

@@ -87,5 +87,6 @@ async def test_stats_show_accuracy_distributions_and_forecast(
         assert "100% Continuous batching (1)" in topics and "0% KV-cache sizing (1)" in topics
         assert "2.60" in text_of(app, "#stats-ef") and "2.50" in text_of(app, "#stats-ef")
         assert "1d" in text_of(app, "#stats-intervals")
+        assert "weekly ············" in text_of(app, "#stats-retention")  # no mature review yet
         forecast = app.screen.query_one("#stats-forecast")
         assert forecast.values[1] == 2  # type: ignore[attr-defined]  # both due tomorrow

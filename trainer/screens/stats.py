@@ -99,6 +99,7 @@ class StatsScreen(Screen[None]):
                 f"{w:>6} {'—' if r is None else f'{r:.0%}':>4} [dim]({n})[/]"
                 for w, r, n in v.retention
             )
+            + f"\n{'weekly':>6} {_sparkline(v.retention_weeks)} [dim](12 w)[/]"
         )
         self.query_one("#stats-topics", Static).update(
             "\n".join(
@@ -118,6 +119,16 @@ class StatsScreen(Screen[None]):
             )
             or "No lab attempts yet (l on the home screen)."
         )
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def _sparkline(rates: list[float | None]) -> str:
+    """One character per week: low to high retention; '·' for a week with no mature review."""
+    return "".join(
+        "·" if r is None else SPARKS[min(len(SPARKS) - 1, int(r * len(SPARKS)))] for r in rates
+    )
 
 
 def _bar(fraction: float, width: int = 10) -> str:
