@@ -9,7 +9,7 @@ import click
 # Subcommand modules, each exposing click commands/groups listed by name. Kept as a table so the
 # areas (scheduler, questions, lab, sims) can grow independently without touching each other.
 _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
-    "trainer.commands.schedule": ("due", "stats", "backup", "export", "import_"),
+    "trainer.commands.schedule": ("due", "stats", "backup", "export", "import_", "settings"),
     "trainer.commands.questions": ("questions",),
     "trainer.commands.lab": ("lab",),
     "trainer.commands.sim": ("sim",),

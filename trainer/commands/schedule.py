@@ -1,4 +1,4 @@
-"""Headless scheduler commands: `dojo due`, `stats`, `backup`, `export`, `import`.
+"""Headless scheduler commands: `dojo due`, `stats`, `backup`, `export`, `import`, `settings`.
 
 Only click and the standard library at top level; the scheduler is imported inside each
 command so `dojo --help` stays fast.
@@ -236,3 +236,44 @@ def import_(file: Path) -> None:
         f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
         f"updated, {summary.lab_attempts_added} lab attempts."
     )
+
+
+@click.command()
+@click.argument("assignments", nargs=-1, metavar="[KEY=VALUE]...")
+def settings(assignments: tuple[str, ...]) -> None:
+    """Show your scheduling settings, or change them: new_limit, review_limit, rollover_hour,
+    timezone (an IANA name, or "local"), backup_keep, leech_lapses.
+
+    Example: dojo settings new_limit=20 rollover_hour=3
+    """
+    from dataclasses import asdict, fields
+
+    from scheduler.records import Settings
+
+    kinds = {f.name: f.type for f in fields(Settings)}
+    changes: dict[str, Any] = {}
+    for item in assignments:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or key not in kinds:
+            raise click.UsageError(
+                f"expected KEY=VALUE with KEY one of {', '.join(kinds)}, got {item!r}"
+            )
+        raw = raw.strip()
+        if key == "timezone":
+            changes[key] = None if raw.lower() in ("", "local", "none") else raw
+        else:
+            try:
+                changes[key] = int(raw)
+            except ValueError:
+                raise click.UsageError(f"{key} takes a whole number, got {raw!r}") from None
+    store = _open_store()
+    try:
+        current = store.update_settings(**changes) if changes else store.settings()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    finally:
+        store.close()
+    for key, value in asdict(current).items():
+        shown = "local" if key == "timezone" and value is None else value
+        click.echo(f"{key:<14} {shown}")
