@@ -35,3 +35,11 @@ def test_replay_command_keeps_the_checkpoints() -> None:
     assert set(spec.model_roles) == {"target", "draft"}
     cmd = replay_command("spec-verify", [4], 7, spec.level_numbers, {"target": "/m/t"})
     assert cmd == "dojo lab grade spec-verify --level 4 --seed 7 --target /m/t"
+
+
+def test_watch_with_a_bad_checkpoint_stops_at_once(tmp_path: Path) -> None:
+    solution = tmp_path / "sv.py"
+    shutil.copy(MODELS.parents[1] / "lab" / "exercises" / "spec_verify" / "stub.py", solution)
+    result = CliRunner().invoke(main, ["lab", "watch", "spec-verify", "--file", str(solution),
+                                       "--target", str(tmp_path)])
+    assert result.exit_code == 2 and "no config.json" in result.output

@@ -173,8 +173,25 @@ GRADE_OPTIONS = [
 ]
 
 
-def _models(target: str | None, draft: str | None) -> dict[str, str]:
-    return {role: path for role, path in (("target", target), ("draft", draft)) if path}
+def _setup(
+    exercise_id: str, level: int | None, file: Path | None, target: str | None,
+    draft: str | None,
+) -> tuple[Any, Path, list[int] | None, dict[str, str]]:
+    """Resolve and validate what `grade` and `watch` share (exit 2 on a usage error), so a bad
+    level or checkpoint stops at once instead of failing every re-grade."""
+    from lab.exercises import ExerciseError
+    from lab.grader.runner import UsageError, check_models
+
+    ex = _exercise(exercise_id)
+    path = _resolve_file(ex, file)
+    wanted = {role: p for role, p in (("target", target), ("draft", draft)) if p}
+    try:
+        if level is not None:
+            ex.level(level)
+        models = check_models(ex, wanted)
+    except (ExerciseError, UsageError) as exc:
+        _usage_error(str(exc))
+    return ex, path, [level] if level is not None else None, models
 
 
 def _grade_options(fn: Any) -> Any:
@@ -199,13 +216,9 @@ def grade_cmd(
     """Grade your solution: exit 0 if every required case passes, 1 if any fails."""
     from lab.grader.runner import UsageError
 
-    ex = _exercise(exercise_id)
-    path = _resolve_file(ex, file)
+    ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
     try:
-        passed = _grade_once(
-            ex, path, [level] if level is not None else None, device, seed, as_json,
-            _models(target, draft),
-        )
+        passed = _grade_once(ex, path, levels, device, seed, as_json, models)
     except UsageError as exc:
         _usage_error(str(exc))
     except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
@@ -244,22 +257,14 @@ def watch(
     interval: float,
 ) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
-    from lab.exercises import ExerciseError
     from lab.grader.runner import UsageError
 
-    ex = _exercise(exercise_id)
-    path = _resolve_file(ex, file)
-    levels = [level] if level is not None else None
-    if level is not None:
-        try:
-            ex.level(level)
-        except ExerciseError as exc:
-            _usage_error(str(exc))
+    ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
     try:
         while True:
             stamp = _stamp(path)
             try:
-                _grade_once(ex, path, levels, device, seed, as_json, _models(target, draft))
+                _grade_once(ex, path, levels, device, seed, as_json, models)
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
             if not as_json:
