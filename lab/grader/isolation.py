@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.grader import protocol
+from lab.grader.signal_guard import TOKEN_VAR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_LIMIT_CHARS = 2000
@@ -111,9 +112,6 @@ def describe_exit(returncode: int | None) -> str:
         f"the process exited with status {returncode} without answering "
         "(os._exit or a native abort?) — return a value instead of exiting"
     )
-
-
-TOKEN_VAR = "DOJO_SANDBOX_TOKEN"
 
 
 def kill_tagged(var: str, token: str) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from lab.grader import protocol
+from lab.grader import protocol, signal_guard
 from lab.grader.timing import synchronize, time_calls
 
 REFERENCE_PACKAGE = "lab.reference"
@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.data_limit_mb > 0:
         limit = args.data_limit_mb << 20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    signal_guard.install()  # before any learner code: the grader and the app are off limits
     guard = ReferenceGuard()
     sys.meta_path.insert(0, guard)
     child = Child(guard)

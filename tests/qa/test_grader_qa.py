@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,6 +70,63 @@ def test_no_process_the_learner_forked_survives_grading(tmp_path: Path, escape: 
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
+
+
+@pytest.fixture
+def victim() -> Iterator[subprocess.Popen[bytes]]:
+    """A process outside the sandbox, in its own group (so a wrongly allowed killpg spares us)."""
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("call", "target"),
+    [
+        ("os.kill({pid}, signal.SIGKILL)", "process {pid}"),
+        ("os.killpg({pid}, signal.SIGKILL)", "process group {pid}"),
+        ("ctypes.CDLL(None).kill({pid}, signal.SIGKILL)", "anything through ctypes"),
+        ("os.kill(os.getppid(), 0)", "process {ppid}"),
+        ("os.kill(-1, 0)", "every process"),
+    ],
+)
+def test_the_learners_code_cannot_signal_processes_outside_its_sandbox(
+    tmp_path: Path, victim: subprocess.Popen[bytes], call: str, target: str
+) -> None:
+    """The grader (and the app it runs in) and other processes stay up; the learner is told."""
+    path = solution(tmp_path, (
+        "import ctypes, os, signal\n"
+        "_orig = kv_bytes_per_token\n"
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        f"    {call.format(pid=victim.pid)}\n"
+        "    return _orig(config, dtype, tensor_parallel)\n"
+    ))
+    want = target.format(pid=victim.pid, ppid=os.getpid())
+    assert_fails("kv-bytes", path, 1, kind="exception",
+                 match=r"SignalRefused \(kv_bytes.py:\d+, in kv_bytes_per_token\): "
+                 + re.escape(f"the sandbox refuses to signal {want}"))
+    assert victim.poll() is None
+
+
+@pytest.mark.parametrize("escape", ["", "os.setsid()\n        "])
+def test_the_learner_may_signal_what_it_started(tmp_path: Path, escape: str) -> None:
+    path = solution(tmp_path, (
+        "import os, signal, time\n"
+        "_orig = kv_bytes_per_token\n"
+        "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+        "    os.kill(os.getpid(), 0)\n"
+        "    os.killpg(0, 0)\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        f"        {escape}time.sleep(30)\n"
+        "        os._exit(0)\n"
+        "    time.sleep(0.05)\n"
+        "    os.kill(pid, signal.SIGKILL)\n"
+        "    os.waitpid(pid, 0)\n"
+        "    return _orig(config, dtype, tensor_parallel)\n"
+    ))
+    assert_passes("kv-bytes", path, level=1)
 
 
 def test_a_result_of_the_learners_own_type_gets_a_clear_message(tmp_path: Path) -> None:
