@@ -111,6 +111,21 @@ def check_models(exercise: Exercise, models: dict[str, str]) -> dict[str, str]:
     return checked
 
 
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def checkpoint_allowance_mb(models: dict[str, str]) -> int:
+    """Extra sandbox memory for the learner's own checkpoints: 3x their weight files (the mapped
+    file while loading, plus an fp32 copy of fp16/bf16 weights), so a 7B target is graded rather
+    than killed at a cap sized for the shipped pair."""
+    total = 0
+    for path in models.values():
+        for file in Path(path).iterdir():
+            if file.name.endswith(WEIGHT_SUFFIXES) and file.is_file():
+                total += file.stat().st_size
+    return 3 * total >> 20
+
+
 def check_gate(gate: dict[str, float], metrics: dict[str, float]) -> str:
     """'' when every bound holds, else what was missed ("p95_ratio 1.8 > 1.5")."""
     missed = []
@@ -393,7 +408,7 @@ def grade(
     started = time.monotonic()
     run = _Grading(
         exercise, solution, resolved, seed, emit,
-        memory_mb=memory_mb or exercise.memory_mb,
+        memory_mb=memory_mb or exercise.memory_mb + checkpoint_allowance_mb(models),
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
         timing_repeats=timing_repeats or exercise.timing_repeats,
         case_timeout_s=case_timeout_s,

@@ -37,10 +37,10 @@ def target() -> Any:
                          ids=["static", "continuous", "continuous-preempting"])
 def test_reference_equals_solo_greedy_on_the_target(target: Any, continuous: bool,
                                                     budget: int | None) -> None:
-    from lab.exercises.batch_engine.grading import _prompt_tokens
+    from lab.exercises.batch_engine.grading import prompt_tokens
     from lab.reference.batch_engine import Engine
 
-    ids, _, _ = _prompt_tokens()
+    ids, _, _ = prompt_tokens()
     lengths, max_tokens = [1, 9, 3, 17, 5, 2], [12, 5, 0, 12, 1, 12]
     params: list[dict[str, Any]] = [
         {"t": 0.002 * k, "prompt": ids[7 * k: 7 * k + n], "max_tokens": m}
@@ -142,9 +142,9 @@ def test_latency_stats_from_timestamps() -> None:
 
 def test_near_tie_excuse_is_not_given_for_a_clear_divergence(target: Any) -> None:
     """The excuse needs a solo top-1/top-2 margin under 1e-4 and the learner's token = top-2."""
-    from lab.exercises.batch_engine.grading import _near_tie, _prompt_tokens
+    from lab.exercises.batch_engine.grading import _near_tie, prompt_tokens
 
-    ids, _, _ = _prompt_tokens()
+    ids, _, _ = prompt_tokens()
     prompt = ids[10:22]
     want = _solo_greedy(target.model, prompt, 4)
     wrong = [*want[:2], (want[2] + 1) % target.vocab_size, want[3]]

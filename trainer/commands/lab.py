@@ -167,9 +167,10 @@ GRADE_OPTIONS = [
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
     click.option("--target", "target", metavar="PATH",
-                 help="Your own local Hugging Face target checkpoint (spec-verify)."),
+                 help="Your own local Hugging Face target checkpoint (spec-verify, batch-engine)."),
     click.option("--draft", "draft", metavar="PATH",
-                 help="Your own local draft checkpoint, same tokenizer as the target."),
+                 help="Your own local draft checkpoint, same tokenizer as the target "
+                 "(spec-verify)."),
 ]
 
 

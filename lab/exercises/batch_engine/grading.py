@@ -4,9 +4,12 @@ Three kinds of case, all replayed by `harness.replay` on an injected clock:
 - probe cases: the grader's stub model (probe.py) logs every forward with its virtual time and
   flags malformed inputs; the checks read that log for the batching policy (cap, size-or-wait,
   FIFO, re-formed every step, KV budget, preemption) and compare outputs with `probe.solo`;
-- target cases: the shipped pycode target in fp32; every request's tokens must equal the
-  reference's (which equal solo greedy generation); a divergence is excused only at a near-tie
-  (top-1 vs top-2 logit margin below NEAR_TIE of the solo run), and then logged in the verdict;
+- target cases: a real model in fp32, the shipped pycode target or the learner's `--target`
+  checkpoint; their requests name spans of prompts.txt in tokens and stops by role, resolved by
+  `run` with that model's tokenizer (`resolve_requests`), and the reference's resolution comes
+  back with its events; every request's tokens must equal the reference's (which equal solo
+  greedy generation); a divergence is excused only at a near-tie (top-1 vs top-2 logit margin
+  below NEAR_TIE of the solo run), and then logged in the verdict;
 - load cases: a seeded Poisson trace on the probe's virtual clock, learner vs reference; reports
   tok/s and p50/p95 TTFT and end-to-end latency, and `p95_ratio` (the level 2 gate).
 Every case also checks the stream: per request, tokens in order with no duplicates or
@@ -54,7 +57,8 @@ def _case(cid: str, level: int, description: str, requests: list[dict[str, Any]]
         "kv_budget_tokens": budget, "shutdown_at": shutdown_at, "checks": list(checks),
         "requests": requests, "cancels": [list(c) for c in cancels or []],
     }
-    size = sum(len(r["prompt"]) + max(0, r["max_tokens"]) for r in requests)
+    size = sum((len(r["prompt"]) if "prompt" in r else r["span"][1]) + max(0, r["max_tokens"])
+               for r in requests)
     size += 10_000 if model == "target" else 0
     return Case(id=cid, level=level, params=params, size=size, timeout_s=timeout_s,
                 description=description, required=required, report="load" in checks)
@@ -112,31 +116,55 @@ def _level1_fixed() -> list[Case]:
 
 def _target_requests(seed: int, n: int, max_tokens: list[int], stops: bool,
                      spread_s: float = 0.0) -> list[dict[str, Any]]:
-    ids, stop_ids, stop_seqs = _prompt_tokens()
+    """Tokenizer-free requests: `span` = [where in prompts.txt (0..1), length in tokens] and
+    `stops` = "token" | "sequence"; `resolve_requests` turns them into ids for one model."""
     rng = random.Random(seed)
     out = []
     for k in range(n):
         length = rng.choice([1, 2, rng.randint(3, 12), rng.randint(13, 40)])
-        start = rng.randrange(0, len(ids) - length)
-        req: dict[str, Any] = {"t": round(spread_s * k, 4), "prompt": ids[start:start + length],
+        req: dict[str, Any] = {"t": round(spread_s * k, 4),
+                               "span": [round(rng.random(), 6), length],
                                "max_tokens": max_tokens[k % len(max_tokens)]}
         if stops and k % 3 == 1:
-            req["stop_ids"] = stop_ids
+            req["stops"] = "token"
         if stops and k % 3 == 2:
-            req["stop_seqs"] = stop_seqs
+            req["stops"] = "sequence"
         out.append(req)
     return out
 
 
 @cache
-def _prompt_tokens() -> tuple[list[int], list[int], list[list[int]]]:
-    """Prompts from prompts.txt tokenized by the shipped tokenizer, and stops it often emits."""
+def prompt_tokens(target: str | None = None) -> tuple[list[int], list[int], list[list[int]]]:
+    """prompts.txt in the ids of `target`'s tokenizer (default: the shipped pycode target), a stop
+    token and a two-token stop sequence a code model often emits: the tokens of " self."."""
     from lab.models import load_tokenizer
 
-    tok = load_tokenizer("pycode-target")
-    ids = list(tok(PROMPTS.read_text(encoding="utf-8"))["input_ids"])
-    dot, self_ = tok.convert_tokens_to_ids(["."])[0], tok.convert_tokens_to_ids(["Ġself"])[0]
-    return ids, [int(dot)], [[int(self_), int(dot)]]
+    tok = load_tokenizer(target or "pycode-target")
+    ids = [int(i) for i in tok(PROMPTS.read_text(encoding="utf-8"),
+                               add_special_tokens=False)["input_ids"]]
+    tail = [int(i) for i in tok(" self.", add_special_tokens=False)["input_ids"]]
+    return ids, tail[-1:], [tail[-2:]]
+
+
+def resolve_requests(requests: list[dict[str, Any]], target: str | None = None
+                     ) -> list[dict[str, Any]]:
+    """Target-case requests in `target`'s token ids (requests that already have ids pass)."""
+    ids, stop_ids, stop_seqs = prompt_tokens(target)
+    out = []
+    for r in requests:
+        if "span" not in r:
+            out.append(r)
+            continue
+        where, length = r["span"]
+        start = int(where * (len(ids) - length))
+        req: dict[str, Any] = {"t": r["t"], "prompt": ids[start:start + length],
+                               "max_tokens": r["max_tokens"]}
+        if r.get("stops") == "token":
+            req["stop_ids"] = stop_ids
+        elif r.get("stops") == "sequence":
+            req["stop_seqs"] = stop_seqs
+        out.append(req)
+    return out
 
 
 def _target_cases(level: int, seed: int) -> list[Case]:
@@ -145,13 +173,14 @@ def _target_cases(level: int, seed: int) -> list[Case]:
     budget = 120 if level == 3 else None
     fixed = _case(
         f"target-mixed-{'static' if not continuous else 'continuous'}", level,
-        "shipped target, fp32: mixed prompt lengths, max_tokens 0/1/5/32, more requests than "
+        "target model (shipped, or --target), fp32: mixed prompt lengths, max_tokens 0/1/5/32, "
+        "more requests than "
         "slots, stop tokens and two-token stop sequences mid-batch; tokens must equal solo "
         "greedy generation", _target_requests(1, 7, [5, 32, 1, 0, 32, 5, 32], True,
                                               0.0 if level == 1 else 0.004),
         model="target", B=B, wait=0.01, budget=budget, timeout_s=120.0)
     hidden = _case(
-        f"hidden-target-{seed}", level, "shipped target, seeded requests",
+        f"hidden-target-{seed}", level, "target model (shipped, or --target), seeded requests",
         _target_requests(seed, 6, [32, 5, 1, 32, 0, 5], True, 0.003 * (level - 1)),
         model="target", B=B, wait=0.01, budget=budget, timeout_s=120.0)
     return [fixed, hidden]
@@ -287,15 +316,18 @@ def cases(level: int, seed: int) -> list[Case]:
 # -- run ----------------------------------------------------------------------------------------
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
     p = case.params
-    arrivals = harness.arrivals_from(p["requests"])
+    requests = p["requests"]
     clock = harness.FakeClock()
     model: Any
+    target = (ctx.model_paths or {}).get("target")
     if p["model"] == "probe":
         model = probe.ProbeModel(clock=clock, clock_advance=clock.advance)
     else:
         from lab.exercises.batch_engine.runtime import load_target
 
-        model = load_target(ctx.device, "float32")
+        model = load_target(ctx.device, "float32", target)
+        requests = resolve_requests(requests, target)
+    arrivals = harness.arrivals_from(requests)
     rec = harness.replay(
         solution.Engine, model, arrivals, max_batch_size=p["max_batch_size"],
         max_wait_s=p["max_wait_s"], continuous=p["continuous"],
@@ -303,6 +335,8 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
         shutdown_at=p["shutdown_at"], cancels=[(c[0], c[1]) for c in p.get("cancels", [])],
     )
     out = dict(vars(rec))
+    if p["model"] == "target":  # the grader reads the requests as the reference resolved them
+        out["requests"], out["target"] = requests, target
     if "load" in p["checks"]:
         out["stats"] = harness.latency_stats(rec)
     return out
@@ -316,7 +350,7 @@ class _Fail(Exception):
 def check(case: Case, got: object, expected: object) -> Verdict:
     assert isinstance(got, dict) and isinstance(expected, dict)
     p = case.params
-    reqs = sorted(p["requests"], key=lambda r: r["t"])
+    reqs = sorted(expected.get("requests", p["requests"]), key=lambda r: r["t"])
     notes: list[str] = []
     metrics: dict[str, float] = {}
     try:
@@ -449,7 +483,7 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
             continue
         if tokens != want:
             if case.params["model"] == "target":
-                excuse = _near_tie(reqs[i], want, tokens)
+                excuse = _near_tie(reqs[i], want, tokens, expected.get("target"))
                 if excuse:
                     notes.append(f"request {i}: {excuse}")
                     metrics["near_ties"] = metrics.get("near_ties", 0) + 1
@@ -529,21 +563,17 @@ def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
     return ""
 
 
-@cache
-def _target_model() -> Any:
-    from lab.exercises.batch_engine.runtime import load_target
-
-    return load_target("cpu", "float32")
-
-
-def _near_tie(req: dict[str, Any], want: list[int], got: list[int]) -> str:
+def _near_tie(req: dict[str, Any], want: list[int], got: list[int], target: str | None = None
+              ) -> str:
     """Excuse a divergence where the solo run's top-1 / top-2 logits were within NEAR_TIE."""
     import torch
 
     k = next((j for j, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), None)
     if k is None:
         return ""
-    model = _target_model().model
+    from lab.exercises.batch_engine.runtime import load_target
+
+    model = load_target("cpu", "float32", target).model
     with torch.inference_mode():
         logits = model(input_ids=torch.tensor([req["prompt"] + want[:k]])).logits[0, -1]
     top = logits.float().topk(2)

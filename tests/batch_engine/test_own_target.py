@@ -1,0 +1,94 @@
+"""`dojo lab grade batch-engine --target PATH`: the target cases run on the learner's own
+checkpoint, with prompts and stops in that model's own tokenizer, through the real sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lab.grader.runner import checkpoint_allowance_mb
+from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
+from tests.batch_engine.conftest import BROKEN
+from trainer.cli import main
+
+PROMPTS = Path(__file__).resolve().parents[2] / "lab" / "exercises" / "batch_engine" / "prompts.txt"
+
+
+@pytest.fixture(scope="module")
+def own_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint unlike the shipped one: its own 600-token byte-level BPE (so every id means
+    something else) and a small random Llama whose large weights keep greedy choices clear."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("own-target")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        [PROMPTS.read_text(encoding="utf-8")],
+        trainers.BpeTrainer(vocab_size=600, special_tokens=["<eos>"], show_progress=False,
+                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
+    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>")  # type: ignore[no-untyped-call]
+    tok.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=512, initializer_range=0.3,
+                         eos_token_id=0, bos_token_id=0, pad_token_id=0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_prompts_and_stops_are_encoded_with_the_targets_own_tokenizer(own_target: Path) -> None:
+    from lab.exercises.batch_engine import grading
+    from lab.models import load_tokenizer
+
+    tok = load_tokenizer(own_target)
+    ids, stop_ids, stop_seqs = grading.prompt_tokens(str(own_target))
+    assert tok.decode(ids) == PROMPTS.read_text(encoding="utf-8")
+    assert tok.decode(stop_ids) == "." and tok.decode(stop_seqs[0]) == " self."
+    assert ids != grading.prompt_tokens()[0]  # not the shipped tokenizer's ids
+    for level in (1, 2):
+        spans = [r for c in grading.cases(level, 5) if c.params["model"] == "target"
+                 for r in c.params["requests"]]
+        resolved = grading.resolve_requests(spans, str(own_target))
+        assert [len(r["prompt"]) for r in resolved] == [r["span"][1] for r in spans]
+        assert all(0 <= t < len(tok) for r in resolved for t in r["prompt"])
+        assert sum("stop_ids" in r for r in resolved) and sum("stop_seqs" in r for r in resolved)
+
+
+def test_the_reference_passes_on_a_learners_own_target(own_target: Path, tmp_path: Path) -> None:
+    run = assert_passes("batch-engine", reference_as_solution("batch-engine", tmp_path), level=1,
+                        models={"target": str(own_target)})
+    passed = {e["case"] for e in run.events if e["event"] == "case_passed"}
+    assert {"target-mixed-static", "hidden-target-1234"} <= passed
+    assert any(f"--target {own_target}" in str(e.get("replay", "")) for e in run.events)
+
+
+def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(own_target: Path
+                                                                          ) -> None:
+    run = assert_fails("batch-engine", BROKEN / "drops_final_token.py", 1,
+                       match=r"stop after \d+ of the expected \d+", kind="wrong",
+                       models={"target": str(own_target)})
+    assert any(f["case"].startswith(("target-", "hidden-target")) for f in run.failures)
+
+
+def test_batch_engine_takes_a_target_but_no_draft(own_target: Path) -> None:
+    result = CliRunner().invoke(main, ["lab", "grade", "batch-engine", "--file", __file__,
+                                       "--draft", str(own_target)])
+    assert result.exit_code == 2
+    assert "batch-engine does not take --draft (it takes --target)" in result.output
+
+
+def test_the_sandbox_gets_room_for_a_learners_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"\0" * (6 << 20))
+    (tmp_path / "model-00002-of-00002.safetensors").write_bytes(b"\0" * (4 << 20))
+    (tmp_path / "tokenizer.json").write_bytes(b"\0" * (8 << 20))  # not weights
+    assert checkpoint_allowance_mb({"target": str(tmp_path)}) == 30
+    assert checkpoint_allowance_mb({}) == 0
