@@ -92,3 +92,24 @@ def test_the_sandbox_gets_room_for_a_learners_checkpoint(tmp_path: Path) -> None
     (tmp_path / "tokenizer.json").write_bytes(b"\0" * (8 << 20))  # not weights
     assert checkpoint_allowance_mb({"target": str(tmp_path)}) == 30
     assert checkpoint_allowance_mb({}) == 0
+
+
+def test_a_near_tie_is_judged_on_the_learners_own_target(
+    own_target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The excuse is computed with the model the case ran on, not the shipped one."""
+    import torch
+
+    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine.runtime import load_target
+
+    model = load_target("cpu", "float32", str(own_target)).model
+    prompt = grading.prompt_tokens(str(own_target))[0][:9]
+    with torch.inference_mode():
+        top = model(input_ids=torch.tensor([prompt])).logits[0, -1].float().topk(2)
+    margin = float(top.values[0] - top.values[1])
+    want, got = [int(top.indices[0])], [int(top.indices[1])]
+    monkeypatch.setattr(grading, "NEAR_TIE", margin * 1.01)
+    assert "near-tie" in grading._near_tie({"prompt": prompt}, want, got, str(own_target))
+    monkeypatch.setattr(grading, "NEAR_TIE", margin * 0.99)
+    assert grading._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""

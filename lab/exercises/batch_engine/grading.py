@@ -372,7 +372,7 @@ def check(case: Case, got: object, expected: object) -> Verdict:
         streams = _check_stream(reqs, got, p)
         outputs = _expected_outputs(case, reqs, expected)
         _check_cancels(reqs, got, streams)
-        _check_outputs(case, reqs, got, streams, outputs, notes, metrics)
+        _check_outputs(case, reqs, got, streams, outputs, notes, metrics, expected.get("target"))
         if p["model"] == "probe":
             _check_policy(p, reqs, got)
         if "load" in p["checks"]:
@@ -462,7 +462,7 @@ def _expected_outputs(case: Case, reqs: list[dict[str, Any]],
 def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
                    streams: dict[int, tuple[list[int], list[str]]],
                    expected: dict[int, tuple[list[int], str]], notes: list[str],
-                   metrics: dict[str, float]) -> None:
+                   metrics: dict[str, float], target: str | None = None) -> None:
     shutdown = case.params["shutdown_at"] is not None
     cancelled = {idx for _t, idx, ok in got.get("cancels", []) if ok is True}
     for i in range(len(reqs)):
@@ -483,7 +483,7 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
             continue
         if tokens != want:
             if case.params["model"] == "target":
-                excuse = _near_tie(reqs[i], want, tokens, expected.get("target"))
+                excuse = _near_tie(reqs[i], want, tokens, target)
                 if excuse:
                     notes.append(f"request {i}: {excuse}")
                     metrics["near_ties"] = metrics.get("near_ties", 0) + 1
