@@ -91,6 +91,25 @@ def test_import_never_overwrites_a_different_pack_silently(dojo_home: Path,
     assert dest.read_bytes() == edited.read_bytes()
 
 
+def test_checking_an_imported_pack_while_editing_it_reports_its_own_errors(
+    dojo_home: Path, tmp_path: Path
+) -> None:
+    """Edit, check, `import --replace`: the imported copy must not turn every id into a
+    duplicate and hide the real problem."""
+    original = VALID / "fixture-spec.toml"
+    assert dojo("questions", "import", str(original))[0] == 0
+    code, out = dojo("questions", "check", str(original))
+    assert code == 0, out
+    edited = tmp_path / "fixture-spec.toml"
+    edited.write_text(original.read_text(encoding="utf-8").replace(
+        'answer = "per_pass * base"', 'answer = "per_pass * base / 0"'), encoding="utf-8")
+    code, out = dojo("questions", "check", str(edited))
+    assert code == 1
+    assert f"{edited}:24:fixture-spec-001.answer: division by zero" in out
+    assert "duplicate" not in out and "already defined" not in out
+    assert "1 problem(s)" in out
+
+
 def test_import_refuses_ids_that_collide_with_an_installed_pack(dojo_home: Path,
                                                                 tmp_path: Path) -> None:
     assert dojo("questions", "import", str(VALID / "fixture-kv.toml"))[0] == 0

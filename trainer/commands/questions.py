@@ -33,7 +33,12 @@ def check(paths: tuple[Path, ...], draws: int) -> None:
 
     if paths:
         files = expand(paths)
-        context = builtin_files() + pack_files()
+        # Leave out what checking these files stands for: the files themselves and an imported
+        # pack of the same name (`import --replace` replaces it), as `import` does.
+        checked = {f.resolve() for f in files}
+        names = {f.name for f in files}
+        context = [f for f in builtin_files() if f.resolve() not in checked]
+        context += [f for f in pack_files() if f.resolve() not in checked and f.name not in names]
     else:
         files, context = builtin_files() + pack_files(), []
     if not files:
