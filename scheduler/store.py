@@ -558,18 +558,29 @@ class Store:
     def _inside_answer_transaction(self) -> None:
         """Test seam: runs after the answer is written, before it commits."""
 
-    def undo(self, now: dt.datetime | None = None) -> UndoResult | None:
+    def undo(
+        self, now: dt.datetime | None = None, review_id: int | None = None
+    ) -> UndoResult | None:
         """Undo the latest answer of today's study day; call again to undo further.
 
-        Restores the card's schedule exactly as it was and deletes the log row. Returns None
-        when there is nothing left to undo today.
+        With `review_id` (what `answer` returned), undo exactly that answer whatever the day,
+        as a session does after the rollover hour passes mid-session, provided it is still
+        its card's latest answer. Restores the card's schedule exactly as it was and deletes
+        the log row. Returns None when there is nothing (left) to undo.
         """
-        day = self.study_day(now)
         with self._write() as s:
-            row = s.scalars(
-                select(ReviewRow).where(ReviewRow.study_day == day)
-                .order_by(ReviewRow.id.desc()).limit(1)
-            ).first()
+            if review_id is None:
+                row = s.scalars(
+                    select(ReviewRow).where(ReviewRow.study_day == self.study_day(now))
+                    .order_by(ReviewRow.id.desc()).limit(1)
+                ).first()
+            else:
+                row = s.get(ReviewRow, review_id)
+                if row is not None and s.scalars(
+                    select(ReviewRow.id).where(ReviewRow.question_id == row.question_id,
+                                               ReviewRow.id > row.id).limit(1)
+                ).first() is not None:
+                    return None  # answered again since (another process): would lose that
             if row is None:
                 return None
             card = self._get(s, row.question_id)

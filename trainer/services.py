@@ -412,13 +412,18 @@ class Session:
         self.mark_shown()
 
     def undo(self) -> Item | None:
-        """Take back the last graded answer: the store restores the card, the card comes back."""
+        """Take back the last graded answer: the store restores the card, the card comes back.
+
+        The answer is undone by its review id, so it works across the rollover hour; None when
+        there is nothing to undo or the card was answered again elsewhere since."""
         if not self._history:
             return None
-        before, item, written = self._history.pop()
+        before, item, written = self._history[-1]
         store = self.services.store  # waits for queued writes
         if written.exception() is None:  # a failed write left nothing to take back
-            store.undo(self.services.now)
+            if store.undo(review_id=written.result().review_id) is None:
+                return None
+        self._history.pop()
         self._state = before
         if not self._state.queue or self._state.queue[0] is not item:
             self._state.queue.insert(0, item)

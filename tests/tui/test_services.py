@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from trainer.services import Feedback, Item, Reask, Services, Session
@@ -197,3 +199,32 @@ def test_new_cards_come_in_the_banks_study_order(services: Services) -> None:
     assert [i.question_id for i in session._state.queue] == [
         q.id for q in services.bank.study_order()
     ] == ["batching-001", "kv-cache-002", "kv-cache-001"]
+
+
+def test_undo_after_the_rollover_hour_takes_back_the_answer(services: Services) -> None:
+    """Answer at 03:58, undo at 04:01 (a new study day): the answer is gone, the card restored,
+    and answering again logs one review, not two."""
+    services.store.update_settings(timezone="UTC", rollover_hour=4)
+    services.now = dt.datetime(2026, 11, 3, 3, 58, tzinfo=dt.UTC)
+    before = {c.question_id: c for c in services.store.cards()}
+    session = services.start_session()
+    question_id = _current(session).question_id
+    _answer_wrong(session)
+    session.grade(1)
+    services.now = dt.datetime(2026, 11, 3, 4, 1, tzinfo=dt.UTC)
+    item = session.undo()
+    assert item is not None and item.question_id == question_id
+    assert services.store.history(question_id) == []
+    assert services.store.card(question_id) == before[question_id]
+
+
+def test_undo_refuses_an_answer_that_is_no_longer_the_cards_latest(services: Services) -> None:
+    """Another process answered the same card since: undoing ours would erase theirs."""
+    session = services.start_session()
+    question_id = _current(session).question_id
+    _answer_right(session)
+    session.grade(4)
+    services.store.answer(question_id, 5, correct=True, answer_text="x", response_ms=1,
+                          mode="cram", now=services.now)
+    assert session.undo() is None
+    assert [r.mode for r in services.store.history(question_id)] == ["review", "cram"]
