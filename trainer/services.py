@@ -420,9 +420,11 @@ class Session:
             return None
         before, item, written = self._history[-1]
         store = self.services.store  # waits for queued writes
-        if written.exception() is None:  # a failed write left nothing to take back
-            if store.undo(review_id=written.result().review_id) is None:
-                return None
+        # (a failed write left nothing to take back)
+        if written.exception() is None and store.undo(
+            review_id=written.result().review_id
+        ) is None:
+            return None
         self._history.pop()
         self._state = before
         if not self._state.queue or self._state.queue[0] is not item:
