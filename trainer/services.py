@@ -195,7 +195,10 @@ class Services:
 
         bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
         store = Store.open(db_path)
-        store.sync_cards([(q.id, q.topic) for q in bank.study_order()])  # new-card order
+        questions = [(q.id, q.topic) for q in bank.study_order()]  # new-card order
+        # Retire the cards of questions that no longer load (a pack removed or broken), so
+        # Today's counts are what a session serves; an empty bank is a broken install instead.
+        store.sync_cards(questions, retire_missing=bool(questions))
         return cls(store, bank, now)
 
     # -- read side ---------------------------------------------------------------------------

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from tests.questions.conftest import VALID
 from trainer.services import Feedback, Item, Reask, Services, Session
 
 
@@ -228,3 +231,20 @@ def test_undo_refuses_an_answer_that_is_no_longer_the_cards_latest(services: Ser
                           mode="cram", now=services.now)
     assert session.undo() is None
     assert [r.mode for r in services.store.history(question_id)] == ["review", "cram"]
+
+
+def test_today_counts_only_cards_whose_questions_still_load(
+    open_services: Callable[..., Services], tmp_path: Path
+) -> None:
+    """A pack that is removed (or breaks) after its cards were made must not inflate Today's
+    counts with cards no session can serve."""
+    pack = tmp_path / "fixture-spec.toml"
+    pack.write_bytes((VALID / "fixture-spec.toml").read_bytes())
+    with_pack = open_services(pack)
+    assert with_pack.today().new == len(with_pack.bank.questions)
+    with_pack.close()
+    pack.write_text("not = [valid", encoding="utf-8")
+    services = open_services(pack)
+    today = services.today()
+    assert today.new == len(services.bank.questions)
+    assert services.start_session().remaining == today.new
