@@ -131,7 +131,8 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
         f"{training['seq_len']} tokens = {training['tokens_seen']:,} tokens seen; "
         f"{training['optimizer']}; peak lr {training['peak_lr']}, {training['schedule']} "
         f"(warm-up {training['warmup_steps']} steps); seed {training['seed']}; "
-        f"{training['device']}, {training['threads']} torch thread(s).",
+        f"{training['device']}, {training['threads']} torch thread(s), "
+        f"{training.get('precision', 'fp32')}.",
     ]
     if distil:
         lines.append(

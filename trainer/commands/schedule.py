@@ -171,7 +171,8 @@ def stats(days: int, as_json: bool) -> None:
         for topic, acc in topics.items():
             click.echo(f"  {topic or '(none)':<28} {_pct(acc.accuracy):>5} of {acc.answered}")
     upcoming = list(forecast.items())[:7]
-    click.echo("Due next 7 days: " + ", ".join(f"{d.strftime('%a')} {n}" for d, n in upcoming))
+    click.echo("Due next 7 days: " + ", ".join(f"{d.strftime('%a')} {n}" for d, n in upcoming)
+               + f" ({sum(forecast.values())} in the next {days} days; --json lists each day)")
     if efs:
         click.echo("EF: " + ", ".join(f"{ef}×{n}" for ef, n in efs.items()))
     click.echo("Intervals: " + ", ".join(f"{k} {n}" for k, n in intervals.items()))
