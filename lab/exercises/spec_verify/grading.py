@@ -188,9 +188,10 @@ def _cases_l3(seed: int) -> list[Case]:
                                   "seed": seed % 100_000}, size=3, timeout_s=120,
              description="rows with different p, q interleaved: they accept different lengths; "
                          "each row's law must equal its solo law"),
-        Case("L3-large-vocab", 3, {"kind": "large", "B": 64, "k": 4, "V": 32_000,
+        Case("L3-large-vocab", 3, {"kind": "large", "B": 64, "k": 2, "V": 32_000,
                                    "seed": seed % 100_000}, size=4, timeout_s=60, timed=True,
-             description="V = 32000: no Python loop over the vocabulary (timed vs the reference)"),
+             description="V = 32000: no Python loop over the vocabulary (timed vs the reference; "
+                         "the level's gate: median time <= 15x the reference's)"),
     ]
 
 
@@ -631,15 +632,27 @@ def _batch_inputs(rows: list[dict[str, Any]], per_row: int, seed: int
     return x_all, tq_all, tp_all, which
 
 
+@lru_cache(maxsize=2)
+def _large_inputs(seed: int, b: int, k: int, v: int
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The large-vocabulary batch, built once per process so timing measures the verifier, not
+    the making of 10^7 random probabilities."""
+    g = torch.Generator().manual_seed(seed)
+    tp = torch.softmax(torch.randn(b, k + 1, v, generator=g) * 4, -1)
+    tq = torch.softmax(torch.randn(b, k, v, generator=g) * 4, -1)
+    x = torch.stack([torch.multinomial(tq[:, i], 1, generator=g).squeeze(1) for i in range(k)],
+                    dim=1)
+    return x, tq, tp
+
+
 def _run_l3(solution: ModuleType, p: dict[str, Any]) -> object:
     if p["kind"] == "large":
-        g = torch.Generator().manual_seed(int(p["seed"]))
         b, k, v = int(p["B"]), int(p["k"]), int(p["V"])
-        tp = torch.softmax(torch.randn(b, k + 1, v, generator=g) * 4, -1)
-        tq = torch.softmax(torch.randn(b, k, v, generator=g) * 4, -1)
-        x = torch.stack([torch.multinomial(tq[:, i], 1, generator=g).squeeze(1)
-                         for i in range(k)], dim=1)
-        out = _plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(), g))
+        x, tq, tp = _large_inputs(int(p["seed"]), b, k, v)
+        g = torch.Generator().manual_seed(int(p["seed"]) + 1)
+        # tq, tp are shared by every run in this process (not copied: 10^7 floats of copying
+        # would dominate the timing); the checked run is the first one, so it sees them intact
+        out = _plain(solution.verify_batch(x.clone(), tq, tp, g))
         return {"kind": "large", "out": out, "draft": x.tolist(), "V": v, "k": k, "B": b}
     if p["kind"] == "repro_batch":
         x, tq, tp, _ = _batch_inputs(p["rows"], 50, 3)
