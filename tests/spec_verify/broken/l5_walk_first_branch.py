@@ -1,7 +1,7 @@
 """Broken on purpose (level 5): the grader must name this bug (see MESSAGE)."""
 
 LEVEL = 5
-CASE = "generate-tiny"  # the tree loop: exact output, but fewer tokens per pass than the tree offers
+CASE = "generate-tiny"  # the tree loop: right output, fewer tokens per pass than the tree offers
 MESSAGE = "try every child, not only the first"
 
 
