@@ -8,11 +8,15 @@ failing case.
 from __future__ import annotations
 
 import importlib.util
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
+from lab.exercises import get as get_exercise
 from lab.exercises.spec_verify import grading
 from lab.grader.api import Case, RunContext, Verdict
+from lab.grader.runner import check_gate
+from lab.grader.timing import summarize, time_calls
 
 BROKEN_DIR = Path(__file__).parent / "broken"
 REFERENCE_FILE = Path(__file__).resolve().parents[2] / "lab" / "reference" / "spec_verify.py"
@@ -52,7 +56,31 @@ def grade(solution: ModuleType, level: int, *, seed: int = 0, only: str | None =
         except Exception as exc:  # the platform reports a crash as a failed case
             results.append((case, Verdict(False, f"crashed: {type(exc).__name__}: {exc}")))
         else:
-            results.append((case, grading.check(case, got, expected(case, seed))))
+            verdict = grading.check(case, got, expected(case, seed))
+            if verdict.passed and case.timed:
+                verdict = _gated(solution, case, verdict)
+            results.append((case, verdict))
         if fail_fast and not results[-1][1].passed:
             break
     return results
+
+
+def _gated(solution: ModuleType, case: Case, verdict: Verdict) -> Verdict:
+    """The platform's timing and level gate, in-process: warm-up, then interleaved runs of the
+    solution and the reference; a missed bound fails the case as `dojo lab grade` does."""
+    exercise = get_exercise("spec-verify")
+    gate = exercise.level(case.level).gate
+    if not gate:
+        return verdict
+    mine: list[float] = []
+    ref: list[float] = []
+    for i in range(exercise.timing_warmup + exercise.timing_repeats):
+        for who in ((solution, reference()) if i % 2 == 0 else (reference(), solution)):
+            durations = time_calls(partial(grading.run, who, case, CTX), CTX.device, 1)
+            if i >= exercise.timing_warmup:
+                (mine if who is solution else ref).extend(durations)
+    metrics = summarize(mine, ref)
+    missed = check_gate(gate, metrics)
+    if missed:
+        return Verdict(False, f"correct, but too slow for this level: {missed}", metrics)
+    return Verdict(True, verdict.message, {**verdict.metrics, **metrics})

@@ -7,7 +7,10 @@ learner's loop works the same on a tiny random model, the shipped pair, CPU or G
 
 It also keeps, on request, a trace of the context every pass ran on. The grader uses the trace to
 say *which* cache went stale (a rejected token left in the target's cache, or a draft that never
-saw the bonus token) instead of only reporting that the output differs.
+saw the bonus token) instead of only reporting that the output differs. That evidence lives in a
+`Ledger` the grader owns: `reset()` zeroes the learner-facing counters and trace (a fresh
+generation) but only *adds* a reset to the ledger, so a loop that resets and recomputes the whole
+sequence every block cannot erase the passes it ran.
 """
 
 from __future__ import annotations
@@ -32,6 +35,23 @@ class Pass:
         return self.context[self.cached :]
 
 
+class Ledger:
+    """Every pass and reset of the models attached to it, in call order (shared by a pair).
+
+    Entries are (model name, Pass) for a forward pass and (model name, None) for a reset.
+    `CausalLM.reset()` never clears a ledger; only its owner (the grader) does.
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, Pass | None]] = []
+
+    def clear(self) -> None:
+        self.entries = []
+
+    def passes(self, name: str) -> list[Pass]:
+        return [ps for who, ps in self.entries if who == name and ps is not None]
+
+
 class CausalLM:
     """A causal LM with a KV cache, batch size 1.
 
@@ -40,7 +60,8 @@ class CausalLM:
     the first `n` cached tokens; `passes` counts forward passes, `tokens_processed` the tokens fed.
     """
 
-    def __init__(self, model: Any, *, name: str = "model", record: bool = False) -> None:
+    def __init__(self, model: Any, *, name: str = "model", record: bool = False,
+                 ledger: Ledger | None = None) -> None:
 
         self.model = model
         self.name = name
@@ -51,6 +72,7 @@ class CausalLM:
         self.passes = 0
         self.tokens_processed = 0
         self.trace: list[Pass] = []
+        self.ledger = ledger
         self._tokens: list[int] = []
         self._cache: Any = None
 
@@ -93,8 +115,7 @@ class CausalLM:
         self._tokens.extend(ids)
         self.passes += 1
         self.tokens_processed += len(ids)
-        if self.record:
-            self.trace.append(Pass(cached=cached, context=tuple(self._tokens)))
+        self._log(Pass(cached=cached, context=tuple(self._tokens)))
         logits: torch.Tensor = out.logits[0].float()
         return logits
 
@@ -132,8 +153,7 @@ class CausalLM:
         self._tokens.extend(ids)
         self.passes += 1
         self.tokens_processed += n
-        if self.record:
-            self.trace.append(Pass(cached=base, context=tuple(self._tokens)))
+        self._log(Pass(cached=base, context=tuple(self._tokens)))
         logits: torch.Tensor = out.logits[0].float()
         return logits
 
@@ -176,12 +196,23 @@ class CausalLM:
         del self._tokens[length:]
 
     def reset(self) -> None:
-        """Empty the cache and zero the counters (a fresh generation)."""
+        """Empty the cache and zero the counters (a fresh generation).
+
+        The grader's ledger is not cleared: it records the reset.
+        """
         self._cache = None
         self._tokens = []
         self.passes = 0
         self.tokens_processed = 0
         self.trace = []
+        if self.ledger is not None:
+            self.ledger.entries.append((self.name, None))
+
+    def _log(self, ps: Pass) -> None:
+        if self.record:
+            self.trace.append(ps)
+        if self.ledger is not None:
+            self.ledger.entries.append((self.name, ps))
 
     def __repr__(self) -> str:
         return (

@@ -92,20 +92,32 @@ def generate(target: Any, draft: Any, prompt_ids: list[int], max_new_tokens: int
         n = len(seq)
         drafts: list[int] = []
         qs = []
-        if k:
+        # clip_to_budget: draft only what the budget can still use (as the reference does)
+        kk = min(k, max_new_tokens - len(out) - 1) if bug.get("clip_to_budget") else k
+        if kk:
             feed = [seq[-1]] if bug.get("feed_last_only") else seq[draft.cache_len:]
-            for _ in range(k):
+            for _ in range(kk):
                 logits = draft.forward(feed)[-1]
                 if temperature > 0:
                     t = 1.0 if bug.get("q_untempered") else temperature
                     q_sample = torch.softmax(logits / temperature, -1).cpu()
                     x = int(torch.multinomial(q_sample, 1, generator=generator))
-                    qs.append(torch.softmax(logits / t, -1).cpu())
+                    q_row = torch.softmax(logits / t, -1).cpu()
+                    if bug.get("q_misaligned"):
+                        qs.insert(0, q_row)
+                    else:
+                        qs.append(q_row)
                 else:
                     x = int(logits.argmax())
                 drafts.append(x)
                 feed = [x]
-        rows = target.forward([seq[-1], *drafts])
+        if bug.get("reset_recompute"):
+            target.reset()
+            rows = target.forward(seq + drafts)[len(seq) - 1:]
+        elif bug.get("two_target_passes") and drafts:
+            rows = torch.cat([target.forward([seq[-1]]), target.forward(drafts)])
+        else:
+            rows = target.forward([seq[-1], *drafts])
         if temperature > 0:
             p = torch.softmax(rows / temperature, -1).cpu()
             q = torch.stack(qs) if qs else torch.zeros(0, p.shape[-1])
