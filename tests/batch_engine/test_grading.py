@@ -123,3 +123,12 @@ def test_a_slot_reusing_engine_passes_too(level: int) -> None:
     from tests.batch_engine.conftest import HERE
 
     assert grade_in_process(HERE / "solutions" / "slot_engine.py", level, seed=11) == []
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4])
+def test_an_engine_that_orders_its_rows_its_own_way_passes(level: int) -> None:
+    """FIFO is about the step that admits a request, not the row order inside one call: sorting a
+    static batch (or one step's newcomers) by prompt length is correct and passes every level."""
+    from tests.batch_engine.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "reorder_engine.py", level, seed=11) == []
