@@ -51,6 +51,8 @@ BROKEN_CASES = [
                                r"t=0\.110 s, 50 ms after its max_wait"),
     ("lifo", 1, r"the first batch should be requests \[0, 1, 2, 3\] in arrival order, got "
                 r"\[4, 3, 2, 1\] \(FIFO"),
+    ("length_before_stop", 1, r"finish reason 'length', expected 'stop' \(stop = a stop token "
+                              r"or stop sequence was emitted, checked before max_tokens"),
     ("drops_final_token", 1, r"stop after \d+ of the expected \d+: the final token \[\d+\] was "
                              r"never streamed"),
     ("double_finish", 1, r"second finish event \(sent again by shutdown\(\)\): 'length' then "
@@ -132,3 +134,20 @@ def test_an_engine_that_orders_its_rows_its_own_way_passes(level: int) -> None:
     from tests.batch_engine.conftest import HERE
 
     assert grade_in_process(HERE / "solutions" / "reorder_engine.py", level, seed=11) == []
+
+
+def test_stop_on_the_last_allowed_token_is_a_stop() -> None:
+    """The conventions case has a stop token and a stop sequence landing exactly on the
+    max_tokens-th token (not earlier): the expected finish is `stop`, with max_tokens tokens."""
+    from lab.exercises.batch_engine import grading, probe
+
+    case = next(c for c in grading.cases(1, 1) if c.id == "conventions-stop-and-length")
+    tie = [r for r in case.params["requests"]
+           if (r.get("stop_ids") or r.get("stop_seqs"))
+           and probe.solo(r["prompt"], r["max_tokens"])[0][-1]
+           in [*r.get("stop_ids", []), *[s[-1] for s in r.get("stop_seqs", [])]]]
+    assert {("stop_ids" in r) for r in tie} == {True, False}
+    for r in tie:
+        tokens, reason = probe.solo(r["prompt"], r["max_tokens"], tuple(r.get("stop_ids", ())),
+                                    tuple(tuple(s) for s in r.get("stop_seqs", ())))
+        assert (len(tokens), reason) == (r["max_tokens"], "stop")

@@ -77,6 +77,21 @@ def _stop_case_requests(k0: int) -> list[dict[str, Any]]:
     return out
 
 
+def _stop_on_last_token_requests(k0: int) -> list[dict[str, Any]]:
+    """A stop token, and a two-token stop sequence, that land exactly on the max_tokens-th token:
+    stop and length on the same token, and stop wins."""
+    out = []
+    for k, (length, max_tokens, kind) in enumerate([(5, 4, "token"), (6, 4, "sequence")],
+                                                   start=k0):
+        base = _req(k, length, max_tokens)
+        tokens, _ = probe.solo(base["prompt"], max_tokens)
+        if kind == "token":
+            out.append({**base, "stop_ids": [tokens[-1]]})
+        else:
+            out.append({**base, "stop_seqs": [tokens[-2:]]})
+    return out
+
+
 def _level1_fixed() -> list[Case]:
     return [
         _case("padding-mask-positions", 1, "4 prompts of lengths 1, 3, 7, 12 in one batch: "
@@ -99,8 +114,10 @@ def _level1_fixed() -> list[Case]:
               "the whole batch to finish (static batching)",
               [_req(0, 4, 12), _req(1, 6, 8), _req(2, 3, 4, t=0.07)], B=4, wait=0.02),
         _case("conventions-stop-and-length", 1, "max_tokens 0 -> empty result and one `length` "
-              "finish; max_tokens 1; stop token included; stop sequence spanning two tokens",
-              [_req(0, 4, 0), _req(1, 3, 1), *_stop_case_requests(2)]),
+              "finish; max_tokens 1; stop token included; stop sequence spanning two tokens; a "
+              "stop token and a stop sequence on the max_tokens-th token finish with `stop`",
+              [_req(0, 4, 0), _req(1, 3, 1), *_stop_case_requests(2),
+               *_stop_on_last_token_requests(6)]),
         _case("bad-requests-rejected", 1, "empty prompt, max_tokens < 0, a token id outside the "
               "vocabulary and prompt + max_tokens over the model's positions raise ValueError in "
               "submit; the good requests around them are unaffected",
