@@ -53,6 +53,10 @@ BROKEN_CASES = [
                 r"\[4, 3, 2, 1\] \(FIFO"),
     ("length_before_stop", 1, r"finish reason 'length', expected 'stop' \(stop = a stop token "
                               r"or stop sequence was emitted, checked before max_tokens"),
+    ("no_kv_cache", 1, r"request 0 re-fed \d+ token\(s\) it had already fed .* Use the KV cache: "
+                       r"keep each row's cache"),
+    ("no_kv_cache", 3, r"every running request \(\[0, 1, 2, 3\]\) was recomputed from its prompt, "
+                       r"as if the KV cache were thrown away each step"),
     ("drops_final_token", 1, r"stop after \d+ of the expected \d+: the final token \[\d+\] was "
                              r"never streamed"),
     ("double_finish", 1, r"second finish event \(sent again by shutdown\(\)\): 'length' then "

@@ -615,6 +615,7 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                         f"max_batch_size {B} (requests {rows})")
         if len(set(rows)) != len(rows):
             raise _Fail(f"model call {n} has request(s) {_dups(rows)} in two rows at once")
+    _check_kv_reuse(p, got, calls, index, finish_t)
     if p["kv_budget_tokens"] is not None:
         for n, c in enumerate(calls):
             held = sum(r[2] for r in c[2])
@@ -663,6 +664,50 @@ def _without_isolation(got: dict[str, Any]) -> list[Any]:
     err = set(got.get("error_steps", []))
     last = {c[3]: n for n, c in enumerate(got["calls"]) if c[3] in err}
     return [c for n, c in enumerate(got["calls"]) if c[3] not in err or last[c[3]] == n]
+
+
+def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
+                    index: dict[int, int], finish_t: dict[int, float]) -> int:
+    """The KV cache is used: a request's row attends, in each call, to every token the cache held
+    for it after its previous call, and feeds only what is new. The one exception is a preempted
+    request (level 3, a KV budget): it is recomputed from its prompt, in an empty row, and never
+    the whole batch at once (the oldest running request keeps its KV). Calls in a step where a
+    forward raised (level 4) are not judged. Returns the number of such recomputes."""
+    budget = p["kv_budget_tokens"]
+    err = set(got.get("error_steps", []))
+    held: dict[int, int] = {}  # marker -> the KV tokens its row held after its last call
+    recomputes = 0
+    prev: list[int] = []
+    for n, (t0, _width, rows, step) in enumerate(calls):
+        restarted: list[int] = []
+        for marker, new, after in rows:
+            past, before = after - new, held.get(marker)
+            held[marker] = after
+            if before is None or past >= before or step in err:
+                continue
+            who = index.get(marker, marker)
+            if budget is None or past > 0:
+                raise _Fail(
+                    f"model call {n}: request {who} re-fed {before - past} token(s) it had "
+                    f"already fed — its row held {before} KV tokens after its previous call, "
+                    f"but this call attends to {past} of them and feeds {new} again. Use the KV "
+                    "cache: keep each row's cache (and mask) between steps; after the prefill a "
+                    "running row feeds only its newest token"
+                    + (" (only a preempted request is recomputed, from an empty row)"
+                       if budget is not None else
+                       " (recomputing is only for a preempted request, level 3)"))
+            recomputes += 1
+            restarted.append(marker)
+        ongoing = [m for m in prev if finish_t.get(index.get(m, -1), math.inf) > t0
+                   and m in [r[0] for r in rows]]
+        if ongoing and set(ongoing) <= set(restarted) and step not in err:
+            raise _Fail(
+                f"model call {n}: every running request ({[index.get(m, m) for m in ongoing]}) "
+                "was recomputed from its prompt, as if the KV cache were thrown away each step "
+                "— keep each row's cache between steps; preemption frees the newest request "
+                "only, and the oldest running one always keeps its KV")
+        prev = [r[0] for r in rows]
+    return recomputes
 
 
 def _dups(rows: list[int]) -> list[int]:
