@@ -65,6 +65,14 @@ BROKEN_CASES = [
     ("static_when_continuous", 2, r"ran 1 of 2 rows while request\(s\) \[2, 3\] were queued — "
                                   r"in continuous batching a free slot is refilled"),
     ("ignores_budget", 3, r"leaves \d+ KV tokens in the cache, over the budget of 60"),
+    ("serial_under_budget", 3, r"ran 1 of 4 rows, leaving \d+ of the 60 KV tokens in use, while "
+                               r"request 1 at the head of the queue needed 8 \(its prompt\): it "
+                               r"fits, so it joins at this step"),
+    ("reserve_max_no_preempt", 3, r"ran 2 of 4 rows, leaving \d+ of the 60 KV tokens in use, "
+                                  r"while request 2 at the head of the queue needed 8 .* or to "
+                                  r"reserve room for tokens not generated yet"),
+    ("pauses_instead_of_preempting", 3, r"leaves \d+ KV tokens in the cache, over the budget of "
+                                        r"60 — admit only what fits and preempt the newest"),
     ("preempt_loses_tokens", 3, r"the stream repeats its first \d+ tokens: a preempted request "
                                 r"was restarted from its prompt alone"),
     ("poison_fails_batch", 4, r"step\(\) raised RuntimeError: poisoned input .* one poison "
@@ -129,6 +137,36 @@ def test_a_slot_reusing_engine_passes_too(level: int) -> None:
     from tests.batch_engine.conftest import HERE
 
     assert grade_in_process(HERE / "solutions" / "slot_engine.py", level, seed=11) == []
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4])
+def test_an_engine_without_chunked_prefill_passes_too(level: int) -> None:
+    """A newcomer that feeds its whole prompt at once (and, preempted, its whole sequence) is
+    admitted under a budget only when all of it fits: the admission check allows for that."""
+    from tests.batch_engine.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "whole_prompt_engine.py", level, seed=11) == []
+
+
+def test_the_preemption_case_requires_a_preemption() -> None:
+    """The preemption case fails a run that never preempted. (Under its real budget the admission
+    and budget checks already force one; here a run with no budget is graded as if the budget
+    had been ample, so only the preemption requirement is left to object.)"""
+    import dataclasses
+    import importlib
+
+    from lab.exercises.batch_engine import grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(3, 1) if c.id == "budget-forces-preemption")
+    assert "preempts" in case.params["checks"]
+    reference = importlib.import_module(grading.REFERENCE)
+    unbounded = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": None})
+    got = grading.run(reference, unbounded, RunContext(device="cpu", seed=1))
+    ample = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": 10**6})
+    verdict = grading.check(ample, got, got)
+    assert not verdict.passed
+    assert verdict.message.startswith("no request was ever preempted")
 
 
 @pytest.mark.parametrize("level", [1, 2, 3, 4])
