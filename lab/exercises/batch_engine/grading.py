@@ -691,9 +691,11 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
     for n, (t0, _width, rows, step) in enumerate(calls):
         restarted: list[int] = []
         for marker, new, after in rows:
-            past, before = after - new, held.get(marker)
+            past, before = after - new, held.pop(marker, None)
+            if step in err:
+                continue  # a retry after a forward raised: the next call sets the baseline
             held[marker] = after
-            if before is None or past >= before or step in err:
+            if before is None or past >= before:
                 continue
             who = index.get(marker, marker)
             if budget is None or past > 0:
