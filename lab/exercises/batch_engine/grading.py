@@ -3,7 +3,8 @@
 Three kinds of case, all replayed by `harness.replay` on an injected clock:
 - probe cases: the grader's stub model (probe.py) logs every forward with its virtual time and
   flags malformed inputs; the checks read that log for the batching policy (cap, size-or-wait,
-  FIFO, re-formed every step, KV budget, preemption) and compare outputs with `probe.solo`;
+  FIFO by admitting step, re-formed every step, the KV cache reused, KV budget: held, used for
+  admission, preemption) and compare outputs with `probe.solo`;
 - target cases: a real model in fp32, the shipped pycode target or the learner's `--target`
   checkpoint; their requests name spans of prompts.txt in tokens and stops by role, resolved by
   `run` with that model's tokenizer (`resolve_requests`), and the reference's resolution comes
