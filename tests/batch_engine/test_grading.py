@@ -51,6 +51,12 @@ BROKEN_CASES = [
                                r"t=0\.110 s, 50 ms after its max_wait"),
     ("lifo", 1, r"the first batch should be requests \[0, 1, 2, 3\] in arrival order, got "
                 r"\[4, 3, 2, 1\] \(FIFO"),
+    ("length_before_stop", 1, r"finish reason 'length', expected 'stop' \(stop = a stop token "
+                              r"or stop sequence was emitted, checked before max_tokens"),
+    ("no_kv_cache", 1, r"request 0 re-fed \d+ token\(s\) it had already fed .* Use the KV cache: "
+                       r"keep each row's cache"),
+    ("no_kv_cache", 3, r"every running request \(\[0, 1, 2, 3\]\) was recomputed from its prompt, "
+                       r"as if the KV cache were thrown away each step"),
     ("drops_final_token", 1, r"stop after \d+ of the expected \d+: the final token \[\d+\] was "
                              r"never streamed"),
     ("double_finish", 1, r"second finish event \(sent again by shutdown\(\)\): 'length' then "
@@ -59,6 +65,14 @@ BROKEN_CASES = [
     ("static_when_continuous", 2, r"ran 1 of 2 rows while request\(s\) \[2, 3\] were queued — "
                                   r"in continuous batching a free slot is refilled"),
     ("ignores_budget", 3, r"leaves \d+ KV tokens in the cache, over the budget of 60"),
+    ("serial_under_budget", 3, r"ran 1 of 4 rows, leaving \d+ of the 60 KV tokens in use, while "
+                               r"request 1 at the head of the queue needed 8 \(its prompt\): it "
+                               r"fits, so it joins at this step"),
+    ("reserve_max_no_preempt", 3, r"ran 2 of 4 rows, leaving \d+ of the 60 KV tokens in use, "
+                                  r"while request 2 at the head of the queue needed 8 .* or to "
+                                  r"reserve room for tokens not generated yet"),
+    ("pauses_instead_of_preempting", 3, r"leaves \d+ KV tokens in the cache, over the budget of "
+                                        r"60 — admit only what fits and preempt the newest"),
     ("preempt_loses_tokens", 3, r"the stream repeats its first \d+ tokens: a preempted request "
                                 r"was restarted from its prompt alone"),
     ("poison_fails_batch", 4, r"step\(\) raised RuntimeError: poisoned input .* one poison "
@@ -123,3 +137,59 @@ def test_a_slot_reusing_engine_passes_too(level: int) -> None:
     from tests.batch_engine.conftest import HERE
 
     assert grade_in_process(HERE / "solutions" / "slot_engine.py", level, seed=11) == []
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4])
+def test_an_engine_without_chunked_prefill_passes_too(level: int) -> None:
+    """A newcomer that feeds its whole prompt at once (and, preempted, its whole sequence) is
+    admitted under a budget only when all of it fits: the admission check allows for that."""
+    from tests.batch_engine.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "whole_prompt_engine.py", level, seed=11) == []
+
+
+def test_the_preemption_case_requires_a_preemption() -> None:
+    """The preemption case fails a run that never preempted. (Under its real budget the admission
+    and budget checks already force one; here a run with no budget is graded as if the budget
+    had been ample, so only the preemption requirement is left to object.)"""
+    import dataclasses
+    import importlib
+
+    from lab.exercises.batch_engine import grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(3, 1) if c.id == "budget-forces-preemption")
+    assert "preempts" in case.params["checks"]
+    reference = importlib.import_module(grading.REFERENCE)
+    unbounded = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": None})
+    got = grading.run(reference, unbounded, RunContext(device="cpu", seed=1))
+    ample = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": 10**6})
+    verdict = grading.check(ample, got, got)
+    assert not verdict.passed
+    assert verdict.message.startswith("no request was ever preempted")
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4])
+def test_an_engine_that_orders_its_rows_its_own_way_passes(level: int) -> None:
+    """FIFO is about the step that admits a request, not the row order inside one call: sorting a
+    static batch (or one step's newcomers) by prompt length is correct and passes every level."""
+    from tests.batch_engine.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "reorder_engine.py", level, seed=11) == []
+
+
+def test_stop_on_the_last_allowed_token_is_a_stop() -> None:
+    """The conventions case has a stop token and a stop sequence landing exactly on the
+    max_tokens-th token (not earlier): the expected finish is `stop`, with max_tokens tokens."""
+    from lab.exercises.batch_engine import grading, probe
+
+    case = next(c for c in grading.cases(1, 1) if c.id == "conventions-stop-and-length")
+    tie = [r for r in case.params["requests"]
+           if (r.get("stop_ids") or r.get("stop_seqs"))
+           and probe.solo(r["prompt"], r["max_tokens"])[0][-1]
+           in [*r.get("stop_ids", []), *[s[-1] for s in r.get("stop_seqs", [])]]]
+    assert {("stop_ids" in r) for r in tie} == {True, False}
+    for r in tie:
+        tokens, reason = probe.solo(r["prompt"], r["max_tokens"], tuple(r.get("stop_ids", ())),
+                                    tuple(tuple(s) for s in r.get("stop_seqs", ())))
+        assert (len(tokens), reason) == (r["max_tokens"], "stop")

@@ -3,7 +3,8 @@
 Three kinds of case, all replayed by `harness.replay` on an injected clock:
 - probe cases: the grader's stub model (probe.py) logs every forward with its virtual time and
   flags malformed inputs; the checks read that log for the batching policy (cap, size-or-wait,
-  FIFO, re-formed every step, KV budget, preemption) and compare outputs with `probe.solo`;
+  FIFO by admitting step, re-formed every step, the KV cache reused, KV budget: held, used for
+  admission, preemption) and compare outputs with `probe.solo`;
 - target cases: a real model in fp32, the shipped pycode target or the learner's `--target`
   checkpoint; their requests name spans of prompts.txt in tokens and stops by role, resolved by
   `run` with that model's tokenizer (`resolve_requests`), and the reference's resolution comes
@@ -77,6 +78,21 @@ def _stop_case_requests(k0: int) -> list[dict[str, Any]]:
     return out
 
 
+def _stop_on_last_token_requests(k0: int) -> list[dict[str, Any]]:
+    """A stop token, and a two-token stop sequence, that land exactly on the max_tokens-th token:
+    stop and length on the same token, and stop wins."""
+    out = []
+    for k, (length, max_tokens, kind) in enumerate([(5, 4, "token"), (6, 4, "sequence")],
+                                                   start=k0):
+        base = _req(k, length, max_tokens)
+        tokens, _ = probe.solo(base["prompt"], max_tokens)
+        if kind == "token":
+            out.append({**base, "stop_ids": [tokens[-1]]})
+        else:
+            out.append({**base, "stop_seqs": [tokens[-2:]]})
+    return out
+
+
 def _level1_fixed() -> list[Case]:
     return [
         _case("padding-mask-positions", 1, "4 prompts of lengths 1, 3, 7, 12 in one batch: "
@@ -99,8 +115,10 @@ def _level1_fixed() -> list[Case]:
               "the whole batch to finish (static batching)",
               [_req(0, 4, 12), _req(1, 6, 8), _req(2, 3, 4, t=0.07)], B=4, wait=0.02),
         _case("conventions-stop-and-length", 1, "max_tokens 0 -> empty result and one `length` "
-              "finish; max_tokens 1; stop token included; stop sequence spanning two tokens",
-              [_req(0, 4, 0), _req(1, 3, 1), *_stop_case_requests(2)]),
+              "finish; max_tokens 1; stop token included; stop sequence spanning two tokens; a "
+              "stop token and a stop sequence on the max_tokens-th token finish with `stop`",
+              [_req(0, 4, 0), _req(1, 3, 1), *_stop_case_requests(2),
+               *_stop_on_last_token_requests(6)]),
         _case("bad-requests-rejected", 1, "empty prompt, max_tokens < 0, a token id outside the "
               "vocabulary and prompt + max_tokens over the model's positions raise ValueError in "
               "submit; the good requests around them are unaffected",
@@ -241,7 +259,8 @@ def _level3_fixed() -> list[Case]:
         _case("budget-forces-preemption", 3, "4 requests of 8 prompt tokens growing to 28 under a "
               "60-token KV budget: admit what fits, preempt the newest when the batch cannot "
               "grow, requeue it first and recompute; outputs unchanged",
-              [_req(k, 8, 20) for k in range(4)], B=4, budget=60, checks=("reformed",)),
+              [_req(k, 8, 20) for k in range(4)], B=4, budget=60,
+              checks=("reformed", "preempts")),
         _case("budget-admission", 3, "a budget that fits two prompts: the third waits for KV, "
               "not for a slot", [_req(0, 10, 4), _req(1, 10, 4), _req(2, 10, 4)], B=4,
               budget=26, checks=("reformed",)),
@@ -598,6 +617,7 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                         f"max_batch_size {B} (requests {rows})")
         if len(set(rows)) != len(rows):
             raise _Fail(f"model call {n} has request(s) {_dups(rows)} in two rows at once")
+    recomputed = _check_kv_reuse(p, got, calls, index, finish_t)
     if p["kv_budget_tokens"] is not None:
         for n, c in enumerate(calls):
             held = sum(r[2] for r in c[2])
@@ -605,6 +625,15 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                 raise _Fail(f"model call {n} leaves {held} KV tokens in the cache, over the "
                             f"budget of {p['kv_budget_tokens']} — admit only what fits and "
                             "preempt the newest when the running batch cannot grow")
+        if p["continuous"]:
+            _check_budget_admission(p, reqs, got, calls, rows_of, finish_t)
+        if "preempts" in p["checks"] and not recomputed and not _dropped(calls, rows_of,
+                                                                          finish_t):
+            raise _Fail(f"no request was ever preempted, but these {len(reqs)} requests cannot "
+                        f"all grow to their length within the {p['kv_budget_tokens']}-token KV "
+                        "budget — admit whatever fits, and when the running batch cannot grow by "
+                        "one token each, preempt the newest running request (drop its row, put "
+                        "it back at the front of the queue, recompute it later)")
     for c in p["checks"]:
         name, _, arg = c.partition(":")
         if name == "first_call_at":
@@ -613,10 +642,10 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
             if not calls:
                 raise _Fail("the model was never called")
             t0, first = calls[0][0], rows_of[0]
-            if first != want:
-                order = " (FIFO: the oldest go first)" if sorted(first) != first else ""
+            if sorted(first) != sorted(want):  # the order of the rows inside a call is free
                 raise _Fail(f"the first batch should be requests {want} in arrival order, got "
-                            f"{first}{order}")
+                            f"{first} (FIFO: the oldest go first; the order of the rows inside "
+                            "a call does not matter)")
             if abs(t0 - float(at)) > EPS_S:
                 raise _Fail(f"the first batch went at t={t0:.3f} s, expected t={float(at):.3f} "
                             f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
@@ -648,22 +677,118 @@ def _without_isolation(got: dict[str, Any]) -> list[Any]:
     return [c for n, c in enumerate(got["calls"]) if c[3] not in err or last[c[3]] == n]
 
 
+def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
+                    index: dict[int, int], finish_t: dict[int, float]) -> int:
+    """The KV cache is used: a request's row attends, in each call, to every token the cache held
+    for it after its previous call, and feeds only what is new. The one exception is a preempted
+    request (level 3, a KV budget): it is recomputed from its prompt, in an empty row, and never
+    the whole batch at once (the oldest running request keeps its KV). Calls in a step where a
+    forward raised (level 4) are not judged. Returns the number of such recomputes."""
+    budget = p["kv_budget_tokens"]
+    err = set(got.get("error_steps", []))
+    held: dict[int, int] = {}  # marker -> the KV tokens its row held after its last call
+    recomputes = 0
+    prev: list[int] = []
+    for n, (t0, _width, rows, step) in enumerate(calls):
+        restarted: list[int] = []
+        for marker, new, after in rows:
+            past, before = after - new, held.pop(marker, None)
+            if step in err:
+                continue  # a retry after a forward raised: the next call sets the baseline
+            held[marker] = after
+            if before is None or past >= before:
+                continue
+            who = index.get(marker, marker)
+            if budget is None or past > 0:
+                raise _Fail(
+                    f"model call {n}: request {who} re-fed {before - past} token(s) it had "
+                    f"already fed — its row held {before} KV tokens after its previous call, "
+                    f"but this call attends to {past} of them and feeds {new} again. Use the KV "
+                    "cache: keep each row's cache (and mask) between steps; after the prefill a "
+                    "running row feeds only its newest token"
+                    + (" (only a preempted request is recomputed, from an empty row)"
+                       if budget is not None else
+                       " (recomputing is only for a preempted request, level 3)"))
+            recomputes += 1
+            restarted.append(marker)
+        ongoing = [m for m in prev if finish_t.get(index.get(m, -1), math.inf) > t0
+                   and m in [r[0] for r in rows]]
+        if ongoing and set(ongoing) <= set(restarted) and step not in err:
+            raise _Fail(
+                f"model call {n}: every running request ({[index.get(m, m) for m in ongoing]}) "
+                "was recomputed from its prompt, as if the KV cache were thrown away each step "
+                "— keep each row's cache between steps; preemption frees the newest request "
+                "only, and the oldest running one always keeps its KV")
+        prev = [r[0] for r in rows]
+    return recomputes
+
+
+def _check_budget_admission(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
+                            calls: list[Any], rows_of: list[list[int]],
+                            finish_t: dict[int, float]) -> None:
+    """Level 3: the budget caps what the cache holds; it is no reason to run fewer requests. In
+    every call with a free row, the head of the queue (the earliest arrival still waiting) must
+    have joined if it fitted: the KV tokens the call leaves plus everything the head would feed
+    (its prompt, plus the tokens it had produced if it was preempted) within the budget. That is
+    the most a newcomer can need (chunked prefill feeds less), so it holds for any engine that
+    admits from the front whatever fits."""
+    B, budget = p["max_batch_size"], p["kv_budget_tokens"]
+    produced: dict[int, list[float]] = {}
+    for t, kind, idx, _ in got["events"]:
+        if kind == "token":
+            produced.setdefault(idx, []).append(t)
+    for n, (c, rows) in enumerate(zip(calls, rows_of, strict=True)):
+        t0 = c[0]
+        if len(c[2]) >= B:
+            continue
+        waiting = [r for r in range(len(reqs)) if got["submitted"][r] <= t0 + 1e-9
+                   and r not in got["rejected"] and reqs[r]["max_tokens"] > 0
+                   and r not in rows and finish_t.get(r, math.inf) > t0]
+        if not waiting:
+            continue
+        head = min(waiting, key=lambda r: (got["submitted"][r], r))
+        done = sum(1 for t in produced.get(head, []) if t <= t0 + 1e-9)
+        need = len(reqs[head]["prompt"]) + done
+        held = sum(r[2] for r in c[2])
+        if held + need <= budget:
+            what = f"its prompt plus the {done} tokens it had produced" if done else "its prompt"
+            raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(c[2])} of {B} rows, leaving "
+                        f"{held} of the {budget} KV tokens in use, while request {head} at the "
+                        f"head of the queue needed {need} ({what}): it fits, so it joins at this "
+                        "step — admit from the front of the queue whatever fits the budget (the "
+                        "budget caps the KV held; it is no reason to run fewer requests, or to "
+                        "reserve room for tokens not generated yet)")
+
+
+def _dropped(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> bool:
+    """Whether some request left the batch unfinished (preempted) at some call."""
+    for n in range(1, len(calls)):
+        if any(r not in rows_of[n] and finish_t.get(r, math.inf) > calls[n][0]
+               for r in rows_of[n - 1]):
+            return True
+    return False
+
+
 def _dups(rows: list[int]) -> list[int]:
     return sorted({r for r in rows if rows.count(r) > 1})
 
 
 def _check_fifo(reqs: list[dict[str, Any]], got: dict[str, Any], rows_of: list[list[int]]) -> None:
+    """FIFO is about the step that admits each request (its first model call), not the order of
+    the rows inside one call: a request must not start at an earlier call than one that arrived
+    before it (same arrival time: submitted first)."""
     first: dict[int, int] = {}
     for n, rows in enumerate(rows_of):
         for r in rows:
             first.setdefault(r, n)
-    order = sorted(first, key=lambda r: (first[r], rows_of[first[r]].index(r)))
-    arrival = sorted(order, key=lambda r: (got["submitted"][r], r))
-    if order != arrival:
-        k = next(j for j, (a, b) in enumerate(zip(order, arrival, strict=True)) if a != b)
-        raise _Fail(f"requests started out of arrival order: {order[k]} started before "
-                    f"{arrival[k]}, which arrived first (FIFO; first model calls: "
-                    f"{[rows for rows in rows_of[:4]]})")
+    arrival = sorted(first, key=lambda r: (got["submitted"][r], r))
+    for k, early in enumerate(arrival):
+        late = min(arrival[k + 1:], key=lambda r: (first[r], r), default=None)
+        if late is not None and first[late] < first[early]:
+            raise _Fail(f"requests started out of arrival order: {late} started before "
+                        f"{early}, which arrived first (FIFO: {late} first ran in model call "
+                        f"{first[late]}, {early} only in call {first[early]}; first model "
+                        f"calls: {[rows for rows in rows_of[:4]]})")
 
 
 def _check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],

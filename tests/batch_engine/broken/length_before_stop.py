@@ -1,0 +1,12 @@
+"""Broken: checks max_tokens before the stops, so a stop token or stop sequence landing on the
+max_tokens-th token finishes with "length" instead of "stop"."""
+
+from _base import mutate
+
+Engine = mutate(
+    "length_before_stop",
+    ("        last = self.out[-1]\n",
+     "        last = self.out[-1]\n"
+     "        if len(self.out) >= self.req.max_tokens:\n"
+     "            return \"length\"\n"),
+).Engine

@@ -1,0 +1,16 @@
+"""Broken: never reuses the KV cache. Every step starts each row from an empty cache and feeds
+its whole sequence (prompt + generated tokens) again (no chunked prefill, which could never
+finish a prompt that way). The tokens are right, the work is not."""
+
+from _base import mutate
+
+Engine = mutate(
+    "no_kv_cache",
+    ("self.chunk = PREFILL_CHUNK if continuous else None", "self.chunk = None"),
+    ("        rows = self.running\n        saved = (self.kv, self.mask)",
+     "        rows = self.running\n"
+     "        for s in rows:\n"
+     "            s.cached = 0\n"
+     "        self.kv, self.mask = None, None\n"
+     "        saved = (self.kv, self.mask)"),
+).Engine
