@@ -1,7 +1,7 @@
 """Train the shipped draft/target pair on the interpreter's standard-library source.
 
 Usage (from the repository root; runs on CUDA when present, else CPU). The shipped pair was made
-with exactly these commands (about 100 minutes on a quiet 2-core CPU with AVX512-BF16):
+with exactly these commands (97 minutes of training on a 2-core CPU with AVX512-BF16):
 
     python -m lab.models.train tokenizer --out lab/models/pycode-target
     python -m lab.models.train model --role target --out lab/models/pycode-target \
