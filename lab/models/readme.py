@@ -17,7 +17,7 @@ LICENCE = """\
   Copyright (c) 2001-2023 Python Software Foundation, distributed under the PSF License
   Agreement (Python Software Foundation License Version 2). The licence text is copied
   alongside as `LICENSE-PSF.txt`.
-- Tokenizer and weights: trained from scratch by this project with `lab/models/train.py` (no
+- Tokenizer and weights: trained from scratch by this project with `scripts/train_models.py` (no
   pretrained weights involved), released with the project. Nothing is downloaded at run time.
 """
 
@@ -152,7 +152,7 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
         )
     lines += [
         f"- Final held-out loss (first 64 held-out windows): {training['held_out_loss']}.",
-        "- Reproduce: see the docstring of `lab/models/train.py` (same commands, same seed).",
+        "- Reproduce: see the docstring of `scripts/train_models.py` (same commands, same seed).",
         "",
         "### Loss curve",
         "",

@@ -3,11 +3,11 @@
 Usage (from the repository root; runs on CUDA when present, else CPU). The shipped pair was made
 with exactly these commands (97 minutes of training on a 2-core CPU with AVX512-BF16):
 
-    python -m lab.models.train tokenizer --out lab/models/pycode-target
-    python -m lab.models.train model --role target --out lab/models/pycode-target \
+    python scripts/train_models.py tokenizer --out lab/models/pycode-target
+    python scripts/train_models.py model --role target --out lab/models/pycode-target \
         --minutes 62 --batch 16 --lr 2e-3 --warmup 60 --threads 2 --precision bf16 \
         --save-every 300
-    python -m lab.models.train model --role draft --out lab/models/pycode-draft \
+    python scripts/train_models.py model --role draft --out lab/models/pycode-draft \
         --tokenizer lab/models/pycode-target --teacher lab/models/pycode-target \
         --minutes 35 --batch 16 --lr 3e-3 --warmup 40 --kl 0.9 --threads 2 --precision bf16 \
         --save-every 300
