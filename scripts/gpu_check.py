@@ -1,0 +1,75 @@
+"""Grade every exercise's reference on CUDA and print one summary table.
+
+Run by `scripts/gpu_check.sh` on a machine with a GPU: each level of each exercise is graded
+with the reference as the solution (`lab.grader.testing.reference_as_solution`) on
+`--device cuda`, in float32 and, for exercises that run a model, in bfloat16 too. Nothing is
+recorded in the learner's database. Exit status 1 if any reference fails on the GPU (the CUDA
+path of the grader or the reference is then broken) or if CUDA is not available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--exercise", action="append", help="only these exercises (repeatable)")
+    parser.add_argument("--seed", type=int, default=1234)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("gpu_check: CUDA is not available on this machine", file=sys.stderr)
+        return 1
+    if args.device.startswith("cuda"):
+        print(f"device: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+              f"CUDA {torch.version.cuda}")
+
+    from lab.exercises import discover
+    from lab.grader.runner import grade
+    from lab.grader.testing import reference_as_solution
+
+    rows: list[tuple[str, int, str, str, str, float]] = []
+    failed = 0
+    for ex in discover():
+        if args.exercise and ex.id not in args.exercise:
+            continue
+        dtypes = ["float32", "bfloat16"] if ex.needs_torch and ex.model_paths else ["float32"]
+        with tempfile.TemporaryDirectory() as tmp:
+            solution = reference_as_solution(ex, Path(tmp))
+            for dtype in dtypes:
+                variant = dataclasses.replace(ex, dtype=dtype)
+                for level in ex.level_numbers:
+                    start = time.perf_counter()
+                    result = grade(variant, solution, levels=[level], device=args.device,
+                                   seed=args.seed, store=False)
+                    wall = time.perf_counter() - start
+                    lvl = result.levels[0]
+                    done = sum(r.passed for r in lvl.results)
+                    verdict = "pass" if lvl.passed else "FAIL"
+                    failed += not lvl.passed
+                    rows.append((ex.id, level, dtype, verdict, f"{done}/{len(lvl.results)}",
+                                 wall))
+                    if not lvl.passed:
+                        worst = lvl.smallest_failure()
+                        if worst is not None:
+                            print(f"  {ex.id} L{level} {dtype}: {worst.case.id} [{worst.kind}] "
+                                  f"{worst.message[:300]}")
+    print(f"\n{'exercise':<14} {'level':>5} {'dtype':<9} {'verdict':<7} {'cases':>7} "
+          f"{'wall s':>7}")
+    for ex_id, level, dtype, verdict, cases, wall in rows:
+        print(f"{ex_id:<14} {level:>5} {dtype:<9} {verdict:<7} {cases:>7} {wall:>7.1f}")
+    print(f"\n{len(rows)} gradings, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
