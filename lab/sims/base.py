@@ -46,24 +46,45 @@ class InputSpec:
         raw = text.strip()
         if self.kind == "choice":
             return self.validate(raw.lower())
-        cleaned = raw.replace(",", "").replace("_", "")
-        scale = 1.0
+        cleaned = raw.replace("_", "")
         if cleaned.endswith("%"):
             if not self.percent:
                 raise SimInputError(
                     f"{self.name}: '{text}' has a '%' but this dial is in {self.unit}"
                 )
-            cleaned, scale = cleaned[:-1], 0.01
-        try:
-            number = float(cleaned) * scale
-        except ValueError:
-            kind = "an integer" if self.kind == "int" else "a number"
-            raise SimInputError(f"{self.name}: '{text}' is not {kind}") from None
+            number = self._read(cleaned[:-1], text, "") * 0.01
+        else:
+            number = self._read(cleaned, text, self._answer_unit())
         if self.kind == "int":
             if not number.is_integer():
                 raise SimInputError(f"{self.name}: '{text}' is not an integer")
             return self.validate(int(number))
         return self.validate(number)
+
+    def _answer_unit(self) -> str:
+        """The dial's unit as the answer parser knows it ("GiB/GPU" → "GiB"), else plain."""
+        from questions.units import lookup_unit
+
+        for candidate in (self.unit, self.unit.split("/")[0]):
+            if candidate and lookup_unit(candidate) is not None:
+                return candidate
+        return ""
+
+    def _read(self, cleaned: str, text: str, unit: str) -> float:
+        """Numbers are read the way answers are: `8k`, `1,024`, `2.5e3`, `80 GB` for a GiB dial."""
+        from questions.answers import Reask, parse_answer
+
+        try:
+            return float(cleaned.replace(",", ""))
+        except ValueError:
+            pass
+        try:
+            return parse_answer(cleaned, unit)
+        except Reask as exc:
+            if str(exc).startswith("can't read"):
+                kind = "an integer" if self.kind == "int" else "a number"
+                raise SimInputError(f"{self.name}: '{text}' is not {kind}") from None
+            raise SimInputError(f"{self.name}: '{text}': {exc}") from None
 
     def validate(self, value: object) -> Value:
         """Check type and range of a value given in code; ints are accepted for float dials."""

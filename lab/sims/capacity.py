@@ -25,11 +25,12 @@ from lab.sims.base import (
     unit,
 )
 
-GB = 1e9
+GB = 1e9  # weights: decimal, like parameter counts
+GIB = 2**30  # HBM: the marketed "80 GB" of an H100 is 80 GiB (nvidia-smi: 81,559 MiB)
 KIB = 1024
 
-_H100 = {"gpu_mem_gb": 80.0, "hbm_tbps": 3.35, "tflops": 989.0}
-_H200 = {"gpu_mem_gb": 141.0, "hbm_tbps": 4.8, "tflops": 989.0}
+_H100 = {"gpu_mem_gib": 80.0, "hbm_tbps": 3.35, "tflops": 989.0}
+_H200 = {"gpu_mem_gib": 141.0, "hbm_tbps": 4.8, "tflops": 989.0}
 _LLAMA3_8B = {"layers": 32, "kv_heads": 8, "head_dim": 128, "params_b": 8.03}
 _LLAMA3_70B = {"layers": 80, "kv_heads": 8, "head_dim": 128, "params_b": 70.55}
 
@@ -57,8 +58,9 @@ class CapacitySim(Sim):
                   help="Bytes per weight: bf16 2, fp8 1, int4 0.5."),
         InputSpec("kv_bytes", "KV dtype", "B/elem", 2.0, "float", 0.25, 4, 0.25,
                   help="Bytes per cached K/V element: bf16 2, fp8 1."),
-        InputSpec("gpu_mem_gb", "GPU memory", "GB", 80.0, "float", 1, 2048, 1,
-                  help="HBM per GPU (GB = 1e9 B): H100 80, H200 141, B200 180/192."),
+        InputSpec("gpu_mem_gib", "GPU memory", "GiB", 80.0, "float", 1, 2048, 1,
+                  help="HBM per GPU as marketed, which is GiB (2^30 B): H100 80, H200 141, "
+                       "B200 180/192."),
         InputSpec("hbm_tbps", "HBM bandwidth", "TB/s", 3.35, "float", 0.05, 100, 0.05,
                   help="Per GPU: H100 3.35, H200 4.8, B200 8, A100 2.039."),
         InputSpec("tflops", "Dense compute", "TFLOP/s", 989.0, "float", 1, 100000, 1,
@@ -71,7 +73,7 @@ class CapacitySim(Sim):
                   help="Prompt length whose prefill sets time to first token."),
         InputSpec("output_tokens", "Output", "tokens", 512, "int", 1, 10_000_000, 64,
                   help="Tokens generated per request; sets request latency at the seat limit."),
-        InputSpec("reserve_gb", "Memory reserve", "GB/GPU", 8.0, "float", 0, 2048, 1,
+        InputSpec("reserve_gib", "Memory reserve", "GiB/GPU", 8.0, "float", 0, 2048, 1,
                   help="Per GPU, kept for activations, CUDA graphs and fragmentation."),
         InputSpec("mfu", "Prefill MFU", "of peak", 0.5, "float", 0.01, 1.0, 0.05,
                   help="Share of peak FLOP/s prefill achieves.", percent=True),
@@ -95,7 +97,7 @@ class CapacitySim(Sim):
         ),
         "llama3-70b-fp8-h200": Preset(
             "llama3-70b-fp8-h200", "Llama-3-70B fp8 on 1×H200",
-            "FP8 weights (70.55 GB) fit one 141 GB card; the rest is KV.",
+            "FP8 weights (70.55 GB = 65.7 GiB) fit one 141 GiB card; the rest is KV.",
             {**_LLAMA3_70B, "weight_bytes": 1.0, "kv_bytes": 1.0, **_H200, "gpus": 1},
         ),
         "llama2-13b-h100": Preset(
@@ -106,7 +108,7 @@ class CapacitySim(Sim):
         ),
         "llama31-405b-fp8-8xh200": Preset(
             "llama31-405b-fp8-8xh200", "Llama-3.1-405B fp8 on 8×H200 (TP 8)",
-            "406 GB of fp8 weights across 1,128 GB of HBM.",
+            "406 GB of fp8 weights across 1,128 GiB of HBM.",
             {"layers": 126, "kv_heads": 8, "head_dim": 128, "params_b": 405.85,
              "weight_bytes": 1.0, "kv_bytes": 1.0, **_H200, "gpus": 8},
         ),
@@ -120,10 +122,10 @@ class CapacitySim(Sim):
                 f"prompt_tokens + output_tokens ({prompt:,} + {output:,}) is longer than the "
                 f"context ({ctx:,}) a seat holds"
             )
-        if float(values["reserve_gb"]) >= float(values["gpu_mem_gb"]):
+        if float(values["reserve_gib"]) >= float(values["gpu_mem_gib"]):
             raise SimInputError(
-                f"reserve_gb ({values['reserve_gb']}) leaves nothing of gpu_mem_gb "
-                f"({values['gpu_mem_gb']})"
+                f"reserve_gib ({values['reserve_gib']}) leaves nothing of gpu_mem_gib "
+                f"({values['gpu_mem_gib']})"
             )
 
     def _compute(self, v: Mapping[str, Value]) -> SimResult:
@@ -131,7 +133,7 @@ class CapacitySim(Sim):
         params = float(v["params_b"]) * 1e9
         wb, kvb = float(v["weight_bytes"]), float(v["kv_bytes"])
         gpus = int(v["gpus"])
-        mem, reserve = float(v["gpu_mem_gb"]) * GB, float(v["reserve_gb"]) * GB
+        mem, reserve = float(v["gpu_mem_gib"]) * GIB, float(v["reserve_gib"]) * GIB
         bw, peak = float(v["hbm_tbps"]) * 1e12, float(v["tflops"]) * 1e12
         ctx, prompt, mfu = int(v["context"]), int(v["prompt_tokens"]), float(v["mfu"])
         f: list[str] = []
@@ -151,19 +153,20 @@ class CapacitySim(Sim):
             )
         weights = params * wb
         f.append(f"Weights = {num(params / 1e9)}B params × {num(wb)} B = {num(weights / GB)} GB"
-                 + (f" ({num(weights / GB / gpus)} GB per GPU over {gpus} GPUs)"
+                 f" = {num(weights / GIB)} GiB"
+                 + (f" ({num(weights / GIB / gpus)} GiB per GPU over {gpus} GPUs)"
                     if gpus > 1 else ""))
         usable = gpus * (mem - reserve)
         free = usable - weights
         f.append(
-            f"Free for KV = {gpus} × ({num(mem / GB)} − {num(reserve / GB)} reserve) GB − "
-            f"{num(weights / GB)} GB weights = {num(free / GB)} GB"
+            f"Free for KV = {gpus} × ({num(mem / GIB)} − {num(reserve / GIB)} reserve) GiB − "
+            f"{num(weights / GIB)} GiB weights = {num(free / GIB)} GiB"
         )
         seat_bytes = kv_group * ctx
         seats = max(0, math.floor(free / seat_bytes)) if free > 0 else 0
         f.append(
-            f"Seats = floor({num(free / GB)} GB ÷ ({num(kv_group / KIB)} KiB × {ctx:,} tokens "
-            f"= {num(seat_bytes / GB)} GB)) = {seats}"
+            f"Seats = floor({num(free / GIB)} GiB ÷ ({num(kv_group / KIB)} KiB × {ctx:,} tokens "
+            f"= {num(seat_bytes / GIB)} GiB)) = {seats}"
         )
         out += [
             Output("kv_bytes_per_token", "KV per token", kv_tok, "B",
@@ -171,9 +174,9 @@ class CapacitySim(Sim):
             Output("weight_gb", "Weight memory", weights / GB, "GB", f"{num(weights / GB)} GB"),
             Output("weight_gb_per_gpu", "Weights per GPU", weights / GB / gpus, "GB",
                    f"{num(weights / GB / gpus)} GB"),
-            Output("free_gb", "Free for KV", free / GB, "GB", f"{num(free / GB)} GB"),
-            Output("seat_gb", "KV per full seat", seat_bytes / GB, "GB",
-                   f"{num(seat_bytes / GB)} GB"),
+            Output("free_gib", "Free for KV", free / GIB, "GiB", f"{num(free / GIB)} GiB"),
+            Output("seat_gib", "KV per full seat", seat_bytes / GIB, "GiB",
+                   f"{num(seat_bytes / GIB)} GiB"),
             Output("seats", "Concurrent seats", seats, "seats",
                    f"{seats} at {ctx:,} tokens"),
         ]
@@ -272,7 +275,7 @@ class CapacitySim(Sim):
 
         checks = [
             at_least("fits", "Weights and one full-context seat fit in memory",
-                     free / GB, seat_bytes / GB, unit("GB")),
+                     free / GIB, seat_bytes / GIB, unit("GiB")),
             at_least("seats", f"At least {int(v['target_seats'])} seats at {ctx:,} tokens",
                      float(seats), float(int(v["target_seats"])), _seats),
             at_most("ttft", f"TTFT ≤ {num(float(v['target_ttft_s']))} s for {prompt:,} tokens",

@@ -101,7 +101,7 @@ def test_cross_field_errors() -> None:
     with pytest.raises(SimInputError, match="longer than the context"):
         CAP.evaluate({"prompt_tokens": 32768})  # + 512 output tokens > 32,768
     with pytest.raises(SimInputError, match="leaves nothing"):
-        CAP.evaluate({"reserve_gb": 80})
+        CAP.evaluate({"reserve_gib": 80})
     zero = {"chat_requests": 0, "copilot_requests": 0, "agent_requests": 0}
     with pytest.raises(SimInputError, match="nothing to bill"):
         SIMS["metering"].evaluate(zero)
@@ -133,3 +133,19 @@ def test_any_dial_setting_in_range_gives_a_finite_result_or_a_clear_error(sim: S
         json.dumps(result.to_dict(), allow_nan=False)
 
     run()
+
+
+def test_dials_read_numbers_the_way_answers_do() -> None:
+    """`--set context=8k` works like an answer's `1.2k`; a dial with a unit converts a typed one."""
+    assert CAP.parse_assignments(["context=8k"]) == {"context": 8000}
+    assert CAP.parse_assignments(["context=8,192"]) == {"context": 8192}
+    assert CAP.parse_assignments(["target_step_ms=0.05 s"]) == {"target_step_ms": 50.0}
+    assert CAP.parse_assignments(["hbm_tbps=3350 GB/s"]) == {"hbm_tbps": 3.35}
+    assert CAP.parse_assignments(["gpu_mem_gib=128 GiB"]) == {"gpu_mem_gib": 128.0}
+    assert CAP.parse_assignments(["mfu=30%"]) == {"mfu": 0.3}
+    with pytest.raises(SimInputError, match=r"'8\.5' is not an integer"):
+        CAP.parse_assignments(["context=8.5"])
+    with pytest.raises(SimInputError, match=r"target_ttft_s: '5 GB'.*can't be converted"):
+        CAP.parse_assignments(["target_ttft_s=5 GB"])
+    with pytest.raises(SimInputError, match="layers: 'abc' is not an integer"):
+        CAP.parse_assignments(["layers=abc"])

@@ -23,22 +23,23 @@ def test_default_8b_h100_at_32k_hand_computed() -> None:
     r = CAP.evaluate()  # defaults = Llama-3-8B bf16, 1×H100, 32,768 context, 4,096 prompt
     # KV/token = 2 × 32 × 8 × 128 × 2 = 131,072 B = 128 KiB
     assert r.value("kv_bytes_per_token") == 131_072
-    # free = 80 − 8 reserve − 16.06 = 55.94 GB; a seat = 131,072 × 32,768 = 4.294967296 GB
-    assert r.value("free_gb") == pytest.approx(55.94)
-    assert r.value("seat_gb") == pytest.approx(4.294967296)
-    # seats = floor(55.94 / 4.294967296) = floor(13.02) = 13
-    assert r.value("seats") == 13
+    # HBM is GiB: free = (80 − 8 reserve) × 2^30 B − 16.06e9 B = 77.309411328e9 − 16.06e9
+    # = 61.249411328e9 B = 57.04296 GiB; a seat = 131,072 × 32,768 = 2^32 B = 4 GiB
+    assert r.value("free_gib") == pytest.approx(57.04296, abs=1e-5)
+    assert r.value("seat_gib") == pytest.approx(4.0)
+    # seats = floor(57.04296 / 4) = floor(14.26) = 14
+    assert r.value("seats") == 14
     # TTFT = 2 × 8.03e9 × 4096 / (989e12 × 0.5) = 6.5782e13 / 4.945e14 = 0.13303 s
     assert r.value("ttft_s") == pytest.approx(0.13303, abs=1e-5)
     # batch 1, full context: (16.06 + 4.294967296) GB / 3.35 TB/s = 6.0761 ms → 164.58 tok/s
     assert r.value("b1_step_ms") == pytest.approx(6.0761, abs=1e-4)
     assert r.value("b1_tps") == pytest.approx(164.58, abs=0.01)
-    # 13 seats: (16.06 + 13 × 4.294967296 = 71.894574848) GB / 3.35 TB/s = 21.461 ms
-    assert r.value("seat_step_ms") == pytest.approx(21.461, abs=1e-3)
-    # 13 / 21.461 ms = 605.75 tok/s in all
-    assert r.value("seat_tps") == pytest.approx(605.75, abs=0.05)
-    # latency = TTFT + (512 − 1) × step = 0.133027 + 511 × 0.0214611 = 11.0996 s
-    assert r.value("latency_s") == pytest.approx(11.0996, abs=1e-4)
+    # 14 seats: (16.06 + 14 × 4.294967296 = 76.189542144) GB / 3.35 TB/s = 22.743 ms
+    assert r.value("seat_step_ms") == pytest.approx(22.743, abs=1e-3)
+    # 14 / 22.743 ms = 615.57 tok/s in all
+    assert r.value("seat_tps") == pytest.approx(615.57, abs=0.05)
+    # latency = TTFT + (512 − 1) × step = 0.133027 + 511 × 0.0227431 = 11.7548 s
+    assert r.value("latency_s") == pytest.approx(11.7548, abs=1e-4)
     # ridge (weights only) = 989 TFLOP/s / 3.35 TB/s = 295.2 for bf16 (2 B per 2 FLOP)
     assert r.value("ridge_batch") == pytest.approx(295.22, abs=0.01)
     # at 32K each sequence reads 4.29 GB of KV per step: decode never turns compute-bound
@@ -49,20 +50,20 @@ def test_default_8b_h100_at_32k_hand_computed() -> None:
 def test_default_checks_and_margins() -> None:
     r = CAP.evaluate()
     seats = r.check("seats")
-    assert not seats.passed and seats.margin == 13 - 64
-    assert "51 seats short of the target of 64 seats" in seats.margin_text
+    assert not seats.passed and seats.margin == 14 - 64
+    assert "50 seats short of the target of 64 seats" in seats.margin_text
     ttft = r.check("ttft")
     # 0.5 − 0.13303 = 0.36697 s of headroom
     assert ttft.passed and ttft.margin == pytest.approx(0.36697, abs=1e-5)
     step = r.check("step")
-    assert step.passed and step.margin == pytest.approx(50 - 21.461, abs=1e-3)
+    assert step.passed and step.margin == pytest.approx(50 - 22.743, abs=1e-3)
     fits = r.check("fits")
-    assert fits.passed and fits.margin == pytest.approx(55.94 - 4.294967296)
+    assert fits.passed and fits.margin == pytest.approx(57.04296 - 4, abs=1e-5)
 
 
 def test_targets_are_dials() -> None:
-    assert CAP.evaluate({"target_seats": 13}).check("seats").passed
-    assert not CAP.evaluate({"target_seats": 14}).check("seats").passed
+    assert CAP.evaluate({"target_seats": 14}).check("seats").passed
+    assert not CAP.evaluate({"target_seats": 15}).check("seats").passed
     # TTFT of a 32,768-token prompt: 2 × 8.03e9 × 32768 / 4.945e14 = 1.0642 s > 0.5 s
     long_prompt = CAP.evaluate({"prompt_tokens": 32768, "context": 65536})
     assert long_prompt.value("ttft_s") == pytest.approx(1.0642, abs=1e-4)
@@ -75,36 +76,37 @@ def test_70b_on_8xh100_tensor_parallel() -> None:
     r = CAP.evaluate(preset="llama3-70b-8xh100")
     # weights 70.55e9 × 2 = 141.1 GB, 17.6375 GB per GPU
     assert r.value("weight_gb_per_gpu") == pytest.approx(17.6375)
-    # free = 8 × (80 − 8) − 141.1 = 434.9 GB; KV 2 × 80 × 8 × 128 × 2 = 327,680 B/token
-    assert r.value("free_gb") == pytest.approx(434.9)
-    # seat = 327,680 × 32,768 = 10.73741824 GB; floor(434.9 / 10.737) = floor(40.50) = 40
-    assert r.value("seats") == 40
+    # free = 8 × 72 GiB − 141.1e9 B = 618.475e9 − 141.1e9 = 477.375e9 B = 444.59 GiB;
+    # KV 2 × 80 × 8 × 128 × 2 = 327,680 B/token
+    assert r.value("free_gib") == pytest.approx(444.5904, abs=1e-4)
+    # seat = 327,680 × 32,768 = 10 GiB exactly; floor(444.59 / 10) = 44
+    assert r.value("seats") == 44
     # TTFT = 2 × 70.55e9 × 4096 / (8 × 989e12 × 0.5) = 5.779456e14 / 3.956e15 = 0.14609 s
     assert r.value("ttft_s") == pytest.approx(0.14609, abs=1e-5)
     # weights alone: 141.1e9 / (8 × 3.35e12) = 5.2649 ms
     assert r.value("weights_step_ms") == pytest.approx(5.2649, abs=1e-4)
-    # fp8 KV halves the seat: floor(434.9 / 5.36870912) = floor(81.01) = 81 ≥ 64, check passes
+    # fp8 KV halves the seat: floor(444.59 / 5) = 88 ≥ 64, check passes
     fp8 = CAP.evaluate({"kv_bytes": 1}, preset="llama3-70b-8xh100")
-    assert fp8.value("seats") == 81 and fp8.check("seats").passed
+    assert fp8.value("seats") == 88 and fp8.check("seats").passed
 
 
 def test_more_gpus_than_kv_heads_replicates_kv() -> None:
     r = CAP.evaluate({"gpus": 16}, preset="llama3-70b-8xh100")
     # 16 GPUs, 8 KV heads: each head on 2 GPUs, group stores 2 × 327,680 = 655,360 B per token
-    # free = 16 × 72 − 141.1 = 1,010.9 GB; seat = 655,360 × 32,768 = 21.47483648 GB → 47 seats
-    assert r.value("free_gb") == pytest.approx(1010.9)
-    assert r.value("seat_gb") == pytest.approx(21.47483648)
-    assert r.value("seats") == 47
+    # free = 16 × 72 GiB − 141.1e9 B = 1,020.59 GiB; seat = 655,360 × 32,768 = 20 GiB → 51 seats
+    assert r.value("free_gib") == pytest.approx(1020.5904, abs=1e-4)
+    assert r.value("seat_gib") == pytest.approx(20.0)
+    assert r.value("seats") == 51
     assert any("each head is held by 2 GPUs" in line for line in r.formulas)
 
 
 def test_bf16_70b_does_not_fit_one_h100() -> None:
     r = CAP.evaluate({"gpus": 1}, preset="llama3-70b-8xh100")
-    # free = 80 − 8 − 141.1 = −69.1 GB: no seat at all
-    assert r.value("free_gb") == pytest.approx(-69.1)
+    # free = 72 GiB − 141.1e9 B = 77.309e9 − 141.1e9 = −63.79e9 B = −59.41 GiB: no seat at all
+    assert r.value("free_gib") == pytest.approx(-59.4096, abs=1e-4)
     assert r.value("seats") == 0
     fits = r.check("fits")
-    assert not fits.passed and fits.margin == pytest.approx(-69.1 - 10.73741824)
+    assert not fits.passed and fits.margin == pytest.approx(-59.4096 - 10, abs=1e-4)
 
 
 def test_short_context_has_a_finite_ridge() -> None:
@@ -119,9 +121,9 @@ def test_fp8_weights_halve_the_ridge_batch() -> None:
     r = CAP.evaluate(preset="llama3-70b-fp8-h200")
     # 1 B per weight, 2 FLOP per weight: ridge = 989 / 4.8 / 2 = 103.0
     assert r.value("ridge_batch") == pytest.approx(103.02, abs=0.01)
-    # 70.55 GB fp8 on 141 − 8 GB leaves 62.45 GB; fp8 KV seat = 163,840 × 32,768 = 5.3687 GB
-    # floor(62.45 / 5.3687) = 11
-    assert r.value("seats") == 11
+    # 70.55e9 B fp8 on (141 − 8) GiB = 142.807e9 B leaves 72.257e9 B = 67.295 GiB;
+    # fp8 KV seat = 163,840 × 32,768 = 5 GiB; floor(67.295 / 5) = 13
+    assert r.value("seats") == 13
 
 
 def test_mha_trap_13b_has_more_kv_per_token_than_405b() -> None:

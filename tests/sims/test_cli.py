@@ -34,10 +34,10 @@ def test_capacity_text_shows_inputs_formulas_outputs_and_checks() -> None:
     assert code == 0, out
     assert " *context" in out and "8,192" in out  # changed dial is marked
     assert "Weights read per step = 16.06 GB ÷ (1 × 3.35 TB/s) = 4.794 ms" in out
-    # 8K context: seat = 131,072 × 8,192 = 1.0737 GB; floor(55.94 / 1.0737) = 52 seats
-    assert "Seats = floor(55.94 GB ÷ (128 KiB × 8,192 tokens = 1.074 GB)) = 52" in out
+    # 8K context: seat = 131,072 × 8,192 = 1 GiB; free = 72 GiB − 16.06e9 B = 57.04 GiB → 57
+    assert "Seats = floor(57.04 GiB ÷ (128 KiB × 8,192 tokens = 1 GiB)) = 57" in out
     assert "FAIL  At least 64 seats at 8,192 tokens" in out
-    assert "52 seats: 12 seats short of the target of 64 seats" in out
+    assert "57 seats: 7 seats short of the target of 64 seats" in out
     assert "PASS  TTFT ≤ 0.5 s" in out
     assert "3 of 4 checks pass." in out
 
@@ -107,7 +107,7 @@ def test_real_subprocess_python_m_trainer_sim() -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     seats = next(o for o in data["outputs"] if o["name"] == "seats")
-    assert seats["value"] == 81  # floor(434.9 GB / 5.3687 GB)
+    assert seats["value"] == 88  # floor(444.59 GiB / 5 GiB)
     bad = subprocess.run(
         [sys.executable, "-m", "trainer", "sim", "capacity", "--set", "layers=-1"],
         cwd=ROOT, capture_output=True, text=True, env=env, check=False,

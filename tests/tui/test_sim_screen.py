@@ -23,7 +23,7 @@ async def test_dials_recompute_and_bad_input_is_named(make_app: Callable[..., Do
         gpus.focus()
         await pilot.press("end", "backspace", "8")  # 1 GPU -> 8 GPUs
         assert "✓ At least 64 seats" in text_of(app, "#sim-result")
-        await pilot.press("x")
+        await pilot.press("q")  # "8q": no such unit
         assert "not an integer" in text_of(app, "#sim-error")
         assert "✓ At least 64 seats" in text_of(app, "#sim-result")  # last good result stays
         await pilot.press("ctrl+r")
