@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -37,7 +37,6 @@ from questions.units import COUNTED_UNITS, is_known_unit
 
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-SIMS = ("capacity", "metering", "fleet")
 MAX_REL_TOLERANCE = 0.25
 QUESTION_KEYS = {
     "id", "topic", "kind", "difficulty", "lab", "sim", "related", "sources", "prompt",
@@ -69,8 +68,10 @@ class ParsedFile:
         return self.index.locate(self.blocks.get(question_id), field_path)
 
 
-def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
-    """Parse and schema-check one topic file; `exercises` maps lab ids to their level count."""
+def parse_file(path: Path, exercises: Mapping[str, int],
+               sims: Collection[str] = ()) -> ParsedFile:
+    """Parse and schema-check one topic file; `exercises` maps lab ids to their level count,
+    `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`)."""
     try:
         text = path.read_text(encoding="utf-8-sig")  # a Windows editor may save a BOM
     except (OSError, UnicodeDecodeError) as exc:
@@ -99,7 +100,7 @@ def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
     topic_id = parsed.topic.id if parsed.topic else ""
     for i, raw in enumerate(raw_questions):
         block = parsed.index.questions[i] if i < len(parsed.index.questions) else None
-        question = _QuestionReader(parsed, block, raw, i, topic_id, exercises).read()
+        question = _QuestionReader(parsed, block, raw, i, topic_id, exercises, sims).read()
         if question is not None:
             parsed.questions.append(question)
     return parsed
@@ -133,8 +134,9 @@ class _QuestionReader:
     """Reads one [[question]] table; `ok` turns false on the first problem it records."""
 
     def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
-                 topic_id: str, exercises: Mapping[str, int]) -> None:
+                 topic_id: str, exercises: Mapping[str, int], sims: Collection[str]) -> None:
         self.parsed, self.block, self.topic_id, self.exercises = parsed, block, topic_id, exercises
+        self.sims = sims
         self.raw: dict[str, Any] = raw if isinstance(raw, dict) else {}
         self.label = f"question[{position + 1}]"
         self.ok = isinstance(raw, dict)
@@ -169,8 +171,8 @@ class _QuestionReader:
             self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
         lab = self._lab(raw.get("lab"))
         sim = raw.get("sim")
-        if sim is not None and sim not in SIMS:
-            self.fail("sim", f"sim must be one of {', '.join(SIMS)}, got {sim!r}")
+        if sim is not None and sim not in self.sims:
+            self.fail("sim", f"sim must be one of {', '.join(sorted(self.sims))}, got {sim!r}")
         related = self._text_list("related")
         for other in related:
             if not ID_PATTERN.match(other):

@@ -9,13 +9,13 @@ from __future__ import annotations
 import itertools
 import math
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from questions.formula import FormulaError
 from questions.givens import trace_givens
-from questions.labs import known_exercises
+from questions.labs import known_exercises, known_sims
 from questions.loader import parse_file
 from questions.model import DrawError, Question, Topic, Value, round_count
 from questions.problems import Problem
@@ -48,15 +48,18 @@ def validate_files(
     draws: int = CHECK_DRAWS,
     builtin_dir: Path | None = None,
     exercises: Mapping[str, int] | None = None,
+    sims: Collection[str] | None = None,
 ) -> Report:
     """Validate `paths`; `context` files supply ids for related links and duplicate checks but
-    their own problems are not reported. Files under `builtin_dir` must have topic id == stem."""
+    their own problems are not reported. Files under `builtin_dir` must have topic id == stem.
+    Lab links are checked against lab's catalogue unless `exercises` / `sims` are given."""
     exercises = known_exercises() if exercises is None else exercises
+    sims = known_sims() if sims is None else sims
     targets = [Path(p) for p in paths]
     resolved = {p.resolve() for p in targets}
     extra = [Path(p) for p in context if Path(p).resolve() not in resolved]
-    ctx_files = [parse_file(p, exercises) for p in extra]
-    files = [parse_file(p, exercises) for p in targets]
+    ctx_files = [parse_file(p, exercises, sims) for p in extra]
+    files = [parse_file(p, exercises, sims) for p in targets]
     report = Report()
 
     # ids declared by context files come first: a pack cannot take over a built-in id or topic
