@@ -480,6 +480,8 @@ class _QuestionReader:
             self.fail("why", "mcq questions need why = [...]: for each choice the misconception "
                       "that leads to it (\"\" for the correct one)")
             return ()
+        if not choices:
+            return ()  # the choices themselves are reported
         if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw) or \
                 len(raw) != len(choices):
             self.fail("why", f"why must be a list of {len(choices) or 4} texts, parallel to "
