@@ -247,14 +247,16 @@ def _matching_mistake(instance: Instance, given: float) -> tuple[str, str] | Non
     assert question.tolerance is not None and instance.answer is not None
     tolerance: Tolerance = question.tolerance
     matches = sorted(
-        (abs(given - value), mistake.id, mistake.says)
-        for mistake, value in instance.mistake_values()
-        if not tolerance.accepts(instance.answer, value) and tolerance.accepts(value, given)
+        ((abs(given - value), value, mistake.id, mistake.says)
+         for mistake, value in instance.mistake_values()
+         if not tolerance.accepts(instance.answer, value) and tolerance.accepts(value, given)),
+        key=lambda match: match[0],
     )
     if not matches:
         return None
-    best = [m for m in matches if m[0] == matches[0][0]]
-    return best[0][1], " — or if you ".join(m[2] for m in best)
+    closest = matches[0][1]  # two mistakes giving the same value on this draw are both named
+    best = [m for m in matches if math.isclose(m[1], closest, rel_tol=1e-9, abs_tol=1e-12)]
+    return best[0][2], " — or if you ".join(m[3] for m in best)
 
 
 def accepted_range(question: Question, expected: float) -> str:

@@ -27,6 +27,10 @@ tolerance = { abs = 0.5 }
 answer = "step"
 [question.params]
 step = { min = 10, max = 40 }
+[[question.mistake]]
+id = "in-seconds"
+formula = "step / 1000"
+says = "gave the step time in seconds"
 '''
 
 
@@ -117,6 +121,10 @@ tolerance = { rel = 0.01 }
 answer = "100 / (x - 537)"
 [question.params]
 x = { min = 1, max = 1000 }
+[[question.mistake]]
+id = "sign-flipped"
+formula = "100 / (537 - x)"
+says = "subtracted the other way round"
 '''
 
 
