@@ -2,8 +2,9 @@
 
 Numbers are read the way people type them (`2,530`, `1.2k`, `$1,125`, `16.7%`, `320 KiB`); a
 compatible unit is converted to the question's unit, an incompatible one or unreadable text is
-re-asked and never graded. Graded feedback shows the exact answer and notices the classic slips:
-off by a power of ten, or by 1024/1000.
+re-asked and never graded. Graded feedback shows the exact answer and the accepted range, names
+the mistake a wrong number matches (a numeric question's `[[question.mistake]]`, an MCQ
+distractor's `why`), and notices the classic slips: off by a power of ten, or by 1024/1000.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ import math
 import re
 from dataclasses import dataclass
 
-from questions.model import LETTERS, Instance, Question
+from questions.model import LETTERS, Instance, Question, Tolerance
 from questions.units import (
+    COUNTED_UNITS,
     NUMBER,
     Unit,
     case_alternatives,
     compatible,
     convert,
     format_quantity,
+    format_range,
     lookup_unit,
+    price_unit,
 )
 
 _NUMBER = re.compile(
@@ -44,9 +48,14 @@ class Reask(ValueError):
     """The input cannot be graded (unreadable, or a unit that does not fit); ask again."""
 
 
+NEAR_MISS = 0.10  # a wrong number within 10% of the answer is told how far off it was
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """Either a re-ask (`reask`, with `message`) or a graded result (`correct`, displays, hint)."""
+    """Either a re-ask (`reask`, with `message`) or a graded result: `correct`, the displays,
+    `accepted` (shown with every verdict), and for a wrong answer the mistake it matches
+    (`mistake_id`, `diagnosis`) and a `hint` (a units slip, or how far off a near miss was)."""
 
     reask: bool
     message: str = ""
@@ -57,6 +66,9 @@ class Outcome:
     given_value: float | None = None  # numeric, in the question's unit
     expected_value: float | None = None  # numeric, in the question's unit
     chosen_index: int | None = None  # MCQ, index into the instance's shown choices
+    mistake_id: str | None = None  # a numeric mistake's id, or "choice:<index in the file>"
+    diagnosis: str | None = None  # "5.2 s is what you get if you ..." / the distractor's why
+    accepted: str = ""  # "accepted 5.10–5.20 s" / "accepted: C"
 
     @property
     def graded(self) -> bool:
@@ -69,7 +81,7 @@ def parse_choice(text: str, count: int = 4) -> int:
     letters = LETTERS[:count]
     if len(token) == 1 and token.upper() in letters:
         return letters.index(token.upper())
-    if token.isdigit() and 1 <= int(token) <= count:
+    if token.isascii() and token.isdigit() and 1 <= int(token) <= count:  # not "²" or "①"
         return int(token) - 1
     raise Reask(f"answer with a letter {letters[0]}-{letters[-1]} "
                 f"(or {letters[0].lower()}-{letters[-1].lower()}, 1-{count})")
@@ -103,9 +115,14 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
     readings: list[tuple[float, Unit | None]] = []
     for multiplier, unit_text in _splits(rest):
         unit = lookup_unit(unit_text) if unit_text else None
+        if currency is not None and unit is None and unit_text:
+            unit = price_unit("$" + unit_text)  # "$1.70/M", "$1.7 per 1M tokens"
         if unit_text and unit is None:
             continue
         if currency is not None:
+            if unit is not None and unit.dimension == "money/tokens":
+                readings.append((number * multiplier, unit))
+                continue
             if unit is not None and unit.dimension != "money":
                 continue
             unit = currency
@@ -151,9 +168,13 @@ def parse_answer(text: str, unit: str = "") -> float:
                     "(million)")
     readings = parse_quantity(text)
     for value, typed in readings:
-        if typed is not None and not compatible(typed, target):
+        if typed is not None and typed.dimension == "money" and \
+                target.dimension == "money/tokens":
+            result = value * typed.factor  # "$1.70" for a price per 1M tokens: per that
+        elif typed is not None and not compatible(typed, target):
             continue
-        result = value if typed is None else convert(value, typed, target)
+        else:
+            result = value if typed is None else convert(value, typed, target)
         if not math.isfinite(result):  # "1e300T", 400 digits: never grade infinity
             raise Reask(f"{text.strip()!r} is out of range")
         return result
@@ -169,11 +190,14 @@ def _dimension_words(unit: Unit) -> str:
         "requests/time": "a request rate", "money": "an amount of money", "flop": "a FLOP count",
         "flop/time": "a compute rate", "bytes/time": "a bandwidth", "power": "a power",
         "energy": "an energy", "flop/bytes": "an arithmetic intensity",
+        "money/tokens": "a price per token quantity",
     }.get(unit.dimension, unit.dimension)
 
 
 def check_answer(item: Question | Instance, text: str) -> Outcome:
-    """Grade `text` against an instance (a bare Question is graded against its seed-0 draw)."""
+    """Grade `text` against an instance (a bare Question is graded against its seed-0 draw).
+
+    The one checker for both kinds: an MCQ takes a letter, a position or a choice's text."""
     instance = item if isinstance(item, Instance) else item.draw(0)
     question = instance.question
     if question.kind == "mcq":
@@ -183,19 +207,85 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
         given = parse_answer(text, question.unit)
     except Reask as exc:
         return Outcome(reask=True, message=str(exc))
-    expected = instance.answer
-    correct = question.tolerance.accepts(expected, given)
+    if question.round is not None and not _whole(given):
+        noun = f" of {question.unit}" if question.unit in COUNTED_UNITS else ""
+        return Outcome(reask=True, message=f"type a whole number{noun}: "
+                       f"{format_quantity(given, question.unit)} is not a count")
+    expected, tolerance = instance.answer, question.tolerance
+    correct = tolerance.accepts(expected, given)
+    given_display = format_quantity(given, question.unit)
+    mistake = None if correct else _matching_mistake(instance, given)
+    hint = None
+    if not correct:
+        hint = units_hint(expected, given, tolerance.relative_to(expected),
+                          binary=_binary_powers(question.unit)) or _near_miss(question, expected,
+                                                                              given)
     return Outcome(
         reask=False,
         correct=correct,
         expected_display=format_quantity(expected, question.unit),
-        given_display=format_quantity(given, question.unit),
-        hint=None if correct else units_hint(
-            expected, given, question.tolerance.relative_to(expected),
-            binary=_binary_powers(question.unit)),
+        given_display=given_display,
+        hint=hint,
         given_value=given,
         expected_value=expected,
+        mistake_id=None if mistake is None else mistake[0],
+        diagnosis=None if mistake is None else f"{given_display} is what you get if you "
+                                               f"{mistake[1]}",
+        accepted="accepted " + accepted_range(question, expected),
     )
+
+
+def _whole(value: float) -> bool:
+    return abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
+
+
+def _matching_mistake(instance: Instance, given: float) -> tuple[str, str] | None:
+    """(id, says) of the named mistake whose value `given` matches (within the question's
+    tolerance, around the mistake's value), the closest if several; a mistake that coincides
+    with the answer on this draw is never named (the answer would be accepted)."""
+    question = instance.question
+    assert question.tolerance is not None and instance.answer is not None
+    tolerance: Tolerance = question.tolerance
+    matches = sorted(
+        ((abs(given - value), value, mistake.id, mistake.says)
+         for mistake, value in instance.mistake_values()
+         if not tolerance.accepts(instance.answer, value) and tolerance.accepts(value, given)),
+        key=lambda match: match[0],
+    )
+    if not matches:
+        return None
+    closest = matches[0][1]  # two mistakes giving the same value on this draw are both named
+    best = [m for m in matches if math.isclose(m[1], closest, rel_tol=1e-9, abs_tol=1e-12)]
+    return best[0][2], " — or if you ".join(m[3] for m in best)
+
+
+def accepted_range(question: Question, expected: float) -> str:
+    """The answers the tolerance accepts, as the learner would type them: '5.10–5.20 s'."""
+    assert question.tolerance is not None
+    tolerance = question.tolerance
+    slack = max(tolerance.rel * abs(expected) if tolerance.rel is not None else 0.0,
+                tolerance.abs if tolerance.abs is not None else 0.0)
+    lo, hi = expected - slack, expected + slack
+    if question.round is not None:
+        lo = math.ceil(lo - 1e-9 * max(1.0, abs(lo)))
+        hi = math.floor(hi + 1e-9 * max(1.0, abs(hi)))
+    return format_range(lo, hi, expected, question.unit, whole=question.round is not None)
+
+
+def _near_miss(question: Question, expected: float, given: float) -> str | None:
+    """How far off a wrong number is, when it is close (within 10%): '2.3% too low'."""
+    if expected == 0 or abs(given / expected - 1) > NEAR_MISS:
+        return None
+    direction = "too high" if given > expected else "too low"
+    if question.round is not None:
+        return f"off by {abs(given - expected):,.0f} ({direction})"
+    off = abs(given / expected - 1) * 100
+    return f"{off:.{1 if off >= 1 else 2}f}% {direction}"
+
+
+def choice_label(index: int, text: str) -> str:
+    """How a shown choice is displayed everywhere: 'B) 8 bytes'."""
+    return f"{LETTERS[index]}) {text}"
 
 
 def _check_choice(instance: Instance, text: str) -> Outcome:
@@ -217,13 +307,19 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
     chosen = matches[0] if matches else position
     assert chosen is not None
     assert instance.correct_index is not None
-    correct_text = instance.choices[instance.correct_index]
+    right = instance.correct_index
+    correct = chosen == right
+    original = instance.order[chosen] if instance.order else chosen
+    why = instance.question.why
     return Outcome(
         reask=False,
-        correct=chosen == instance.correct_index,
-        expected_display=f"{LETTERS[instance.correct_index]}) {correct_text}",
-        given_display=f"{LETTERS[chosen]}) {instance.choices[chosen]}",
+        correct=correct,
+        expected_display=choice_label(right, instance.choices[right]),
+        given_display=choice_label(chosen, instance.choices[chosen]),
         chosen_index=chosen,
+        mistake_id=None if correct else f"choice:{original}",
+        diagnosis=None if correct or original >= len(why) else why[original] or None,
+        accepted=f"accepted: {LETTERS[right]}",
     )
 
 

@@ -1,37 +1,43 @@
-"""Which lab exercises (and levels) a question may link to.
+"""Which labs a question may link to, read from lab's own catalogue rather than a copy of it.
 
-The agreed ids are listed here, in one place, so questions can link to an exercise before its
-folder lands; any `lab/exercises/*/exercise.toml` found on disk adds to (or refines) the table.
+lab/ owns which exercises (and how many levels) and which sims exist; a question only links to
+them, so the validator asks lab instead of keeping a list that goes stale when a lab lands. Both
+readers are cheap and torch-free: exercise discovery reads `exercise.toml` files only
+(`lab.exercises.load_exercise`), and the sims are pure Python (`lab.sims.SIMS`). lab never imports
+questions, so the dependency runs one way. Callers that want a different catalogue (tests, a
+tool) pass `exercises` / `sims` to `validate_files`.
 """
 
 from __future__ import annotations
 
-import tomllib
+from functools import lru_cache
 from pathlib import Path
-
-# Agreed in docs/question-format.md and the lab protocol: exercise id -> number of levels.
-AGREED_EXERCISES: dict[str, int] = {"kv-bytes": 2, "spec-verify": 5, "batch-engine": 4}
 
 EXERCISES_DIR = Path(__file__).resolve().parents[1] / "lab" / "exercises"
 
 
 def known_exercises(exercises_dir: Path = EXERCISES_DIR) -> dict[str, int]:
-    """Exercise id -> highest level, from the agreed table plus the exercises on disk."""
-    known = dict(AGREED_EXERCISES)
-    if exercises_dir.is_dir():
-        for manifest in sorted(exercises_dir.glob("*/exercise.toml")):
-            try:
-                data = tomllib.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue  # the lab's own checks report a broken manifest
-            ex_id = data.get("id")
-            levels = data.get("level")
-            if not isinstance(ex_id, str):
-                continue
-            numbers = [
-                lvl["number"]
-                for lvl in levels or []
-                if isinstance(lvl, dict) and isinstance(lvl.get("number"), int)
-            ] if isinstance(levels, list) else []
-            known[ex_id] = max([known.get(ex_id, 0), *numbers]) or 1
+    """Exercise id -> highest level, for every readable manifest under `exercises_dir` (a
+    broken one is left out here; the lab's own checks report it)."""
+    from lab.exercises import ExerciseError, load_exercise
+
+    known: dict[str, int] = {}
+    if not exercises_dir.is_dir():
+        return known
+    for folder in sorted(exercises_dir.iterdir()):
+        if not (folder / "exercise.toml").is_file():
+            continue
+        try:
+            exercise = load_exercise(folder)
+        except ExerciseError:
+            continue
+        known[exercise.id] = max(exercise.level_numbers)
     return known
+
+
+@lru_cache(maxsize=1)
+def known_sims() -> frozenset[str]:
+    """The sims a question may name in `sim = "..."`."""
+    from lab.sims import SIMS
+
+    return frozenset(SIMS)

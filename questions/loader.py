@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -19,20 +19,32 @@ from typing import Any, TypeGuard
 from questions.formula import FUNCTIONS, Formula, FormulaError, compile_formula
 from questions.givens import trace_givens
 from questions.lines import Block, LineIndex
-from questions.model import Label, LabLink, Param, Question, Tolerance, Topic, Value
+from questions.model import (
+    ROUNDINGS,
+    Label,
+    LabLink,
+    Mistake,
+    Param,
+    Question,
+    Rounding,
+    Tolerance,
+    Topic,
+    Value,
+)
 from questions.problems import Problem
 from questions.render import RenderError, placeholders
-from questions.units import is_known_unit
+from questions.units import COUNTED_UNITS, is_known_unit
 
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-SIMS = ("capacity", "metering", "fleet")
 MAX_REL_TOLERANCE = 0.25
 QUESTION_KEYS = {
     "id", "topic", "kind", "difficulty", "lab", "sim", "related", "sources", "prompt",
     "explanation", "unit", "tolerance", "answer", "params", "cases", "derived", "labels",
-    "choices", "correct",
+    "choices", "correct", "mistake", "why", "round",
 }
+MISTAKE_KEYS = {"id", "formula", "says"}
+MISTAKE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOPIC_KEYS = {"id", "title", "note"}
 RESERVED_NAMES = {"answer", *FUNCTIONS}
 
@@ -56,8 +68,10 @@ class ParsedFile:
         return self.index.locate(self.blocks.get(question_id), field_path)
 
 
-def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
-    """Parse and schema-check one topic file; `exercises` maps lab ids to their level count."""
+def parse_file(path: Path, exercises: Mapping[str, int],
+               sims: Collection[str] = ()) -> ParsedFile:
+    """Parse and schema-check one topic file; `exercises` maps lab ids to their level count,
+    `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`)."""
     try:
         text = path.read_text(encoding="utf-8-sig")  # a Windows editor may save a BOM
     except (OSError, UnicodeDecodeError) as exc:
@@ -86,7 +100,7 @@ def parse_file(path: Path, exercises: Mapping[str, int]) -> ParsedFile:
     topic_id = parsed.topic.id if parsed.topic else ""
     for i, raw in enumerate(raw_questions):
         block = parsed.index.questions[i] if i < len(parsed.index.questions) else None
-        question = _QuestionReader(parsed, block, raw, i, topic_id, exercises).read()
+        question = _QuestionReader(parsed, block, raw, i, topic_id, exercises, sims).read()
         if question is not None:
             parsed.questions.append(question)
     return parsed
@@ -120,8 +134,9 @@ class _QuestionReader:
     """Reads one [[question]] table; `ok` turns false on the first problem it records."""
 
     def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
-                 topic_id: str, exercises: Mapping[str, int]) -> None:
+                 topic_id: str, exercises: Mapping[str, int], sims: Collection[str]) -> None:
         self.parsed, self.block, self.topic_id, self.exercises = parsed, block, topic_id, exercises
+        self.sims = sims
         self.raw: dict[str, Any] = raw if isinstance(raw, dict) else {}
         self.label = f"question[{position + 1}]"
         self.ok = isinstance(raw, dict)
@@ -156,8 +171,8 @@ class _QuestionReader:
             self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
         lab = self._lab(raw.get("lab"))
         sim = raw.get("sim")
-        if sim is not None and sim not in SIMS:
-            self.fail("sim", f"sim must be one of {', '.join(SIMS)}, got {sim!r}")
+        if sim is not None and sim not in self.sims:
+            self.fail("sim", f"sim must be one of {', '.join(sorted(self.sims))}, got {sim!r}")
         related = self._text_list("related")
         for other in related:
             if not ID_PATTERN.match(other):
@@ -184,15 +199,20 @@ class _QuestionReader:
         answer: Formula | None = None
         choices: tuple[str, ...] = ()
         correct: int | None = None
+        mistakes: tuple[Mistake, ...] = ()
+        why: tuple[str, ...] = ()
+        rounding: Rounding | None = None
         raw_derived, raw_labels = raw.get("derived"), raw.get("labels")
         known = drawn_names | set(derived)
         if isinstance(raw_derived, dict):
             known |= set(raw_derived)
         labels_declared = set(raw_labels) if isinstance(raw_labels, dict) else set(labels)
         if kind == "numeric":
-            unit, tolerance, answer = self._numeric(known)
+            unit, tolerance, answer, rounding = self._numeric(known)
+            mistakes = self._mistakes(known)
         elif kind == "mcq":
             choices, correct = self._mcq()
+            why = self._why(choices, correct)
         if "{answer" in prompt and "answer" in _placeholder_names(prompt):
             self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
         text_names = known | labels_declared | {"answer"}
@@ -211,7 +231,7 @@ class _QuestionReader:
             line=self.block.main.line if self.block else 1, sim=sim, related=tuple(related),
             sources=tuple(sources), unit=unit, tolerance=tolerance, answer=answer,
             choices=choices, correct=correct, params=params, cases=tuple(cases),
-            derived=derived, labels=labels,
+            derived=derived, labels=labels, mistakes=mistakes, why=why, round=rounding,
         )
 
     # -- pieces -------------------------------------------------------------------------------
@@ -391,9 +411,10 @@ class _QuestionReader:
             labels[name] = label
         return labels
 
-    def _numeric(self, known: set[str]) -> tuple[str, Tolerance | None, Formula | None]:
+    def _numeric(self, known: set[str]) -> tuple[str, Tolerance | None, Formula | None,
+                                                  Rounding | None]:
         raw = self.raw
-        for key in ("choices", "correct"):
+        for key in ("choices", "correct", "why"):
             if key in raw:
                 self.fail(key, f"{key} belongs to mcq questions, not numeric ones")
         unit = raw.get("unit")
@@ -402,12 +423,80 @@ class _QuestionReader:
             unit = ""
         elif not is_known_unit(unit):
             self.fail("unit", f"unknown unit {unit!r} (see docs/question-format.md#units)")
-        tolerance = self._tolerance(raw.get("tolerance"))
+        rounding = raw.get("round")
+        if rounding is not None and rounding not in ROUNDINGS:
+            self.fail("round", f"round must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
+            rounding = None
+        elif rounding is None and unit in COUNTED_UNITS:
+            self.fail("round", f"{unit} are counted: add round = \"up\" (capacity that must "
+                      "cover demand), \"down\" (what fits) or \"nearest\"")
+        # a counted answer is a whole number and is matched exactly unless a tolerance is given
+        tolerance = Tolerance(abs=0.5) if rounding is not None and "tolerance" not in raw \
+            else self._tolerance(raw.get("tolerance"))
         if "answer" not in raw:
             self.fail("answer", "numeric questions need answer = a number or a formula")
-            return unit, tolerance, None
+            return unit, tolerance, None, rounding
         answer = self._formula("answer", raw["answer"], known)
-        return unit, tolerance, answer
+        return unit, tolerance, answer, rounding
+
+    def _mistakes(self, known: set[str]) -> tuple[Mistake, ...]:
+        raw = self.raw.get("mistake")
+        if raw is None:
+            self.fail("mistake", "numeric questions need at least one [[question.mistake]] "
+                      "(id, formula, says): the wrong path the explanation warns about")
+            return ()
+        if not isinstance(raw, list) or not raw or not all(isinstance(m, dict) for m in raw):
+            self.fail("mistake", "mistakes must be [[question.mistake]] tables")
+            return ()
+        mistakes: list[Mistake] = []
+        seen: set[str] = set()
+        for i, entry in enumerate(raw):
+            where = f"mistake[{i}]"
+            for key in sorted(set(entry) - MISTAKE_KEYS):
+                self.fail(f"{where}.{key}", "unknown key (expected id, formula, says)")
+            mid, says = entry.get("id"), entry.get("says")
+            if not isinstance(mid, str) or not MISTAKE_ID.match(mid):
+                self.fail(f"{where}.id", f"id must be kebab-case text, got {mid!r}")
+                continue
+            if mid in seen:
+                self.fail(f"{where}.id", f"mistake id {mid!r} is used twice in this question")
+                continue
+            seen.add(mid)
+            if not isinstance(says, str) or not says.strip() or "\n" in says.strip():
+                self.fail(f"{where}.says", "says must be one line: what the learner did, e.g. "
+                          "\"added a full TPOT for the first token as well as TTFT\"")
+                continue
+            if "formula" not in entry:
+                self.fail(f"{where}.formula", "a mistake needs formula = the value it gives")
+                continue
+            formula = self._formula(f"{where}.formula", entry["formula"], known)
+            if formula is not None:
+                mistakes.append(Mistake(mid, formula, says.strip()))
+        return tuple(mistakes)
+
+    def _why(self, choices: tuple[str, ...], correct: int | None) -> tuple[str, ...]:
+        raw = self.raw.get("why")
+        if raw is None:
+            self.fail("why", "mcq questions need why = [...]: for each choice the misconception "
+                      "that leads to it (\"\" for the correct one)")
+            return ()
+        if not choices:
+            return ()  # the choices themselves are reported
+        if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw) or \
+                len(raw) != len(choices):
+            self.fail("why", f"why must be a list of {len(choices) or 4} texts, parallel to "
+                      "choices")
+            return ()
+        if correct is None:
+            return ()
+        for i, text in enumerate(raw):
+            if i == correct and text.strip():
+                self.fail("why", f"why[{i}] belongs to the correct choice: leave it \"\" (the "
+                          "explanation says why it is right)")
+            elif i != correct and not text.strip():
+                self.fail("why", f"why[{i}] is empty: say which misconception leads to "
+                          f"choice {i} ({choices[i][:40]!r})")
+        return tuple(" ".join(text.split()) for text in raw)
 
     def _tolerance(self, raw: object) -> Tolerance | None:
         if not isinstance(raw, dict) or not raw or set(raw) - {"rel", "abs"}:
@@ -425,7 +514,7 @@ class _QuestionReader:
 
     def _mcq(self) -> tuple[tuple[str, ...], int | None]:
         raw = self.raw
-        for key in ("unit", "tolerance", "answer"):
+        for key in ("unit", "tolerance", "answer", "mistake", "round"):
             if key in raw:
                 self.fail(key, f"{key} belongs to numeric questions; mcq uses choices/correct")
         choices = raw.get("choices")

@@ -6,6 +6,7 @@ the same numbers, wording and choice order can be shown again (undo, history).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from questions.render import RenderError, render
 
 Value = int | float | str
 Kind = Literal["mcq", "numeric"]
+Rounding = Literal["up", "down", "nearest"]
 LETTERS = "ABCD"
+ROUNDINGS: tuple[Rounding, ...] = ("up", "down", "nearest")
 
 
 REDRAWS = 20  # sub-seeds tried when a draw hits a formula's rare failing point
@@ -77,6 +80,28 @@ class Tolerance:
         if self.abs is not None:
             parts.append(f"±{self.abs:g}")
         return " or ".join(parts)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A named wrong path to a numeric answer: `formula` is what a learner who `says` gets."""
+
+    id: str  # kebab-case, unique within its question
+    formula: Formula  # over the answer's names, in the answer's unit
+    says: str  # one line, past tense: "added a full TPOT for the first token as well as TTFT"
+
+
+def round_count(value: float, how: Rounding) -> float:
+    """A counted answer as a whole number, rounded `how`; float noise (95.99999999 from 0.1 +
+    0.2-style sums) is not allowed to push a ceil/floor across a whole number."""
+    nearest = math.floor(value + 0.5)
+    if abs(value - nearest) <= 1e-9 * max(1.0, abs(value)):
+        return float(nearest)
+    if how == "up":
+        return float(math.ceil(value))
+    if how == "down":
+        return float(math.floor(value))
+    return float(nearest)
 
 
 @dataclass(frozen=True)
@@ -167,6 +192,20 @@ class Instance:
     def correct_letter(self) -> str | None:
         return None if self.correct_index is None else LETTERS[self.correct_index]
 
+    def mistake_values(self) -> list[tuple[Mistake, float]]:
+        """Each named mistake's value on this draw (rounded like the answer for counted
+        things); a mistake whose formula fails at this point is left out."""
+        found = []
+        for mistake in self.question.mistakes:
+            try:
+                value = mistake.formula.evaluate(self.values)
+            except FormulaError:
+                continue
+            if self.question.round is not None:
+                value = round_count(value, self.question.round)
+            found.append((mistake, value))
+        return found
+
 
 @dataclass(frozen=True, eq=False)  # identity equality and hashing: usable in sets and dicts
 class Question:
@@ -191,6 +230,9 @@ class Question:
     cases: tuple[Mapping[str, Value], ...] = ()
     derived: Mapping[str, Formula] = field(default_factory=dict)
     labels: Mapping[str, Label] = field(default_factory=dict)
+    mistakes: tuple[Mistake, ...] = ()  # numeric
+    why: tuple[str, ...] = ()  # MCQ: parallel to `choices`; the correct one's entry is ""
+    round: Rounding | None = None  # numeric counted things: the answer is a whole number
 
     @property
     def parameterised(self) -> bool:
@@ -233,7 +275,8 @@ class Question:
         env.update({k: v for k, v in overrides.items() if k in drawn})
         for name, formula in self.derived.items():
             env[name] = overrides[name] if name in overrides else formula.evaluate(env)
-        return self.answer.evaluate(env)
+        answer = self.answer.evaluate(env)
+        return answer if self.round is None else round_count(answer, self.round)
 
     def instance(
         self, drawn: Mapping[str, Value], *, seed: int = 0, order: tuple[int, ...] | None = None
@@ -257,6 +300,8 @@ class Question:
                 assert self.answer is not None
                 where = "answer"
                 answer = self.answer.evaluate(values)
+                if self.round is not None:
+                    answer = round_count(answer, self.round)
                 values["answer"] = _tidy(answer)
             shown = order if order is not None else tuple(range(len(self.choices)))
             where = "choices"

@@ -7,9 +7,16 @@ ratios (`x`) and percentages share one dimensionless family with counted things 
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 NUMBER = "number"
+# Counted things: an answer in these units is a whole number (the question says how to round)
+COUNTED_UNITS = frozenset({
+    "GPUs", "GPU", "seats", "seat", "sequences", "seqs", "users", "nodes", "replicas", "pages",
+    "blocks", "cards", "servers", "requests", "request", "req", "steps", "layers", "passes",
+})
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ def _table() -> dict[str, Unit]:
     add("bytes", 1 / 8, "b", "bit", "bits")
     for i, prefix in enumerate(("K", "M", "G", "T"), start=1):
         add("bytes", 1000.0**i / 8, f"{prefix}b", f"{prefix}bit", f"{prefix}bits")
+    add("bytes", 1000.0 / 8, "kb", "kbit", "kbits")  # SI kilo is lower-case: kb is a kilobit
     # time
     add("time", 1e-9, "ns")
     add("time", 1e-6, "us", "µs", "μs")
@@ -86,8 +94,16 @@ def _table() -> dict[str, Unit]:
     ):
         add("bytes/time", 1000.0**i, dec)
         add("bytes/time", 1024.0**i, bin_)
-    add("bytes/time", 1e9 / 8, "Gb/s", "Gbps", "Gbit/s")
-    add("bytes/time", 1e12 / 8, "Tb/s", "Tbps")
+    # bits per second: a lower-case b is bits whatever the prefix's case ("268,000 Mb/s")
+    add("bytes/time", 1000.0 / 8, "kb/s", "kbps", "kbit/s")
+    add("bytes/time", 1 / 8, "b/s", "bps", "bit/s")
+    for i, prefix in enumerate(("K", "M", "G", "T"), start=1):
+        add("bytes/time", 1000.0**i / 8, f"{prefix}b/s", f"{prefix}bps", f"{prefix}bit/s")
+    add("bytes/time", 1000.0, "kB/s")
+    # prices per token quantity ($ per token is the base), as every provider quotes them
+    add("money/tokens", 1e-6, "$/1M tokens", spaced=False)
+    add("money/tokens", 1e-3, "$/1K tokens", spaced=False)
+    add("money/tokens", 1.0, "$/token", spaced=False)
     # power and energy
     add("power", 1.0, "W")
     add("power", 1e3, "kW")
@@ -121,7 +137,30 @@ def lookup_unit(text: str) -> Unit | None:
     compact = symbol.replace(" ", "")
     if compact in UNITS:
         return UNITS[compact]
-    return _LOWER.get(compact.lower())
+    return _LOWER.get(compact.lower()) or price_unit(symbol)
+
+
+_PRICE = re.compile(
+    r"""^(?P<money>\$|US\$|USD|usd|dollars?|cents?|¢)\s*(?:/|\bper\b)\s*
+        (?P<count>\d+(?:\.\d+)?)?\s*(?P<mult>k|K|thousand|M|m|mn|million|B|bn|billion)?\s*
+        (?P<noun>tokens?|toks?)?$""",
+    re.VERBOSE,
+)
+_PER = {"k": 1e3, "K": 1e3, "thousand": 1e3, "M": 1e6, "m": 1e6, "mn": 1e6, "million": 1e6,
+        "B": 1e9, "bn": 1e9, "billion": 1e9}
+
+
+def price_unit(text: str) -> Unit | None:
+    """A price per token quantity as typed: `$/1M tokens`, `$/M`, `$ per 1K tokens`,
+    `cents/1M`, `USD per million tokens` (a quantity or the word tokens must be there)."""
+    found = _PRICE.match(" ".join(text.split()))
+    if not found or not (found["count"] or found["mult"] or found["noun"]):
+        return None
+    money = UNITS["cents" if found["money"] in ("cent", "cents", "¢") else "$"]
+    tokens = float(found["count"] or 1) * _PER.get(found["mult"] or "", 1.0)
+    if tokens <= 0:
+        return None
+    return Unit(" ".join(text.split()), "money/tokens", money.factor / tokens, spaced=False)
 
 
 def case_alternatives(text: str) -> list[str]:
@@ -154,8 +193,9 @@ def format_quantity(value: float, unit: str) -> str:
     spec = UNITS.get(unit)
     if not unit:
         return number
-    if unit == "$":
-        return f"-${number[1:]}" if number.startswith("-") else f"${number}"
+    if unit.startswith("$"):
+        text = f"-${number[1:]}" if number.startswith("-") else f"${number}"
+        return text + unit[1:]
     if spec is not None and not spec.spaced:
         return f"{number}{unit}"
     return f"{number} {unit}"
@@ -171,3 +211,31 @@ def format_number(value: float) -> str:
     if "e" in text:  # 6 significant digits of a number >= 1e6 print as an exponent
         text = f"{value:,.0f}"
     return text
+
+
+def format_range(lo: float, hi: float, expected: float, unit: str, *, whole: bool = False) -> str:
+    """An accepted range as the learner would type it, '5.10–5.20 s': the fewest significant
+    digits (3 or more) at which the shown ends still lie inside [lo, hi] around `expected`."""
+    if whole:
+        numbers = [f"{lo:,.0f}"] if lo == hi else [f"{lo:,.0f}", f"{hi:,.0f}"]
+    else:
+        numbers = _range_numbers(lo, hi, expected)
+    if not unit:
+        return "–".join(numbers)
+    if unit.startswith("$"):
+        return "–".join(f"${n}".replace("$-", "-$") for n in numbers) + unit[1:]
+    spec = UNITS.get(unit)
+    gap = "" if spec is not None and not spec.spaced else " "
+    return "–".join(numbers) + f"{gap}{unit}"
+
+
+def _range_numbers(lo: float, hi: float, expected: float) -> list[str]:
+    scale = max(abs(expected), hi - lo, 1e-300)
+    for digits in range(3, 13):
+        quantum = 10.0 ** (math.floor(math.log10(scale)) - digits + 1)
+        low = math.ceil(lo / quantum - 1e-9) * quantum
+        high = math.floor(hi / quantum + 1e-9) * quantum
+        if low <= expected + 1e-12 * scale and high >= expected - 1e-12 * scale:
+            decimals = max(0, -math.floor(math.log10(quantum) + 1e-9))
+            return [f"{low:,.{decimals}f}", f"{high:,.{decimals}f}"]
+    return [format_number(lo), format_number(hi)]

@@ -9,21 +9,25 @@ from __future__ import annotations
 import itertools
 import math
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from questions.formula import FormulaError
 from questions.givens import trace_givens
-from questions.labs import known_exercises
+from questions.labs import known_exercises, known_sims
 from questions.loader import parse_file
-from questions.model import DrawError, Question, Topic, Value
+from questions.model import DrawError, Question, Topic, Value, round_count
 from questions.problems import Problem
 from questions.render import format_value
 
 CHECK_DRAWS = 200  # random draws per parameterised question for `dojo questions check`
 LOAD_DRAWS = 8  # ... when the app loads the bank
 MAX_CORNERS = 256  # all-extremes combinations tried (2^8 parameters' worth), then one-at-a-time
+# A named mistake may coincide with the answer (land within its tolerance) on at most this share
+# of the points tried (corners + draws, counted as at least CHECK_DRAWS), and never for a question
+# without parameters. Such a draw cannot tell the mistake from the answer, so it is not diagnosed.
+RARE_COINCIDENCE = 0.02
 
 
 @dataclass
@@ -44,15 +48,18 @@ def validate_files(
     draws: int = CHECK_DRAWS,
     builtin_dir: Path | None = None,
     exercises: Mapping[str, int] | None = None,
+    sims: Collection[str] | None = None,
 ) -> Report:
     """Validate `paths`; `context` files supply ids for related links and duplicate checks but
-    their own problems are not reported. Files under `builtin_dir` must have topic id == stem."""
+    their own problems are not reported. Files under `builtin_dir` must have topic id == stem.
+    Lab links are checked against lab's catalogue unless `exercises` / `sims` are given."""
     exercises = known_exercises() if exercises is None else exercises
+    sims = known_sims() if sims is None else sims
     targets = [Path(p) for p in paths]
     resolved = {p.resolve() for p in targets}
     extra = [Path(p) for p in context if Path(p).resolve() not in resolved]
-    ctx_files = [parse_file(p, exercises) for p in extra]
-    files = [parse_file(p, exercises) for p in targets]
+    ctx_files = [parse_file(p, exercises, sims) for p in extra]
+    files = [parse_file(p, exercises, sims) for p in targets]
     report = Report()
 
     # ids declared by context files come first: a pack cannot take over a built-in id or topic
@@ -111,6 +118,9 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
         if other not in known_ids:
             found.append(("related", f"related id {other!r} does not exist"))
     given = _givens(question)
+    coincide = {m.id: 0 for m in question.mistakes}
+    example: dict[str, str] = {}
+    points = 0
     for values, seed in _draw_plan(question, draws):
         try:
             instance = question.instance(values, seed=seed) if values is not None \
@@ -124,6 +134,31 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
         if problem:
             shown = _describe(instance.values, question)
             return [*found, (problem[0], f"{problem[1]} (with {shown})")]
+        points += 1
+        for i, mistake in enumerate(question.mistakes):
+            where = f"mistake[{i}].formula"
+            try:
+                value = mistake.formula.evaluate(instance.values)
+            except FormulaError as exc:
+                shown = _describe(instance.values, question)
+                return [*found, (where, f"{exc} (with {shown})")]
+            if question.round is not None:
+                value = round_count(value, question.round)
+            assert instance.answer is not None and question.tolerance is not None
+            if question.tolerance.accepts(instance.answer, value):
+                coincide[mistake.id] += 1
+                example.setdefault(mistake.id, f"{value:.6g} vs the answer "
+                                   f"{instance.answer:.6g} with "
+                                   f"{_describe(instance.values, question)}")
+    allowed = int(RARE_COINCIDENCE * max(points, CHECK_DRAWS)) if question.parameterised else 0
+    for i, mistake in enumerate(question.mistakes):
+        if coincide[mistake.id] > allowed:
+            assert question.tolerance is not None
+            found.append((f"mistake[{i}].formula", (
+                f"mistake {mistake.id!r} is accepted as right on {coincide[mistake.id]} of "
+                f"{points} draws (allowed: {allowed}), e.g. {example[mistake.id]}: tighten "
+                f"the tolerance ({question.tolerance.describe()}) or reshape the question so "
+                "the mistake lands outside it")))
     return found
 
 

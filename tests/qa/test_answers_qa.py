@@ -53,7 +53,7 @@ def test_sentence_punctuation_and_per_token_times_are_read(text: str, unit: str,
 def test_no_kib_vs_kb_hint_where_the_unit_has_no_bytes(unit: str) -> None:
     """A 4.9% miss on a money or time question is a wrong answer, not a KiB/KB slip."""
     outcome = check_answer(numeric("100", unit), "104.86")
-    assert not outcome.correct and outcome.hint is None
+    assert not outcome.correct and outcome.hint == "4.9% too high"  # a near miss, no units
 
 
 def test_kib_vs_kb_hint_is_kept_for_sizes_and_powers_of_ten_everywhere() -> None:
@@ -92,7 +92,7 @@ def test_a_number_too_big_for_a_float_is_reasked_not_graded_as_infinity(text: st
 def test_a_ten_percent_miss_on_a_gib_question_is_not_called_a_units_slip() -> None:
     """0.5 for 0.549 GiB (a plain arithmetic miss) used to get 'off by (1024/1000)^4 — check
     your units': a GiB answer can only be off by up to (1024/1000)^3 (GiB vs GB)."""
-    assert check_answer(numeric("0.549316", "GiB"), "0.5").hint is None
+    assert check_answer(numeric("0.549316", "GiB"), "0.5").hint == "9.0% too low"
     assert "(1024/1000)^3" in (check_answer(numeric("1", "GiB"), "1.073741824").hint or "")
     assert "1024/1000" in (check_answer(numeric("100", "B"), "102.4").hint or "")
 

@@ -27,6 +27,10 @@ tolerance = { abs = 0.5 }
 answer = "step"
 [question.params]
 step = { min = 10, max = 40 }
+[[question.mistake]]
+id = "in-seconds"
+formula = "step / 1000"
+says = "gave the step time in seconds"
 '''
 
 
@@ -117,6 +121,10 @@ tolerance = { rel = 0.01 }
 answer = "100 / (x - 537)"
 [question.params]
 x = { min = 1, max = 1000 }
+[[question.mistake]]
+id = "sign-flipped"
+formula = "100 / (537 - x)"
+says = "subtracted the other way round"
 '''
 
 
@@ -137,3 +145,114 @@ def test_a_rare_failing_draw_is_redrawn_not_raised_at_review_time(tmp_path: Path
     # the validator still sees the singularity when its draws hit it
     report = validate_files([pack], draws=1000)
     assert any("division by zero" in p.message for p in report.problems)
+
+
+DIAGNOSED = '''
+[topic]
+id = "my-latency"
+title = "My latency drills"
+note = "E2E = TTFT + (N - 1) x TPOT."
+
+[[question]]
+id = "my-latency-001"
+kind = "numeric"
+difficulty = 2
+lab = { exercise = "batch-engine", level = 2 }
+prompt = "TTFT {ttft} ms, TPOT {tpot} ms, {n} output tokens. End-to-end latency in ms?"
+explanation = "{ttft} + ({n} - 1) x {tpot} = {answer} ms."
+unit = "ms"
+tolerance = { rel = 0.005 }
+answer = "ttft + (n - 1) * tpot"
+[question.params]
+ttft = { min = 100, max = 800, step = 50 }
+tpot = { min = 10, max = 60, step = 5 }
+n = { min = 10, max = 60, step = 5 }
+[[question.mistake]]
+id = "double-count-first-token"
+formula = "ttft + n * tpot"
+says = "added a full TPOT for the first token as well as TTFT"
+[[question.mistake]]
+id = "forgot-ttft"
+formula = "(n - 1) * tpot"
+says = "left out the TTFT"
+
+[[question]]
+id = "my-latency-002"
+kind = "numeric"
+difficulty = 2
+lab = { exercise = "kv-bytes", level = 2 }
+prompt = "Demand needs {need} GPUs' worth of capacity. How many GPUs do you buy?"
+explanation = "Round up: {answer} GPUs."
+unit = "GPUs"
+round = "up"
+answer = "need"
+[question.params]
+need = { min = 10.05, max = 99.95, step = 0.1 }
+[[question.mistake]]
+id = "rounded-down"
+formula = "floor(need)"
+says = "rounded down, leaving demand uncovered"
+
+[[question]]
+id = "my-latency-003"
+kind = "mcq"
+difficulty = 1
+lab = { exercise = "batch-engine", level = 2 }
+prompt = "Which percentile should an SLA quote?"
+choices = ["p95 or p99 of the merged distribution", "The mean", "The mean of per-replica p99s",
+           "The minimum"]
+correct = 0
+why = ["", "A mean hides the tail users feel.", "Percentiles do not average.",
+       "The minimum says nothing about slow requests."]
+explanation = "Tails matter; merge histograms before taking percentiles."
+'''
+
+
+def test_a_pack_without_mistakes_or_whys_is_refused_naming_file_line_field(
+        tmp_path: Path, dojo_home: Path) -> None:
+    """The bank's rules hold for packs: a numeric question names its mistakes, a distractor
+    its misconception, and a mistake the tolerance would accept is refused."""
+    pack = tmp_path / "my-latency.toml"
+    start = DIAGNOSED.index("[[question.mistake]]")
+    end = DIAGNOSED.index("[[question]]", start)
+    pack.write_text(DIAGNOSED[:start] + DIAGNOSED[end:].replace('why = ["", "A mean hides the '
+                                                                'tail users feel.", ', 'why = '
+                                                                '["", "", '))
+    code, out = dojo("questions", "import", str(pack))
+    assert code == 1 and not (dojo_home / "packs" / "my-latency.toml").exists()
+    assert f"{pack}:7:my-latency-001.mistake: numeric questions need at least one" in out, out
+    assert "my-latency-003.why: why[1] is empty" in out, out
+    loose = DIAGNOSED.replace("tolerance = { rel = 0.005 }", "tolerance = { rel = 0.05 }")
+    pack.write_text(loose)
+    code, out = dojo("questions", "check", str(pack))
+    assert code == 1 and "my-latency-001.mistake[0].formula: mistake 'double-count-first-token'" \
+        " is accepted as right" in out, out
+
+
+def test_an_imported_pack_s_mistakes_are_each_diagnosed(tmp_path: Path, dojo_home: Path) -> None:
+    from questions.bank import load_bank
+    from tests.questions.feeding import allowed_coincidences, feed_mistakes
+
+    pack = tmp_path / "my-latency.toml"
+    pack.write_text(DIAGNOSED)
+    code, out = dojo("questions", "import", str(pack))
+    assert code == 0, out
+    bank = load_bank([dojo_home / "packs" / "my-latency.toml"])
+    assert bank.errors == [] and len(bank.questions) == 3
+    for question in bank.questions:
+        if question.kind != "numeric":
+            continue
+        fed = feed_mistakes(question, 200)
+        assert fed.failures == [], fed.failures[:3]
+        allowed = allowed_coincidences(question, fed.draws)
+        assert all(n <= allowed for n in fed.coincided.values()), fed.coincided
+    gpus = bank.get("my-latency-002")
+    assert gpus is not None
+    from questions.answers import check_answer
+
+    instance = gpus.draw(0)
+    assert check_answer(instance, f"{instance.answer - 0.1}").reask
+    mcq = bank.get("my-latency-003")
+    assert mcq is not None
+    outcome = check_answer(mcq.draw(0), "The mean of per-replica p99s")
+    assert outcome.mistake_id == "choice:2" and outcome.diagnosis == "Percentiles do not average."

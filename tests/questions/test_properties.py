@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from questions.answers import Reask, parse_answer, parse_quantity
-from questions.labs import AGREED_EXERCISES, known_exercises
+from questions.labs import known_exercises, known_sims
 from questions.units import UNITS, format_quantity
 
 QUESTION_UNITS = sorted(UNITS)
@@ -45,18 +45,27 @@ def test_ambiguous_suffix_offers_both_readings() -> None:
     assert [(v, u.symbol if u else None) for v, u in readings] == [(1.5, "B"), (1.5e9, None)]
 
 
-def test_known_exercises_include_the_agreed_table_and_disk(tmp_path: Path) -> None:
-    assert known_exercises(tmp_path / "missing") == AGREED_EXERCISES
+def test_known_exercises_are_read_from_the_lab_catalogue_on_disk(tmp_path: Path) -> None:
+    """No hard-coded list: a lab that lands (its exercise.toml) becomes linkable at once, and a
+    broken manifest is left out rather than stopping the bank from loading."""
+    assert known_exercises(tmp_path / "missing") == {}
     folder = tmp_path / "paged_attn"
     folder.mkdir()
     (folder / "exercise.toml").write_text(
-        'id = "paged-attn"\ntitle = "Paged attention"\n'
-        "[[level]]\nnumber = 1\n[[level]]\nnumber = 2\n[[level]]\nnumber = 3\n",
+        'id = "paged-attn"\ntitle = "Paged attention"\nworkspace_file = "p.py"\n'
+        '[[level]]\nnumber = 1\ntitle = "a"\n[[level]]\nnumber = 2\ntitle = "b"\n'
+        '[[level]]\nnumber = 3\ntitle = "c"\n',
         encoding="utf-8",
     )
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "exercise.toml").write_text("id = = 1", encoding="utf-8")
-    known = known_exercises(tmp_path)
-    assert known["paged-attn"] == 3
-    assert {k: known[k] for k in AGREED_EXERCISES} == AGREED_EXERCISES
+    assert known_exercises(tmp_path) == {"paged-attn": 3}
+
+
+def test_the_real_catalogue_is_lab_s_own() -> None:
+    from lab.exercises import discover
+    from lab.sims import SIMS
+
+    assert known_exercises() == {ex.id: max(ex.level_numbers) for ex in discover()}
+    assert known_sims() == set(SIMS)
