@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from scheduler import backup as backups
-from scheduler import schema
+from scheduler import schema, transition
 from scheduler.days import from_ms, resolve_timezone, study_day, to_ms, utc_now
 from scheduler.errors import CorruptDatabaseError, StoreError, UnknownCardError
 from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow, SettingRow
@@ -48,11 +48,10 @@ from scheduler.records import (
     TopicAccuracy,
     UndoResult,
 )
-from scheduler.sm2 import CardState, check_quality, next_state
+from scheduler.sm2 import CardState, check_quality
 
 DB_NAME = "dojo.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
-REDRILL_UNTIL = 4  # re-drill a card until it is graded at least this
 MATURE_DAYS = 21
 INTERVAL_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1d", 1, 1),
@@ -466,7 +465,7 @@ class Store:
                 if r.mode != "cram":
                     latest.pop(r.question_id, None)  # keep the order of the latest answer
                     latest[r.question_id] = r.quality
-            failing = [q for q, quality in latest.items() if quality < REDRILL_UNTIL]
+            failing = [q for q, quality in latest.items() if transition.needs_redrill(quality)]
             due_ids = {r.question_id for r in due_rows}
             redrill_rows: dict[str, str] = {}
             for chunk in range(0, len(failing), 500):
@@ -516,20 +515,15 @@ class Store:
         day = self.study_day(moment, cfg)
         with self._write() as s:
             card = self._get(s, question_id)
-            before = CardState(card.ef, card.repetitions, card.interval)
+            old = _card(card).scheduled
+            try:
+                new, redrill = transition.apply(old, quality, mode, day, cfg)
+            except ValueError as exc:
+                raise ValueError(f"{question_id}: {exc}") from None
+            before, after = old.state, new.state
             snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
-            after, due, lapses, leech = before, card.due, card.lapses, card.leech
-            if mode == "review":
-                if card.due is not None and card.due > day:
-                    raise ValueError(
-                        f"{question_id} is not due until {card.due.isoformat()}; answer it "
-                        "with mode='redrill' or mode='cram' to practise without rescheduling"
-                    )
-                after = next_state(before, quality)
-                due = day + dt.timedelta(days=after.interval)
-                if quality < 3:
-                    lapses += 1
-                    leech = leech or lapses >= cfg.leech_lapses
+            due, lapses, leech = new.due, new.lapses, new.leech
+            if new != old:
                 card.ef, card.repetitions, card.interval = (
                     after.ef_hundredths, after.repetitions, after.interval)
                 card.due, card.lapses, card.leech = due, lapses, leech
@@ -553,6 +547,7 @@ class Store:
             review_id=row.id, question_id=question_id, mode=mode, quality=quality,
             correct=bool(correct), day=day, before=before, after=after, due=due,
             lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
+            needs_redrill=redrill,
         )
 
     def _inside_answer_transaction(self) -> None:

@@ -20,10 +20,8 @@ if TYPE_CHECKING:
     from questions.bank import Bank
     from questions.model import Instance, Question
     from scheduler.records import Card, LabAttempt
-    from scheduler.records import Mode as StoreMode
     from scheduler.store import Store
-
-Mode = Literal["review", "new", "redrill", "cram"]
+    from scheduler.transition import Mode
 
 # SM-2 grade labels, Anki-like: a wrong answer offers 0/1/2, a right one 3/4/5.
 GRADE_LABELS: dict[int, str] = {
@@ -36,7 +34,6 @@ GRADE_LABELS: dict[int, str] = {
 }
 WRONG_GRADES = (0, 1, 2)
 RIGHT_GRADES = (3, 4, 5)
-REDRILL_PASS = 4  # same-day re-drill continues until a card is graded at least this
 
 
 def _ratio(raw: Any) -> float | None:
@@ -80,6 +77,7 @@ class Item:
     seed: int
     question: Question
     instance: Instance
+    new: bool = False  # a scheduled review of a card never seen before
 
     @property
     def is_mcq(self) -> bool:
@@ -134,7 +132,7 @@ class Summary:
 @dataclass
 class _State:
     queue: list[Item]
-    pending: list[str]  # ids graded below REDRILL_PASS, in order, awaiting re-drill
+    pending: list[str]  # ids awaiting re-drill (transition.needs_redrill), in order
     summary: Summary
     done: list[str]
 
@@ -242,10 +240,12 @@ class Services:
 
     # -- sessions ----------------------------------------------------------------------------
 
-    def draw(self, question_id: str, mode: Mode, seed: int | None = None) -> Item:
+    def draw(
+        self, question_id: str, mode: Mode, seed: int | None = None, *, new: bool = False
+    ) -> Item:
         question = self.question(question_id)
         seed = self.rng.randrange(2**31) if seed is None else seed
-        return Item(question_id, mode, seed, question, question.draw(seed))
+        return Item(question_id, mode, seed, question, question.draw(seed), new)
 
     def start_session(self) -> Session:
         """Today's scheduled cards: due reviews, new cards, then re-drills left from earlier."""
@@ -254,7 +254,8 @@ class Services:
         items = [
             self.draw(i.question_id, "review") for i in queue.reviews if i.question_id in known
         ]
-        items += [self.draw(i.question_id, "new") for i in queue.new if i.question_id in known]
+        items += [self.draw(i.question_id, "review", new=True)
+                  for i in queue.new if i.question_id in known]
         pending = [i.question_id for i in queue.redrill if i.question_id in known]
         return Session(self, items, pending, cram=False)
 
@@ -381,9 +382,7 @@ class Session:
             replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics)),
             list(self._state.done),
         )
-        mode: StoreMode = (
-            "cram" if self.cram else ("redrill" if item.mode == "redrill" else "review")
-        )
+        mode = item.mode
         answer_text, now = self._given_text, self.services.now
         params = {"seed": item.seed, "values": _jsonable(item.instance.values)}
         self.last_write = self.services.write(
@@ -408,7 +407,9 @@ class Session:
             s.missed_topics[topic] = s.missed_topics.get(topic, 0) + 1
         self._state.queue.pop(0)
         self._state.done.append(item.question_id)
-        if quality < REDRILL_PASS and item.question_id not in self._state.pending:
+        from scheduler.transition import needs_redrill
+
+        if needs_redrill(quality) and item.question_id not in self._state.pending:
             self._state.pending.append(item.question_id)
         self._feedback = None
         self._refill()

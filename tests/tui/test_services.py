@@ -42,7 +42,7 @@ def test_first_day_queue_has_every_new_card_and_first_run(services: Services) ->
     assert today.first_run
     assert (today.due, today.new, today.redrill) == (0, 3, 0)
     session = services.start_session()
-    assert [i.mode for i in session._state.queue] == ["new"] * 3
+    assert [(i.mode, i.new) for i in session._state.queue] == [("review", True)] * 3
     assert {i.question_id for i in session._state.queue} == {
         "kv-cache-001", "kv-cache-002", "batching-001"}
 

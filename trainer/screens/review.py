@@ -23,7 +23,7 @@ from trainer.widgets.keybar import KeyBar
 if TYPE_CHECKING:
     from trainer.app import DojoApp
 
-_MODE_LABEL = {"review": "Due review", "new": "New card", "redrill": "Re-drill", "cram": "Cram"}
+_MODE_LABEL = {"review": "Due review", "redrill": "Re-drill", "cram": "Cram"}
 
 
 class ReviewScreen(Screen[None]):
@@ -115,7 +115,7 @@ class ReviewScreen(Screen[None]):
         topic = services.topic_title(str(item.question.topic))
         pending = len(self.session.pending_redrill)
         self.query_one("#review-title", Static).update(
-            f"{_MODE_LABEL[item.mode]}"
+            f"{'New card' if item.new else _MODE_LABEL[item.mode]}"
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )
