@@ -124,6 +124,8 @@ class Review:
     after: CardState
     due_before: dt.date | None
     due_after: dt.date | None
+    mistake_id: str | None = None  # the named mistake / MCQ distractor ("choice:<i>") matched
+    overridden: bool = False  # a wrong verdict the learner counted right after a typo
 
 
 @dataclass(frozen=True)
@@ -171,10 +173,22 @@ class TopicAccuracy:
     topic: str
     answered: int
     correct: int
+    overridden: int = 0  # of `correct`: wrong verdicts counted right after a typo
 
     @property
     def accuracy(self) -> float | None:
         return self.correct / self.answered if self.answered else None
+
+
+@dataclass(frozen=True)
+class MistakeCount:
+    """How often one named mistake of one question was made in a window."""
+
+    question_id: str
+    topic: str
+    mistake_id: str  # the question's mistake id, or "choice:<original index>" for a distractor
+    count: int
+    last_day: dt.date
 
 
 @dataclass(frozen=True)
