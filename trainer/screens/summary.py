@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from trainer.services import Summary
+from trainer.core.session import Summary
 from trainer.widgets.keybar import KeyBar
 
 
