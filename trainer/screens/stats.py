@@ -24,7 +24,11 @@ FORECAST_DAYS = 24  # three columns a bar: fits 80 columns
 
 
 class StatsScreen(DojoScreen):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="stats-back")]
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="stats-back"),
+        Binding("n", "mistake_note", "Mistake's note", id="stats-note",
+                tooltip="The concept note of the highlighted recurring mistake"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Static("Stats", classes="titlebar")
@@ -56,7 +60,7 @@ class StatsScreen(DojoScreen):
                 yield BarChart(height=4, bars=FORECAST_DAYS, id="stats-forecast")
             with Vertical(classes="panel wide"):
                 yield Static(
-                    "Your recurring mistakes, last 30 days  [dim](Enter: the concept note)[/]",
+                    "Your recurring mistakes, last 30 days  [dim](n: the concept note)[/]",
                     classes="panel-title",
                 )
                 yield OptionList(id="stats-mistakes")
@@ -72,11 +76,23 @@ class StatsScreen(DojoScreen):
         self.reload()
 
     @on(OptionList.OptionSelected, "#stats-mistakes")
-    def _open_note(self, event: OptionList.OptionSelected) -> None:
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id is not None:
+            self._open_note(int(event.option.id))
+
+    def action_mistake_note(self) -> None:
+        self._open_note(self.query_one("#stats-mistakes", OptionList).highlighted or 0)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "mistake_note":
+            return bool(self.mistakes)
+        return True
+
+    def _open_note(self, index: int) -> None:
         """A recurring mistake opens its topic's concept note."""
-        if event.option.id is None or self.dojo.services is None:
+        if self.dojo.services is None or not 0 <= index < len(self.mistakes):
             return
-        mistake = self.mistakes[int(event.option.id)]
+        mistake = self.mistakes[index]
         topic = self.dojo.services.bank.topics.get(mistake.topic)
         note = str(getattr(topic, "note", "") or "_No note._")
         self.app.push_screen(NoteScreen(mistake.topic_title, note))
@@ -128,9 +144,12 @@ class StatsScreen(DojoScreen):
                    f"{escape(m.topic_title)}[/]", id=str(i))
             for i, m in enumerate(v.mistakes)
         )
-        if not v.mistakes:
+        if v.mistakes:
+            mistakes.highlighted = 0
+        else:
             mistakes.set_options([Option("[dim]No named mistake in the last 30 days.[/]",
                                          disabled=True)])
+        self.refresh_bindings()
         self.query_one("#stats-ef", Static).update(_histogram(v.ef))
         self.query_one("#stats-intervals", Static).update(_histogram(v.intervals))
         self.query_one("#stats-forecast", BarChart).update(v.forecast[:FORECAST_DAYS])
