@@ -30,7 +30,8 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
 * Queue: due reviews oldest first, then new cards in bank order up to the new limit less
   those introduced today; both within the review limit less today's scheduled answers; then
   re-drill: cards whose latest graded answer today is below 4 (`transition.REDRILL_UNTIL`;
-  answer them with mode="redrill"). Suspended, buried (`bury`: until tomorrow) and retired cards never show.
+  answer them with mode="redrill"). Suspended, buried (`bury`: until tomorrow) and retired
+  cards never show.
 * `answer(mode="review")` loads the card, applies `transition.apply` and writes the result
   with an append-only log row (state before/after) in one transaction; it raises ValueError
   for a card not yet due; re-drill and cram answers are logged but never change the schedule.

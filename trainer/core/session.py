@@ -33,6 +33,13 @@ WRONG_GRADES = (0, 1, 2)
 RIGHT_GRADES = (3, 4, 5)
 
 
+def choice_label(index: int, text: str) -> str:
+    """A shown MCQ choice as the checker displays it in a verdict: `A) text`."""
+    from questions.model import LETTERS
+
+    return f"{LETTERS[index]}) {text}"
+
+
 @dataclass
 class Item:
     """One card as shown in a session: the question and this showing's drawn instance."""

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Select, Static
 
-from questions.model import LETTERS
+from trainer.core.session import choice_label
 from trainer.core.views import BrowseRow, HistoryRow, browse_rows, card_history
 from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar
@@ -142,7 +142,7 @@ class BrowseScreen(DojoScreen):
             header += f" · {row.status}"
         lines: list[str] = []
         if q.kind == "mcq":
-            lines += [f"  {LETTERS[i]}) {_escape(c)}" for i, c in enumerate(inst.choices)]
+            lines += [f"  {_escape(choice_label(i, c))}" for i, c in enumerate(inst.choices)]
         if history:
             lines.append("\n[b]History[/] (date, mode, grade, answer, interval after)")
             for h in history[-12:]:

@@ -16,8 +16,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from questions.answers import Reask
-from questions.model import LETTERS
-from trainer.core.session import GRADE_LABELS, Feedback, Session
+from trainer.core.session import GRADE_LABELS, Feedback, Session, choice_label
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
 from trainer.widgets.keybar import KeyBar
@@ -128,7 +127,7 @@ class ReviewScreen(DojoScreen):
             numeric.display = False
             choices.display = True
             choices.set_options(
-                Option(f"{LETTERS[i]}) {escape(text)}", id=str(i))
+                Option(escape(choice_label(i, text)), id=str(i))
                 for i, text in enumerate(inst.choices)
             )
             choices.highlighted = 0
@@ -158,7 +157,7 @@ class ReviewScreen(DojoScreen):
                     mark = "[green]✓[/] "
                 elif i == fb.chosen_index:
                     mark = "[red]✗[/] "
-                marked.append(Option(f"{mark}{LETTERS[i]}) {escape(text)}", id=str(i)))
+                marked.append(Option(f"{mark}{escape(choice_label(i, text))}", id=str(i)))
             choices.set_options(marked)  # stays enabled: toggling restyles the subtree
         if fb.overridden:
             verdict = "[b green]✓ Counted right[/] [dim](you mistyped)[/]"
