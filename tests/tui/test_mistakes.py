@@ -52,6 +52,7 @@ async def _numeric_card(app: DojoApp, pilot: Any) -> Any:
     return item
 
 
+@pytest.mark.slow
 async def test_the_named_mistake_comes_first_then_the_accepted_range(
     make_app: Callable[..., DojoApp], diagnosing: None
 ) -> None:
