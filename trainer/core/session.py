@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from questions.model import Instance, Question
+    from scheduler.records import ReviewResult
     from scheduler.transition import Mode
     from trainer.core.services import Services
 
@@ -115,12 +116,11 @@ class Session:
         self.cram = cram
         self.total_scheduled = len(items)
         self._state = _State(list(items), list(pending), Summary(cram=cram), [])
-        self._history: list[tuple[_State, Item, Future[Any]]] = []
+        self._history: list[tuple[_State, Item, Future[ReviewResult]]] = []
         self._shown_at = time.monotonic()
         self._started = time.monotonic()
         self._feedback: Feedback | None = None
         self._given_text = ""
-        self.last_write: Future[Any] | None = None
         self._refill()
 
     # -- queue ---------------------------------------------------------------------------
@@ -213,8 +213,11 @@ class Session:
         self._feedback = replace(fb, correct=True, overridden=True, mistake_id=None)
         return self._feedback
 
-    def grade(self, quality: int) -> None:
-        """Record the answer with an SM-2 grade and move on (re-drilling what needs it)."""
+    def grade(self, quality: int) -> Future[ReviewResult]:
+        """Record the answer with an SM-2 grade and move on (re-drilling what needs it).
+
+        Returns the queued write: it fails (its `exception()`) when the answer could not be
+        saved, which the caller reports; the session moves on either way."""
         from scheduler.transition import needs_redrill
 
         item, fb = self.current, self._feedback
@@ -232,7 +235,7 @@ class Session:
         )
         mode, answer_text, now = item.mode, self._given_text, self.services.now
         params = {"seed": item.seed, "values": _jsonable(item.instance.values)}
-        self.last_write = self.services.write(
+        write: Future[ReviewResult] = self.services.write(
             lambda store: store.answer(
                 item.question_id,
                 quality,
@@ -246,7 +249,7 @@ class Session:
                 overridden=fb.overridden,
             )
         )
-        self._history.append((before, item, self.last_write))
+        self._history.append((before, item, write))
         s = self._state.summary
         s.answered += 1
         s.correct += int(fb.correct)
@@ -262,6 +265,7 @@ class Session:
         self._feedback = None
         self._refill()
         self.mark_shown()
+        return write
 
     def undo(self) -> Item | None:
         """Take back the last graded answer: the store restores the card, the card comes back.

@@ -243,10 +243,7 @@ class ReviewScreen(DojoScreen):
             self._grade(self.session.feedback.default_grade)
 
     def _grade(self, quality: int) -> None:
-        self.session.grade(quality)
-        write = self.session.last_write
-        if write is not None:
-            write.add_done_callback(self._written)
+        self.session.grade(quality).add_done_callback(self._written)
         if self.session.current is None:
             self.finish()
         else:
