@@ -84,6 +84,7 @@ async def test_the_named_mistake_comes_first_then_the_accepted_range(
         assert isinstance(app.screen, NoteScreen)
 
 
+@pytest.mark.slow
 async def test_a_typo_is_counted_right_with_one_key_and_shown_in_history(
     make_app: Callable[..., DojoApp],
 ) -> None:
@@ -118,6 +119,15 @@ async def test_a_typo_is_counted_right_with_one_key_and_shown_in_history(
             await app.workers.wait_for_complete()
             await pilot.pause()
         assert "mistyped, counted right" in text_of(app, "#browse-card")
+        app.pop_screen()  # back to the summary (that was the last card): it counts the override
+        await pilot.pause()
+        assert "1 of them mistyped and counted right" in text_of(app, "#summary-body")
+        await pilot.press("enter", "s")
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert isinstance(app.screen, StatsScreen)
+        assert "KV-cache sizing (1, 1 mistyped)" in text_of(app, "#stats-topics")
 
 
 async def test_a_right_answer_cannot_be_overridden(make_app: Callable[..., DojoApp]) -> None:
