@@ -97,7 +97,7 @@ def describe_mistake(question: Question | None, mistake_id: str) -> str:
     if kind == "choice" and index.isdecimal():
         i = int(index)
         if i < len(question.choices):
-            whys = tuple(getattr(question, "whys", ()) or ())
+            whys = tuple(getattr(question, "why", ()) or ())  # parallel to `choices`
             why = whys[i] if i < len(whys) and whys[i] else ""
             chosen = " ".join(question.choices[i].split())
             return f"chose “{chosen}”" + (f": {why}" if why else "")
