@@ -167,7 +167,7 @@ class ReviewScreen(DojoScreen):
         if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
             lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
         lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
-        if fb.accepted:
+        if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
             lines.append(f"[yellow]{escape(fb.hint)}[/]")
