@@ -1,9 +1,11 @@
 """Spaced repetition: the pinned SM-2 core and its SQLite storage. Never imports the UI.
 
-Pure core (shared/notes/sm2.md, the published text with its readings pinned)::
+Pure core (docs/scheduling.md: the published text with its readings pinned)::
 
     from scheduler.sm2 import CardState, next_state
     state = next_state(CardState.new(), 4)   # state.ef == Decimal('2.50'), .interval, .repetitions
+    from scheduler.transition import apply   # the whole study rule for one answer:
+    card_after, redrill = apply(card.scheduled, 4, "review", day, settings)  # due, lapses, leech
 
 EF is exact (integer hundredths), ceil is integer, EF is unchanged on a lapse (q < 3), the
 interval uses the EF from before the review; a grade that is not an int 0-5 raises ValueError.
@@ -14,7 +16,8 @@ Storage (`scheduler.store.Store`, one SQLite file, WAL + synchronous=FULL)::
     store.sync_cards([(qid, topic), ...], retire_missing=True)   # pass the whole bank
     queue = store.today_queue()               # .reviews, .new, .redrill, .items, .day
     result = store.answer(qid, 4, correct=True, answer_text="...", response_ms=5300,
-                          params={"batch": 8}, mode="review")   # or "redrill" / "cram"
+                          params={"batch": 8}, mode="review",   # or "redrill" / "cram"
+                          mistake_id=None, overridden=False)  # the named mistake; a typo
     store.undo()                              # latest answer today; call again for more
 
 Every method returns frozen dataclasses from `scheduler.records` (Card, Queue, QueueItem,
@@ -26,16 +29,19 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
   leech_lapses 8).
 * Queue: due reviews oldest first, then new cards in bank order up to the new limit less
   those introduced today; both within the review limit less today's scheduled answers; then
-  re-drill: cards whose latest graded answer today is below 4 (answer them with
-  mode="redrill"). Suspended, buried (`bury`: until tomorrow) and retired cards never show.
-* `answer(mode="review")` applies SM-2 to a card due today (or new) and raises ValueError
-  for one not yet due; re-drill and cram answers are logged but never change the schedule.
-  Each answer is one transaction: card update + append-only log row (state before/after).
-  A failing review (q < 3) is a lapse; at `leech_lapses` the card is flagged a leech.
+  re-drill: cards whose latest graded answer today is below 4 (`transition.REDRILL_UNTIL`;
+  answer them with mode="redrill"). Suspended, buried (`bury`: until tomorrow) and retired
+  cards never show.
+* `answer(mode="review")` loads the card, applies `transition.apply` and writes the result
+  with an append-only log row (state before/after) in one transaction; it raises ValueError
+  for a card not yet due; re-drill and cram answers are logged but never change the schedule.
+  A failing review (q < 3) is a lapse; at `leech_lapses` the card is flagged a leech. The log
+  row keeps the named mistake the answer matched and whether a typo was overridden.
 * `suspend/unsuspend/bury/unbury(qid)`, `flag(qid, note)`, `flags()`, `clear_flags(qid)`,
   `card(qid)`, `cards()`, `history(qid)`.
 * Stats: `reviews_per_day(days)`, `streak()`, `true_retention(days=30)` (mature: interval
-  >= 21 d), `topic_accuracy()`, `forecast(days=30)`, `ef_distribution()`,
+  >= 21 d), `topic_accuracy()` (with overrides counted apart), `overrides(days)`,
+  `recurring_mistakes(days=30)`, `forecast(days=30)`, `ef_distribution()`,
   `interval_distribution()`.
 * Lab attempts: `record_lab_attempt(exercise, level, device, passed, cases, metrics,
   duration_s) -> id`, `lab_attempts(exercise=None)` oldest first.

@@ -22,7 +22,7 @@ from scheduler.records import MODES, ImportSummary
 from scheduler.sm2 import MIN_EF
 
 FORMAT = "serving-dojo-history"
-VERSION = 1
+VERSION = 1  # reviews' mistake_id/overridden (schema v3) are optional keys
 
 def _day(value: dt.date | None) -> str | None:
     return None if value is None else value.isoformat()
@@ -48,7 +48,8 @@ def export_history(s: Session) -> dict[str, Any]:
                     "last_reviewed_ms": r.last_reviewed_ms_before},
          "after": {"ef_hundredths": r.ef_after, "repetitions": r.reps_after,
                    "interval": r.interval_after, "due": _day(r.due_after),
-                   "lapses": r.lapses_after, "leech": r.leech_after}}
+                   "lapses": r.lapses_after, "leech": r.leech_after},
+         "mistake_id": r.mistake_id, "overridden": r.overridden}
         for r in s.scalars(select(ReviewRow).order_by(ReviewRow.id))
     ]
     labs = [
@@ -182,6 +183,14 @@ def validate(data: Any) -> Document:
         c.state(before, f"{where}.before")
         c.int_(before, "last_reviewed_ms", f"{where}.before", low=-(2**62), nullable=True)
         c.state(c.obj(c.field(review, "after", where), f"{where}.after"), f"{where}.after")
+        # Added in schema v3; a file exported before has neither (no mistake, not overridden).
+        mistake = review.get("mistake_id")
+        if mistake is not None and (not isinstance(mistake, str) or not mistake):
+            raise c.fail(f"{where}.mistake_id", f"expected a non-empty string or null, got "
+                                                f"{mistake!r}")
+        if not isinstance(review.get("overridden", False), bool):
+            raise c.fail(f"{where}.overridden",
+                         f"expected true/false, got {review.get('overridden')!r}")
     lab_uids: set[str] = set()
     for i, attempt in enumerate(lists["lab_attempts"]):
         where = f"lab_attempts[{i}]"
@@ -253,7 +262,8 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
             last_reviewed_ms_before=b["last_reviewed_ms"],
             ef_after=a["ef_hundredths"], reps_after=a["repetitions"],
             interval_after=a["interval"], due_after=_parse_day(a["due"]),
-            lapses_after=a["lapses"], leech_after=a["leech"]))
+            lapses_after=a["lapses"], leech_after=a["leech"],
+            mistake_id=r.get("mistake_id"), overridden=r.get("overridden", False)))
         reviews_added += 1
     lab_known = set(s.scalars(select(LabAttemptRow.uid)))
     labs_added = 0

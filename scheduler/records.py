@@ -8,9 +8,10 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from scheduler.sm2 import CardState
+from scheduler.transition import MODES as MODES  # the one answer-mode type lives there
+from scheduler.transition import Mode as Mode
+from scheduler.transition import Scheduled
 
-Mode = Literal["review", "redrill", "cram"]
-MODES: tuple[Mode, ...] = ("review", "redrill", "cram")
 QueueKind = Literal["review", "new", "redrill"]
 
 
@@ -43,6 +44,11 @@ class Card:
     @property
     def is_new(self) -> bool:
         return self.due is None
+
+    @property
+    def scheduled(self) -> Scheduled:
+        """The fields an answer changes, as `transition.apply` takes them."""
+        return Scheduled(self.state, self.due, self.lapses, self.leech)
 
     @property
     def ef(self) -> Decimal:
@@ -96,6 +102,7 @@ class ReviewResult:
     lapses: int
     leech: bool
     became_leech: bool  # this answer crossed the leech threshold
+    needs_redrill: bool = False  # graded below the re-drill bar: comes back today
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,8 @@ class Review:
     after: CardState
     due_before: dt.date | None
     due_after: dt.date | None
+    mistake_id: str | None = None  # the named mistake / MCQ distractor ("choice:<i>") matched
+    overridden: bool = False  # a wrong verdict the learner counted right after a typo
 
 
 @dataclass(frozen=True)
@@ -164,10 +173,22 @@ class TopicAccuracy:
     topic: str
     answered: int
     correct: int
+    overridden: int = 0  # of `correct`: wrong verdicts counted right after a typo
 
     @property
     def accuracy(self) -> float | None:
         return self.correct / self.answered if self.answered else None
+
+
+@dataclass(frozen=True)
+class MistakeCount:
+    """How often one named mistake of one question was made in a window."""
+
+    question_id: str
+    topic: str
+    mistake_id: str  # the question's mistake id, or "choice:<original index>" for a distractor
+    count: int
+    last_day: dt.date
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scheduler.errors import CorruptDatabaseError, NewerDatabaseError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Version 1: the scheduler's own tables, as first released.
 V1_DDL = (
@@ -59,8 +59,14 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX ix_lab_attempts_exercise ON lab_attempts (exercise, id)")
 
 
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: an answer records the named mistake it matched and a typo override."""
+    conn.execute("ALTER TABLE reviews ADD COLUMN mistake_id VARCHAR")
+    conn.execute("ALTER TABLE reviews ADD COLUMN overridden BOOLEAN DEFAULT 0 NOT NULL")
+
+
 # UPGRADES[v] takes a database from version v to v + 1.
-UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 assert sorted(UPGRADES) == list(range(1, SCHEMA_VERSION))
 
 

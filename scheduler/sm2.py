@@ -1,4 +1,4 @@
-"""The pure SM-2 step, exactly as pinned in the project's notes (shared/notes/sm2.md).
+"""The pure SM-2 step, exactly as pinned in docs/scheduling.md.
 
 Readings of the published text (Wozniak 1987/1990) that this module pins:
 
@@ -9,7 +9,8 @@ Readings of the published text (Wozniak 1987/1990) that this module pins:
 * EF is kept as an integer number of hundredths (250 = 2.50) and ceil is done with integers,
   so 90 days x 2.70 is exactly 243, never 244 as float rounding would give.
 
-Same-day re-drill and cram answers never reach this function: they leave the state alone.
+The rules around this step (due date, lapses, leech, re-drill; re-drill and cram answers leave
+the state alone) are in `scheduler.transition`.
 """
 
 from __future__ import annotations

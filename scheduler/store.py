@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from scheduler import backup as backups
-from scheduler import schema
+from scheduler import schema, transition
 from scheduler.days import from_ms, resolve_timezone, study_day, to_ms, utc_now
 from scheduler.errors import CorruptDatabaseError, StoreError, UnknownCardError
 from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow, SettingRow
@@ -37,6 +37,7 @@ from scheduler.records import (
     Flag,
     ImportSummary,
     LabAttempt,
+    MistakeCount,
     Mode,
     Queue,
     QueueItem,
@@ -48,11 +49,10 @@ from scheduler.records import (
     TopicAccuracy,
     UndoResult,
 )
-from scheduler.sm2 import CardState, check_quality, next_state
+from scheduler.sm2 import CardState, check_quality
 
 DB_NAME = "dojo.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
-REDRILL_UNTIL = 4  # re-drill a card until it is graded at least this
 MATURE_DAYS = 21
 INTERVAL_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1d", 1, 1),
@@ -128,6 +128,8 @@ def _review(row: ReviewRow) -> Review:
         after=CardState(row.ef_after, row.reps_after, row.interval_after),
         due_before=row.due_before,
         due_after=row.due_after,
+        mistake_id=row.mistake_id,
+        overridden=row.overridden,
     )
 
 
@@ -466,7 +468,7 @@ class Store:
                 if r.mode != "cram":
                     latest.pop(r.question_id, None)  # keep the order of the latest answer
                     latest[r.question_id] = r.quality
-            failing = [q for q, quality in latest.items() if quality < REDRILL_UNTIL]
+            failing = [q for q, quality in latest.items() if transition.needs_redrill(quality)]
             due_ids = {r.question_id for r in due_rows}
             redrill_rows: dict[str, str] = {}
             for chunk in range(0, len(failing), 500):
@@ -496,14 +498,18 @@ class Store:
         params: dict[str, Any] | None = None,
         now: dt.datetime | None = None,
         mode: Mode = "review",
+        mistake_id: str | None = None,
+        overridden: bool = False,
     ) -> ReviewResult:
         """Record one answer: the card update and its log row commit in one transaction.
 
         `mode="review"` applies SM-2 to a card that is due (or new) today; a failing grade
         (< 3) is a lapse, and the card becomes a leech at the configured number of lapses.
         `"redrill"` (today's re-drill) and `"cram"` (practice outside the schedule) are
-        logged but leave the schedule untouched. Raises ValueError for a bad grade, mode or
-        a review of a card not due today, UnknownCardError for an unknown question id.
+        logged but leave the schedule untouched. `mistake_id` names the mistake a wrong
+        answer matched (kept for "recurring mistakes"); `overridden` marks a wrong verdict the
+        learner counted right after a typo. Raises ValueError for a bad grade, mode or a
+        review of a card not due today, UnknownCardError for an unknown question id.
         """
         quality = check_quality(quality)
         if mode not in MODES:
@@ -511,25 +517,22 @@ class Store:
         if isinstance(response_ms, bool) or not isinstance(response_ms, int) or response_ms < 0:
             raise ValueError(f"response_ms must be a whole number >= 0, got {response_ms!r}")
         params_json = _json_object(params, "params")
+        if mistake_id is not None and (not isinstance(mistake_id, str) or not mistake_id):
+            raise ValueError(f"mistake_id must be a non-empty string or None, got {mistake_id!r}")
         moment = now or utc_now()
         cfg = self.settings()
         day = self.study_day(moment, cfg)
         with self._write() as s:
             card = self._get(s, question_id)
-            before = CardState(card.ef, card.repetitions, card.interval)
+            old = _card(card).scheduled
+            try:
+                new, redrill = transition.apply(old, quality, mode, day, cfg)
+            except ValueError as exc:
+                raise ValueError(f"{question_id}: {exc}") from None
+            before, after = old.state, new.state
             snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
-            after, due, lapses, leech = before, card.due, card.lapses, card.leech
-            if mode == "review":
-                if card.due is not None and card.due > day:
-                    raise ValueError(
-                        f"{question_id} is not due until {card.due.isoformat()}; answer it "
-                        "with mode='redrill' or mode='cram' to practise without rescheduling"
-                    )
-                after = next_state(before, quality)
-                due = day + dt.timedelta(days=after.interval)
-                if quality < 3:
-                    lapses += 1
-                    leech = leech or lapses >= cfg.leech_lapses
+            due, lapses, leech = new.due, new.lapses, new.leech
+            if new != old:
                 card.ef, card.repetitions, card.interval = (
                     after.ef_hundredths, after.repetitions, after.interval)
                 card.due, card.lapses, card.leech = due, lapses, leech
@@ -544,7 +547,7 @@ class Store:
                 last_reviewed_ms_before=snapshot[3],
                 ef_after=after.ef_hundredths, reps_after=after.repetitions,
                 interval_after=after.interval, due_after=due, lapses_after=lapses,
-                leech_after=leech,
+                leech_after=leech, mistake_id=mistake_id, overridden=bool(overridden),
             )
             s.add(row)
             s.flush()
@@ -553,6 +556,7 @@ class Store:
             review_id=row.id, question_id=question_id, mode=mode, quality=quality,
             correct=bool(correct), day=day, before=before, after=after, due=due,
             lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
+            needs_redrill=redrill,
         )
 
     def _inside_answer_transaction(self) -> None:
@@ -678,15 +682,48 @@ class Store:
         ]
 
     def topic_accuracy(self) -> dict[str, TopicAccuracy]:
-        """Per topic: scheduled answers and how many were correct (re-drill/cram excluded)."""
+        """Per topic: scheduled answers, how many were correct, and how many of those were
+        wrong verdicts counted right after a typo (re-drill/cram excluded)."""
         with self._read() as s:
             rows = s.execute(
-                select(CardRow.topic, func.count(), func.coalesce(func.sum(ReviewRow.correct), 0))
+                select(CardRow.topic, func.count(), func.coalesce(func.sum(ReviewRow.correct), 0),
+                       func.coalesce(func.sum(ReviewRow.overridden), 0))
                 .join(CardRow, CardRow.question_id == ReviewRow.question_id)
                 .where(ReviewRow.mode == "review").group_by(CardRow.topic)
                 .order_by(CardRow.topic)
             ).all()
-        return {t: TopicAccuracy(t, int(n), int(c)) for t, n, c in rows}
+        return {t: TopicAccuracy(t, int(n), int(c), int(o)) for t, n, c, o in rows}
+
+    def overrides(self, days: int = 30, now: dt.datetime | None = None) -> int:
+        """Answers (all modes) over the last `days` days that the learner counted right after
+        a typo: reported beside accuracy so overrides cannot hide real misses."""
+        today = self.study_day(now)
+        start = today - dt.timedelta(days=days - 1)
+        with self._read() as s:
+            return int(s.scalar(
+                select(func.count()).where(ReviewRow.overridden, ReviewRow.study_day >= start,
+                                           ReviewRow.study_day <= today)
+            ) or 0)
+
+    def recurring_mistakes(
+        self, days: int = 30, now: dt.datetime | None = None, limit: int = 10
+    ) -> list[MistakeCount]:
+        """The named mistakes (and MCQ distractors) answered most over the last `days` days,
+        most frequent first (ties: most recent first), overridden answers excluded."""
+        today = self.study_day(now)
+        start = today - dt.timedelta(days=days - 1)
+        with self._read() as s:
+            rows = s.execute(
+                select(ReviewRow.question_id, CardRow.topic, ReviewRow.mistake_id,
+                       func.count(), func.max(ReviewRow.study_day))
+                .join(CardRow, CardRow.question_id == ReviewRow.question_id)
+                .where(ReviewRow.mistake_id.is_not(None), ~ReviewRow.overridden,
+                       ReviewRow.study_day >= start, ReviewRow.study_day <= today)
+                .group_by(ReviewRow.question_id, ReviewRow.mistake_id)
+                .order_by(func.count().desc(), func.max(ReviewRow.id).desc())
+                .limit(limit)
+            ).all()
+        return [MistakeCount(q, t, str(m), int(n), last) for q, t, m, n, last in rows]
 
     def forecast(self, days: int = 30, now: dt.datetime | None = None) -> dict[dt.date, int]:
         """Due reviews per day for the next `days` days (overdue cards count on today)."""

@@ -1,4 +1,4 @@
-"""The Textual app: a thin shell over `trainer.services` (scheduler + questions) and the lab CLI.
+"""The Textual app: a thin shell over `trainer.core` (scheduler + questions) and the lab CLI.
 
 The first screen paints before anything heavy is imported: the store and the bank are opened in a
 thread worker after the first paint, and every screen asks `DojoApp.services` once it is ready.
@@ -17,8 +17,10 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
+from trainer.screens.base import DojoScreen
+
 if TYPE_CHECKING:
-    from trainer.services import Services
+    from trainer.core.services import Services
 
 ServicesFactory = Callable[[], "Services"]
 
@@ -28,7 +30,7 @@ def _default_factory() -> Services:
     import datetime as dt
     import os
 
-    from trainer.services import Services
+    from trainer.core.services import Services
 
     pinned = os.environ.get("DOJO_NOW")
     now = dt.datetime.fromisoformat(pinned).astimezone() if pinned else None
@@ -88,9 +90,8 @@ class DojoApp(App[None]):
     def on_services_ready(self, message: ServicesReady) -> None:
         self.load_error = message.error
         for screen in self.screen_stack:
-            reload = getattr(screen, "reload", None)
-            if callable(reload):
-                reload()
+            if isinstance(screen, DojoScreen):
+                screen.reload()
 
     # -- navigation, shared by every screen and the command palette --------------------------
 
@@ -105,9 +106,8 @@ class DojoApp(App[None]):
 
         while len(self.screen_stack) > 2 and not isinstance(self.screen, TodayScreen):
             self.pop_screen()
-        reload = getattr(self.screen, "reload", None)
-        if callable(reload):
-            reload()
+        if isinstance(self.screen, DojoScreen):
+            self.screen.reload()
 
     def action_browse(self) -> None:
         from trainer.screens.browse import BrowseScreen
@@ -157,8 +157,8 @@ class DojoApp(App[None]):
         self._push_review(session)
 
     def _push_review(self, session: object) -> None:
+        from trainer.core.session import Session
         from trainer.screens.review import ReviewScreen
-        from trainer.services import Session
 
         assert isinstance(session, Session)
         if session.current is None:

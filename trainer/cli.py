@@ -6,8 +6,7 @@ import importlib
 
 import click
 
-# Subcommand modules, each exposing click commands/groups listed by name. Kept as a table so the
-# areas (scheduler, questions, lab, sims) can grow independently without touching each other.
+# Subcommand modules, each exposing click commands/groups listed by name.
 _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
     "trainer.commands.schedule": ("due", "stats", "backup", "export", "import_", "settings"),
     "trainer.commands.questions": ("questions",),
@@ -33,12 +32,7 @@ def main(ctx: click.Context) -> None:
 
 def _register() -> None:
     for module_name, names in _SUBCOMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue  # area not built yet
+        module = importlib.import_module(module_name)
         for name in names:
             main.add_command(getattr(module, name))
 

@@ -1,4 +1,4 @@
-"""SM-2 checked against an independent reading of shared/notes/sm2.md (fractions, no shared code).
+"""SM-2 checked against an independent reading of docs/scheduling.md (fractions, no shared code).
 
 Long random grade sequences go through both the pure core and a real Store (with re-drill, cram
 and undo mixed in); both must agree with the model written here from the notes alone.
@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler.records import Settings
 from scheduler.sm2 import CardState, next_state
 from scheduler.store import Store
+from scheduler.transition import Scheduled, apply
 
 
 def model(grades: list[int]) -> list[tuple[Fraction, int, int]]:
@@ -58,6 +60,62 @@ def test_pure_core_matches_the_notes(grades: list[int]) -> None:
 ])
 def test_pure_core_on_hand_picked_sequences(grades: list[int]) -> None:
     assert run_core(grades) == model(grades)
+
+
+def model_days(steps: list[tuple[str, int]], leech_lapses: int) -> list[tuple[object, ...]]:
+    """The study rules around SM-2, from the notes: each review on the card's due day (a new
+    card on day 0); a grade < 3 is a lapse, the card a leech once lapses reach the setting;
+    re-drill and cram change nothing; every grade below 4 is re-drilled today."""
+    ef, n, interval, due, lapses, leech = Fraction(5, 2), 0, 0, None, 0, False
+    day = 0
+    out: list[tuple[object, ...]] = []
+    for mode, q in steps:
+        if mode == "review":
+            day = day if due is None else due
+            if q >= 3:
+                n += 1
+                interval = 1 if n == 1 else 6 if n == 2 else math.ceil(interval * ef)
+                ef = max(Fraction(13, 10), ef + Fraction(1, 10)
+                         - (5 - q) * (Fraction(8, 100) + (5 - q) * Fraction(2, 100)))
+            else:
+                n, interval, lapses = 0, 1, lapses + 1
+                leech = leech or lapses >= leech_lapses
+            due = day + interval
+        out.append((ef, n, interval, due, lapses, leech, q < 4))
+    return out
+
+
+def run_apply(steps: list[tuple[str, int]], leech_lapses: int) -> list[tuple[object, ...]]:
+    start = dt.date(2026, 1, 1)
+    card, day, out = Scheduled(CardState.new(), None, 0, False), start, []
+    for mode, q in steps:
+        if mode == "review" and card.due is not None:
+            day = card.due
+        card, redrill = apply(card, q, mode, day, Settings(leech_lapses=leech_lapses))  # type: ignore[arg-type]
+        due = None if card.due is None else (card.due - start).days
+        out.append((Fraction(str(card.state.ef)), card.state.repetitions, card.state.interval,
+                    due, card.lapses, card.leech, redrill))
+    return out
+
+
+MODE_STEP = st.tuples(st.sampled_from(["review", "review", "review", "redrill", "cram"]),
+                      st.integers(0, 5))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(MODE_STEP, min_size=1, max_size=60), st.integers(1, 8))
+def test_transition_matches_the_notes(steps: list[tuple[str, int]], leech_lapses: int) -> None:
+    assert run_apply(steps, leech_lapses) == model_days(steps, leech_lapses)
+
+
+@pytest.mark.parametrize("steps,leech_lapses", [
+    ([("review", 0)] * 8, 8),                                   # the 8th lapse makes a leech
+    ([("review", 2), ("redrill", 5), ("cram", 0), ("review", 5)] * 4, 3),
+    ([("review", 5)] * 5 + [("review", 1), ("review", 3), ("review", 4)], 1),
+])
+def test_transition_on_hand_picked_sequences(steps: list[tuple[str, int]],
+                                             leech_lapses: int) -> None:
+    assert run_apply(steps, leech_lapses) == model_days(steps, leech_lapses)
 
 
 STEP = st.one_of(

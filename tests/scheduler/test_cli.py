@@ -17,21 +17,42 @@ from trainer.cli import main
 
 
 @dataclass
+class FakeMistake:
+    id: str
+    says: str
+
+
+@dataclass
 class FakeQuestion:
     id: str
     topic: str
+    choices: tuple[str, ...] = ()
+    mistakes: tuple[FakeMistake, ...] = ()
 
 
 @pytest.fixture
 def no_bank(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "questions.bank", None)  # import fails: bank not built
+    """The question bank fails to load: the learner's schedule must still be shown."""
+    module = types.ModuleType("questions.bank")
+
+    def load_bank() -> None:
+        raise RuntimeError("broken install")
+
+    module.load_bank = load_bank  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "questions.bank", module)
 
 
 @pytest.fixture
 def fake_bank(monkeypatch: pytest.MonkeyPatch) -> list[FakeQuestion]:
-    questions = [FakeQuestion("kv-001", "kv-cache"), FakeQuestion("batch-001", "batching")]
+    questions = [
+        FakeQuestion("kv-001", "kv-cache", mistakes=(FakeMistake("plus-tpot", "added a TPOT"),)),
+        FakeQuestion("batch-001", "batching", choices=("static", "continuous", "none")),
+    ]
     module = types.ModuleType("questions.bank")
-    bank = types.SimpleNamespace(questions=questions, study_order=lambda: list(questions))
+    bank = types.SimpleNamespace(
+        questions=questions, study_order=lambda: list(questions), errors=[],
+        topics={"kv-cache": types.SimpleNamespace(title="KV cache", note="")},
+        get=lambda qid: next((q for q in questions if q.id == qid), None))
     module.load_bank = lambda: bank  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "questions.bank", module)
     return questions
@@ -61,6 +82,7 @@ def test_due_without_the_bank_uses_known_cards(no_bank: None) -> None:
         store.sync_cards([("x", "t")])
     result = CliRunner().invoke(main, ["due"])
     assert result.exit_code == 0 and "1 new" in result.output and "x  [t]" in result.output
+    assert "could not load the question bank (broken install)" in result.output
 
 
 def test_stats_text_and_json(no_bank: None) -> None:
@@ -73,6 +95,42 @@ def test_stats_text_and_json(no_bank: None) -> None:
     data = json.loads(dojo("stats", "--json", "--days", "7"))
     assert data["streak"] == 1 and data["topic_accuracy"]["kv"]["accuracy"] == 0.5
     assert len(data["forecast"]) == 7 and sum(data["reviews_per_day"].values()) == 2
+    assert data["recurring_mistakes"] == [] and data["overridden"] == 0
+
+
+def test_stats_name_recurring_mistakes_and_count_overrides(fake_bank: list[FakeQuestion]) -> None:
+    dojo("due")  # cards for the fake bank
+    with Store.open() as store:
+        store.answer("kv-001", 1, correct=False, answer_text="5.2", response_ms=1,
+                     mistake_id="plus-tpot")
+        for _ in range(2):
+            store.answer("batch-001", 1, correct=False, answer_text="A) static", response_ms=1,
+                         mode="cram", mistake_id="choice:0")
+        store.answer("batch-001", 4, correct=True, answer_text="B) continous", response_ms=1,
+                     overridden=True)
+    data = json.loads(dojo("stats", "--json"))
+    assert [(m["question_id"], m["mistake_id"], m["count"], m["says"])
+            for m in data["recurring_mistakes"]] == [
+        ("batch-001", "choice:0", 2, "chose “static”"),
+        ("kv-001", "plus-tpot", 1, "added a TPOT")]
+    assert data["overridden"] == 1
+    assert data["topic_accuracy"]["batching"] == {
+        "answered": 1, "correct": 1, "overridden": 1, "accuracy": 1.0}
+    out = dojo("stats")
+    assert "×2 chose “static”  [batch-001, topic batching]" in out
+    assert "1 counted right after a typo" in out and "(1 mistyped)" in out
+
+
+def test_export_shows_the_mistake_and_the_override(fake_bank: list[FakeQuestion]) -> None:
+    dojo("due")
+    with Store.open() as store:
+        store.answer("kv-001", 1, correct=False, answer_text="5.2", response_ms=1,
+                     mistake_id="plus-tpot")
+        store.answer("batch-001", 4, correct=True, answer_text="B", response_ms=1,
+                     overridden=True)
+    reviews = json.loads(dojo("export"))["reviews"]
+    assert [(r["question_id"], r["mistake_id"], r["overridden"]) for r in reviews] == [
+        ("kv-001", "plus-tpot", False), ("batch-001", None, True)]
 
 
 def test_backup_export_import(no_bank: None, tmp_path: Path) -> None:

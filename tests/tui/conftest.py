@@ -14,7 +14,8 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from trainer.app import DojoApp
-from trainer.services import Item, Services
+from trainer.core.services import Services
+from trainer.core.session import Item
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BANK = FIXTURES / "bank"

@@ -8,11 +8,11 @@ from textual.widgets import Input
 
 from tests.tui.conftest import BROKEN, FlushedStore, ready, right_keys, text_of
 from trainer.app import DojoApp
+from trainer.core.session import Item
 from trainer.screens.cram import CramPicker
 from trainer.screens.help import HelpScreen
 from trainer.screens.review import ReviewScreen
 from trainer.screens.summary import SummaryScreen
-from trainer.services import Item
 
 AppFactory = Callable[..., DojoApp]
 

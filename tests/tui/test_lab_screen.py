@@ -112,7 +112,7 @@ async def test_hints_one_at_a_time(make_app: Callable[..., DojoApp]) -> None:
 async def test_edit_opens_the_workspace_in_the_editor_hook(dojo_home: Path) -> None:
     """`e` creates the workspace if needed and hands its path to the (replaceable) editor."""
     from tests.tui.conftest import BANK
-    from trainer.services import Services
+    from trainer.core.services import Services
 
     opened: list[Path] = []
     app = DojoApp(

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from questions.answers import Reask
 from tests.questions.conftest import VALID
-from trainer.services import Feedback, Item, Reask, Services, Session
+from trainer.core.services import Services
+from trainer.core.session import Feedback, Item, Session
 
 
 def _answer_right(session: Session) -> Feedback:
@@ -42,7 +44,7 @@ def test_first_day_queue_has_every_new_card_and_first_run(services: Services) ->
     assert today.first_run
     assert (today.due, today.new, today.redrill) == (0, 3, 0)
     session = services.start_session()
-    assert [i.mode for i in session._state.queue] == ["new"] * 3
+    assert [(i.mode, i.new) for i in session._state.queue] == [("review", True)] * 3
     assert {i.question_id for i in session._state.queue} == {
         "kv-cache-001", "kv-cache-002", "batching-001"}
 
@@ -77,8 +79,8 @@ def test_numeric_garbage_is_reasked_never_graded(services: Services) -> None:
     while _current(session).is_mcq:
         session.drop_current("bury")
     item = _current(session)
-    reask = session.submit("about twelve")
-    assert isinstance(reask, Reask) and "can't read" in reask.message
+    with pytest.raises(Reask, match="can't read"):
+        session.submit("about twelve")
     assert session.feedback is None
     fb = session.submit(f"{item.instance.answer} KiB")
     assert isinstance(fb, Feedback) and fb.correct
@@ -186,9 +188,8 @@ def test_a_failed_write_does_not_break_reads_or_undo_the_wrong_answer(
     monkeypatch.setattr(services._store, "answer", disk_full)
     second = _current(session)
     _answer_right(session)
-    session.grade(4)
-    assert session.last_write is not None
-    assert isinstance(session.last_write.exception(timeout=5), OSError)
+    write = session.grade(4)
+    assert isinstance(write.exception(timeout=5), OSError)
     assert services.store.history(second.question_id) == []  # reads still work
     monkeypatch.setattr(services._store, "answer", real_answer)
     session.undo()  # takes back the failed answer only: the first one stays recorded
@@ -248,3 +249,55 @@ def test_today_counts_only_cards_whose_questions_still_load(
     today = services.today()
     assert today.new == len(services.bank.questions)
     assert services.start_session().remaining == today.new
+
+
+def test_mcq_is_checked_by_the_one_checker_letter_index_or_text(services: Services) -> None:
+    """A picked index, a letter and the choice's own text all go through check_answer and
+    show the choice as `A) text`; what it cannot read is re-asked with its message."""
+    from questions.model import LETTERS
+
+    session = services.start_session()
+    while not _current(session).is_mcq:
+        session.drop_current("bury")
+    inst = _current(session).instance
+    assert inst.correct_index is not None
+    right = f"{LETTERS[inst.correct_index]}) {inst.choices[inst.correct_index]}"
+    for bad in ("z", "e", "9", "0"):
+        with pytest.raises(Reask):
+            session.submit(bad)
+    assert session.feedback is None
+    fb = session.submit(f"  {inst.choices[inst.correct_index].upper()} ")
+    assert fb.correct and fb.expected == right and fb.given == right
+    assert fb.chosen_index == inst.correct_index
+    cram = services.start_cram()
+    while not _current(cram).is_mcq:
+        cram.drop_current("bury")
+    inst = _current(cram).instance
+    assert inst.correct_index is not None
+    other = (inst.correct_index + 1) % 4
+    fb = cram.submit(LETTERS[other].lower())
+    assert not fb.correct and fb.chosen_index == other
+    assert fb.given == f"{LETTERS[other]}) {inst.choices[other]}"
+    assert cram.submit(other) == fb  # the verdict stands until graded
+
+
+def test_a_mistyped_wrong_answer_can_be_counted_right_and_is_logged_overridden(
+    services: Services,
+) -> None:
+    session = services.start_session()
+    while _current(session).is_mcq:
+        session.drop_current("bury")
+    item = _current(session)
+    wrong = _answer_wrong(session)
+    assert session.can_override and wrong.grades == (0, 1, 2)
+    fb = session.override()
+    assert fb.correct and fb.overridden and fb.grades == (3, 4, 5) and fb.default_grade == 4
+    assert not session.can_override
+    with pytest.raises(RuntimeError):
+        session.override()
+    session.grade(4)
+    (review,) = services.store.history(item.question_id)
+    assert review.correct and review.overridden and review.quality == 4
+    assert review.mistake_id is None
+    assert session.summary().overridden == 1 and session.summary().correct == 1
+    assert item.question_id not in session.pending_redrill  # 4: no re-drill

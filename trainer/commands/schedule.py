@@ -28,25 +28,15 @@ def _open_store() -> Store:
 
 
 def _sync_bank(store: Store) -> str | None:
-    """Bring cards in line with the question bank; returns a note if the bank is unavailable."""
-    try:
-        from questions.bank import load_bank
-    except ImportError:
-        return "question bank not available; showing the cards already in the database"
+    """Bring cards in line with the question bank; returns a note for the learner, if any."""
+    from questions.bank import load_bank
+    from trainer.core.bank import sync_bank
+
     try:
         bank = load_bank()
     except Exception as exc:  # a broken bank must not hide the learner's schedule
         return f"could not load the question bank ({exc}); showing the cards already known"
-    questions = [(q.id, q.topic) for q in bank.study_order()]
-    if not questions:  # an empty bank is a broken install, not a reason to retire every card
-        return "the question bank is empty; showing the cards already in the database"
-    store.sync_cards(questions, retire_missing=True)
-    errors = getattr(bank, "errors", ())
-    if errors:  # a broken pack must not vanish without a word
-        files = sorted({str(p.file) for p in errors})
-        return (f"{len(errors)} problem(s) in {', '.join(files)} kept some questions out; "
-                "run `dojo questions check` for details")
-    return None
+    return sync_bank(store, bank)
 
 
 def _pct(value: float | None) -> str:
@@ -119,63 +109,59 @@ def due(as_json: bool, show_list: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the stats as JSON.")
 def stats(days: int, as_json: bool) -> None:
-    """Show streak, answers per day, true retention, per-topic accuracy and forecast.
+    """Show streak, answers per day, true retention, per-topic accuracy, forecast and your
+    recurring mistakes.
 
     True retention counts the first answer of the day on mature cards (interval of at
-    least 21 days); per-topic accuracy counts scheduled answers only.
+    least 21 days); per-topic accuracy counts scheduled answers only, and says how many
+    were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
+    distractors you answered most over the last 30 days.
     """
+    from questions.bank import load_bank
+    from trainer.core.stats import collect, report_json
+
+    try:
+        bank = load_bank()  # only to describe the mistakes: the stats never depend on it
+    except Exception:  # a broken bank must not hide the learner's stats
+        bank = None
     with _open_store() as store:
-        per_day = store.reviews_per_day(days)
-        streak = store.streak()
-        retention = store.true_retention(days)
-        topics = store.topic_accuracy()
-        forecast = store.forecast(days)
-        efs = store.ef_distribution()
-        intervals = store.interval_distribution()
-        cards = store.cards()
+        report = collect(store, days, bank=bank)
     if as_json:
-        data: dict[str, Any] = {
-            "streak": streak,
-            "reviews_per_day": {d.isoformat(): n for d, n in per_day.items()},
-            "true_retention": {
-                "passed": retention.passed,
-                "total": retention.total,
-                "rate": retention.rate,
-            },
-            "topic_accuracy": {
-                t: {"answered": a.answered, "correct": a.correct, "accuracy": a.accuracy}
-                for t, a in topics.items()
-            },
-            "forecast": {d.isoformat(): n for d, n in forecast.items()},
-            "ef_distribution": {str(ef): n for ef, n in efs.items()},
-            "interval_distribution": intervals,
-        }
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(report_json(report), indent=2, ensure_ascii=False))
         return
+    cards, per_day, retention, forecast = (report.cards, report.per_day, report.retention,
+                                           report.forecast)
     reviewed = sum(1 for c in cards if not c.is_new)
     click.echo(
         f"Cards: {len(cards)} ({reviewed} reviewed, "
         f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
         "leeches)"
     )
-    click.echo(f"Streak: {streak} day{'s' if streak != 1 else ''}")
+    click.echo(f"Streak: {report.streak} day{'s' if report.streak != 1 else ''}")
     click.echo(
         f"Answers in the last {days} days: {sum(per_day.values())} "
         f"(today {list(per_day.values())[-1]})"
+        + (f"; {report.overridden} counted right after a typo" if report.overridden else "")
     )
     click.echo(
         f"True retention ({days} d, mature cards): {_pct(retention.rate)} of {retention.total}"
     )
-    if topics:
+    if report.topics:
         click.echo("Accuracy by topic:")
-        for topic, acc in topics.items():
-            click.echo(f"  {topic or '(none)':<28} {_pct(acc.accuracy):>5} of {acc.answered}")
+        for topic, acc in report.topics.items():
+            typo = f" ({acc.overridden} mistyped)" if acc.overridden else ""
+            click.echo(
+                f"  {topic or '(none)':<28} {_pct(acc.accuracy):>5} of {acc.answered}{typo}")
     upcoming = list(forecast.items())[:7]
     click.echo("Due next 7 days: " + ", ".join(f"{d.strftime('%a')} {n}" for d, n in upcoming)
                + f" ({sum(forecast.values())} in the next {days} days; --json lists each day)")
-    if efs:
-        click.echo("EF: " + ", ".join(f"{ef}×{n}" for ef, n in efs.items()))
-    click.echo("Intervals: " + ", ".join(f"{k} {n}" for k, n in intervals.items()))
+    if report.ef:
+        click.echo("EF: " + ", ".join(f"{ef}×{n}" for ef, n in report.ef.items()))
+    click.echo("Intervals: " + ", ".join(f"{k} {n}" for k, n in report.intervals.items()))
+    if report.mistakes:
+        click.echo("Your recurring mistakes (last 30 days; the topic's concept note explains):")
+        for m in report.mistakes:
+            click.echo(f"  ×{m.count} {m.says}  [{m.question_id}, topic {m.topic}]")
 
 
 @click.command()

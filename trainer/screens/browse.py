@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.console import Group
 from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
@@ -11,19 +9,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Input, Select, Static
 
-from trainer.services import BrowseRow, HistoryRow, browse_rows, card_history
+from trainer.core.session import choice_label
+from trainer.core.views import BrowseRow, HistoryRow, browse_rows, card_history
+from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar
-
-if TYPE_CHECKING:
-    from trainer.app import DojoApp
 
 STATUSES = ("due", "new", "scheduled", "suspended", "leech", "buried")
 
 
-class BrowseScreen(Screen[None]):
+class BrowseScreen(DojoScreen):
     AUTO_FOCUS = "#browse-table"
     BINDINGS = [
         Binding("escape", "back", "Back", id="browse-back"),
@@ -36,13 +32,6 @@ class BrowseScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[BrowseRow] = []
-
-    @property
-    def dojo(self) -> DojoApp:
-        from trainer.app import DojoApp
-
-        assert isinstance(self.app, DojoApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Static("Browse · / search · t topic · f status · s suspend", classes="titlebar")
@@ -153,15 +142,17 @@ class BrowseScreen(Screen[None]):
             header += f" · {row.status}"
         lines: list[str] = []
         if q.kind == "mcq":
-            lines += [f"  {chr(65 + i)}. {_escape(c)}" for i, c in enumerate(inst.choices)]
+            lines += [f"  {_escape(choice_label(i, c))}" for i, c in enumerate(inst.choices)]
         if history:
             lines.append("\n[b]History[/] (date, mode, grade, answer, interval after)")
             for h in history[-12:]:
                 when = h.when.strftime("%Y-%m-%d %H:%M") if h.when else "?"
                 mark = "[green]✓[/]" if h.correct else "[red]✗[/]"
                 ivl = f"{h.interval} d" if h.interval is not None else ""
+                typo = " [dim](mistyped, counted right)[/]" if h.overridden else ""
                 lines.append(
                     f"  {when}  {h.mode:<7} {mark} {h.quality}  {_escape(h.answer)[:28]:<28} {ivl}"
+                    + typo
                 )
         else:
             lines.append("\n[dim]Never answered.[/]")
@@ -195,10 +186,10 @@ class BrowseScreen(Screen[None]):
         qid = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         row = next(r for r in self.rows if r.question_id == qid)
         if row.status == "suspended":
-            services.store.unsuspend(qid)
+            services.unsuspend(qid)
             self.notify(f"Unsuspended {qid}.")
         else:
-            services.store.suspend(qid)
+            services.suspend(qid)
             self.notify(f"Suspended {qid}.")
         self.reload()
 

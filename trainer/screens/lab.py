@@ -22,11 +22,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import DataTable, Log, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
+from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
 
@@ -60,7 +60,7 @@ def _option_label(mark: str, row: LevelRow) -> str:
     return f"{mark} {head} [dim]{escape(title)}[/]" if room > 1 else f"{mark} {head}"
 
 
-class LabScreen(Screen[None]):
+class LabScreen(DojoScreen):
     AUTO_FOCUS = "#lab-list"
     BINDINGS = [
         Binding("g,enter", "grade", "Grade", id="lab-grade", tooltip="Grade the selected level"),
@@ -88,13 +88,6 @@ class LabScreen(Screen[None]):
         self._proc: asyncio.subprocess.Process | None = None
         self._grading: Worker[int | None] | None = None
         self.last_summary: dict[str, Any] | None = None
-
-    @property
-    def dojo(self) -> DojoApp:
-        from trainer.app import DojoApp
-
-        assert isinstance(self.app, DojoApp)
-        return self.app
 
     def compose(self) -> ComposeResult:
         yield Static("Lab · g grade · s start · e edit · h hint · x cancel", classes="titlebar")

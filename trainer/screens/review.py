@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
@@ -12,21 +12,19 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from questions.answers import Reask
+from trainer.core.session import GRADE_LABELS, Feedback, Session, choice_label
+from trainer.screens.base import DojoScreen
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
-from trainer.services import GRADE_LABELS, Feedback, Reask, Session
 from trainer.widgets.keybar import KeyBar
 
-if TYPE_CHECKING:
-    from trainer.app import DojoApp
-
-_MODE_LABEL = {"review": "Due review", "new": "New card", "redrill": "Re-drill", "cram": "Cram"}
+_MODE_LABEL = {"review": "Due review", "redrill": "Re-drill", "cram": "Cram"}
 
 
-class ReviewScreen(Screen[None]):
+class ReviewScreen(DojoScreen):
     """One card at a time. Letters/digits answer and grade; ctrl-keys work even while typing."""
 
     AUTO_FOCUS = None
@@ -34,6 +32,13 @@ class ReviewScreen(Screen[None]):
         *[Binding(k, f"choose({i})", show=False) for i, k in enumerate("abcd")],
         *[Binding(str(n), f"digit({n})", show=False) for n in range(6)],
         Binding("enter", "default_grade", "Grade", id="default-grade", show=False),
+        Binding(
+            "t",
+            "override",
+            "Mistyped",
+            id="override",
+            tooltip="I mistyped — count this answer right (logged as overridden)",
+        ),
         Binding("n", "note", "Note", id="note", show=False, tooltip="The topic's concept note"),
         Binding("r", "related", "Related", id="related", show=False, tooltip="Related questions"),
         Binding("m", "sim", "Sim", id="open-sim", show=False, tooltip="This question's sim"),
@@ -77,13 +82,6 @@ class ReviewScreen(Screen[None]):
         super().__init__()
         self.session = session
 
-    @property
-    def dojo(self) -> DojoApp:
-        from trainer.app import DojoApp
-
-        assert isinstance(self.app, DojoApp)
-        return self.app
-
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
         with VerticalScroll(id="review-body"):
@@ -115,7 +113,7 @@ class ReviewScreen(Screen[None]):
         topic = services.topic_title(str(item.question.topic))
         pending = len(self.session.pending_redrill)
         self.query_one("#review-title", Static).update(
-            f"{_MODE_LABEL[item.mode]}"
+            f"{'New card' if item.new else _MODE_LABEL[item.mode]}"
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )
@@ -129,7 +127,7 @@ class ReviewScreen(Screen[None]):
             numeric.display = False
             choices.display = True
             choices.set_options(
-                Option(f"{chr(65 + i)}. {escape(text)}", id=str(i))
+                Option(escape(choice_label(i, text)), id=str(i))
                 for i, text in enumerate(inst.choices)
             )
             choices.highlighted = 0
@@ -159,10 +157,18 @@ class ReviewScreen(Screen[None]):
                     mark = "[green]✓[/] "
                 elif i == fb.chosen_index:
                     mark = "[red]✗[/] "
-                marked.append(Option(f"{mark}{chr(65 + i)}. {escape(text)}", id=str(i)))
+                marked.append(Option(f"{mark}{escape(choice_label(i, text))}", id=str(i)))
             choices.set_options(marked)  # stays enabled: toggling restyles the subtree
-        verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
-        lines = [f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}"]
+        if fb.overridden:
+            verdict = "[b green]✓ Counted right[/] [dim](you mistyped)[/]"
+        else:
+            verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
+        lines = []
+        if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
+            lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
+        lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
+        if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
+            lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
             lines.append(f"[yellow]{escape(fb.hint)}[/]")
         self.query_one("#verdict", Static).update("\n".join(lines))
@@ -201,9 +207,10 @@ class ReviewScreen(Screen[None]):
     def _submit(self, answer: str | int) -> None:
         if self.session.current is None or self.session.feedback is not None:
             return
-        result = self.session.submit(answer)
-        if isinstance(result, Reask):
-            self.query_one("#reask", Static).update(f"[yellow]{escape(result.message)}[/]")
+        try:
+            result = self.session.submit(answer)
+        except Reask as exc:
+            self.query_one("#reask", Static).update(f"[yellow]{escape(str(exc))}[/]")
             return
         self.query_one("#reask", Static).update("")
         self.show_feedback(result)
@@ -227,15 +234,16 @@ class ReviewScreen(Screen[None]):
         elif n in self.session.feedback.grades:
             self._grade(n)
 
+    def action_override(self) -> None:
+        if self.session.can_override:
+            self.show_feedback(self.session.override())
+
     def action_default_grade(self) -> None:
         if self.session.feedback is not None:
             self._grade(self.session.feedback.default_grade)
 
     def _grade(self, quality: int) -> None:
-        self.session.grade(quality)
-        write = self.session.last_write
-        if write is not None:
-            write.add_done_callback(self._written)
+        self.session.grade(quality).add_done_callback(self._written)
         if self.session.current is None:
             self.finish()
         else:
@@ -261,6 +269,8 @@ class ReviewScreen(Screen[None]):
             if current is None:
                 return False
             return answered or current.is_mcq
+        if action == "override":
+            return self.session.can_override  # shown only under a wrong verdict
         if action == "sim":
             return answered and current is not None and bool(current.question.sim)
         if action in ("default_grade", "related", "lab"):

@@ -4,35 +4,31 @@ lab progress."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
 
-from textual import work
+from rich.markup import escape
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
-from trainer.services import StatsView, stats_view
+from trainer.core.stats import Mistake
+from trainer.core.views import StatsView, stats_view
+from trainer.screens.base import DojoScreen
+from trainer.screens.modals import NoteScreen
 from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
-
-if TYPE_CHECKING:
-    from trainer.app import DojoApp
-
 
 FORECAST_DAYS = 24  # three columns a bar: fits 80 columns
 
 
-class StatsScreen(Screen[None]):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back", id="stats-back")]
-
-    @property
-    def dojo(self) -> DojoApp:
-        from trainer.app import DojoApp
-
-        assert isinstance(self.app, DojoApp)
-        return self.app
+class StatsScreen(DojoScreen):
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="stats-back"),
+        Binding("n", "mistake_note", "Mistake's note", id="stats-note",
+                tooltip="The concept note of the highlighted recurring mistake"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Static("Stats", classes="titlebar")
@@ -63,13 +59,43 @@ class StatsScreen(Screen[None]):
                 yield Static(f"Due, next {FORECAST_DAYS} days", classes="panel-title")
                 yield BarChart(height=4, bars=FORECAST_DAYS, id="stats-forecast")
             with Vertical(classes="panel wide"):
+                yield Static(
+                    "Your recurring mistakes, last 30 days  [dim](n: the concept note)[/]",
+                    classes="panel-title",
+                )
+                yield OptionList(id="stats-mistakes")
+            with Vertical(classes="panel wide"):
                 yield Static("Lab progress", classes="panel-title")
                 yield Static("", id="stats-lab")
         yield KeyBar()
 
+    mistakes: list[Mistake] = []
+
     def on_mount(self) -> None:
         self.query_one("#stats-body").focus()
         self.reload()
+
+    @on(OptionList.OptionSelected, "#stats-mistakes")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id is not None:
+            self._open_note(int(event.option.id))
+
+    def action_mistake_note(self) -> None:
+        self._open_note(self.query_one("#stats-mistakes", OptionList).highlighted or 0)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "mistake_note":
+            return bool(self.mistakes)
+        return True
+
+    def _open_note(self, index: int) -> None:
+        """A recurring mistake opens its topic's concept note."""
+        if self.dojo.services is None or not 0 <= index < len(self.mistakes):
+            return
+        mistake = self.mistakes[index]
+        topic = self.dojo.services.bank.topics.get(mistake.topic)
+        note = str(getattr(topic, "note", "") or "_No note._")
+        self.app.push_screen(NoteScreen(mistake.topic_title, note))
 
     def reload(self) -> None:
         if self.dojo.services is not None:
@@ -103,11 +129,27 @@ class StatsScreen(Screen[None]):
         )
         self.query_one("#stats-topics", Static).update(
             "\n".join(
-                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {t[:30]} [dim]({a})[/]"
-                for t, a, c in v.topics
+                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {t[:30]} [dim]({a}"
+                + (f", {o} mistyped" if o else "") + ")[/]"
+                for t, a, c, o in v.topics
             )
+            + (f"\n[dim]{v.overridden} answer(s) counted right after a typo this year[/]"
+               if v.overridden else "")
             or "No answers yet."
         )
+        self.mistakes = v.mistakes
+        mistakes = self.query_one("#stats-mistakes", OptionList)
+        mistakes.set_options(
+            Option(f"[b]×{m.count}[/] {escape(m.says)}  [dim]{escape(m.question_id)} · "
+                   f"{escape(m.topic_title)}[/]", id=str(i))
+            for i, m in enumerate(v.mistakes)
+        )
+        if v.mistakes:
+            mistakes.highlighted = 0
+        else:
+            mistakes.set_options([Option("[dim]No named mistake in the last 30 days.[/]",
+                                         disabled=True)])
+        self.refresh_bindings()
         self.query_one("#stats-ef", Static).update(_histogram(v.ef))
         self.query_one("#stats-intervals", Static).update(_histogram(v.intervals))
         self.query_one("#stats-forecast", BarChart).update(v.forecast[:FORECAST_DAYS])

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from trainer.services import Summary
+from trainer.core.session import Summary
 from trainer.widgets.keybar import KeyBar
 
 
@@ -30,7 +30,9 @@ class SummaryScreen(Screen[None]):
         lines = [
             f"Answered   [b]{s.answered}[/]"
             + (f"  ({s.redrilled} re-drills)" if s.redrilled else ""),
-            f"Accuracy   [b]{accuracy}[/]  ({s.correct} right)",
+            f"Accuracy   [b]{accuracy}[/]  ({s.correct} right"
+            + (f", {s.overridden} of them mistyped and counted right" if s.overridden else "")
+            + ")",
             f"Time       [b]{minutes} min {seconds:02d} s[/]",
         ]
         if s.missed_topics:

@@ -9,15 +9,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Static
 
+from trainer.screens.base import DojoScreen
 from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
-    from trainer.app import DojoApp
-    from trainer.services import TodayView
+    from trainer.core.views import TodayView
 
 WELCOME = (
     "Serving Dojo drills LLM-inference-serving interview questions with spaced repetition "
@@ -26,7 +25,7 @@ WELCOME = (
 )
 
 
-class TodayScreen(Screen[None]):
+class TodayScreen(DojoScreen):
     """The home screen; Enter starts today's session."""
 
     BINDINGS = [
@@ -57,13 +56,6 @@ class TodayScreen(Screen[None]):
                     yield BarChart(height=5, bars=14, id="forecast")
             yield Static("", id="today-errors")
         yield KeyBar()
-
-    @property
-    def dojo(self) -> DojoApp:
-        from trainer.app import DojoApp
-
-        assert isinstance(self.app, DojoApp)
-        return self.app
 
     def on_screen_resume(self) -> None:
         self.reload()

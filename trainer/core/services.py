@@ -1,0 +1,133 @@
+"""The scheduler store and the question bank, opened together: what every screen talks to.
+
+Heavy packages (SQLAlchemy via the scheduler) are imported inside `Services.open`, which the app
+calls from a worker after the first paint.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainer.core.session import Item, Session
+from trainer.core.writer import WriteBehind
+
+if TYPE_CHECKING:
+    from questions.bank import Bank
+    from questions.model import Question
+    from scheduler.store import Store
+    from scheduler.transition import Mode
+    from trainer.core.views import TodayView
+
+
+class Services:
+    """The store and the bank. `now` pins the clock (tests, snapshots, "what does tomorrow look
+    like"); None is real time. Reads go through `store`, which first lands queued writes."""
+
+    def __init__(self, store: Store, bank: Bank, now: dt.datetime | None = None) -> None:
+        self._store = store
+        self.bank = bank
+        self.now = now
+        self.rng = random.Random()
+        self._writer = WriteBehind(store)
+
+    @property
+    def store(self) -> Store:
+        """The store, once every queued write has landed (reads then see them)."""
+        self._writer.flush()
+        return self._store
+
+    def write(self, fn: Callable[[Store], Any]) -> Future[Any]:
+        """Queue a write; writes run one at a time in submission order."""
+        return self._writer.submit(fn)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        """Finish queued writes and close the database."""
+        self._writer.close()
+        self._store.close()
+
+    @classmethod
+    def open(
+        cls,
+        db_path: Path | None = None,
+        bank_paths: Sequence[Path] | None = None,
+        now: dt.datetime | None = None,
+    ) -> Services:
+        """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
+        from questions.bank import load_bank
+        from scheduler.store import Store
+        from trainer.core.bank import sync_bank
+
+        bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
+        store = Store.open(db_path)
+        sync_bank(store, bank)  # its note is the bank's errors, which Today shows
+        return cls(store, bank, now)
+
+    # -- the bank ------------------------------------------------------------------------
+
+    def day(self) -> dt.date:
+        """Today's study day (the store's rollover hour and time zone apply)."""
+        return self.store.study_day(self.now)
+
+    def bank_errors(self) -> list[str]:
+        return [str(e) for e in self.bank.errors]
+
+    def topic_title(self, topic_id: str) -> str:
+        topic = self.bank.topics.get(topic_id)
+        return topic.title if topic else topic_id
+
+    def question(self, question_id: str) -> Question:
+        question = self.bank.get(question_id)
+        if question is None:
+            raise KeyError(f"{question_id} is not in the question bank")
+        return question
+
+    def today(self) -> TodayView:
+        from trainer.core.views import today_view
+
+        return today_view(self)
+
+    # -- card actions (Browse and the review screen) -------------------------------------
+
+    def suspend(self, question_id: str) -> None:
+        self.store.suspend(question_id)
+
+    def unsuspend(self, question_id: str) -> None:
+        self.store.unsuspend(question_id)
+
+    def bury(self, question_id: str) -> None:
+        self.store.bury(question_id, self.now)
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def draw(
+        self, question_id: str, mode: Mode, seed: int | None = None, *, new: bool = False
+    ) -> Item:
+        question = self.question(question_id)
+        seed = self.rng.randrange(2**31) if seed is None else seed
+        return Item(question_id, mode, seed, question, question.draw(seed), new)
+
+    def start_session(self) -> Session:
+        """Today's scheduled cards: due reviews, new cards, then re-drills left from earlier."""
+        queue = self.store.today_queue(self.now)
+        known = {q.id for q in self.bank.questions}
+        items = [
+            self.draw(i.question_id, "review") for i in queue.reviews if i.question_id in known
+        ]
+        items += [self.draw(i.question_id, "review", new=True)
+                  for i in queue.new if i.question_id in known]
+        pending = [i.question_id for i in queue.redrill if i.question_id in known]
+        return Session(self, items, pending, cram=False)
+
+    def start_cram(self, topic: str | None = None, limit: int = 20) -> Session:
+        """Practice without touching the schedule: a shuffled slice of a topic (or everything)."""
+        ids = [q.id for q in self.bank.questions if topic is None or q.topic == topic]
+        self.rng.shuffle(ids)
+        return Session(self, [self.draw(i, "cram") for i in ids[:limit]], [], cram=True)

@@ -1,0 +1,329 @@
+"""One study sitting: show a card, check the answer, take a grade, re-drill, undo.
+
+Answers are checked by `questions.answers.check_answer` (the one checker) and scheduled by the
+Store through `scheduler.transition` (the one set of study rules); the session only keeps the
+order of the sitting. A learner who mistyped can count a wrong verdict right before grading
+(`override`): the answer is logged as overridden, so stats can tell it from a real pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from questions.model import Instance, Question
+    from scheduler.records import ReviewResult
+    from scheduler.transition import Mode
+    from trainer.core.services import Services
+
+# SM-2 grade labels, Anki-like: a wrong answer offers 0/1/2, a right one 3/4/5.
+GRADE_LABELS: dict[int, str] = {
+    0: "blackout",
+    1: "recognised",
+    2: "almost",
+    3: "hard",
+    4: "good",
+    5: "easy",
+}
+WRONG_GRADES = (0, 1, 2)
+RIGHT_GRADES = (3, 4, 5)
+
+
+def choice_label(index: int, text: str) -> str:
+    """A shown MCQ choice as the checker displays it in a verdict: `A) text`."""
+    from questions.model import LETTERS
+
+    return f"{LETTERS[index]}) {text}"
+
+
+@dataclass
+class Item:
+    """One card as shown in a session: the question and this showing's drawn instance."""
+
+    question_id: str
+    mode: Mode
+    seed: int
+    question: Question
+    instance: Instance
+    new: bool = False  # a scheduled review of a card never seen before
+
+    @property
+    def is_mcq(self) -> bool:
+        return str(self.question.kind) == "mcq"
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The verdict on one answer, before the learner grades it."""
+
+    correct: bool
+    expected: str
+    given: str
+    hint: str
+    explanation: str
+    response_ms: int
+    chosen_index: int | None = None
+    mistake_id: str | None = None  # the named mistake (or MCQ distractor) the answer matches
+    diagnosis: str = ""  # what that mistake is, shown first
+    accepted: str = ""  # the accepted range, e.g. "accepted 5.10–5.20 s"
+    overridden: bool = False  # the learner mistyped and counted a wrong verdict right
+
+    @property
+    def grades(self) -> tuple[int, ...]:
+        return RIGHT_GRADES if self.correct else WRONG_GRADES
+
+    @property
+    def default_grade(self) -> int:
+        """Enter's grade: 'good' when right (so a re-drill passes), 'recognised' when wrong."""
+        return 4 if self.correct else 1
+
+
+@dataclass
+class Summary:
+    answered: int = 0
+    correct: int = 0
+    overridden: int = 0  # of `correct`, verdicts the learner counted right after a typo
+    seconds: float = 0.0
+    missed_topics: dict[str, int] = field(default_factory=dict)
+    next_due: dt.date | None = None
+    redrilled: int = 0
+    cram: bool = False
+    left_today: int = 0  # cards still queued when the session ended (Enter at home resumes)
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.answered if self.answered else None
+
+
+@dataclass
+class _State:
+    queue: list[Item]
+    pending: list[str]  # ids awaiting re-drill (transition.needs_redrill), in order
+    summary: Summary
+    done: list[str]
+
+
+class Session:
+    """One sitting: show an item, check an answer, record a grade, re-drill, undo."""
+
+    def __init__(self, services: Services, items: list[Item], pending: list[str], *, cram: bool):
+        self.services = services
+        self.cram = cram
+        self.total_scheduled = len(items)
+        self._state = _State(list(items), list(pending), Summary(cram=cram), [])
+        self._history: list[tuple[_State, Item, Future[ReviewResult]]] = []
+        self._shown_at = time.monotonic()
+        self._started = time.monotonic()
+        self._feedback: Feedback | None = None
+        self._given_text = ""
+        self._refill()
+
+    # -- queue ---------------------------------------------------------------------------
+
+    @property
+    def current(self) -> Item | None:
+        return self._state.queue[0] if self._state.queue else None
+
+    @property
+    def feedback(self) -> Feedback | None:
+        return self._feedback
+
+    @property
+    def remaining(self) -> int:
+        return len(self._state.queue)
+
+    @property
+    def pending_redrill(self) -> list[str]:
+        return list(self._state.pending)
+
+    @property
+    def answered(self) -> int:
+        return self._state.summary.answered
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._history)
+
+    @property
+    def can_override(self) -> bool:
+        """A wrong verdict is showing and has not been graded: the learner may count it right."""
+        return self._feedback is not None and not self._feedback.correct
+
+    def _refill(self) -> None:
+        """When the scheduled cards run out, every card still awaiting re-drill comes back."""
+        if self._state.queue or not self._state.pending:
+            return
+        mode: Mode = "cram" if self.cram else "redrill"
+        self._state.queue = [self.services.draw(i, mode) for i in self._state.pending]
+        self._state.pending = []
+
+    def mark_shown(self) -> None:
+        """Start the response clock (the screen calls this when the card is painted)."""
+        self._shown_at = time.monotonic()
+
+    # -- answering -------------------------------------------------------------------------
+
+    def submit(self, answer: str | int) -> Feedback:
+        """Check an answer: typed text, or an MCQ choice by its shown index.
+
+        Raises `questions.answers.Reask` (with the checker's message) for input that cannot be
+        graded; nothing is recorded then."""
+        from questions.answers import Reask, check_answer
+        from questions.model import LETTERS
+
+        item = self.current
+        if item is None:
+            raise RuntimeError("no card to answer")
+        if self._feedback is not None:
+            return self._feedback
+        elapsed_ms = int((time.monotonic() - self._shown_at) * 1000)
+        if isinstance(answer, int):  # a picked choice: its letter, read by the one checker
+            answer = LETTERS[answer] if 0 <= answer < len(LETTERS) else str(answer + 1)
+        text = str(answer)
+        outcome = check_answer(item.instance, text)
+        if outcome.reask:
+            raise Reask(outcome.message or "That is not an answer I can read.")
+        self._given_text = outcome.given_display if item.is_mcq else text.strip()
+        self._feedback = Feedback(
+            correct=outcome.correct,
+            expected=outcome.expected_display,
+            given=self._given_text,
+            hint=outcome.hint or "",
+            explanation=item.instance.explanation,
+            response_ms=elapsed_ms,
+            chosen_index=outcome.chosen_index,
+            # Named-mistake diagnosis (issue #14); absent from checkers that do not name them.
+            mistake_id=getattr(outcome, "mistake_id", None),
+            diagnosis=getattr(outcome, "diagnosis", None) or "",
+            accepted=getattr(outcome, "accepted", "") or "",
+        )
+        return self._feedback
+
+    def override(self) -> Feedback:
+        """'I mistyped — count it right': turn the wrong verdict showing into a right one, to be
+        graded 3-5 and logged as overridden (its named mistake is not recorded)."""
+        fb = self._feedback
+        if fb is None or fb.correct:
+            raise RuntimeError("only a wrong verdict that is not graded yet can be overridden")
+        self._feedback = replace(fb, correct=True, overridden=True, mistake_id=None)
+        return self._feedback
+
+    def grade(self, quality: int) -> Future[ReviewResult]:
+        """Record the answer with an SM-2 grade and move on (re-drilling what needs it).
+
+        Returns the queued write: it fails (its `exception()`) when the answer could not be
+        saved, which the caller reports; the session moves on either way."""
+        from scheduler.transition import needs_redrill
+
+        item, fb = self.current, self._feedback
+        if item is None or fb is None:
+            raise RuntimeError("answer the card before grading it")
+        if quality not in fb.grades:
+            raise ValueError(
+                f"grade {quality} does not fit a {'right' if fb.correct else 'wrong'} answer"
+            )
+        before = _State(
+            list(self._state.queue),
+            list(self._state.pending),
+            replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics)),
+            list(self._state.done),
+        )
+        mode, answer_text, now = item.mode, self._given_text, self.services.now
+        params = {"seed": item.seed, "values": _jsonable(item.instance.values)}
+        write: Future[ReviewResult] = self.services.write(
+            lambda store: store.answer(
+                item.question_id,
+                quality,
+                correct=fb.correct,
+                answer_text=answer_text,
+                response_ms=fb.response_ms,
+                params=params,
+                now=now,
+                mode=mode,
+                mistake_id=fb.mistake_id,
+                overridden=fb.overridden,
+            )
+        )
+        self._history.append((before, item, write))
+        s = self._state.summary
+        s.answered += 1
+        s.correct += int(fb.correct)
+        s.overridden += int(fb.overridden)
+        s.redrilled += int(item.mode == "redrill")
+        if not fb.correct:
+            topic = self.services.topic_title(item.question.topic)
+            s.missed_topics[topic] = s.missed_topics.get(topic, 0) + 1
+        self._state.queue.pop(0)
+        self._state.done.append(item.question_id)
+        if needs_redrill(quality) and item.question_id not in self._state.pending:
+            self._state.pending.append(item.question_id)
+        self._feedback = None
+        self._refill()
+        self.mark_shown()
+        return write
+
+    def undo(self) -> Item | None:
+        """Take back the last graded answer: the store restores the card, the card comes back.
+
+        The answer is undone by its review id, so it works across the rollover hour; None when
+        there is nothing to undo or the card was answered again elsewhere since."""
+        if not self._history:
+            return None
+        before, item, written = self._history[-1]
+        store = self.services.store  # waits for queued writes
+        # (a failed write left nothing to take back)
+        if written.exception() is None and store.undo(
+            review_id=written.result().review_id
+        ) is None:
+            return None
+        self._history.pop()
+        self._state = before
+        if not self._state.queue or self._state.queue[0] is not item:
+            self._state.queue.insert(0, item)
+        self._feedback = None
+        self.mark_shown()
+        return item
+
+    def drop_current(self, how: Literal["bury", "suspend"]) -> Item | None:
+        """Bury (until tomorrow) or suspend the current card and skip it."""
+        item = self.current
+        if item is None:
+            return None
+        if how == "bury":
+            self.services.bury(item.question_id)
+        else:
+            self.services.suspend(item.question_id)
+        self._state.queue.pop(0)
+        if item.question_id in self._state.pending:
+            self._state.pending.remove(item.question_id)
+        self._feedback = None
+        self._refill()
+        self.mark_shown()
+        return item
+
+    def flag(self, note: str) -> None:
+        item = self.current
+        if item is not None:
+            self.services.store.flag(item.question_id, note, self.services.now)
+
+    def summary(self) -> Summary:
+        s = replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics))
+        s.seconds = time.monotonic() - self._started
+        s.left_today = len(self._state.queue) + len(self._state.pending)
+        if not self.cram:
+            forecast = self.services.store.forecast(365, self.services.now)
+            today = self.services.day()
+            s.next_due = min((d for d, n in forecast.items() if n and d > today), default=None)
+        return s
+
+
+def _jsonable(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out[str(key)] = value if isinstance(value, int | float | str | bool) else str(value)
+    return out

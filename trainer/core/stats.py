@@ -1,0 +1,132 @@
+"""The statistics report shared by the Stats screen and `dojo stats` (text and --json).
+
+"Recurring mistakes" name what the learner keeps doing wrong: a numeric question's named mistake
+(its `says` line) or an MCQ distractor (its `why`), each with the topic whose concept note
+explains it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from questions.bank import Bank
+    from questions.model import Question
+    from scheduler.records import Card, Retention, TopicAccuracy
+    from scheduler.store import Store
+
+MISTAKE_DAYS = 30
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One recurring mistake: what it is, how often, and where its concept note is."""
+
+    question_id: str
+    topic: str  # topic id: its concept note is the bank's topic note
+    topic_title: str
+    mistake_id: str
+    says: str  # the mistake's own line, or the distractor and its why
+    count: int
+    last_day: dt.date
+
+
+@dataclass(frozen=True)
+class StatsReport:
+    day: dt.date
+    days: int  # the window of per_day, retention, forecast and overrides
+    streak: int
+    per_day: dict[dt.date, int]
+    retention: Retention
+    topics: dict[str, TopicAccuracy]
+    forecast: dict[dt.date, int]
+    ef: dict[Decimal, int]
+    intervals: dict[str, int]
+    cards: list[Card]
+    overridden: int  # answers counted right after a typo, in the window
+    mistakes: list[Mistake]  # over the last MISTAKE_DAYS days, most frequent first
+
+
+def collect(
+    store: Store, days: int = 30, now: dt.datetime | None = None, bank: Bank | None = None
+) -> StatsReport:
+    """Everything `dojo stats` prints, over the last `days` days (mistakes: the last 30)."""
+    return StatsReport(
+        day=store.study_day(now),
+        days=days,
+        streak=store.streak(now),
+        per_day=store.reviews_per_day(days, now),
+        retention=store.true_retention(days, now),
+        topics=store.topic_accuracy(),
+        forecast=store.forecast(days, now),
+        ef=store.ef_distribution(),
+        intervals=store.interval_distribution(),
+        cards=store.cards(),
+        overridden=store.overrides(days, now),
+        mistakes=recurring_mistakes(store, bank, now),
+    )
+
+
+def recurring_mistakes(
+    store: Store, bank: Bank | None, now: dt.datetime | None = None, limit: int = 10
+) -> list[Mistake]:
+    """The mistakes fallen for most over the last 30 days, described from the bank."""
+    out = []
+    for m in store.recurring_mistakes(MISTAKE_DAYS, now, limit):
+        question = bank.get(m.question_id) if bank is not None else None
+        topic = bank.topics.get(m.topic) if bank is not None else None
+        out.append(Mistake(
+            question_id=m.question_id, topic=m.topic,
+            topic_title=topic.title if topic is not None else m.topic,
+            mistake_id=m.mistake_id, says=describe_mistake(question, m.mistake_id),
+            count=m.count, last_day=m.last_day,
+        ))
+    return out
+
+
+def describe_mistake(question: Question | None, mistake_id: str) -> str:
+    """The learner-facing line for a mistake id: a numeric mistake's `says`, or for
+    `choice:<i>` the distractor as written plus its `why`; the bare id when the question (or
+    that mistake) is no longer in the bank."""
+    if question is None:
+        return mistake_id
+    kind, _, index = mistake_id.partition(":")
+    if kind == "choice" and index.isdecimal():
+        i = int(index)
+        if i < len(question.choices):
+            whys = tuple(getattr(question, "why", ()) or ())  # parallel to `choices`
+            why = whys[i] if i < len(whys) and whys[i] else ""
+            chosen = " ".join(question.choices[i].split())
+            return f"chose “{chosen}”" + (f": {why}" if why else "")
+        return mistake_id
+    for mistake in getattr(question, "mistakes", ()) or ():
+        if getattr(mistake, "id", None) == mistake_id:
+            return str(getattr(mistake, "says", "") or mistake_id)
+    return mistake_id
+
+
+def report_json(report: StatsReport) -> dict[str, Any]:
+    """The report as `dojo stats --json` prints it."""
+    r = report.retention
+    return {
+        "streak": report.streak,
+        "reviews_per_day": {d.isoformat(): n for d, n in report.per_day.items()},
+        "true_retention": {"passed": r.passed, "total": r.total, "rate": r.rate},
+        "topic_accuracy": {
+            t: {"answered": a.answered, "correct": a.correct, "overridden": a.overridden,
+                "accuracy": a.accuracy}
+            for t, a in report.topics.items()
+        },
+        "overridden": report.overridden,
+        "forecast": {d.isoformat(): n for d, n in report.forecast.items()},
+        "ef_distribution": {str(ef): n for ef, n in report.ef.items()},
+        "interval_distribution": report.intervals,
+        "recurring_mistakes": [
+            {"question_id": m.question_id, "topic": m.topic, "mistake_id": m.mistake_id,
+             "says": m.says, "count": m.count, "last_day": m.last_day.isoformat()}
+            for m in report.mistakes
+        ],
+    }

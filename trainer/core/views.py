@@ -1,0 +1,200 @@
+"""What the home, browse and stats screens show: plain dataclasses computed in one go, off the UI
+thread, from the store and the bank."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from trainer.core.stats import Mistake, collect
+
+if TYPE_CHECKING:
+    from scheduler.records import Card, LabAttempt
+    from trainer.core.services import Services
+
+
+@dataclass(frozen=True)
+class TodayView:
+    """Everything the home screen shows."""
+
+    day: dt.date
+    due: int
+    new: int
+    redrill: int
+    streak: int
+    reviews_today: int
+    retention: float | None
+    per_day: dict[dt.date, int]
+    forecast: list[int]
+    first_run: bool
+    total_questions: int
+    topics: list[tuple[str, str]]  # (id, title)
+    bank_errors: list[str]
+
+    @property
+    def to_do(self) -> int:
+        return self.due + self.new + self.redrill
+
+
+def today_view(services: Services) -> TodayView:
+    store, now = services.store, services.now
+    queue = store.today_queue(now)
+    per_day = store.reviews_per_day(84, now)
+    first_run = not any(per_day.values()) and all(c.is_new for c in store.cards())
+    return TodayView(
+        day=queue.day,
+        due=len(queue.reviews),
+        new=len(queue.new),
+        redrill=len(queue.redrill),
+        streak=store.streak(now),
+        reviews_today=per_day.get(queue.day, 0),
+        retention=store.true_retention(30, now).rate,
+        per_day=per_day,
+        forecast=list(store.forecast(14, now).values()),
+        first_run=first_run,
+        total_questions=len(services.bank.questions),
+        topics=sorted((tid, t.title) for tid, t in services.bank.topics.items()),
+        bank_errors=services.bank_errors(),
+    )
+
+
+# --- browse -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrowseRow:
+    question_id: str
+    topic: str
+    kind: str
+    status: str  # new | due | scheduled | suspended | leech | buried | retired
+    due: dt.date | None
+    ef: float | None
+    interval: int | None
+    lapses: int
+    text: str  # the prompt as written (placeholders unfilled), for search
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    when: dt.datetime | None
+    mode: str
+    quality: int
+    correct: bool
+    answer: str
+    interval: int | None
+    response_ms: int
+    overridden: bool = False  # counted right after a typo
+    mistake_id: str | None = None
+
+
+def _card_status(card: Card, today: dt.date) -> str:
+    if card.retired:
+        return "retired"
+    if card.suspended:
+        return "suspended"
+    if card.buried_until is not None and card.buried_until >= today:
+        return "buried"
+    if card.leech:
+        return "leech"
+    if card.due is None:
+        return "new"
+    return "due" if card.due <= today else "scheduled"
+
+
+def browse_rows(services: Services) -> list[BrowseRow]:
+    """Every question in the bank with its card's scheduling state."""
+    today = services.day()
+    cards = {c.question_id: c for c in services.store.cards()}
+    rows = []
+    for q in services.bank.questions:
+        card = cards.get(q.id)
+        reviewed = card is not None and not card.is_new
+        rows.append(
+            BrowseRow(
+                question_id=q.id,
+                topic=q.topic,
+                kind=q.kind,
+                status=_card_status(card, today) if card is not None else "new",
+                due=card.due if card is not None else None,
+                ef=float(card.ef) if card is not None and reviewed else None,
+                interval=card.interval if card is not None and reviewed else None,
+                lapses=card.lapses if card is not None else 0,
+                text=" ".join(q.prompt.split()),
+            )
+        )
+    return rows
+
+
+def card_history(services: Services, question_id: str) -> list[HistoryRow]:
+    """Each logged answer to a card: when, mode, grade, what was typed, the interval after."""
+    return [
+        HistoryRow(
+            when=r.reviewed_at,
+            mode=r.mode,
+            quality=r.quality,
+            correct=r.correct,
+            answer=r.answer_text,
+            interval=r.after.interval if r.mode == "review" else None,
+            response_ms=r.response_ms,
+            overridden=r.overridden,
+            mistake_id=r.mistake_id,
+        )
+        for r in services.store.history(question_id)
+    ]
+
+
+# --- stats --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatsView:
+    day: dt.date
+    per_day: dict[dt.date, int]
+    retention: list[tuple[str, float | None, int]]  # (window, rate, mature answers counted)
+    retention_weeks: list[float | None]  # true retention per week, oldest first (12 weeks)
+    topics: list[tuple[str, int, int, int]]  # (title, answered, correct, of which overridden)
+    ef: list[tuple[str, int]]
+    intervals: list[tuple[str, int]]
+    forecast: list[int]
+    streak: int
+    lab: list[tuple[str, int, bool, int, str]]  # (exercise, level, passed ever, attempts, best)
+    overridden: int  # answers counted right after a typo, last 365 days
+    mistakes: list[Mistake]  # recurring mistakes, last 30 days
+
+
+def stats_view(services: Services) -> StatsView:
+    store, now = services.store, services.now
+    report = collect(store, 365, now, services.bank)
+    retention = []
+    for days in (7, 30, 90, 365):
+        raw = store.true_retention(days, now)
+        retention.append((f"{days} d", raw.rate, raw.total))
+    topics = [
+        (services.topic_title(t.topic), t.answered, t.correct, t.overridden)
+        for t in report.topics.values()
+    ]
+    lab: dict[tuple[str, int], list[LabAttempt]] = {}
+    for attempt in store.lab_attempts():
+        lab.setdefault((attempt.exercise, attempt.level), []).append(attempt)
+    lab_rows = []
+    for (exercise, level), attempts in sorted(lab.items()):
+        passed = any(a.passed for a in attempts)
+        best = min((a.duration_s for a in attempts if a.passed), default=None)
+        lab_rows.append(
+            (exercise, level, passed, len(attempts), "" if best is None else f"{best:.1f} s")
+        )
+    return StatsView(
+        day=report.day,
+        per_day=report.per_day,
+        retention=retention,
+        retention_weeks=[r.rate for _, r in store.retention_by_week(12, now)],
+        topics=topics,
+        ef=[(f"{ef:.2f}", n) for ef, n in report.ef.items()],
+        intervals=list(report.intervals.items()),
+        forecast=list(store.forecast(30, now).values()),
+        streak=report.streak,
+        lab=lab_rows,
+        overridden=report.overridden,
+        mistakes=report.mistakes,
+    )
