@@ -8,8 +8,9 @@ function of rented cards r is r·rent + max(0, overflow − r·T)·api (T = toke
 linear in r while every rented card is full (r ≤ floor(overflow / T)), then one partial card
 (ceil) that empties the API, then strictly rising. The idle check depends on N only, the API-share
 check asks r ≥ r_min, the blended check asks cost ≤ a bound. So the cheapest r for N is among
-r_min, floor and ceil (clipped to the rental cap), and owning more than ceil(demand / T) cards
-only adds cost. Enumerating every N from 0 to that bound is therefore exhaustive. A year with
+r_min, floor and ceil (clipped to the rental cap); owning more than ceil(demand / T) cards
+only adds cost, and more than demand / (T · (1 − max_idle)) fails the idle check. Enumerating
+every N from 0 to that bound is therefore exhaustive. A year with
 fixed N splits into 12 independent months.
 """
 
@@ -156,6 +157,18 @@ def _best_rented(sc: Scenario, demand: Fraction, owned: int) -> tuple[Fraction, 
     return best
 
 
+def _owned_bound(sc: Scenario, months: Sequence[Fraction]) -> int:
+    """No optimal plan owns more cards: past ceil(demand / T) of the busiest month a card only
+    adds cost, and past demand / (T · (1 − max_idle)) of any month that month's idle check
+    fails (at or below floor(demand / T) nothing is idle)."""
+    bound = max(math.ceil(d / sc.per_card) for d in months)
+    if sc.max_idle < 1:
+        for d in months:
+            idle_ok = math.floor(d / (sc.per_card * (1 - sc.max_idle)))
+            bound = min(bound, max(math.floor(d / sc.per_card), idle_ok))
+    return bound
+
+
 def _blended_ok(sc: Scenario, demand: Fraction, cost: Fraction) -> bool:
     return cost / demand * PER <= sc.max_cost * sc.api_price
 
@@ -170,7 +183,7 @@ def cheapest_plan(scenario: Mapping[str, Any], demand: int) -> dict[str, Any]:
     d = _demand(demand)
     best: tuple[Fraction, int, int] | None = None
     capacity_ok = False
-    for owned in range(math.ceil(d / sc.per_card) + 1):
+    for owned in range(_owned_bound(sc, [d]) + 1):
         found = _best_rented(sc, d, owned)
         if found is None:
             continue
@@ -191,7 +204,7 @@ def plan_year(scenario: Mapping[str, Any], demand: Sequence[int]) -> dict[str, A
     if not months:
         raise ValueError("demand has no months")
     best: tuple[Fraction, int, list[int]] | None = None
-    for owned in range(max(math.ceil(d / sc.per_card) for d in months) + 1):
+    for owned in range(_owned_bound(sc, months) + 1):
         total, rented = Fraction(0), []
         for d in months:
             found = _best_rented(sc, d, owned)
