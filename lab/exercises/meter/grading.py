@@ -303,8 +303,10 @@ def _same(path: str, want: Any, got: Any) -> None:
             raise Mismatch(path, f"{path}: expected a dict, got {_show(got)}")
         for key in want:
             if key not in got:
-                raise Mismatch(f"{path}.{key}", f"{path}.{key} is missing "
-                                                f"(expected {_show(want[key])})")
+                shown = (f"a dict with keys {list(want[key])[:6]}" if isinstance(want[key], dict)
+                         else _show(want[key]))
+                raise Mismatch(path, f"{path}.{key} is missing (expected {shown}; you have "
+                                     f"{list(got)[:6]})")
         extra = [k for k in got if k not in want]
         if extra:
             raise Mismatch(path, f"{path} has unexpected entries {extra[:3]} "
@@ -356,15 +358,42 @@ def _diagnose(case: Case, path: str, got_value: Any, want_value: Any) -> str:
             variant = plain(diagnose.variant(events, case.params["prices"], bug))
         except (ValueError, KeyError, TypeError, ArithmeticError):
             continue
-        here = _pick(variant, path)
-        if here is _MISSING or here == want_here:
+        here = _pick(_graded(variant, case.level, "ledger"), path)
+        if here is _MISSING or _equal(here, want_here):
             continue
-        try:
-            if here == got_here or (isinstance(here, str) and isinstance(got_here, str)
-                                    and Decimal(here) == Decimal(got_here)):
-                return diagnose.BUGS[bug]
-        except InvalidOperation:
-            continue
+        if _equal(here, got_here):
+            return diagnose.BUGS[bug]
+    return ""
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """Plain ledgers equal figure by figure (Decimal strings compared as numbers)."""
+    try:
+        _same("", a, b)
+    except Mismatch:
+        return False
+    return True
+
+
+def _request_diagnosis(case: Case, path: str, got: Any) -> str:
+    """bill_request: rounding, or cached tokens priced free or at the full rate."""
+    from lab.exercises.meter import diagnose
+
+    event, prices = case.params["event"], case.params["prices"]
+    key = path.rsplit(".", 1)[-1]
+    try:
+        value = Decimal(got)
+        rate_in = Decimal(prices["tiers"][event["tier"]]["in"])
+    except (InvalidOperation, KeyError, TypeError):
+        return ""
+    cached = Decimal(event["cached_tokens"])
+    exact = {"cached_input": cached * rate_in * Decimal(prices["cached_fraction"]) / 1_000_000}
+    if key == "cached_input" and cached and value in (0, cached * rate_in / 1_000_000):
+        return diagnose.BUGS["cached_free" if value == 0 else "cached_full"]
+    if value == value.quantize(Decimal("0.01")) and key in ("fresh_input", "output", "total",
+                                                              "cached_input") and (
+            key != "cached_input" or exact["cached_input"] != value):
+        return "bill_request returns the exact amount: do not round a single request"
     return ""
 
 
@@ -397,6 +426,9 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     try:
         _same(fn, want, value)
     except Mismatch as miss:
-        why = _diagnose(case, miss.path, value, want)
+        if fn == "bill_request":
+            why = _request_diagnosis(case, miss.path, _pick(value, miss.path))
+        else:
+            why = _diagnose(case, miss.path, value, want)
         return Verdict(False, str(miss) + (f" — {why}" if why else ""))
     return Verdict(True)
