@@ -225,15 +225,15 @@ FIGURES = ("tokens_per_card_month", "cards_needed", "owned_capacity", "rented_ca
            "owned_tokens", "rented_tokens", "api_tokens", "idle_share", "api_share",
            "owned_cost", "rented_cost", "api_cost", "total_cost", "blended_per_m", "cost_vs_api")
 
-L1_BUGS: dict[str, str] = {
+L1_BUGS: dict[str, str] = {  # strict_limit first: it explains a wrong verdict best
+    "strict_limit": "a check passes when its figure is exactly at the limit (margin 0 passes): "
+                    "compare exactly, e.g. with fractions.Fraction",
     "floor_cards": "cards_needed is a whole number of cards that carries the demand: "
                    "ceil(demand / tokens per card-month), not floor",
     "idle_over_demand": "idle share is idle owned capacity ÷ owned capacity, not ÷ demand",
     "rented_as_owned": "the idle check is about owned cards only: rented capacity left idle is "
                        "not owned idle (rented counted as owned)",
     "no_premium": "a rented card-month costs card_month_cost × rent_premium",
-    "strict_limit": "a check passes when its figure is exactly at the limit (margin 0 passes): "
-                    "compare exactly, e.g. with fractions.Fraction",
     "api_share_of_overflow": "the API share is API tokens ÷ all the month's tokens, not ÷ the "
                              "overflow",
 }
