@@ -4,7 +4,7 @@ With no flag set it passes every level (tests/meter/test_meter_teeth.py checks t
 
 import json
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
 WINDOW = 10_000
@@ -80,7 +80,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                     window.append((i, key))
             f, c, o, d = cost(e, tiers, frac)
             ts = e["received_ts"] if received_month else e["ts"]
-            month = datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m")
+            month = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m")
             m = months.setdefault(month, {"tiers": {}, "tokens": 0, "fresh_tokens": 0,
                                           "first": zero, "retries": zero, "tenants": {},
                                           "untagged": zero, "transfer": {}})
