@@ -426,7 +426,8 @@ def _check_plan(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
         return Verdict(False, f"{mine}, the same as {theirs}: a tie — the rule is fewest owned "
                               "cards, then fewest rented")
     return Verdict(False, f"{mine}; {theirs} is cheaper and passes every check — not optimal "
-                          "(a greedy split is not enough: try every owned count)")
+                          "(try every owned count, and let the API take a remainder when that "
+                          "is cheaper than a whole rented card)")
 
 
 def _check_year(case: Case, got: Any, want: dict[str, Any]) -> Verdict:

@@ -2,7 +2,7 @@
 broken module turns one on (the mistakes candidates make when they build a billing pipeline).
 With no flag set it passes every level (tests/meter/test_meter_teeth.py checks that)."""
 
-import json
+import copy
 from collections import deque
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
@@ -66,8 +66,9 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
         seen, window = set(), deque()
         months = {}
         for i, e in enumerate(events):
-            if slow:
-                e = json.loads(json.dumps(e))
+            if slow:  # a defensive deep copy per event, three times over
+                for _ in range(3):
+                    e = copy.deepcopy(e)
             key = e["request_id"] if retry_once else (e["request_id"], e["attempt"])
             if not dup_twice:
                 if not unbounded_seen:

@@ -1,4 +1,4 @@
-"""Broken meter: copies each event through JSON (level 4: too slow)."""
+"""Broken meter: deep-copies every event three times (level 4: too slow)."""
 
 from _meterbase import make
 
