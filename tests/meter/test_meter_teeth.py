@@ -16,6 +16,7 @@ def test_reference_passes(tmp_path: Path, level: int) -> None:
     assert_passes("meter", reference_as_solution("meter", tmp_path), level=level, seed=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3])
 def test_independent_solution_agrees_with_the_reference(seed: int) -> None:
     for level in (1, 2, 3):

@@ -55,11 +55,11 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
     def evaluate_plan(scenario, demand, plan):
         return month(scenario, demand, plan["owned"], plan["rented"])
 
-    def ok(sc, d, owned, rented, skip=()):
+    def ok(sc, d, owned, rented, skip=(), figures=None):
         cap = sc.get("max_rented")
         if cap is not None and rented > cap:
             return False
-        checks = month(sc, d, owned, rented)["checks"]
+        checks = (figures or month(sc, d, owned, rented))["checks"]
         return all(c["passed"] for k, c in checks.items() if k not in skip)
 
     def options(sc, d, owned):
@@ -75,14 +75,18 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
             owned = math.floor(F(demand) / per)
             return {"owned": owned, "rented": need - owned}
         best, capacity_ok = None, False
-        for owned in range(need + 1):
+        spare = 1 - F(scenario["max_idle"])  # more owned cards than this fails the idle check
+        most = need if spare <= 0 else min(need, max(math.floor(F(demand) / per),
+                                                     math.floor(F(demand) / (per * spare))))
+        for owned in range(most + 1):
             for rented in options(scenario, demand, owned):
-                if ok(scenario, demand, owned, rented, skip=("blended",)):
+                fig = month(scenario, demand, owned, rented)
+                if ok(scenario, demand, owned, rented, ("blended",), fig):
                     capacity_ok = True
                 if not ok(scenario, demand, owned, rented,
-                          skip=("blended",) if no_infeasible else ()):
+                          ("blended",) if no_infeasible else (), fig):
                     continue
-                cost = month(scenario, demand, owned, rented)["total_cost"]
+                cost = fig["total_cost"]
                 better = best is None or cost < best[0] or (
                     tie_most_owned and cost == best[0] and owned > best[1])
                 if better:
@@ -99,13 +103,19 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
             rented = [max(0, math.ceil((F(d) - owned * per) / per)) for d in demand]
             return {"owned": owned, "rented": rented}
         best = None
-        for owned in range(max(math.ceil(F(d) / per) for d in demand) + 1):
+        most = max(math.ceil(F(d) / per) for d in demand)
+        spare = 1 - F(scenario["max_idle"])
+        if spare > 0:  # the quietest month's idle check caps the owned cards
+            most = min(most, *(max(math.floor(F(d) / per), math.floor(F(d) / (per * spare)))
+                               for d in demand))
+        for owned in range(most + 1):
             total, rented = F(0), []
             for d in demand:
                 found = None
                 for r in options(scenario, d, owned):
-                    if ok(scenario, d, owned, r):
-                        cost = month(scenario, d, owned, r)["total_cost"]
+                    fig = month(scenario, d, owned, r)
+                    if ok(scenario, d, owned, r, (), fig):
+                        cost = fig["total_cost"]
                         if found is None or cost < found[0]:
                             found = (cost, r)
                 if found is None:
