@@ -123,10 +123,6 @@ def bill_request(event: Mapping[str, Any], prices: Mapping[str, Any]) -> dict[st
 
 
 # -- the ledger --------------------------------------------------------------------------------
-def _tag(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def ledger(events: Iterable[Mapping[str, Any]], prices: Mapping[str, Any]) -> dict[str, Any]:
     tiers, fraction = rates(prices)
     buckets, shared = accumulate(events, tiers)
@@ -149,7 +145,7 @@ def accumulate(
     day_month: dict[int, str] = {}
     for i, event in enumerate(events):
         attempt = event["attempt"]
-        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        if type(attempt) is not int or attempt < 1:  # type(): a bool is not an attempt number
             raise ValueError(f"attempt must be an int >= 1, got {attempt!r}")
         key = (event["request_id"], attempt)
         while window and window[0][0] <= i - DEDUP_WINDOW:
@@ -161,23 +157,26 @@ def accumulate(
         tier = event["tier"]
         if tier not in tiers:
             raise ValueError(f"request {event['request_id']}: unknown tier {tier!r}")
-        fresh, cached, out = _tokens(event)
+        prompt, cached, out = event["prompt_tokens"], event["cached_tokens"], event["output_tokens"]
+        if not (type(prompt) is int and type(cached) is int and type(out) is int
+                and 0 <= cached <= prompt and out >= 0):
+            _tokens(event)  # raises the specific error
         ts = event["ts"]
-        if isinstance(ts, bool) or not isinstance(ts, int):
+        if type(ts) is not int:
             raise ValueError(f"ts must be an int (unix seconds), got {ts!r}")
         day = ts // 86400
         month = day_month.get(day)
         if month is None:
             month = day_month[day] = month_of(ts)
-        tenant = _tag(event.get("tenant"))
+        tenant = event.get("tenant") or None
         b = buckets.get((month, tier, tenant))
         if b is None:
             b = buckets[(month, tier, tenant)] = [0, 0, 0, 0, 0, 0]
         j = 0 if attempt == 1 else 3
-        b[j] += fresh
+        b[j] += prompt - cached
         b[j + 1] += cached
         b[j + 2] += out
-        owner = _tag(event.get("prefix_owner"))
+        owner = event.get("prefix_owner") or None
         if cached and owner is not None and owner != tenant:
             k = (month, tier, tenant, owner)
             shared[k] = shared.get(k, 0) + cached
