@@ -7,9 +7,12 @@ list price. A card-month is 730 hours, so tokens per card-month = tok/s × 3,600
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from dataclasses import replace
+from fractions import Fraction
+from typing import Any
 
+from lab.reference import fleet as plan
 from lab.sims.base import (
     InputSpec,
     Output,
@@ -24,7 +27,7 @@ from lab.sims.base import (
     points,
 )
 
-HOURS_PER_MONTH = 730
+HOURS_PER_MONTH = plan.HOURS_PER_MONTH
 B = 1e9
 M = 1e6
 # H100 tokens/s per GPU and API $ per 1M tokens, per model size (serving-facts scenario).
@@ -116,38 +119,46 @@ class FleetSim(Sim):
         out: list[Output] = []
 
         tps = h100_tps * speed
-        per_card = tps * 3600 * HOURS_PER_MONTH
+        scenario = plan.Scenario({
+            "tokens_per_second": tps, "card_month_cost": card_cost, "rent_premium": premium,
+            "api_price_per_m": api_price, "max_idle": float(v["max_idle"]),
+            "max_cost_vs_api": float(v["max_cost_vs_api"]),
+            "max_api_share": float(v["max_api_share"]),
+        })
+        # the sim rents by the card-hour: exactly the rented share of the overflow
+        exact_demand = Fraction(demand)
+        overflow_exact = max(Fraction(0), exact_demand - owned * scenario.per_card)
+        rented_exact = overflow_exact * Fraction(rented_share) / scenario.per_card
+        figures = plan.evaluate(scenario, exact_demand, owned, rented_exact)
+        verdicts: dict[str, dict[str, Any]] = figures["checks"]
+        month = {k: (float(x) if isinstance(x, Fraction) else x) for k, x in figures.items()}
+        per_card = month["tokens_per_card_month"]
         f.append(
             f"{card_label} on {model_label}: {num(h100_tps)} tok/s × {num(speed)} = "
             f"{num(tps)} tok/s × 3,600 s × 730 h = {num(per_card / B)}B tokens per card-month"
         )
         needed = demand / per_card
         f.append(f"Cards needed = {num(demand / B)}B ÷ {num(per_card / B)}B = {num(needed)} → "
-                 f"{math.ceil(needed - 1e-9)} cards")
-        owned_cap = owned * per_card
-        owned_served = min(demand, owned_cap)
+                 f"{month['cards_needed']} cards")
+        owned_cap, owned_served = month["owned_capacity"], month["owned_tokens"]
         idle = owned_cap - owned_served
-        idle_share = idle / owned_cap if owned_cap else 0.0
+        idle_share = month["idle_share"]
         f.append(
             f"Owned capacity = {owned} × {num(per_card / B)}B = {num(owned_cap / B)}B; serves "
             f"{num(owned_served / B)}B, idle {num(idle / B)}B = {pct(idle_share)}"
             + ("" if owned_cap else " (no owned cards)")
         )
         overflow = demand - owned_served
-        rented_served = overflow * rented_share
-        api_tokens = overflow - rented_served
-        rented_months = rented_served / per_card
+        rented_served, api_tokens = month["rented_tokens"], month["api_tokens"]
+        rented_months = float(rented_exact)
         f.append(
             f"Overflow = {num(demand / B)}B − {num(owned_served / B)}B = {num(overflow / B)}B: "
             f"rented {pct(rented_share)} = {num(rented_served / B)}B "
             f"({num(rented_months)} card-months), API {num(api_tokens / B)}B"
         )
-        owned_cost = owned * card_cost
-        rent_rate = card_cost * premium
-        rented_cost = rented_months * rent_rate
-        api_cost = api_tokens / M * api_price
-        total = owned_cost + rented_cost + api_cost
-        blended = total / (demand / M)
+        owned_cost, rented_cost, api_cost = (month["owned_cost"], month["rented_cost"],
+                                             month["api_cost"])
+        total, blended = month["total_cost"], month["blended_per_m"]
         all_api = demand / M * api_price
         f += [
             f"Owned = {owned} × {money(card_cost)} = {money(owned_cost)}",
@@ -160,13 +171,13 @@ class FleetSim(Sim):
         ]
         capacity = owned_cap + rented_served
         utilisation = (owned_served + rented_served) / capacity if capacity else 0.0
-        api_share = api_tokens / demand
+        api_share = month["api_share"]
         out += [
             Output("card_tps", "Tokens/s per card", tps, "tok/s", f"{num(tps)} tok/s"),
             Output("tokens_per_card_month", "Tokens per card-month", per_card / B, "B tokens",
                    f"{num(per_card / B)}B"),
             Output("cards_needed", "Cards needed", needed, "cards",
-                   f"{num(needed)} ({math.ceil(needed - 1e-9)} whole cards)"),
+                   f"{num(needed)} ({month['cards_needed']} whole cards)"),
             Output("owned_capacity", "Owned capacity", owned_cap / B, "B tokens",
                    f"{num(owned_cap / B)}B"),
             Output("capacity", "Capacity (owned + rented)", capacity / B, "B tokens",
@@ -193,7 +204,7 @@ class FleetSim(Sim):
         ]
         max_idle, max_cost, max_api = (float(v["max_idle"]), float(v["max_cost_vs_api"]),
                                        float(v["max_api_share"]))
-        checks = [
+        shown = [
             at_most("idle", f"Idle ≤ {pct(max_idle)} of owned capacity",
                     idle_share, max_idle, pct, points),
             at_most("blended", f"Blended cost ≤ {pct(max_cost)} of the API price",
@@ -201,4 +212,7 @@ class FleetSim(Sim):
             at_most("api_share", f"API overflow ≤ {pct(max_api)} of tokens",
                     api_share, max_api, pct, points),
         ]
+        # the verdicts and margins are the exact ones the fleet lab grades
+        checks = [replace(c, passed=verdicts[c.name]["passed"],
+                          margin=float(verdicts[c.name]["margin"])) for c in shown]
         return SimResult(self.name, dict(v), out, f, checks)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from lab.reference import meter as bill
 from lab.sims.base import (
     InputSpec,
     Output,
@@ -121,12 +122,13 @@ class MeteringSim(Sim):
         f.append(f"Prompt tokens = {in_terms} = {num(tokens_in / M)}M")
         f.append(f"Output tokens = {out_terms} = {num(tokens_out / M)}M")
 
-        fresh = tokens_in * (1 - cached) * rate_in / M
-        cached_cost = tokens_in * cached * rate_in * CACHED_RATE / M
-        output = tokens_out * rate_out / M
+        fresh, cached_cost, output = bill.line_costs(
+            tokens_in * (1 - cached), tokens_in * cached, float(tokens_out), rate_in, rate_out,
+            CACHED_RATE)
         first = fresh + cached_cost + output
-        retries = retry * first
+        retries = retry * first  # each retried request is re-billed once, in full
         total = first + retries
+        increase, retry_share = bill.retry_tax(first, retries)
         f += [
             f"Fresh input = {num(tokens_in / M)}M × {pct(1 - cached)} × ${num(rate_in)} = "
             f"{money(fresh)}",
@@ -139,13 +141,13 @@ class MeteringSim(Sim):
             f"Retries raise spend by {pct(retry)}; they are {pct(retry)} ÷ {pct(1 + retry)} = "
             f"{pct(retry / (1 + retry))} of the final bill",
         ]
-        saved = tokens_in * cached * rate_in * (1 - CACHED_RATE) * (1 + retry) / M
+        saved = bill.cached_discount(tokens_in * cached, rate_in, CACHED_RATE) * (1 + retry)
         f.append(
             f"Saved by caching = {num(tokens_in / M)}M × {pct(cached)} × ${num(rate_in)} × 90% × "
             f"{num(1 + retry)} (retries) = {money(saved)}"
         )
         moved = (tokens_in + tokens_out) * (1 + retry)
-        blended = total / moved * M
+        blended = bill.blended_per_m(total, moved) or 0.0
         f.append(
             f"Blended = {money(total)} ÷ ({num((tokens_in + tokens_out) / M)}M × {num(1 + retry)}"
             f" = {num(moved / M)}M tokens moved) = ${num(blended)} per 1M"
@@ -157,10 +159,10 @@ class MeteringSim(Sim):
             Output("retries", "Retries", retries, "$", money(retries)),
             Output("total", "Bill", total, "$", money(total)),
             Output("saved", "Saved by caching", saved, "$", money(saved)),
-            Output("retry_spend_increase", "Spend added by retries", retry, "fraction",
-                   f"+{pct(retry)}"),
-            Output("retry_share_of_bill", "Retries' share of the bill", retry / (1 + retry),
-                   "fraction", pct(retry / (1 + retry))),
+            Output("retry_spend_increase", "Spend added by retries", increase, "fraction",
+                   f"+{pct(increase or 0.0)}"),
+            Output("retry_share_of_bill", "Retries' share of the bill", retry_share,
+                   "fraction", pct(retry_share or 0.0)),
             Output("tokens_moved", "Tokens moved", moved, "tokens", f"{num(moved / M)}M"),
             Output("blended_per_m", "Blended price", blended, "$/1M", f"${num(blended)} per 1M"),
         ]
@@ -168,8 +170,8 @@ class MeteringSim(Sim):
         untagged = 0.0
         untagged_requests = 0.0
         for key, (label, tin, tout) in REQUEST_TYPES.items():
-            per_first = (tin * ((1 - cached) + cached * CACHED_RATE) * rate_in
-                         + tout * rate_out) / M
+            per_first = sum(bill.line_costs(tin * (1 - cached), tin * cached, float(tout),
+                                            rate_in, rate_out, CACHED_RATE))
             per_request = per_first * (1 + retry)
             spend = per_request * counts[key]
             tagged = float(v[f"{key}_tagged"])
@@ -188,7 +190,7 @@ class MeteringSim(Sim):
                        f"{money(spend)} ({pct(spend / total)})"),
             ]
         total_requests = sum(counts.values())
-        untagged_share = untagged / total
+        untagged_share = bill.share(untagged, total) or 0.0
         untagged_req_share = untagged_requests / total_requests
         f.append(
             f"Untagged = Σ spend × (1 − tagged) = {money(untagged)} = {pct(untagged_share)} of "

@@ -1,0 +1,1 @@
+"""The `meter` exercise: a token ledger — bill requests, months, retries, tenants, a stream."""

@@ -1,0 +1,89 @@
+"""Seeded usage-event streams for `meter`: lazy (a generator, for the streaming level) and small.
+
+The same spec always yields the same events. Streams honour the statement's promises: a
+redelivered event (same request id and attempt) arrives fewer than DEDUP_WINDOW events after its
+first delivery, and a retry has the same request id with the next attempt number. `received_ts`
+is when the event reached the meter; `ts` is when the request ran (late events: ts in an earlier
+month than received_ts).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+DEDUP_WINDOW = 10_000
+POOL, DRAWS, RECENT = 4096, 4093, 32
+TIERS = ("fast", "flagship", "frontier")
+# Month starts (UTC) used by the streams: a 31-, a 28- and a 30-day month.
+MONTH_STARTS = tuple(
+    int(datetime(2026, m, 1, tzinfo=UTC).timestamp()) for m in (1, 2, 3, 4)
+)
+
+
+def events(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Yield `spec["n"]` events (counting redeliveries) from a seeded mix.
+
+    spec keys: seed, n, and optional rates: dup, retry, late, untagged, shared (0..1), tenants
+    (names), tiers (names), months (how many consecutive months from 2026-01, at most 3),
+    far_dup (redeliver the first event DEDUP_WINDOW - 1 events later), max_prompt,
+    max_output.
+    """
+    rng = random.Random(f"meter-stream/{spec['seed']}")
+    n, seed = int(spec["n"]), spec["seed"]
+    dup, retry, late = spec.get("dup", 0.0), spec.get("retry", 0.0), spec.get("late", 0.0)
+    untagged, shared = spec.get("untagged", 0.0), spec.get("shared", 0.0)
+    tenants = tuple(spec.get("tenants", ("search", "ads", "support")))
+    tiers = tuple(spec.get("tiers", TIERS))
+    months = int(spec.get("months", 2))
+    max_prompt, max_output = int(spec.get("max_prompt", 16_000)), int(spec.get("max_output", 4_000))
+    start, end = MONTH_STARTS[0], MONTH_STARTS[months]
+    span = end - start
+    # Precomputed draws keep a million-event stream cheap to produce: the consumer's work, not
+    # the generator's, should dominate the streaming level's time.
+    pool = []
+    for _ in range(POOL):
+        prompt = rng.randrange(max_prompt + 1)
+        tenant = None if rng.random() < untagged else rng.choice(tenants)
+        owner = rng.choice(tenants) if rng.random() < shared else tenant
+        cached = rng.randrange(prompt + 1) if rng.random() < 0.6 else 0
+        lag = rng.randrange(1, max(2, span // 3)) if rng.random() < late else 0
+        pool.append((tenant, rng.choice(tiers), prompt, cached, rng.randrange(max_output + 1),
+                     owner, lag))
+    draws = [rng.random() for _ in range(DRAWS)]
+    outputs = [rng.randrange(max_output + 1) for _ in range(DRAWS)]
+    # one recent first delivery per slot (with its position), for retries and redeliveries
+    recent: list[tuple[int, dict[str, Any]] | None] = [None] * RECENT
+    serial = 0
+    first: dict[str, Any] | None = None
+    far = bool(spec.get("far_dup"))
+    for i in range(n):
+        now = start + span * i // n
+        if far and i == DEDUP_WINDOW - 1 and first is not None:
+            yield {**first, "received_ts": now}  # the latest redelivery the window allows
+            continue
+        r = draws[i % DRAWS]
+        slot = (i * 7 + serial) % RECENT
+        entry = recent[slot]
+        if entry is not None and r < dup + retry:
+            at, old = entry
+            if r < dup and i - at < DEDUP_WINDOW:
+                yield {**old, "received_ts": now}  # redelivered: same request id and attempt
+                continue
+            event = {**old, "attempt": old["attempt"] + 1, "ts": max(old["ts"], now - 30),
+                     "received_ts": now, "output_tokens": outputs[i % DRAWS]}
+            recent[slot] = (i, event)  # the retry replaces its request's entry
+            yield event
+            continue
+        tenant, tier, prompt, cached, out, owner, lag = pool[serial % POOL]
+        serial += 1
+        ts = now - lag if now - lag >= start else now
+        event = {"request_id": f"r{seed}-{serial:07d}", "tenant": tenant, "tier": tier,
+                 "prompt_tokens": prompt, "cached_tokens": cached, "output_tokens": out,
+                 "attempt": 1, "ts": ts, "received_ts": now, "prefix_owner": owner}
+        recent[slot] = (i, event)
+        if first is None:
+            first = event
+        yield event

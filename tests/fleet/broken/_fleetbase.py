@@ -1,0 +1,132 @@
+"""A fleet solution written independently of the reference, with switchable mistakes; each
+broken module turns one on. With no flag set it passes every level."""
+
+import math
+from fractions import Fraction as F
+
+CHECKS = ("idle", "blended", "api_share")
+
+
+def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, strict_limit=False,
+         no_premium=False, api_share_of_overflow=False, greedy=False, no_infeasible=False,
+         always_blended=False, tie_most_owned=False, greedy_year=False, own_the_peak=False,
+         no_api_for_remainder=False):
+    def setup(sc):
+        per = F(sc["tokens_per_second"]) * 3600 * 730
+        rent = F(sc["card_month_cost"]) * (1 if no_premium else F(sc["rent_premium"]))
+        return per, F(sc["card_month_cost"]), rent, F(sc["api_price_per_m"])
+
+    def month(sc, demand, owned, rented):
+        if demand <= 0 or owned < 0 or rented < 0:
+            raise ValueError("demand must be positive and card counts non-negative")
+        per, own_cost, rent_cost, api = setup(sc)
+        d = F(demand)
+        ocap, rcap = owned * per, rented * per
+        otok = min(d, ocap)
+        rtok = min(d - otok, rcap)
+        atok = d - otok - rtok
+        if rented_as_owned:
+            cap = ocap + rcap
+            idle = (cap - otok - rtok) / cap if cap else F(0)
+        elif idle_over_demand:
+            idle = (ocap - otok) / d
+        else:
+            idle = (ocap - otok) / ocap if ocap else F(0)
+        share = atok / (d - otok) if api_share_of_overflow and d > otok else atok / d
+        if api_share_of_overflow and d == otok:
+            share = F(0)
+        total = owned * own_cost + rented * rent_cost + atok * api / 1_000_000
+        blended = total / d * 1_000_000
+        margins = {"idle": F(sc["max_idle"]) - idle,
+                   "blended": F(sc["max_cost_vs_api"]) * api - blended,
+                   "api_share": F(sc["max_api_share"]) - share}
+        cards = math.floor(d / per) if floor_cards else math.ceil(d / per)
+        return {
+            "tokens_per_card_month": per, "cards_needed": cards, "owned_capacity": ocap,
+            "rented_capacity": rcap, "owned_tokens": otok, "rented_tokens": rtok,
+            "api_tokens": atok, "idle_share": idle, "api_share": share,
+            "owned_cost": owned * own_cost, "rented_cost": rented * rent_cost,
+            "api_cost": atok * api / 1_000_000, "total_cost": total, "blended_per_m": blended,
+            "cost_vs_api": blended / api,
+            "checks": {k: {"passed": (m > 0 if strict_limit else m >= 0), "margin": m}
+                       for k, m in margins.items()},
+        }
+
+    def evaluate_plan(scenario, demand, plan):
+        return month(scenario, demand, plan["owned"], plan["rented"])
+
+    def ok(sc, d, owned, rented, skip=(), figures=None):
+        cap = sc.get("max_rented")
+        if cap is not None and rented > cap:
+            return False
+        checks = (figures or month(sc, d, owned, rented))["checks"]
+        return all(c["passed"] for k, c in checks.items() if k not in skip)
+
+    def options(sc, d, owned):
+        per = setup(sc)[0]
+        over = max(F(0), F(d) - owned * per)
+        hi = math.ceil(over / per)
+        return range(hi, hi + 1) if no_api_for_remainder else range(hi + 1)
+
+    def cheapest_plan(scenario, demand):
+        per = setup(scenario)[0]
+        need = math.ceil(F(demand) / per)
+        if greedy:
+            owned = math.floor(F(demand) / per)
+            return {"owned": owned, "rented": need - owned}
+        best, capacity_ok = None, False
+        spare = 1 - F(scenario["max_idle"])  # more owned cards than this fails the idle check
+        most = need if spare <= 0 else min(need, max(math.floor(F(demand) / per),
+                                                     math.floor(F(demand) / (per * spare))))
+        for owned in range(most + 1):
+            for rented in options(scenario, demand, owned):
+                fig = month(scenario, demand, owned, rented)
+                if ok(scenario, demand, owned, rented, ("blended",), fig):
+                    capacity_ok = True
+                if not ok(scenario, demand, owned, rented,
+                          ("blended",) if no_infeasible else (), fig):
+                    continue
+                cost = fig["total_cost"]
+                better = best is None or cost < best[0] or (
+                    tie_most_owned and cost == best[0] and owned > best[1])
+                if better:
+                    best = (cost, owned, rented)
+        if best is None:
+            return {"infeasible": "blended" if capacity_ok or always_blended else "api_share"}
+        return {"owned": best[1], "rented": best[2]}
+
+    def plan_year(scenario, demand):
+        per = setup(scenario)[0]
+        if greedy_year or own_the_peak:
+            pick = max if own_the_peak else min
+            owned = (math.ceil if own_the_peak else math.floor)(F(pick(demand)) / per)
+            rented = [max(0, math.ceil((F(d) - owned * per) / per)) for d in demand]
+            return {"owned": owned, "rented": rented}
+        best = None
+        most = max(math.ceil(F(d) / per) for d in demand)
+        spare = 1 - F(scenario["max_idle"])
+        if spare > 0:  # the quietest month's idle check caps the owned cards
+            most = min(most, *(max(math.floor(F(d) / per), math.floor(F(d) / (per * spare)))
+                               for d in demand))
+        for owned in range(most + 1):
+            total, rented = F(0), []
+            for d in demand:
+                found = None
+                for r in options(scenario, d, owned):
+                    fig = month(scenario, d, owned, r)
+                    if ok(scenario, d, owned, r, (), fig):
+                        cost = fig["total_cost"]
+                        if found is None or cost < found[0]:
+                            found = (cost, r)
+                if found is None:
+                    break
+                total += found[0]
+                rented.append(found[1])
+            else:
+                if best is None or total < best[0]:
+                    best = (total, owned, rented)
+        if best is None:
+            return {"infeasible": "year"}
+        return {"owned": best[1], "rented": best[2]}
+
+    return evaluate_plan, cheapest_plan, plan_year

@@ -1,0 +1,55 @@
+"""fleet has teeth: the reference and an independent solution pass, the stub fails as not
+implemented, and every broken implementation fails its level with a message naming the bug."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
+from tests.fleet.conftest import BROKEN
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_reference_passes(tmp_path: Path, level: int) -> None:
+    assert_passes("fleet", reference_as_solution("fleet", tmp_path), level=level, seed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3])
+def test_independent_solution_agrees_with_the_reference(seed: int) -> None:
+    for level in (1, 2, 3):
+        assert_passes("fleet", BROKEN / "_correct.py", level=level, seed=seed)
+
+
+def test_stub_fails_as_not_implemented() -> None:
+    from lab.exercises import get
+
+    run = assert_fails("fleet", get("fleet").stub_path, 1, match=r"not implemented yet",
+                       kind="not_implemented")
+    assert {f["kind"] for f in run.failures} == {"not_implemented"}
+
+
+@pytest.mark.parametrize(
+    ("broken", "level", "match"),
+    [
+        ("idle_over_demand", 1, r"idle share is idle owned capacity ÷ owned capacity, not ÷ "
+                                r"demand"),
+        ("rented_as_owned", 1, r"rented capacity left idle is not owned idle"),
+        ("floor_cards", 1, r"ceil\(demand / tokens per card-month\), not floor"),
+        ("strict_limit", 1, r"exactly at the limit \(margin 0 passes\)"),
+        ("no_premium", 1, r"a rented card-month costs card_month_cost × rent_premium"),
+        ("api_share_of_overflow", 1, r"API tokens ÷ all the month's tokens, not ÷ the overflow"),
+        ("greedy", 2, r"is cheaper and passes every check — not optimal"),
+        ("no_infeasible", 2, r"no plan passes every check \(binding: blended\).*infeasible not "
+                             r"detected"),
+        ("always_blended", 2, r"the binding check is 'api_share', not 'blended'"),
+        ("tie_most_owned", 2, r"a tie — the rule is fewest owned cards, then fewest rented"),
+        ("no_api_for_remainder", 2, r"let the API take a remainder"),
+        ("greedy_year", 3, r"within 0\.5% passes.*owning more cards"),
+        ("own_the_peak", 3, r"the idle check fails"),
+    ],
+)
+def test_broken_implementation_is_caught(broken: str, level: int, match: str) -> None:
+    assert_fails("fleet", BROKEN / f"{broken}.py", level, match=match, kind="wrong")

@@ -1,0 +1,5 @@
+"""Broken meter: rounds half to even (level 1)."""
+
+from _meterbase import make
+
+bill_request, ledger = make(half_even=True)

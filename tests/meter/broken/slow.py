@@ -1,0 +1,5 @@
+"""Broken meter: deep-copies every event three times (level 4: too slow)."""
+
+from _meterbase import make
+
+bill_request, ledger = make(slow=True)
