@@ -7,10 +7,12 @@ Three kinds of case (`case.params["kind"]`):
   the returns and free counts.
 - "gather" / "write": the learner's `paged_attention` / `write_kv` on seeded tensors
   (runtime.gather_inputs); the output tensor (or the written pool) comes back as is.
-- "decode": the shipped target stepped over a paged pool (runtime.PagedDecoder) with the learner's
-  BlockManager, `write_kv` and `paged_attention`: sequences arrive, prefill one token per step,
-  decode greedily, fork (the child takes the parent's second-best token), finish and are freed;
-  every sequence's tokens, the top-1/top-2 logit margins and `num_free()` per step come back.
+- "decode": the shipped target over a paged pool (runtime.PagedDecoder) with the learner's
+  BlockManager, `write_kv` and `paged_attention`: a sequence arrives (allocate; its prompt's K/V
+  written to its slots; first token from the prefill), decodes greedily one token per step
+  (append_slot, copy-on-write copies done in the pool, the gather over its table), may fork (the
+  child takes the parent's second-best token), finishes and is freed; every sequence's tokens,
+  the top-1/top-2 logit margins, the copies and `num_free()` per step come back.
 
 No verdict is computed here: the grader (grading/) judges these results.
 """
@@ -144,57 +146,61 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
     copies: list[list[int]] = []
     step = 0
     while pending or forks or live:
-        while pending and pending[0]["start"] <= step:
+        while pending and pending[0]["start"] <= step:  # arrive: allocate, prefill, 1st token
             s = pending.pop(0)
-            bm.allocate(s["id"], list(s["prompt"]))
-            live[s["id"]] = {"prompt": list(s["prompt"]), "out": [], "fed": 0,
-                             "max_new": s["max_new"], "second": None}
-        while forks and forks[0]["step"] <= step:
+            sid, prompt = s["id"], [int(t) for t in s["prompt"]]
+            bm.allocate(sid, prompt)
+            table = [int(b) for b in bm.block_table(sid)]
+            slots = [(table[pos // bs], pos % bs) for pos in range(len(prompt))]
+            logits = dec.prefill(prompt, slots, solution.write_kv)
+            live[sid] = {"plen": len(prompt), "out": [], "max_new": s["max_new"],
+                         "second": None}
+            _emit(live, sid, logits, margins)
+            _done(live, sid, outputs, bm)
+        while forks and forks[0]["step"] <= step:  # the child takes the parent's 2nd choice
             f = forks.pop(0)
             parent = live[f["parent"]]
             bm.fork(f["parent"], f["child"])
-            live[f["child"]] = {"prompt": parent["prompt"],
+            live[f["child"]] = {"plen": parent["plen"],
                                 "out": parent["out"][:-1] + [parent["second"]],
-                                "fed": parent["fed"], "max_new": f["max_new"], "second": None}
-            margins[str(f["child"])] = margins.get(str(f["parent"]), [])[:-1] + [None]
-        if not live:
-            step += 1
-            continue
-        order = sorted(live)
-        tokens, positions, slots = [], [], []
-        for sid in order:
-            s = live[sid]
-            pos = s["fed"]
-            if pos < len(s["prompt"]):
-                token = s["prompt"][pos]
-                table = bm.block_table(sid)
-                slots.append((int(table[pos // bs]), pos % bs))
-            else:
-                token = s["out"][-1]
+                                "max_new": f["max_new"], "second": None}
+            margins[str(f["child"])] = margins[str(f["parent"])][:-1] + [None]
+        if live:
+            order = sorted(live)
+            tokens, positions, slots = [], [], []
+            for sid in order:
+                token = live[sid]["out"][-1]
                 block, offset, cow = bm.append_slot(sid, token)
                 if cow is not None:
                     dec.copy_block(int(cow[0]), int(cow[1]))
                     copies.append([int(cow[0]), int(cow[1])])
                 slots.append((int(block), int(offset)))
-            tokens.append(int(token))
-            positions.append(pos)
-        tables = [[int(b) for b in bm.block_table(sid)] for sid in order]
-        logits = dec.step(tokens, positions, slots, tables, solution.write_kv,
-                          solution.paged_attention)
-        top = logits.topk(2, dim=-1)
-        values, indices = top.values.cpu().tolist(), top.indices.cpu().tolist()
-        for i, sid in enumerate(order):
-            s = live[sid]
-            s["fed"] += 1
-            if s["fed"] < len(s["prompt"]):
-                continue
-            s["out"].append(indices[i][0])
-            s["second"] = indices[i][1]
-            margins.setdefault(str(sid), []).append(values[i][0] - values[i][1])
-            if len(s["out"]) >= s["max_new"]:
-                outputs[str(sid)] = s["out"]
-                del live[sid]
-                bm.free(sid)
+                tokens.append(int(token))
+                positions.append(live[sid]["plen"] + len(live[sid]["out"]) - 1)
+            tables = [[int(b) for b in bm.block_table(sid)] for sid in order]
+            logits = dec.step(tokens, positions, slots, tables, solution.write_kv,
+                              solution.paged_attention)
+            for i, sid in enumerate(order):
+                _emit(live, sid, logits[i], margins)
+                _done(live, sid, outputs, bm)
         free.append(int(bm.num_free()))
         step += 1
     return {"outputs": outputs, "margins": margins, "free": free, "copies": copies}
+
+
+def _emit(live: dict[int, dict[str, Any]], sid: int, logits: Any,
+          margins: dict[str, list[Any]]) -> None:
+    top = logits.topk(2)
+    values, indices = top.values.cpu().tolist(), top.indices.cpu().tolist()
+    live[sid]["out"].append(int(indices[0]))
+    live[sid]["second"] = int(indices[1])
+    margins.setdefault(str(sid), []).append(values[0] - values[1])
+
+
+def _done(live: dict[int, dict[str, Any]], sid: int, outputs: dict[str, list[int]],
+          bm: Any) -> bool:
+    if len(live[sid]["out"]) < live[sid]["max_new"]:
+        return False
+    outputs[str(sid)] = live.pop(sid)["out"]
+    bm.free(sid)
+    return True

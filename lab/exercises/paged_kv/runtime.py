@@ -59,6 +59,27 @@ class PagedDecoder:
         self.k_pool[:, dst] = self.k_pool[:, src]
         self.v_pool[:, dst] = self.v_pool[:, src]
 
+    def prefill(self, prompt: list[int], slots: list[tuple[int, int]],
+                write_kv: Callable[..., Any]) -> Any:
+        """Run the model over a whole prompt (its own attention, no pool reads), store every
+        position's K/V at its slot with the learner's `write_kv`, return the last logits [vocab].
+        """
+        import torch
+        from transformers import DynamicCache
+
+        dev = self.device
+        ids = torch.tensor([prompt], dtype=torch.long, device=dev)
+        blocks = torch.tensor([s[0] for s in slots], dtype=torch.long, device=dev)
+        offsets = torch.tensor([s[1] for s in slots], dtype=torch.long, device=dev)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, cache=DynamicCache(config=self.model.config),
+                             use_cache=True, logits_to_keep=1)
+            for li, layer in enumerate(out.cache.layers):
+                # [1, kv_heads, n, head_dim] -> [n, kv_heads, head_dim] (keys already rotated)
+                write_kv(self.k_pool[li], self.v_pool[li], blocks, offsets,
+                         layer.keys[0].transpose(0, 1), layer.values[0].transpose(0, 1))
+            return out.logits[0, -1].float()
+
     def step(self, token_ids: list[int], positions: list[int], slots: list[tuple[int, int]],
              tables: list[list[int]], write_kv: Callable[..., Any],
              paged_attention: Callable[..., Any]) -> Any:
