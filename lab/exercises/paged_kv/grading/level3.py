@@ -49,9 +49,11 @@ def cases(seed: int) -> list[Case]:
             "hits", 6, [["allocate", 0, toks(8, 61)], ["free", 0], ["allocate", 1, toks(8, 61)],
                         *a.grow(1, 1)]),
         _l3("hash-chains-parent", "two prompts share their second block's tokens after "
-            "different first blocks: no hit (the KV of a block depends on its prefix)", 8,
+            "different first blocks, and a prompt starts with a cached second block: no hit (the KV "
+            "of a block depends on its prefix)", 8,
             [["allocate", 0, toks(4, 62) + toks(4, 63)], ["allocate", 1, toks(4, 64) + toks(4, 63)],
-             ["allocate", 2, toks(4, 62) + toks(4, 63) + toks(2, 65)]]),
+             ["allocate", 2, toks(4, 63) + toks(2, 66)],
+             ["allocate", 3, toks(4, 62) + toks(4, 63) + toks(2, 65)]]),
         _l3("freed-blocks-stay-cached", "a freed prompt stays cached while empty blocks remain; "
             "a later identical prompt hits all its full blocks", 8,
             [["allocate", 0, toks(12, 66)], ["free", 0], ["allocate", 1, toks(8, 67)],

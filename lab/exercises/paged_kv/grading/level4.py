@@ -172,8 +172,8 @@ def cases(seed: int) -> list[Case]:
         Case(id="write-slots", level=4, description="write_kv at (0, 0), mid-block and at the "
              "last offset of a block", size=10, timeout_s=10.0,
              params={"kind": "write", "seed": 406, "heads": 4, "kv_heads": 2, "head_dim": 8,
-                     "block_size": 4, "num_blocks": 5, "tables": [[0]], "context_lens": [1],
-                     "slots": [[0, 0], [3, 2], [4, 3], [1, 0]]}),
+                     "block_size": 5, "num_blocks": 5, "tables": [[0]], "context_lens": [1],
+                     "slots": [[0, 0], [3, 2], [4, 4], [1, 0]]}),
         _fixed_decode(),
         _hidden_decode(seed),
         _memory_report(seed),
@@ -220,9 +220,13 @@ def _variants(p: dict[str, Any]) -> dict[str, Any]:
     right = tables[:, t // bs] * bs + t % bs
     mask = t[None, :] < lens[:, None]
     out = {
-        "the block table was ignored (blocks read as 0, 1, 2, … in order) — index the pool "
-        "with block_tables[b, t // block_size]": attend((t[None, :].expand(B, -1)) % (nb * bs),
-                                                        mask),
+        "the block table was ignored (each sequence read as if its blocks were contiguous: "
+        "sequence b at blocks b * max_blocks, …) — index the pool with "
+        "block_tables[b, t // block_size]": attend((torch.arange(B)[:, None] * width + t[None, :])
+                                                   % (nb * bs), mask),
+        "the block table was ignored (every sequence read blocks 0, 1, 2, … in order) — index "
+        "the pool with block_tables[b, t // block_size]": attend(t[None, :].expand(B, -1)
+                                                                 % (nb * bs), mask),
         "wrong block offset: a flat pool index is block * block_size + t % block_size, not "
         "block + t % block_size": attend((tables[:, t // bs] + t % bs) % (nb * bs), mask),
         "one token too many per sequence: attend to positions < context_len, not <=":

@@ -383,6 +383,11 @@ def _invariants(where: str, i: int, op: list[Any], free: int, view: _View) -> No
     used = set(view.refs())
     if free != view.num_blocks - len(used):
         unused = view.num_blocks - len(used)
+        if free > unused and view.caching and op[0] == "allocate":
+            raise Fail(f"{where}: num_free() = {free}, but {len(used)} of the {view.num_blocks} "
+                       f"blocks are in live tables, so only {unused} are free — a cached block "
+                       "reused as a hit still counts as free: take it off the free (evictable) "
+                       "list, or it will be evicted while in use")
         if free > unused:
             raise Fail(f"{where}: num_free() = {free}, but {len(used)} of the {view.num_blocks} "
                        f"blocks are in live tables, so only {unused} are free — a block counted "
