@@ -137,7 +137,7 @@ class BlockManager:
         return hash((parent, tuple(tokens[i * bs:(i + 1) * bs])))
 
     def _plan(self, tokens: list[int]) -> tuple[int, list[int]]:
-        """(new blocks needed, cached blocks reused for the longest cached prefix of full blocks)."""
+        """(new blocks needed, cached blocks reused: the longest cached prefix of full blocks)."""
         hits: list[int] = []
         if self.caching:
             parent: int | None = None
@@ -190,10 +190,9 @@ def paged_attention(q: Any, k_cache: Any, v_cache: Any, block_tables: Any, conte
     keys = k_cache[block_tables].reshape(B, width, kvh, D)  # [B, T, kvh, D]
     values = v_cache[block_tables].reshape(B, width, kvh, D)
     group = H // kvh
-    keys = keys.repeat_interleave(group, dim=2)  # query head h reads KV head h // group
-    values = values.repeat_interleave(group, dim=2)
-    scores = torch.einsum("bhd,bthd->bht", q, keys) * scale
+    grouped = q.reshape(B, kvh, group, D)  # query head h reads KV head h // group
+    scores = torch.einsum("bkgd,btkd->bkgt", grouped, keys) * scale
     valid = torch.arange(width, device=q.device)[None, :] < context_lens[:, None]
-    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))
+    scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
     weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-    return torch.einsum("bht,bthd->bhd", weights, values)
+    return torch.einsum("bkgt,btkd->bkgd", weights, values).reshape(B, H, D)

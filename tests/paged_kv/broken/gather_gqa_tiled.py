@@ -4,6 +4,8 @@ from _base import export, mutate
 
 export(mutate(
     'gather_gqa_tiled',
-    ('    keys = keys.repeat_interleave(group, dim=2)  # query head h reads KV head h // group\n    values = values.repeat_interleave(group, dim=2)',
-     '    keys = keys.repeat(1, 1, group, 1)\n    values = values.repeat(1, 1, group, 1)'),
+    ('    grouped = q.reshape(B, kvh, group, D)  # query head h reads KV head h // group',
+     '    grouped = q.reshape(B, group, kvh, D).transpose(1, 2)  # head h reads KV head h % kvh'),
+    ('    return torch.einsum("bkgt,btkd->bkgd", weights, values).reshape(B, H, D)',
+     '    return torch.einsum("bkgt,btkd->bkgd", weights, values).transpose(1, 2).reshape(B, H, D)'),
 ), globals())

@@ -4,6 +4,6 @@ from _base import export, mutate
 
 export(mutate(
     'gather_no_mask',
-    ('    scores = scores.masked_fill(~valid[:, None, :], float("-inf"))\n',
+    ('    scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))\n',
      ''),
 ), globals())

@@ -168,7 +168,7 @@ def cases(seed: int) -> list[Case]:
                 tables=[[1, 2, 0]], lens=[33], heads=8, kv_heads=1),
         _random_gather(rng, f"hidden-gather-{seed}-0", 5, 70, 8),
         _random_gather(rng, f"hidden-gather-{seed}-1", 3, 40, 4, heads=6, kv_heads=2),
-        _random_gather(random.Random(4242), "gather-timed", 16, 256, 16, timed=True),
+        _random_gather(random.Random(4242), "gather-timed", 32, 512, 16, timed=True),
         Case(id="write-slots", level=4, description="write_kv at (0, 0), mid-block and at the "
              "last offset of a block", size=10, timeout_s=10.0,
              params={"kind": "write", "seed": 406, "heads": 4, "kv_heads": 2, "head_dim": 8,
