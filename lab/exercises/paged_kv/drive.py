@@ -141,7 +141,7 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
     forks = sorted(p.get("forks", []), key=lambda f: (f["step"], f["child"]))
     live: dict[int, dict[str, Any]] = {}
     outputs: dict[str, list[int]] = {}
-    margins: dict[str, list[float]] = {}
+    margins: dict[str, list[float | None]] = {}
     free: list[int] = []
     copies: list[list[int]] = []
     step = 0
@@ -162,9 +162,9 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
             parent = live[f["parent"]]
             bm.fork(f["parent"], f["child"])
             live[f["child"]] = {"plen": parent["plen"],
-                                "out": parent["out"][:-1] + [parent["second"]],
+                                "out": [*parent["out"][:-1], parent["second"]],
                                 "max_new": f["max_new"], "second": None}
-            margins[str(f["child"])] = margins[str(f["parent"])][:-1] + [None]
+            margins[str(f["child"])] = [*margins[str(f["parent"])][:-1], None]
         if live:
             order = sorted(live)
             tokens, positions, slots = [], [], []
@@ -189,7 +189,7 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
 
 
 def _emit(live: dict[int, dict[str, Any]], sid: int, logits: Any,
-          margins: dict[str, list[Any]]) -> None:
+          margins: dict[str, list[float | None]]) -> None:
     top = logits.topk(2)
     values, indices = top.values.cpu().tolist(), top.indices.cpu().tolist()
     live[sid]["out"].append(int(indices[0]))

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: copy-on-write also copies a shared last block that is full."""
 
 from _base import export, mutate

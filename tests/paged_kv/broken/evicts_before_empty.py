@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: evicts a cached block even when an empty block is available."""
 
 from _base import export, mutate

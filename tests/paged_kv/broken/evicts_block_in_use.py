@@ -1,4 +1,5 @@
-"""Broken: a cache hit on a free block leaves it on the eviction list, so it can be evicted while in use."""
+"""Broken: a cache hit on a free cached block leaves it on the eviction list
+(so it can be evicted while in use)."""
 
 from _base import export, mutate
 

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: indexes a flat pool with block + offset instead of block * block_size + offset."""
 
 from _base import export, mutate

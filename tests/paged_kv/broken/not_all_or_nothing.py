@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: a failing allocate keeps the blocks it took before running out."""
 
 from _base import export, mutate

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: hashes and shares the partly filled last block of a prompt too."""
 
 from _base import export, mutate

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: runs out of blocks with IndexError (popping an empty heap) instead of OutOfBlocks."""
 
 from _base import export, mutate

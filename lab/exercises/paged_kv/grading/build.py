@@ -10,7 +10,7 @@ from lab.grader.api import Case
 TRACE_TIMEOUT_S = 10.0
 
 
-def toks(n: int, salt: int | str) -> list[int]:
+def toks(n: int, salt: float | str) -> list[int]:
     """n deterministic token ids (distinct salts give unrelated tokens)."""
     rng = random.Random(f"paged-kv/tokens/{salt}")
     return [rng.randrange(2, 4000) for _ in range(n)]

@@ -87,4 +87,4 @@ def _interleaved(a: Appender) -> list[list[Any]]:
                 ops.append(["free", s])
             elif not (s == 1 and r > 5) and not (s == 3 and r > 7):
                 ops += a.grow(s, 1)
-    return ops + [["free", 0], ["free", 2]]
+    return [*ops, ["free", 0], ["free", 2]]

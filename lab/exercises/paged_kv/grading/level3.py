@@ -49,9 +49,10 @@ def cases(seed: int) -> list[Case]:
             "hits", 6, [["allocate", 0, toks(8, 61)], ["free", 0], ["allocate", 1, toks(8, 61)],
                         *a.grow(1, 1)]),
         _l3("hash-chains-parent", "two prompts share their second block's tokens after "
-            "different first blocks, and a prompt starts with a cached second block: no hit (the KV "
-            "of a block depends on its prefix)", 8,
-            [["allocate", 0, toks(4, 62) + toks(4, 63)], ["allocate", 1, toks(4, 64) + toks(4, 63)],
+            "different first blocks, and a prompt starts with a cached second block: no hit "
+            "(the KV of a block depends on its prefix)", 8,
+            [["allocate", 0, toks(4, 62) + toks(4, 63)],
+             ["allocate", 1, toks(4, 64) + toks(4, 63)],
              ["allocate", 2, toks(4, 63) + toks(2, 66)],
              ["allocate", 3, toks(4, 62) + toks(4, 63) + toks(2, 65)]]),
         _l3("freed-blocks-stay-cached", "a freed prompt stays cached while empty blocks remain; "
@@ -128,7 +129,7 @@ def _fork_cache(a: Appender) -> list[list[Any]]:
     grown = a.grow(0, 3)
     ops += grown + a.grow(1, 1) + [["free", 0]]
     ops.append(["allocate", 2, prompt + [op[2] for op in grown] + toks(2, 84)])
-    return ops + [["free", 1], ["free", 2]]
+    return [*ops, ["free", 1], ["free", 2]]
 
 
 def _workload(cid: str, seed: int, report: str | None = None) -> Case:
@@ -139,8 +140,7 @@ def _workload(cid: str, seed: int, report: str | None = None) -> Case:
     systems = [toks(rng.randint(9, 22), f"w{seed}sys{k}") for k in range(3)]
     chats: dict[int, list[int]] = {}
     ops: list[list[Any]] = []
-    sid = 0
-    for _ in range(40):
+    for sid in range(40):
         r = rng.random()
         if r < 0.45:
             prompt = rng.choice(systems) + toks(rng.randint(1, 9), rng.random())
@@ -156,7 +156,6 @@ def _workload(cid: str, seed: int, report: str | None = None) -> Case:
         if r >= 0.45 and r < 0.85:
             chats[c] = prompt + reply
         ops.append(["free", sid])
-        sid += 1
     return trace(cid, 3, "a mixed workload: 3 system prompts, 4 multi-turn chats, one-off "
                  f"prompts, through {nb} blocks (smaller than the working set); hit rate and "
                  "blocks saved", nb, bs, ops, caching=True, report=report)

@@ -110,12 +110,12 @@ def _fixed_decode() -> Case:
 def _hidden_decode(seed: int) -> Case:
     rng = random.Random(f"paged-kv/4/decode/{seed}")
     bs = rng.choice([4, 8, 16])
-    seqs = []
+    seqs: list[dict[str, Any]] = []
     for i in range(4):
         n = rng.choice([1, bs - 1, bs, bs + 1, rng.randint(2, 3 * bs)])
         seqs.append({"id": i, "prompt": _prompt(rng, max(1, n)), "start": rng.randint(0, 3),
                      "max_new": rng.randint(4, 12)})
-    forks = []
+    forks: list[dict[str, Any]] = []
     parent = rng.choice(seqs)
     step = parent["start"] + rng.randint(0, parent["max_new"] - 2)  # the parent has not finished
     forks.append({"step": step, "parent": parent["id"], "child": 9,

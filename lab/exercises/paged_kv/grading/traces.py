@@ -439,7 +439,7 @@ def _compare(where: str, op: list[Any], g_res: Any, e_res: Any, g_free: int, e_f
         g, e = g_tables[k], e_tables[k]
         if e is None or g == e:
             continue
-        for pos, (x, y) in enumerate(zip(g, e, strict=False)):
+        for x, y in zip(g, e, strict=False):
             if x != y:
                 raise Fail(f"{where}: seq {seq}'s table is {g}, expected {e} — " +
                            (_choice(x, y, before) if before else ""))
