@@ -64,11 +64,11 @@ def _random_gather(rng: random.Random, cid: str, B: int, max_len: int, bs: int,
 
 @cache
 def _corpus_ids() -> tuple[int, ...]:
-    from lab.models import load_tokenizer
+    from tokenizers import Tokenizer  # the fast tokenizer alone: transformers costs seconds
 
-    tok = load_tokenizer("pycode-target")
-    return tuple(int(i) for i in tok(CORPUS.read_text(encoding="utf-8"),
-                                     add_special_tokens=False)["input_ids"])
+    tok = Tokenizer.from_file(str(CORPUS.parent / "tokenizer.json"))
+    text = CORPUS.read_text(encoding="utf-8")
+    return tuple(int(i) for i in tok.encode(text, add_special_tokens=False).ids)
 
 
 def _prompt(rng: random.Random, n: int) -> list[int]:
