@@ -135,3 +135,17 @@ def test_python_loop_gather_fails_the_speed_gate() -> None:
     assert_fails("paged-kv", BROKEN / "gather_python_loop.py", 4,
                  match=r"correct, but too slow for this level: p95_ratio", kind="gate",
                  timing_repeats=3)
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_an_independent_solution_passes(level: int) -> None:
+    from tests.paged_kv.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "independent.py", level, seed=31) == []
+
+
+@pytest.mark.slow
+def test_an_independent_solution_passes_level_4() -> None:
+    from tests.paged_kv.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "independent.py", 4, seed=31) == []
