@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+SHIPPED_TARGET = Path(__file__).resolve().parents[2] / "models" / "pycode-target"
 _MODELS: dict[tuple[str, str], Any] = {}
 
 
@@ -28,10 +29,11 @@ def load_model(device: str, path: str | None = None) -> LlamaWeights:
     """The shipped pycode target (or a Llama-family checkpoint folder at `path` with one
     model.safetensors) in fp32 on `device`, cached per process."""
     key = (device, path or "pycode-target")
-    if key not in _MODELS:
-        from lab.models import resolve_model_path
-
-        _MODELS[key] = LlamaWeights(resolve_model_path(path or "pycode-target"), device)
+    if key not in _MODELS:  # no lab.models import: the sandbox child may import only this module
+        folder = Path(path) if path else SHIPPED_TARGET
+        if not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
+            raise FileNotFoundError(f"{folder}: expected config.json and model.safetensors")
+        _MODELS[key] = LlamaWeights(folder, device)
     model: LlamaWeights = _MODELS[key]
     return model
 
