@@ -31,6 +31,16 @@ def load_solution(path: Path) -> ModuleType:
     return module
 
 
+def materialize(broken: Path, directory: Path) -> Path:
+    """A broken file as a standalone `paged_kv.py` (the reference's text with its mutations), so
+    the sandbox child never needs to read lab/reference."""
+    source = load_solution(broken).MUTATED_SOURCE
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "paged_kv.py"
+    target.write_text(source, encoding="utf-8")
+    return target
+
+
 def grade_in_process(path: Path | ModuleType, level: int, seed: int = 1234,
                      kinds: tuple[str, ...] = ("trace", "gather", "write", "decode"),
                      ) -> list[tuple[str, str]]:

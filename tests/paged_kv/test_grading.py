@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
-from tests.paged_kv.conftest import BROKEN, grade_in_process
+from tests.paged_kv.conftest import BROKEN, grade_in_process, materialize
 
 TRACE = ("trace",)
 TENSORS = ("gather", "write")
@@ -124,15 +124,15 @@ def test_stub_fails_as_not_implemented() -> None:
 
 
 @pytest.mark.slow
-def test_broken_fails_through_the_sandbox() -> None:
-    assert_fails("paged-kv", BROKEN / "mru_eviction.py", 3,
+def test_broken_fails_through_the_sandbox(tmp_path: Path) -> None:
+    assert_fails("paged-kv", materialize(BROKEN / "mru_eviction.py", tmp_path), 3,
                  match=r"evict the least recently used first", kind="wrong")
 
 
 @pytest.mark.slow
-def test_python_loop_gather_fails_the_speed_gate() -> None:
+def test_python_loop_gather_fails_the_speed_gate(tmp_path: Path) -> None:
     """Right answers, but a per-token loop: the timed gather case's p95 gate catches it."""
-    assert_fails("paged-kv", BROKEN / "gather_python_loop.py", 4,
+    assert_fails("paged-kv", materialize(BROKEN / "gather_python_loop.py", tmp_path), 4,
                  match=r"correct, but too slow for this level: p95_ratio", kind="gate",
                  timing_repeats=3)
 

@@ -3,7 +3,9 @@
 The sandbox refuses imports of lab.reference, so the reference's source is read as text, each
 `(old, new)` replacement is applied (it must occur exactly once, so a reference edit that moves
 the code fails loudly here instead of silently testing nothing), and the result is executed as
-a fresh module named after the broken file.
+a fresh module named after the broken file. `export` also leaves the mutated source in the
+broken module (`MUTATED_SOURCE`), so a test can write it out as a standalone solution file
+(`tests/paged_kv/conftest.py: materialize`) for a sandbox that hides lab/reference from the child.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ def mutate(name: str, *replacements: tuple[str, str]) -> types.ModuleType:
     module.__file__ = str(Path(__file__).with_name(f"{name}.py"))
     sys.modules[module.__name__] = module
     exec(compile(source, module.__file__, "exec"), module.__dict__)
+    module.MUTATED_SOURCE = source  # type: ignore[attr-defined]
     return module
 
 
 def export(module: types.ModuleType, namespace: dict[str, object]) -> None:
     """Expose the solution's public names in the broken file's own module."""
-    for name in ("OutOfBlocks", "BlockManager", "write_kv", "paged_attention"):
+    for name in ("OutOfBlocks", "BlockManager", "write_kv", "paged_attention", "MUTATED_SOURCE"):
         namespace[name] = getattr(module, name)
