@@ -1,0 +1,9 @@
+"""Broken: copy-on-write does not decrement the old block's reference count."""
+
+from _base import export, mutate
+
+export(mutate(
+    'cow_no_decrement',
+    ('                self.ref[last] -= 1\n',
+     ''),
+), globals())
