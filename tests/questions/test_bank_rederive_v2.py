@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -178,6 +179,80 @@ def _cp6(v: V) -> float:
     return reads * per_token / GIB
 
 
+# moe ---------------------------------------------------------------------------------------
+
+MOE = {  # model: (total B params, active B params), model cards / papers
+    "Mixtral-8x7B": (46.7, 12.9), "Mixtral-8x22B": (141, 39), "DBRX": (132, 36),
+    "DeepSeek-V2": (236, 21), "DeepSeek-V3": (671, 37), "Qwen3-235B-A22B": (235, 22),
+    "Qwen3-30B-A3B": (30.5, 3.3), "Llama-4-Scout": (109, 17), "Llama-4-Maverick": (400, 17),
+    "gpt-oss-120b": (117, 5.1),
+}
+MOE_SHAPE = {  # model: (hidden, MoE layers, experts per token), config.json
+    "Mixtral-8x7B": (4096, 32, 2), "Mixtral-8x22B": (6144, 56, 2), "DBRX": (6144, 40, 4),
+    "DeepSeek-V2": (5120, 59, 6), "DeepSeek-V3": (7168, 58, 8),
+    "Qwen3-235B-A22B": (4096, 94, 8), "Qwen3-30B-A3B": (2048, 48, 8),
+    "OLMoE-1B-7B": (2048, 16, 8), "gpt-oss-120b": (2880, 36, 4),
+}
+
+
+def _moe(v: V) -> tuple[float, float]:
+    total, active = MOE[v["model"]]
+    assert (v["total_b"], v["active_b"]) == (total, active), "case row disagrees with the card"
+    return total * 1e9, active * 1e9
+
+
+@rederives("moe-001")
+def _moe1(v: V) -> float:
+    return _moe(v)[0] * v["bytes"] / 1e9
+
+
+@rederives("moe-002")
+def _moe2(v: V) -> float:
+    return 2 * _moe(v)[1] / 1e9
+
+
+@rederives("moe-003")
+def _moe3(v: V) -> float:
+    # expectation by linearity: sum over experts of P(at least one token picks it)
+    e, k, b = v["experts"], v["k"], v["batch"]
+    assert b == max(1, round(v["load"] * e / k))
+    p_picked_by_one = math.comb(e - 1, k - 1) / math.comb(e, k)  # = k / e
+    return sum(1 - (1 - p_picked_by_one) ** b for _ in range(e))
+
+
+@rederives("moe-004")
+def _moe4(v: V) -> float:
+    per_expert_layer = 3 * 4096 * 14336  # gate, up, down projections
+    experts_total = 32 * 8 * per_expert_layer
+    assert abs(experts_total / 1e9 - 45.10) < 0.005
+    read = 1 - (1 - 2 / 8) ** v["batch"]
+    return 2 * (1.61e9 + 45.10e9 * read) / 1e9
+
+
+@rederives("moe-005")
+def _moe5(v: V) -> float:
+    hidden, layers, k = MOE_SHAPE[v["model"]]
+    assert (v["hidden"], v["moe_layers"], v["k"]) == (hidden, layers, k)
+    copies = v["batch"] * layers * k
+    remote_copies = copies * (v["ep"] - 1) / v["ep"]
+    return remote_copies * hidden * v["bytes"] * 2 / 1e6  # there and back
+
+
+@rederives("moe-006")
+def _moe6(v: V) -> float:
+    return _moe(v)[1] * 1 / (8 * 4.8e12) * 1000
+
+
+@rederives("moe-007")
+def _moe7(v: V) -> float:
+    e, g, hot = v["experts"], v["gpus"], v["hot_pct"] / 100
+    loads = [0.0] * g
+    for expert in range(e):
+        share = hot if expert == 0 else (1 - hot) / (e - 1)
+        loads[expert // (e // g)] += share
+    return max(loads) / (sum(loads) / g)
+
+
 # ---------------------------------------------------------------- tests
 
 
@@ -262,3 +337,18 @@ def test_new_topics_meet_the_issue_targets(report: Any) -> None:
     for topic in {q.topic for q in questions}:
         note = report.topics[topic].note
         assert "Worked example" in note, f"{topic}: the concept note needs a worked example"
+
+
+def test_explanations_show_the_answer_within_its_tolerance(report: Any) -> None:
+    """A learner who types the answer as the explanation prints it must be marked right."""
+    for question in _questions(report):
+        if question.kind != "numeric":
+            continue
+        specs = re.findall(r"\{answer(?::([^}]*))?\}", question.explanation)
+        assert specs, f"{question.id}: the explanation never shows {{answer}}"
+        assert question.tolerance is not None
+        for inst in itertools.islice(_instances(question), 80):
+            for spec in specs:
+                assert not spec.endswith("%"), f"{question.id}: use a unit, not a % spec"
+                shown = float(format(inst.answer, spec).replace(",", ""))
+                assert question.tolerance.accepts(inst.answer, shown), (question.id, shown)
