@@ -253,6 +253,83 @@ def _moe7(v: V) -> float:
     return max(loads) / (sum(loads) / g)
 
 
+# attention-variants ----------------------------------------------------------------------
+
+MLA_LAYERS = {"DeepSeek-V2": 60, "DeepSeek-V2-Lite": 27, "DeepSeek-V3": 61, "Kimi-K2": 61}
+HYBRID = {  # model: (layers, local-layer pattern, window, KV heads, head_dim), config.json
+    "Gemma-2-2B": (26, "alternate", 4096, 4, 256),
+    "Gemma-2-9B": (42, "alternate", 4096, 8, 256),
+    "Gemma-2-27B": (46, "alternate", 4096, 16, 128),
+    "Gemma-3-4B": (34, "5:1", 1024, 4, 256),
+    "Gemma-3-12B": (48, "5:1", 1024, 8, 256),
+    "Gemma-3-27B": (62, "5:1", 1024, 16, 128),
+}
+Q_HEADS = {  # model: (query heads, KV heads)
+    "Qwen2.5-14B": (40, 8), "Mixtral-8x7B": (32, 8), "Llama-3-8B": (32, 8),
+    "Llama-3-70B": (64, 8), "Llama-3.1-405B": (128, 8), "Mistral-7B v0.1": (32, 8),
+    "Qwen2.5-72B": (64, 8), "Qwen2.5-7B": (28, 4),
+}
+
+
+@rederives("attention-variants-001")
+def _av1(v: V) -> float:
+    assert v["q_heads"] % v["kv_heads"] == 0
+    k_bytes = v["layers"] * v["kv_heads"] * v["head_dim"] * 2
+    return (k_bytes + k_bytes) / KIB
+
+
+@rederives("attention-variants-002")
+def _av2(v: V) -> float:
+    assert v["layers"] == MLA_LAYERS[v["model"]]
+    return v["layers"] * (512 + 64) * v["bytes"] / KIB
+
+
+@rederives("attention-variants-003")
+def _av3(v: V) -> float:
+    return v["heads"] * 192 / 576 + v["heads"] * 128 / 576
+
+
+@rederives("attention-variants-004")
+def _av4(v: V) -> float:
+    return min(v["ctx"], 4096) * 128 * KIB / MIB
+
+
+@rederives("attention-variants-005")
+def _av5(v: V) -> float:
+    layers, pattern, window, kv_heads, head_dim = HYBRID[v["model"]]
+    if pattern == "alternate":
+        local = [i % 2 == 0 for i in range(layers)]  # local, global, local, ...
+    else:
+        local = [(i + 1) % 6 != 0 for i in range(layers)]  # every sixth layer is global
+    assert (v["local_layers"], v["global_layers"]) == (sum(local), layers - sum(local))
+    assert (v["window"], v["kv_heads"], v["head_dim"]) == (window, kv_heads, head_dim)
+    per_layer_token = 2 * kv_heads * head_dim * 2
+    total = sum(per_layer_token * (min(v["ctx"], window) if is_local else v["ctx"])
+                for is_local in local)
+    return total / MIB
+
+
+@rederives("attention-variants-006")
+def _av6(v: V) -> float:
+    q_heads, kv_heads = Q_HEADS[v["model"]]
+    assert (v["q_heads"], v["kv_heads"]) == (q_heads, kv_heads)
+    return q_heads * v["ctx"] ** 2 * 2 / GIB
+
+
+@rederives("attention-variants-007")
+def _av7(v: V) -> float:
+    splits = 1
+    while splits * v["batch"] * v["heads"] < v["sms"]:
+        splits += 1
+    return splits
+
+
+@rederives("attention-variants-008")
+def _av8(v: V) -> float:
+    kv_token = 2 * 32 * 8 * 128 * 2
+    return 8.03e9 * 2 / (v["batch"] * kv_token)
+
+
 # ---------------------------------------------------------------- tests
 
 
