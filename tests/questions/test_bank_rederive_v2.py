@@ -330,6 +330,58 @@ def _av8(v: V) -> float:
     return 8.03e9 * 2 / (v["batch"] * kv_token)
 
 
+# slo-goodput -------------------------------------------------------------------------------
+
+
+@rederives("slo-goodput-001")
+def _slo1(v: V) -> float:
+    ttft = set(range(v["ttft_miss"]))  # label requests; the overlap is the first `both` ids
+    tpot = set(range(v["ttft_miss"] - v["both"], v["ttft_miss"] - v["both"] + v["tpot_miss"]))
+    assert len(ttft & tpot) == v["both"]
+    return v["n"] - len(ttft | tpot)
+
+
+@rederives("slo-goodput-002")
+def _slo2(v: V) -> float:
+    return 1 - math.exp(v["n"] * math.log(v["p"]))
+
+
+@rederives("slo-goodput-003")
+def _slo3(v: V) -> float:
+    return 1 - math.exp(math.log(v["page_pct"] / 100) / v["n"])
+
+
+def _max_batch(a: float, b: float, s: float) -> int:
+    batch = 0
+    while a + b * (batch + 1) <= s + 1e-9:
+        batch += 1
+    return batch
+
+
+@rederives("slo-goodput-004")
+def _slo4(v: V) -> float:
+    return _max_batch(v["a"], v["b"], v["s"])
+
+
+@rederives("slo-goodput-005")
+def _slo5(v: V) -> float:
+    batch = _max_batch(v["a"], v["b"], v["s"])
+    return batch / ((v["a"] + v["b"] * batch) / 1000)
+
+
+@rederives("slo-goodput-006")
+def _slo6(v: V) -> float:
+    requests = 1000.0
+    good = requests * (1 - v["miss_pct"] / 100) * v["short_out"]
+    bad = requests * v["miss_pct"] / 100 * v["long_out"]
+    return v["tput"] * good / (good + bad)
+
+
+@rederives("slo-goodput-007")
+def _slo7(v: V) -> float:
+    return -v["mean"] * math.log(1 - v["pct"] / 100)
+
+
 # ---------------------------------------------------------------- tests
 
 
