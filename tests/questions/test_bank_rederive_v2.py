@@ -382,6 +382,76 @@ def _slo7(v: V) -> float:
     return -v["mean"] * math.log(1 - v["pct"] / 100)
 
 
+# queueing ----------------------------------------------------------------------------------
+
+
+def _erlang_c(servers: int, offered: float) -> float:
+    """Probability of waiting in M/M/c, from the birth-death stationary distribution."""
+    terms = [offered**k / math.factorial(k) for k in range(servers)]
+    tail = offered**servers / math.factorial(servers) * servers / (servers - offered)
+    return tail / (sum(terms) + tail)
+
+
+@rederives("queueing-001")
+def _q1(v: V) -> float:
+    mu = 1000 / v["s"]
+    lam = v["rho"] * mu
+    in_system = sum(n * (1 - v["rho"]) * v["rho"] ** n for n in range(20000))
+    return in_system / lam * 1000  # Little's law: W = L / λ
+
+
+@rederives("queueing-002")
+def _q2(v: V) -> float:
+    def wait(rho: float, s: float = 1.0) -> float:  # Pollaczek-Khinchine, exponential service
+        return (rho / s) * (2 * s * s) / (2 * (1 - rho))
+    return wait(v["r2"]) / wait(v["r1"])
+
+
+@rederives("queueing-003")
+def _q3(v: V) -> float:
+    return v["rho"] / (1 - v["rho"]) * (1 + v["cs"] ** 2) / 2 * v["s"]
+
+
+@rederives("queueing-004")
+def _q4(v: V) -> float:
+    mu, target = 1000 / v["s"], v["s"] * v["ratio"] / 1000
+    lo, hi = 0.0, mu
+    for _ in range(200):  # bisection on W(λ) = 1 / (μ − λ) = target
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if 1 / (mu - mid) <= target else (lo, mid)
+    return lo
+
+
+@rederives("queueing-005")
+def _q5(v: V) -> float:
+    mu = 1000 / v["s"]
+    lam = 2 * v["rho"] * mu
+    return _erlang_c(2, lam / mu) / (2 * mu - lam) * 1000
+
+
+@rederives("queueing-006")
+def _q6(v: V) -> float:
+    return sum(n * (1 - v["rho"]) * v["rho"] ** n for n in range(20000))
+
+
+@rederives("queueing-007")
+def _q7(v: V) -> float:
+    tokens, admitted = float(v["b"]), 0
+    for _ in range(v["t"]):  # greedy client: spend everything, then refill for a second
+        admitted += int(tokens)
+        tokens -= int(tokens)
+        tokens += v["r"]
+    return admitted + int(tokens)  # what refilled in the last second is spendable at its end
+
+
+@rederives("queueing-008")
+def _q8(v: V) -> float:
+    charge, sent = v["prompt_toks"] + v["max_toks"], 0
+    while (sent + 1) * charge <= v["tpm"]:
+        sent += 1
+    return sent
+
+
 # ---------------------------------------------------------------- tests
 
 
