@@ -452,6 +452,53 @@ def _q8(v: V) -> float:
     return sent
 
 
+# speculative-variants ----------------------------------------------------------------------
+
+
+def _chain_tokens(acceptances: list[float]) -> float:
+    """Expected tokens per pass: the target's own token plus each position reached."""
+    total, reach = 1.0, 1.0
+    for a in acceptances:
+        reach *= a
+        total += reach
+    return total
+
+
+@rederives("speculative-variants-001")
+def _sv1(v: V) -> float:
+    return _chain_tokens([v["a1"], v["a2"], v["a3"]])
+
+
+@rederives("speculative-variants-002")
+def _sv2(v: V) -> float:
+    return v["tau"] / (1 + v["over_pct"] / 100)
+
+
+@rederives("speculative-variants-003")
+def _sv3(v: V) -> float:
+    return _chain_tokens([v["p_pct"] / 100]) / (1 + v["over_pct"] / 100)
+
+
+@rederives("speculative-variants-004")
+def _sv4(v: V) -> float:
+    hit = v["hit_pct"] / 100
+    return hit * _chain_tokens([v["alpha"]] * v["k"]) + (1 - hit) * 1
+
+
+@rederives("speculative-variants-005")
+def _sv5(v: V) -> float:
+    # enumerate the outcomes of the first position: branch 1, branch 2, or neither
+    below = _chain_tokens([v["alpha"]] * v["rest"])  # first token + the chain under it
+    return 1 + v["p1"] * below + v["p2"] * below
+
+
+@rederives("speculative-variants-006")
+def _sv6(v: V) -> float:
+    tau = round(1 + v["frac"] * v["gamma"], 2)
+    assert tau == v["tau"]
+    return tau / (v["gamma"] + 1)
+
+
 # ---------------------------------------------------------------- tests
 
 
