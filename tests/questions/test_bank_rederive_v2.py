@@ -499,6 +499,66 @@ def _sv6(v: V) -> float:
     return tau / (v["gamma"] + 1)
 
 
+# autoscaling -------------------------------------------------------------------------------
+
+LOAD_PARAMS_B = {
+    "Llama-3-8B": 8.03, "Mistral-7B v0.1": 7.24, "Llama-2-13B": 13.02, "Qwen2.5-32B": 32.76,
+    "Mixtral-8x7B": 46.7, "Llama-3-70B": 70.55, "Qwen2.5-72B": 72.71, "Llama-3.1-405B": 405.85,
+}
+
+
+def _weight_bytes(v: V) -> float:
+    assert v["params_b"] == LOAD_PARAMS_B[v["model"]]
+    return v["params_b"] * 1e9 * v["bytes"]
+
+
+@rederives("autoscaling-001")
+def _as1(v: V) -> float:
+    return _weight_bytes(v) / (v["disk"] * 1e9)
+
+
+@rederives("autoscaling-002")
+def _as2(v: V) -> float:
+    bits = _weight_bytes(v) * 8
+    return bits / (v["nic"] * 1e9)
+
+
+@rederives("autoscaling-003")
+def _as3(v: V) -> float:
+    shard = v["weights_gb"] / 8
+    per_gpu_rate = min(v["pcie"], v["store"] / 8)  # eight readers share the storage equally
+    return shard / per_gpu_rate
+
+
+@rederives("autoscaling-004")
+def _as4(v: V) -> float:
+    return sum([v["provision"], v["pull"], v["weights_gb"] / v["rate"], v["warm"]])
+
+
+@rederives("autoscaling-005")
+def _as5(v: V) -> float:
+    replicas = 0
+    while replicas * v["per"] < v["ramp"] * v["cold"]:
+        replicas += 1
+    return replicas
+
+
+@rederives("autoscaling-006")
+def _as6(v: V) -> float:
+    capacity = v["n"] * v["per"]
+    return (capacity - v["ramp"] * v["cold"]) / capacity
+
+
+@rederives("autoscaling-007")
+def _as7(v: V) -> float:
+    return math.exp(-v["lam"] * v["tau"] / 60)
+
+
+@rederives("autoscaling-012")
+def _as12(v: V) -> float:
+    return v["k"] * v["g"] * 24 * 365 / 12 * v["rate"]
+
+
 # ---------------------------------------------------------------- tests
 
 
