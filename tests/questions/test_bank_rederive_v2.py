@@ -559,6 +559,66 @@ def _as12(v: V) -> float:
     return v["k"] * v["g"] * 24 * 365 / 12 * v["rate"]
 
 
+# energy ------------------------------------------------------------------------------------
+
+BOARD_POWER_W = {"H100 SXM": 700, "H200 SXM": 700, "A100 SXM": 400, "B200": 1000, "L40S": 350,
+                 "MI300X": 750, "H100 PCIe": 350, "L4": 72}
+JOULES_PER_KWH = 3.6e6
+
+
+@rederives("energy-001")
+def _en1(v: V) -> float:
+    joules = v["kw"] * 1000 * (1e6 / v["tps"])
+    return joules / JOULES_PER_KWH
+
+
+@rederives("energy-002")
+def _en2(v: V) -> float:
+    return v["kwh_m"] * v["pue"] * v["price"]
+
+
+@rederives("energy-003")
+def _en3(v: V) -> float:
+    assert v["tdp"] == BOARD_POWER_W[v["gpu"]]
+    joules = v["n"] * v["tdp"] * v["load"] / 100 * 730 * 3600
+    return joules / JOULES_PER_KWH / 1000
+
+
+@rederives("energy-004")
+def _en4(v: V) -> float:
+    def per_token(batch: int) -> float:
+        return (v["a"] + v["b"] * batch) / batch
+    return per_token(v["b1"]) / per_token(v["b2"])
+
+
+@rederives("energy-005")
+def _en5(v: V) -> float:
+    joules_per_token = v["watts"] / v["tps"]
+    return JOULES_PER_KWH / joules_per_token
+
+
+@rederives("energy-006")
+def _en6(v: V) -> float:
+    h100 = 1.0 / v["p_old"]  # tokens per joule, per unit of H100 throughput
+    b200 = v["speed"] / v["p_new"]
+    return b200 / h100
+
+
+@rederives("energy-007")
+def _en7(v: V) -> float:
+    p2 = round(v["p1"] * v["p2_frac"])
+    return (p2 / (1 - v["drop"] / 100)) / v["p1"]
+
+
+@rederives("energy-008")
+def _en8(v: V) -> float:
+    it_watts = v["mw"] * 1e6 / v["pue"]
+    servers = int(it_watts // (v["node_kw"] * 1000 * (1 - 1e-12)))
+    while servers * v["node_kw"] * 1000 > it_watts:
+        servers -= 1
+    return 8 * servers
+
+
 # ---------------------------------------------------------------- tests
 
 
