@@ -41,6 +41,7 @@ NEW_TOPICS = [
     "autoscaling",
     "speculative-variants",
     "energy",
+    "multi-lora",
 ]
 DRAWS = 200
 KIB, MIB, GIB = 1024, 2**20, 2**30
@@ -617,6 +618,48 @@ def _en8(v: V) -> float:
     while servers * v["node_kw"] * 1000 > it_watts:
         servers -= 1
     return 8 * servers
+
+
+# multi-lora --------------------------------------------------------------------------------
+
+
+def _lora_params(rank: int, shapes: list[tuple[int, int]]) -> int:
+    """A (rank x d_in) plus B (d_out x rank) for every adapted matrix."""
+    return sum(rank * d_in + d_out * rank for d_in, d_out in shapes)
+
+
+@rederives("multi-lora-001")
+def _ml1(v: V) -> float:
+    return _lora_params(v["r"], [(v["d_in"], v["d_out"])])
+
+
+@rederives("multi-lora-002")
+def _ml2(v: V) -> float:
+    hidden, kv_width = 4096, 8 * 128
+    per_layer = [(hidden, hidden), (hidden, kv_width), (hidden, kv_width), (hidden, hidden)]
+    return _lora_params(v["r"], per_layer * 32) * 2 / 1e6
+
+
+@rederives("multi-lora-003")
+def _ml3(v: V) -> float:
+    return (v["budget"] * GIB) // (v["size"] * 1e6)
+
+
+@rederives("multi-lora-004")
+def _ml4(v: V) -> float:
+    full_copies = v["n"] * v["w_gb"]
+    shared = v["w_gb"] + v["n"] * v["a_mb"] / 1000
+    return full_copies / shared
+
+
+@rederives("multi-lora-005")
+def _ml5(v: V) -> float:
+    return v["params_m"] * 1e6 * 2 / (v["pcie"] * 1e9) * 1000
+
+
+@rederives("multi-lora-006")
+def _ml6(v: V) -> float:
+    return v["slots"] * v["r_max"] * v["per_rank"] * 2 / GIB
 
 
 # ---------------------------------------------------------------- tests
