@@ -42,6 +42,7 @@ NEW_TOPICS = [
     "speculative-variants",
     "energy",
     "multi-lora",
+    "long-context",
 ]
 DRAWS = 200
 KIB, MIB, GIB = 1024, 2**20, 2**30
@@ -660,6 +661,68 @@ def _ml5(v: V) -> float:
 @rederives("multi-lora-006")
 def _ml6(v: V) -> float:
     return v["slots"] * v["r_max"] * v["per_rank"] * 2 / GIB
+
+
+# long-context ------------------------------------------------------------------------------
+
+LONG = {  # model: (params B, layers, KV heads, query heads x head_dim), config.json / cards
+    "Llama-3.1-8B": (8.03, 32, 8, 4096), "Llama-3.1-70B": (70.55, 80, 8, 8192),
+    "Llama-3.1-405B": (405.85, 126, 8, 16384), "Qwen2.5-7B": (7.62, 28, 4, 3584),
+    "Qwen2.5-14B": (14.77, 48, 8, 5120), "Qwen2.5-32B": (32.76, 64, 8, 5120),
+    "Qwen2.5-72B": (72.71, 80, 8, 8192), "Mistral-Nemo-12B": (12.25, 40, 8, 4096),
+}
+
+
+def _long_kv_token(model: str) -> int:
+    _, layers, kv_heads, _ = LONG[model]
+    return 2 * layers * kv_heads * 128 * 2
+
+
+def _prefill_flops(params: float, layers: int, width: int, tokens: int) -> float:
+    causal_pairs = tokens * tokens / 2  # query-key pairs under the causal mask (≈ T²/2)
+    attention = layers * causal_pairs * width * 2 * 2  # QKᵀ and AV, 2 FLOPs per MAC
+    return 2 * params * tokens + attention
+
+
+@rederives("long-context-001")
+def _lc1(v: V) -> float:
+    assert (v["layers"], v["kv_heads"]) == LONG[v["model"]][1:3]
+    per_seq = _long_kv_token(v["model"]) * 131072
+    return v["budget"] * GIB // per_seq
+
+
+@rederives("long-context-002")
+def _lc2(v: V) -> float:
+    params, layers, _, width = LONG[v["model"]]
+    assert (v["params_b"], v["layers"], v["d_attn"]) == (params, layers, width)
+    return _prefill_flops(params * 1e9, layers, width, v["ctx"]) / 1e15
+
+
+@rederives("long-context-003")
+def _lc3(v: V) -> float:
+    flops = _prefill_flops(8.03e9, 32, 4096, v["ctx"])
+    return flops / v["n"] / (989e12 * v["mfu"])
+
+
+@rederives("long-context-004")
+def _lc4(v: V) -> float:
+    kv = v["batch"] * v["ctx"] * _long_kv_token("Llama-3.1-8B")
+    return (16.06e9 + kv) / 4.8e12 * 1000
+
+
+@rederives("long-context-005")
+def _lc5(v: V) -> float:
+    kv = v["ctx"] * _long_kv_token("Llama-3.1-8B")
+    host = kv * v["off_pct"] / 100
+    return ((16.06e9 + kv - host) / 3.35e12 + host / (v["pcie"] * 1e9)) * 1000
+
+
+@rederives("long-context-006")
+def _lc6(v: V) -> float:
+    per_token = _long_kv_token(v["model"])
+    assert per_token == v["per_tok_kib"] * KIB
+    held = v["ctx"] // v["n"]
+    return (v["ctx"] - held) * per_token / 1e9
 
 
 # ---------------------------------------------------------------- tests
