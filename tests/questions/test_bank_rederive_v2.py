@@ -43,6 +43,7 @@ NEW_TOPICS = [
     "energy",
     "multi-lora",
     "long-context",
+    "sampling",
 ]
 DRAWS = 200
 KIB, MIB, GIB = 1024, 2**20, 2**30
@@ -723,6 +724,65 @@ def _lc6(v: V) -> float:
     assert per_token == v["per_tok_kib"] * KIB
     held = v["ctx"] // v["n"]
     return (v["ctx"] - held) * per_token / 1e9
+
+
+# sampling ----------------------------------------------------------------------------------
+
+VOCAB = {"Llama-2-7B": 32000, "Llama-3-8B": 128256, "Qwen2.5-7B": 152064, "Gemma-2-9B": 256000,
+         "Mistral-Nemo-12B": 131072, "DeepSeek-V3": 129280, "Mistral-7B v0.1": 32000,
+         "Phi-3-mini": 32064}
+
+
+def _softmax(logits: list[float], temperature: float) -> list[float]:
+    top = max(logits)
+    weights = [math.exp((z - top) / temperature) for z in logits]
+    return [w / sum(weights) for w in weights]
+
+
+@rederives("sampling-001")
+def _sa1(v: V) -> float:
+    p = _softmax([v["delta"], 0.0], v["temp"])
+    return p[0] / p[1]
+
+
+@rederives("sampling-002")
+def _sa2(v: V) -> float:
+    return _softmax([v["z1"], v["z2"], v["z3"]], v["temp"])[0]
+
+
+@rederives("sampling-003")
+def _sa3(v: V) -> float:
+    probs = [v["p1"], v["p2"], v["p3"], v["p4"]]
+    return probs[0] / sum(sorted(probs, reverse=True)[: v["k"]])
+
+
+@rederives("sampling-004")
+def _sa4(v: V) -> float:
+    total = 0.0
+    for count, p in enumerate([v[f"p{i}"] for i in range(1, 7)], start=1):
+        total += p
+        if total >= v["top_p"] - 1e-9:
+            return count
+    raise AssertionError("nucleus larger than the listed tokens")
+
+
+@rederives("sampling-005")
+def _sa5(v: V) -> float:
+    assert v["vocab"] == VOCAB[v["model"]]
+    return v["batch"] * v["vocab"] * 4 / 1e6
+
+
+@rederives("sampling-006")
+def _sa6(v: V) -> float:
+    mask_ms = v["batch"] * v["mask_us"] / 1000
+    return mask_ms if mask_ms > v["step_ms"] else v["step_ms"]
+
+
+@rederives("sampling-007")
+def _sa7(v: V) -> float:
+    brace = round((1 - v["p_bad"]) * v["brace_share"], 2)
+    whitespace = round(1 - v["p_bad"] - brace, 2)
+    return brace / (brace + whitespace)
 
 
 # ---------------------------------------------------------------- tests
