@@ -30,6 +30,8 @@ from questions.formula import compile_formula
 from questions.model import Question
 from questions.validate import validate_files
 
+pytestmark = pytest.mark.slow  # 200 draws and every corner of ~130 questions: ~30 s
+
 V = Mapping[str, Any]
 NEW_KEYS = {"mistake", "why", "round"}
 NEW_TOPICS = [
@@ -294,7 +296,7 @@ def _av3(v: V) -> float:
 
 @rederives("attention-variants-004")
 def _av4(v: V) -> float:
-    return min(v["ctx"], 4096) * 128 * KIB / MIB
+    return min(v["ctx"], v["window"]) * 128 * KIB / MIB
 
 
 @rederives("attention-variants-005")
@@ -884,3 +886,10 @@ def test_explanations_show_the_answer_within_its_tolerance(report: Any) -> None:
                 assert not spec.endswith("%"), f"{question.id}: use a unit, not a % spec"
                 shown = float(format(inst.answer, spec).replace(",", ""))
                 assert question.tolerance.accepts(inst.answer, shown), (question.id, shown)
+
+
+def test_draws_vary_so_answers_cannot_be_memorised(report: Any) -> None:
+    for question in _questions(report):
+        if question.kind == "numeric" and question.parameterised:
+            answers = {round(question.draw(seed).answer, 9) for seed in range(40)}
+            assert len(answers) >= 3, f"{question.id} repeats its answer too often"
