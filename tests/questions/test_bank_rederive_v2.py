@@ -681,7 +681,7 @@ def _long_kv_token(model: str) -> int:
     return 2 * layers * kv_heads * 128 * 2
 
 
-def _prefill_flops(params: float, layers: int, width: int, tokens: int) -> float:
+def _prefill_flops(params: float, layers: int, width: int, tokens: float) -> float:
     causal_pairs = tokens * tokens / 2  # query-key pairs under the causal mask (≈ T²/2)
     attention = layers * causal_pairs * width * 2 * 2  # QKᵀ and AV, 2 FLOPs per MAC
     return 2 * params * tokens + attention
@@ -785,6 +785,84 @@ def _sa7(v: V) -> float:
     brace = round((1 - v["p_bad"]) * v["brace_share"], 2)
     whitespace = round(1 - v["p_bad"] - brace, 2)
     return brace / (brace + whitespace)
+
+
+# second batch: one more numeric question per topic ------------------------------------------
+
+
+@rederives("chunked-prefill-013")
+def _cp13(v: V) -> float:
+    iterations_per_s = 1000 / v["step"]
+    return iterations_per_s * (v["budget"] - v["decodes"]) / v["prompt_len"]
+
+
+@rederives("moe-013")
+def _moe13(v: V) -> float:
+    shards = [v["shared_b"] + v["expert_b"] / v["ep"] for _ in range(v["ep"])]
+    assert math.isclose(sum(shards), v["shared_b"] * v["ep"] + v["expert_b"])
+    return shards[0]
+
+
+@rederives("moe-014")
+def _moe14(v: V) -> float:
+    tokens_per_expert_per_token = v["k"] / v["experts"]
+    return v["ridge"] / tokens_per_expert_per_token
+
+
+@rederives("attention-variants-014")
+def _av14(v: V) -> float:
+    d, t = 128, 1000  # cancel out; any values do
+    flops = v["q_heads"] * (2 * d * t + 2 * d * t)
+    kv_bytes = v["kv_heads"] * 2 * d * t * v["bytes"]
+    return flops / kv_bytes
+
+
+@rederives("slo-goodput-013")
+def _slo13(v: V) -> float:
+    return (v["a_pct"] / 100) * (v["b_pct"] / 100)
+
+
+@rederives("queueing-013")
+def _q13(v: V) -> float:
+    seconds = (v["ttft"] + (v["n_out"] - 1) * v["tpot"]) / 1000
+    return v["lam"] * seconds * v["ctx"] * v["kv_kib"] * KIB / GIB
+
+
+@rederives("queueing-014")
+def _q14(v: V) -> float:
+    attempts = sum(v["p"] ** i for i in range(400))  # 1 + p + p² + …
+    return v["lam"] * attempts * v["s"] / 1000
+
+
+@rederives("speculative-variants-013")
+def _sv13(v: V) -> float:
+    return v["tau"] / (1 + v["depth"] * v["c_pct"] / 100)
+
+
+@rederives("energy-013")
+def _en13(v: V) -> float:
+    step_s = (v["a"] + v["b"] * v["batch"]) / 1000
+    joules_per_token = v["watts"] * step_s / v["batch"]
+    return joules_per_token * 1e6 / JOULES_PER_KWH
+
+
+@rederives("long-context-013")
+def _lc13(v: V) -> float:
+    params, layers, _, width = LONG[v["model"]]
+    assert (v["params_b"], v["layers"], v["d_attn"]) == (params, layers, width)
+    lo, hi = 1.0, 1e7  # bisection on linear(T) = attention(T)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        linear = 2 * params * 1e9 * mid
+        attention = _prefill_flops(params * 1e9, layers, width, mid) - linear
+        lo, hi = (mid, hi) if attention < linear else (lo, mid)
+    return lo
+
+
+@rederives("sampling-013")
+def _sa13(v: V) -> float:
+    assert v["vocab"] == {**VOCAB, "gpt-oss-120b": 201088}[v["model"]]
+    return v["batch"] * math.ceil(v["vocab"] / 8) / 1000
 
 
 # ---------------------------------------------------------------- tests
