@@ -865,6 +865,30 @@ def _sa13(v: V) -> float:
     return v["batch"] * math.ceil(v["vocab"] / 8) / 1000
 
 
+@rederives("autoscaling-014")
+def _as14(v: V) -> float:
+    per_night_gpu_hours = v["g"] * v["idle_h"] - v["g"] * v["wakes"] * (v["cold"] + v["stay"]) / 60
+    return 30 * per_night_gpu_hours * v["rate"]
+
+
+@rederives("multi-lora-014")
+def _ml14(v: V) -> float:
+    return (v["lora_gib"] * GIB) // 131072
+
+
+@rederives("long-context-014")
+def _lc14(v: V) -> float:
+    copy_s = v["ctx"] * _long_kv_token("Llama-3.1-8B") / (v["pcie"] * 1e9)
+    recompute_s = _prefill_flops(8.03e9, 32, 4096, v["ctx"]) / (989e12 * v["mfu"])
+    return recompute_s / copy_s
+
+
+@rederives("sampling-014")
+def _sa14(v: V) -> float:
+    kept = sorted([v["z1"], v["z2"], v["z3"]], reverse=True)[:2]
+    return _softmax(kept, v["temp"])[0]
+
+
 # ---------------------------------------------------------------- tests
 
 
