@@ -7,9 +7,8 @@ ignored on purpose). The format checks prove what the learner relies on: every n
 graded wrong (its value lies outside the tolerance on every draw and corner), every MCQ distractor
 names its misconception, and counted answers are whole numbers.
 
-Compatibility: until the loader knows the keys `mistake`, `why` and `round` (issue 14, branch
-`diagnose`), this module lets the loader skip them (only inside these tests) and reads them
-straight from the TOML. Once the loader knows them the shim does nothing.
+The mistakes and whys are also read straight from the TOML (the `raw` fixture), so these checks
+do not depend on how the loader models them.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from questions.validate import validate_files
 pytestmark = pytest.mark.slow  # 200 draws and every corner of ~130 questions: ~30 s
 
 V = Mapping[str, Any]
-NEW_KEYS = {"mistake", "why", "round"}
 NEW_TOPICS = [
     "chunked-prefill",
     "moe",
@@ -58,19 +56,13 @@ def _new_files() -> list[Path]:
 
 @pytest.fixture(scope="module")
 def report() -> Any:
-    known = set(loader.QUESTION_KEYS)
-    if not known >= NEW_KEYS:  # shim: removed effect once the loader reads these keys itself
-        loader.QUESTION_KEYS = known | NEW_KEYS  # type: ignore[misc]
-    try:
-        others = [p for p in builtin_files() if p not in set(_new_files())]
-        return validate_files(_new_files(), context=others, builtin_dir=BUILTIN_DIR)
-    finally:
-        loader.QUESTION_KEYS = known  # type: ignore[misc]
+    others = [p for p in builtin_files() if p not in set(_new_files())]
+    return validate_files(_new_files(), context=others, builtin_dir=BUILTIN_DIR)
 
 
 @pytest.fixture(scope="module")
 def raw() -> dict[str, dict[str, Any]]:
-    """Question id -> its raw TOML table (for the keys today's loader does not read)."""
+    """Question id -> its raw TOML table."""
     tables: dict[str, dict[str, Any]] = {}
     for path in _new_files():
         for table in tomllib.loads(path.read_text(encoding="utf-8"))["question"]:
