@@ -26,7 +26,9 @@ from questions.model import (
     Mistake,
     Param,
     Question,
+    RoundedFormula,
     Rounding,
+    Step,
     Tolerance,
     Topic,
     Value,
@@ -41,9 +43,13 @@ MAX_REL_TOLERANCE = 0.25
 QUESTION_KEYS = {
     "id", "topic", "kind", "difficulty", "lab", "sim", "related", "sources", "prompt",
     "explanation", "unit", "tolerance", "answer", "params", "cases", "derived", "labels",
-    "choices", "correct", "mistake", "why", "round",
+    "choices", "correct", "mistake", "why", "round", "step",
 }
 MISTAKE_KEYS = {"id", "formula", "says"}
+STEP_KEYS = {"name", "prompt", "explanation", "unit", "tolerance", "answer", "round", "mistake"}
+MIN_STEPS, MAX_STEPS = 3, 5
+KINDS = ("mcq", "numeric", "case")
+NUMERIC_ONLY = ("unit", "tolerance", "answer", "mistake", "round")
 MISTAKE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOPIC_KEYS = {"id", "title", "note"}
 RESERVED_NAMES = {"answer", *FUNCTIONS}
@@ -164,8 +170,8 @@ class _QuestionReader:
             self.fail("topic", f"topic {raw['topic']!r} differs from the file's [topic] id "
                       f"{self.topic_id!r} (leave it out: the file's topic applies)")
         kind = raw.get("kind")
-        if kind not in ("mcq", "numeric"):
-            self.fail("kind", f"kind must be \"mcq\" or \"numeric\", got {kind!r}")
+        if kind not in KINDS:
+            self.fail("kind", f"kind must be \"mcq\", \"numeric\" or \"case\", got {kind!r}")
         difficulty = raw.get("difficulty")
         if not _is_int(difficulty) or not 1 <= difficulty <= 5:
             self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
@@ -213,17 +219,28 @@ class _QuestionReader:
         elif kind == "mcq":
             choices, correct = self._mcq()
             why = self._why(choices, correct)
+        if kind != "case" and "step" in raw:
+            self.fail("step", "steps belong to case studies (kind = \"case\")")
         if "{answer" in prompt and "answer" in _placeholder_names(prompt):
             self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
         text_names = known | labels_declared | {"answer"}
+        steps: tuple[Step, ...] = ()
+        step_names: set[str] = set()
+        if kind == "case":
+            text_names = known | labels_declared  # the scenario has no single answer
+            step_names = self._step_names()
         texts_ok = True
         for key, text in (("prompt", prompt), ("explanation", explanation),
                           *((f"choices[{i}]", c) for i, c in enumerate(choices))):
-            texts_ok &= self._check_placeholders(key.split("[")[0], text, text_names)
+            names = text_names | step_names if key == "explanation" else text_names
+            texts_ok &= self._check_placeholders(key.split("[")[0], text, names)
+        if kind == "case" and isinstance(qid, str):
+            steps = self._steps(qid, prompt, known, labels_declared, params, cases, derived,
+                                labels, lab, difficulty)
         if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared) \
                 and len(params) == len(declared):
             self._check_visible(prompt, answer, params, cases, derived, labels)
-        if not self.ok or lab is None or not isinstance(qid, str) or kind not in ("mcq", "numeric"):
+        if not self.ok or lab is None or not isinstance(qid, str) or kind not in KINDS:
             return None
         return Question(
             id=qid, topic=self.topic_id, kind=kind, prompt=prompt, explanation=explanation,
@@ -232,7 +249,55 @@ class _QuestionReader:
             sources=tuple(sources), unit=unit, tolerance=tolerance, answer=answer,
             choices=choices, correct=correct, params=params, cases=tuple(cases),
             derived=derived, labels=labels, mistakes=mistakes, why=why, round=rounding,
+            steps=steps,
         )
+
+    # -- case studies -------------------------------------------------------------------------
+
+    def _raw_steps(self) -> list[dict[str, Any]]:
+        raw = self.raw.get("step")
+        return raw if isinstance(raw, list) and all(isinstance(s, dict) for s in raw) else []
+
+    def _step_names(self) -> set[str]:
+        return {str(s["name"]) for s in self._raw_steps() if isinstance(s.get("name"), str)}
+
+    def _steps(self, qid: str, scenario: str, known: set[str], label_names: set[str],
+               params: Mapping[str, Param], cases: list[dict[str, Value]],
+               derived: Mapping[str, Formula], labels: Mapping[str, Label],
+               lab: LabLink | None, difficulty: object) -> tuple[Step, ...]:
+        """A case's [[question.step]] tables: each a numeric question over the case's values
+        and the earlier steps' answers (revealed before the next step is asked)."""
+        for key in NUMERIC_ONLY + ("choices", "correct", "why"):
+            if key in self.raw:
+                self.fail(key, f"{key} belongs to a case's steps ([[question.step]]), not to the "
+                          "case itself")
+        raw = self.raw.get("step")
+        if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw) or \
+                not MIN_STEPS <= len(raw) <= MAX_STEPS:
+            count = len(raw) if isinstance(raw, list) else 0
+            self.fail("step", f"a case needs {MIN_STEPS}-{MAX_STEPS} [[question.step]] tables "
+                      f"(name, prompt, explanation, unit, answer, mistakes), got {count}")
+            return ()
+        steps: list[Step] = []
+        earlier: dict[str, Formula] = {}
+        context = [scenario]
+        taken = known | label_names
+        for i, entry in enumerate(raw):
+            reader = _StepReader(self, entry, i)
+            step = reader.read(qid, context, taken, earlier, params, cases, derived, labels,
+                               lab, difficulty)
+            name = entry.get("name")
+            if isinstance(name, str):
+                taken = taken | {name}
+            if step is None:
+                continue
+            steps.append(step)
+            assert step.question.answer is not None
+            answer = step.question.answer
+            earlier[step.name] = answer if step.question.round is None else RoundedFormula(
+                answer.source, answer.names, answer._tree, step.question.round)
+            context = [*context, step.prompt]
+        return tuple(steps) if len(steps) == len(raw) else ()
 
     # -- pieces -------------------------------------------------------------------------------
 
@@ -562,6 +627,66 @@ class _QuestionReader:
             where = f"params.{name}" if name in params else "cases"
             self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
                       f"(add {{{name}}}, a label of it, or a value computed from it)")
+
+
+class _StepReader(_QuestionReader):
+    """One [[question.step]] of a case, read with the numeric rules; problems are reported at
+    `step[i].<field>` of the case."""
+
+    def __init__(self, parent: _QuestionReader, raw: dict[str, Any], index: int) -> None:
+        self.parent, self.index = parent, index
+        self.parsed, self.block, self.topic_id = parent.parsed, parent.block, parent.topic_id
+        self.exercises, self.sims, self.label = parent.exercises, parent.sims, parent.label
+        self.raw = raw
+        self.ok = True
+
+    def fail(self, field_path: str, message: str) -> None:
+        self.ok = False
+        self.parent.fail(f"step[{self.index}].{field_path}", message)
+
+    def read(self, qid: str, context: list[str], taken: set[str],  # type: ignore[override]
+             earlier: Mapping[str, Formula], params: Mapping[str, Param],
+             cases: list[dict[str, Value]], derived: Mapping[str, Formula],
+             labels: Mapping[str, Label], lab: LabLink | None,
+             difficulty: object) -> Step | None:
+        raw = self.raw
+        for key in sorted(set(raw) - STEP_KEYS):
+            self.fail(key, f"unknown key (known: {', '.join(sorted(STEP_KEYS))})")
+        name = raw.get("name")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name) or name in RESERVED_NAMES:
+            self.fail("name", f"name must be an identifier the later steps can use for this "
+                      f"step's value (letters, digits, _), got {name!r}")
+            name = None
+        elif name in taken:
+            self.fail("name", f"{name!r} is already a parameter, derived value, label or an "
+                      "earlier step's name")
+        prompt, explanation = self._text("prompt"), self._text("explanation")
+        known = set(taken) | set(earlier)
+        unit, tolerance, answer, rounding = self._numeric(known)
+        mistakes = self._mistakes(known)
+        names_before = known | {n for n in labels}
+        if prompt:
+            self._check_placeholders("prompt", prompt, names_before)
+        if explanation:
+            self._check_placeholders("explanation", explanation,
+                                     names_before | {"answer"} | ({name} if name else set()))
+        # what the learner has been told by now: the scenario, the earlier steps' prompts and
+        # (revealed after each) the earlier steps' correct values
+        shown = "\n\n".join([*context, prompt, *("{" + n + "}" for n in earlier)])
+        all_derived = {**derived, **earlier}
+        if answer is not None and prompt and self.ok:
+            self._check_visible(shown, answer, params, cases, all_derived, labels)
+        if not self.ok or name is None or answer is None or lab is None:
+            return None
+        question = Question(
+            id=f"{qid}.step{self.index + 1}", topic=self.topic_id, kind="numeric", prompt=shown,
+            explanation=explanation, lab=lab, difficulty=difficulty if _is_int(difficulty) else 0,
+            source=self.parsed.path, line=self.parsed.index.locate(self.block,
+                                                                    f"step[{self.index}]"),
+            unit=unit, tolerance=tolerance, answer=answer, params=params, cases=tuple(cases),
+            derived=all_derived, labels=labels, mistakes=mistakes, round=rounding,
+        )
+        return Step(name, prompt, explanation, question)
 
 
 def _placeholder_names(text: str) -> set[str]:
