@@ -267,7 +267,7 @@ class _QuestionReader:
                lab: LabLink | None, difficulty: object) -> tuple[Step, ...]:
         """A case's [[question.step]] tables: each a numeric question over the case's values
         and the earlier steps' answers (revealed before the next step is asked)."""
-        for key in NUMERIC_ONLY + ("choices", "correct", "why"):
+        for key in (*NUMERIC_ONLY, "choices", "correct", "why"):
             if key in self.raw:
                 self.fail(key, f"{key} belongs to a case's steps ([[question.step]]), not to the "
                           "case itself")
