@@ -209,29 +209,33 @@ def _markdown_out(stream: TextIO | None = None, *,
 @questions.command("list")
 @click.option("--ids", is_flag=True, help="Also list every question id.")
 def list_(ids: bool) -> None:
-    """Print the bank by topic with question counts."""
-    from questions.bank import load_bank
+    """Print the bank by topic with question counts (case studies included)."""
+    from questions.bank import ALL_KINDS, load_bank
 
-    bank = load_bank()
+    bank = load_bank(kinds=ALL_KINDS)
     for topic_id in sorted(bank.topics):
         topic = bank.topics[topic_id]
         items = bank.by_topic(topic_id)
         numeric = sum(q.kind == "numeric" for q in items)
+        cases = sum(q.kind == "case" for q in items)
         drawn = sum(q.parameterised for q in items)
+        kinds = f"{numeric} numeric" + (f", {cases} case studies" if cases else "")
         click.echo(
-            f"{topic_id:<28} {len(items):>3} questions ({numeric} numeric, {drawn} "
+            f"{topic_id:<28} {len(items):>3} questions ({kinds}, {drawn} "
             f"with drawn values)  {topic.title}"
         )
         if ids:
             for q in items:
+                steps = f" {len(q.steps)} steps" if q.steps else ""
                 click.echo(
                     f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
-                    f"L{q.lab.level}"
+                    f"L{q.lab.level}{steps}"
                 )
     total_numeric = sum(q.kind == "numeric" for q in bank.questions)
+    total_cases = sum(q.kind == "case" for q in bank.questions)
     click.echo(
         f"total: {len(bank.questions)} questions in {len(bank.topics)} topics "
-        f"({total_numeric} numeric)"
+        f"({total_numeric} numeric, {total_cases} case studies)"
     )
     if bank.errors:
         click.echo(
