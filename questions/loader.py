@@ -18,6 +18,13 @@ from typing import Any, TypeGuard
 
 from questions.formula import FUNCTIONS, Formula, FormulaError, compile_formula
 from questions.givens import trace_givens
+from questions.limits import (
+    MAX_FILE_BYTES,
+    MAX_ID_CHARS,
+    MAX_ITEMS,
+    MAX_QUESTIONS,
+    MAX_TEXT_CHARS,
+)
 from questions.lines import Block, LineIndex
 from questions.model import (
     ROUNDINGS,
@@ -53,6 +60,7 @@ NUMERIC_ONLY = ("unit", "tolerance", "answer", "mistake", "round")
 MISTAKE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOPIC_KEYS = {"id", "title", "note"}
 RESERVED_NAMES = {"answer", *FUNCTIONS}
+MAX_MESSAGE_CHARS = 600
 
 
 @dataclass
@@ -68,6 +76,8 @@ class ParsedFile:
 
     def problem(self, block: Block | None, field_path: str, label: str, message: str) -> None:
         line = self.index.locate(block, field_path) if block is not None else 1
+        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge value stays readable
+            message = message[:MAX_MESSAGE_CHARS] + "…"
         self.problems.append(Problem(self.path, line, f"{label}.{field_path}", message))
 
     def locate(self, question_id: str, field_path: str) -> int:
@@ -79,7 +89,16 @@ def parse_file(path: Path, exercises: Mapping[str, int],
     """Parse and schema-check one topic file; `exercises` maps lab ids to their level count,
     `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a Windows editor may save a BOM
+        with path.open("rb") as handle:  # never more than the limit + 1 byte in memory
+            content = handle.read(MAX_FILE_BYTES + 1)
+        if len(content) > MAX_FILE_BYTES:
+            size = path.stat().st_size
+            parsed = ParsedFile(path, LineIndex(""))
+            parsed.problems.append(Problem(path, 1, "file", (
+                f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} (split it into "
+                "several topic files)")))
+            return parsed
+        text = content.decode("utf-8-sig")  # a Windows editor may save a BOM
     except (OSError, UnicodeDecodeError) as exc:
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
@@ -103,6 +122,12 @@ def parse_file(path: Path, exercises: Mapping[str, int],
             Problem(path, 1, "question", "no [[question]] tables: a topic file needs questions")
         )
         return parsed
+    if len(raw_questions) > MAX_QUESTIONS:
+        line = parsed.index.question_line(MAX_QUESTIONS)
+        parsed.problems.append(Problem(path, line, "question", (
+            f"{len(raw_questions):,} [[question]] tables; the limit is {MAX_QUESTIONS:,} per file "
+            "(split it into several topic files)")))
+        return parsed
     topic_id = parsed.topic.id if parsed.topic else ""
     for i, raw in enumerate(raw_questions):
         block = parsed.index.questions[i] if i < len(parsed.index.questions) else None
@@ -123,12 +148,16 @@ def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
     for key in sorted(set(raw) - TOPIC_KEYS):
         parsed.problem(block, key, "topic", "unknown key (expected id, title, note)")
     topic_id = raw.get("id")
-    if not isinstance(topic_id, str) or not ID_PATTERN.match(topic_id):
+    if isinstance(topic_id, str) and len(topic_id) > MAX_ID_CHARS:
+        parsed.problem(block, "id", "topic", _too_long("id", len(topic_id), MAX_ID_CHARS))
+    elif not isinstance(topic_id, str) or not ID_PATTERN.match(topic_id):
         parsed.problem(block, "id", "topic", "id must be kebab-case text, e.g. \"kv-cache\"")
     for key in ("title", "note"):
         value = raw.get(key)
         if not isinstance(value, str) or not value.strip():
             parsed.problem(block, key, "topic", f"{key} must be non-empty text")
+        elif len(value) > MAX_TEXT_CHARS[key]:
+            parsed.problem(block, key, "topic", _too_long(key, len(value), MAX_TEXT_CHARS[key]))
     if len(parsed.problems) > before:
         return None
     line = block.main.line if block else 1
@@ -156,6 +185,15 @@ class _QuestionReader:
     def read(self) -> Question | None:
         raw = self.raw
         qid = raw.get("id")
+        if isinstance(qid, str) and len(qid) > MAX_ID_CHARS:
+            self.fail("id", _too_long("id", len(qid), MAX_ID_CHARS))
+            return None
+        if isinstance(qid, str) and ID_PATTERN.match(qid):
+            self.label = qid
+        if not self._sizes_ok():  # before any parsing or rendering: refused quickly
+            if isinstance(qid, str) and ID_PATTERN.match(qid):
+                self.parsed.declared.append((qid, self.parsed.index.locate(self.block, "id")))
+            return None
         if not isinstance(qid, str) or not ID_PATTERN.match(qid):
             self.fail("id", "id must be a stable kebab-case text id, e.g. \"kv-cache-001\"")
         else:
@@ -300,6 +338,83 @@ class _QuestionReader:
         return tuple(steps) if len(steps) == len(raw) else ()
 
     # -- pieces -------------------------------------------------------------------------------
+
+    def _sizes_ok(self) -> bool:
+        """Every size limit (questions.limits) checked on the raw table, before the costly
+        checks: a huge prompt or a thousand derived values is refused at once."""
+        before = self.ok
+        self.ok = True
+        self._table_sizes(self.raw, "")
+        steps = self.raw.get("step")
+        if isinstance(steps, list):
+            for i, step in enumerate(steps[:MAX_STEPS + 1]):
+                if isinstance(step, dict):
+                    self._table_sizes(step, f"step[{i}].")
+        ok = self.ok
+        self.ok = before and ok
+        return ok
+
+    def _table_sizes(self, raw: Mapping[str, Any], prefix: str) -> None:
+        for key in ("prompt", "explanation"):
+            value = raw.get(key)
+            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS[key]:
+                self.fail(prefix + key, _too_long(key, len(value), MAX_TEXT_CHARS[key]))
+        for key, limit in MAX_ITEMS.items():
+            value = raw.get(key)
+            if isinstance(value, list | dict) and len(value) > limit:
+                self.fail(prefix + key, f"{len(value):,} {key} entries; the limit is {limit}")
+        for key, limit_key in (("choices", "choice"), ("why", "why"), ("sources", "source"),
+                               ("related", "id")):
+            value = raw.get(key)
+            if not isinstance(value, list):
+                continue
+            limit = MAX_ID_CHARS if limit_key == "id" else MAX_TEXT_CHARS[limit_key]
+            for i, item in enumerate(value[:MAX_ITEMS.get(key, 4) + 1]):
+                if isinstance(item, str) and len(item) > limit:
+                    self.fail(f"{prefix}{key}[{i}]", _too_long(f"{key}[{i}]", len(item), limit))
+        name = raw.get("name")
+        if prefix and isinstance(name, str) and len(name) > MAX_ID_CHARS:
+            self.fail(prefix + "name", _too_long("name", len(name), MAX_ID_CHARS))
+        for key in ("params", "derived", "labels"):
+            table = raw.get(key)
+            if isinstance(table, dict) and len(table) <= MAX_ITEMS[key]:
+                for name in table:
+                    if len(name) > MAX_ID_CHARS:
+                        self.fail(f"{prefix}{key}", _too_long(f"a name in {key}", len(name),
+                                                              MAX_ID_CHARS))
+                        break
+        labels = raw.get("labels")
+        if isinstance(labels, dict) and len(labels) <= MAX_ITEMS["labels"]:
+            for lname, spec in labels.items():
+                mapping = spec.get("map") if isinstance(spec, dict) else None
+                if isinstance(mapping, dict) and any(
+                        isinstance(v, str) and len(v) > MAX_TEXT_CHARS["text value"]
+                        for v in mapping.values()):
+                    self.fail(f"{prefix}labels.{lname[:MAX_ID_CHARS]}", (
+                        f"a label text is over {MAX_TEXT_CHARS['text value']} characters"))
+        cases = raw.get("cases")
+        if isinstance(cases, list) and len(cases) <= MAX_ITEMS["cases"]:
+            for i, case in enumerate(cases):
+                if isinstance(case, dict) and (len(case) > MAX_ITEMS["params"] or any(
+                        len(k) > MAX_ID_CHARS or (isinstance(v, str) and
+                                                  len(v) > MAX_TEXT_CHARS["text value"])
+                        for k, v in case.items())):
+                    self.fail(f"{prefix}cases[{i}]", (
+                        f"a case row may have {MAX_ITEMS['params']} values, names up to "
+                        f"{MAX_ID_CHARS} characters and texts up to "
+                        f"{MAX_TEXT_CHARS['text value']}"))
+                    break
+        mistakes = raw.get("mistake")
+        if isinstance(mistakes, list) and len(mistakes) <= MAX_ITEMS["mistake"]:
+            for i, entry in enumerate(mistakes):
+                if not isinstance(entry, dict):
+                    continue
+                mid, says = entry.get("id"), entry.get("says")
+                if isinstance(mid, str) and len(mid) > MAX_ID_CHARS:
+                    self.fail(f"{prefix}mistake[{i}].id", _too_long("id", len(mid), MAX_ID_CHARS))
+                if isinstance(says, str) and len(says) > MAX_TEXT_CHARS["says"]:
+                    self.fail(f"{prefix}mistake[{i}].says",
+                              _too_long("says", len(says), MAX_TEXT_CHARS["says"]))
 
     def _text(self, key: str) -> str:
         value = self.raw.get(key)
@@ -687,6 +802,10 @@ class _StepReader(_QuestionReader):
             derived=all_derived, labels=labels, mistakes=mistakes, round=rounding,
         )
         return Step(name, prompt, explanation, question)
+
+
+def _too_long(what: str, length: int, limit: int) -> str:
+    return f"{what} is {length:,} characters long; the limit is {limit:,}"
 
 
 def _placeholder_names(text: str) -> set[str]:
