@@ -168,6 +168,8 @@ def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
 class _QuestionReader:
     """Reads one [[question]] table; `ok` turns false on the first problem it records."""
 
+    MISTAKE_TABLE = "question.mistake"
+
     def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
                  topic_id: str, exercises: Mapping[str, int], sims: Collection[str]) -> None:
         self.parsed, self.block, self.topic_id, self.exercises = parsed, block, topic_id, exercises
@@ -622,7 +624,7 @@ class _QuestionReader:
     def _mistakes(self, known: set[str]) -> tuple[Mistake, ...]:
         raw = self.raw.get("mistake")
         if raw is None:
-            self.fail("mistake", "numeric questions need at least one [[question.mistake]] "
+            self.fail("mistake", f"numeric questions need at least one [[{self.MISTAKE_TABLE}]] "
                       "(id, formula, says): the wrong path the explanation warns about")
             return ()
         if not isinstance(raw, list) or not raw or not all(isinstance(m, dict) for m in raw):
@@ -747,6 +749,8 @@ class _QuestionReader:
 class _StepReader(_QuestionReader):
     """One [[question.step]] of a case, read with the numeric rules; problems are reported at
     `step[i].<field>` of the case."""
+
+    MISTAKE_TABLE = "question.step.mistake"
 
     def __init__(self, parent: _QuestionReader, raw: dict[str, Any], index: int) -> None:
         self.parent, self.index = parent, index
