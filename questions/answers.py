@@ -197,9 +197,14 @@ def _dimension_words(unit: Unit) -> str:
 def check_answer(item: Question | Instance, text: str) -> Outcome:
     """Grade `text` against an instance (a bare Question is graded against its seed-0 draw).
 
-    The one checker for both kinds: an MCQ takes a letter, a position or a choice's text."""
+    The one checker for both kinds: an MCQ takes a letter, a position or a choice's text. A case
+    study (`kind = "case"`) is answered step by step: pass `instance.steps[i]`, each a numeric
+    instance; handing the case itself over is a programming error (TypeError)."""
     instance = item if isinstance(item, Instance) else item.draw(0)
     question = instance.question
+    if question.kind == "case":
+        raise TypeError(f"{question.id} is a case study: check each step's answer with "
+                        "check_answer(instance.steps[i], text)")
     if question.kind == "mcq":
         return _check_choice(instance, text)
     assert instance.answer is not None and question.tolerance is not None

@@ -6,13 +6,19 @@ in `Bank.errors` (file:line:field) for the UI to show.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from questions.model import Question, Topic
 from questions.problems import Problem
 from questions.validate import LOAD_DRAWS, validate_files
+
+ALL_KINDS = frozenset({"mcq", "numeric", "case"})
+# What a client that only knows single-answer cards gets by default. A case study is answered step
+# by step (`Instance.steps`, `questions.cases`); a client that can show one asks for it with
+# `load_bank(kinds=ALL_KINDS)`, so a card it cannot show is never scheduled or served to it.
+SINGLE_ANSWER_KINDS = frozenset({"mcq", "numeric"})
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "topics"
 
@@ -47,6 +53,7 @@ class Bank:
     questions: list[Question] = field(default_factory=list)
     topics: dict[str, Topic] = field(default_factory=dict)
     errors: list[Problem] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)  # kind -> valid questions not loaded
 
     def __post_init__(self) -> None:
         self._by_id = {q.id: q for q in self.questions}
@@ -81,10 +88,20 @@ class Bank:
         return len(self.questions)
 
 
-def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DRAWS) -> Bank:
-    """Load the built-in bank plus imported packs (or just `paths`: files or folders)."""
+def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DRAWS,
+              kinds: Collection[str] = SINGLE_ANSWER_KINDS) -> Bank:
+    """Load the built-in bank plus imported packs (or just `paths`: files or folders).
+
+    Only questions of `kinds` are loaded (all are still validated); the default leaves case
+    studies out for clients that cannot show them yet, and `Bank.left_out` counts what was
+    left out by kind."""
     files = builtin_files() + pack_files() if paths is None else expand(paths)
     report = validate_files(files, draws=draws, builtin_dir=BUILTIN_DIR)
-    used = {q.topic for q in report.questions}  # a topic whose questions all failed is left out
+    kept = [q for q in report.questions if q.kind in kinds]
+    left_out: dict[str, int] = {}
+    for q in report.questions:
+        if q.kind not in kinds:
+            left_out[q.kind] = left_out.get(q.kind, 0) + 1
+    used = {q.topic for q in kept}  # a topic whose questions all failed is left out
     topics = {tid: topic for tid, topic in report.topics.items() if tid in used}
-    return Bank(report.questions, topics, report.problems)
+    return Bank(kept, topics, report.problems, left_out)

@@ -88,6 +88,11 @@ class LineIndex:
             head, index = indexed.group(1), int(indexed.group(2))
         rest = tuple(parts[1:])
         sub = block.sub(f"{block.main.name}.{head}", index)
+        nested = re.fullmatch(r"(.+)\[(\d+)\]", rest[0]) if sub is not None and rest else None
+        if sub is not None and nested:  # "step[1].mistake[0].formula": a table inside a table
+            inner = self._nested(block, sub, nested.group(1), int(nested.group(2)))
+            if inner is not None:
+                sub, rest = inner, rest[1:]
         if sub is not None:
             for n in range(len(rest), 0, -1):
                 if rest[:n] in sub.keys:
@@ -99,3 +104,13 @@ class LineIndex:
             if candidate in keys:
                 return keys[candidate]
         return block.main.line
+
+    @staticmethod
+    def _nested(block: Block, outer: Section, name: str, index: int) -> Section | None:
+        """The `index`-th `[[outer.name]]` table after `outer` and before the next table like
+        `outer` (TOML appends it to the latest `outer`)."""
+        later = [s.line for s in block.subs if s.name == outer.name and s.line > outer.line]
+        end = min(later, default=10**12)
+        inside = [s for s in block.subs if s.name == f"{outer.name}.{name}"
+                  and outer.line < s.line < end]
+        return inside[index] if index < len(inside) else None

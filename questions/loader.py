@@ -18,6 +18,13 @@ from typing import Any, TypeGuard
 
 from questions.formula import FUNCTIONS, Formula, FormulaError, compile_formula
 from questions.givens import trace_givens
+from questions.limits import (
+    MAX_FILE_BYTES,
+    MAX_ID_CHARS,
+    MAX_ITEMS,
+    MAX_QUESTIONS,
+    MAX_TEXT_CHARS,
+)
 from questions.lines import Block, LineIndex
 from questions.model import (
     ROUNDINGS,
@@ -26,7 +33,9 @@ from questions.model import (
     Mistake,
     Param,
     Question,
+    RoundedFormula,
     Rounding,
+    Step,
     Tolerance,
     Topic,
     Value,
@@ -41,12 +50,17 @@ MAX_REL_TOLERANCE = 0.25
 QUESTION_KEYS = {
     "id", "topic", "kind", "difficulty", "lab", "sim", "related", "sources", "prompt",
     "explanation", "unit", "tolerance", "answer", "params", "cases", "derived", "labels",
-    "choices", "correct", "mistake", "why", "round",
+    "choices", "correct", "mistake", "why", "round", "step",
 }
 MISTAKE_KEYS = {"id", "formula", "says"}
+STEP_KEYS = {"name", "prompt", "explanation", "unit", "tolerance", "answer", "round", "mistake"}
+MIN_STEPS, MAX_STEPS = 3, 5
+KINDS = ("mcq", "numeric", "case")
+NUMERIC_ONLY = ("unit", "tolerance", "answer", "mistake", "round")
 MISTAKE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOPIC_KEYS = {"id", "title", "note"}
 RESERVED_NAMES = {"answer", *FUNCTIONS}
+MAX_MESSAGE_CHARS = 600
 
 
 @dataclass
@@ -62,6 +76,8 @@ class ParsedFile:
 
     def problem(self, block: Block | None, field_path: str, label: str, message: str) -> None:
         line = self.index.locate(block, field_path) if block is not None else 1
+        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge value stays readable
+            message = message[:MAX_MESSAGE_CHARS] + "…"
         self.problems.append(Problem(self.path, line, f"{label}.{field_path}", message))
 
     def locate(self, question_id: str, field_path: str) -> int:
@@ -73,7 +89,16 @@ def parse_file(path: Path, exercises: Mapping[str, int],
     """Parse and schema-check one topic file; `exercises` maps lab ids to their level count,
     `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a Windows editor may save a BOM
+        with path.open("rb") as handle:  # never more than the limit + 1 byte in memory
+            content = handle.read(MAX_FILE_BYTES + 1)
+        if len(content) > MAX_FILE_BYTES:
+            size = path.stat().st_size
+            parsed = ParsedFile(path, LineIndex(""))
+            parsed.problems.append(Problem(path, 1, "file", (
+                f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} (split it into "
+                "several topic files)")))
+            return parsed
+        text = content.decode("utf-8-sig")  # a Windows editor may save a BOM
     except (OSError, UnicodeDecodeError) as exc:
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
@@ -97,6 +122,12 @@ def parse_file(path: Path, exercises: Mapping[str, int],
             Problem(path, 1, "question", "no [[question]] tables: a topic file needs questions")
         )
         return parsed
+    if len(raw_questions) > MAX_QUESTIONS:
+        line = parsed.index.question_line(MAX_QUESTIONS)
+        parsed.problems.append(Problem(path, line, "question", (
+            f"{len(raw_questions):,} [[question]] tables; the limit is {MAX_QUESTIONS:,} per file "
+            "(split it into several topic files)")))
+        return parsed
     topic_id = parsed.topic.id if parsed.topic else ""
     for i, raw in enumerate(raw_questions):
         block = parsed.index.questions[i] if i < len(parsed.index.questions) else None
@@ -117,12 +148,16 @@ def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
     for key in sorted(set(raw) - TOPIC_KEYS):
         parsed.problem(block, key, "topic", "unknown key (expected id, title, note)")
     topic_id = raw.get("id")
-    if not isinstance(topic_id, str) or not ID_PATTERN.match(topic_id):
+    if isinstance(topic_id, str) and len(topic_id) > MAX_ID_CHARS:
+        parsed.problem(block, "id", "topic", _too_long("id", len(topic_id), MAX_ID_CHARS))
+    elif not isinstance(topic_id, str) or not ID_PATTERN.match(topic_id):
         parsed.problem(block, "id", "topic", "id must be kebab-case text, e.g. \"kv-cache\"")
     for key in ("title", "note"):
         value = raw.get(key)
         if not isinstance(value, str) or not value.strip():
             parsed.problem(block, key, "topic", f"{key} must be non-empty text")
+        elif len(value) > MAX_TEXT_CHARS[key]:
+            parsed.problem(block, key, "topic", _too_long(key, len(value), MAX_TEXT_CHARS[key]))
     if len(parsed.problems) > before:
         return None
     line = block.main.line if block else 1
@@ -132,6 +167,8 @@ def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
 
 class _QuestionReader:
     """Reads one [[question]] table; `ok` turns false on the first problem it records."""
+
+    MISTAKE_TABLE = "question.mistake"
 
     def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
                  topic_id: str, exercises: Mapping[str, int], sims: Collection[str]) -> None:
@@ -150,6 +187,15 @@ class _QuestionReader:
     def read(self) -> Question | None:
         raw = self.raw
         qid = raw.get("id")
+        if isinstance(qid, str) and len(qid) > MAX_ID_CHARS:
+            self.fail("id", _too_long("id", len(qid), MAX_ID_CHARS))
+            return None
+        if isinstance(qid, str) and ID_PATTERN.match(qid):
+            self.label = qid
+        if not self._sizes_ok():  # before any parsing or rendering: refused quickly
+            if isinstance(qid, str) and ID_PATTERN.match(qid):
+                self.parsed.declared.append((qid, self.parsed.index.locate(self.block, "id")))
+            return None
         if not isinstance(qid, str) or not ID_PATTERN.match(qid):
             self.fail("id", "id must be a stable kebab-case text id, e.g. \"kv-cache-001\"")
         else:
@@ -164,8 +210,8 @@ class _QuestionReader:
             self.fail("topic", f"topic {raw['topic']!r} differs from the file's [topic] id "
                       f"{self.topic_id!r} (leave it out: the file's topic applies)")
         kind = raw.get("kind")
-        if kind not in ("mcq", "numeric"):
-            self.fail("kind", f"kind must be \"mcq\" or \"numeric\", got {kind!r}")
+        if kind not in KINDS:
+            self.fail("kind", f"kind must be \"mcq\", \"numeric\" or \"case\", got {kind!r}")
         difficulty = raw.get("difficulty")
         if not _is_int(difficulty) or not 1 <= difficulty <= 5:
             self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
@@ -213,17 +259,28 @@ class _QuestionReader:
         elif kind == "mcq":
             choices, correct = self._mcq()
             why = self._why(choices, correct)
+        if kind != "case" and "step" in raw:
+            self.fail("step", "steps belong to case studies (kind = \"case\")")
         if "{answer" in prompt and "answer" in _placeholder_names(prompt):
             self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
         text_names = known | labels_declared | {"answer"}
+        steps: tuple[Step, ...] = ()
+        step_names: set[str] = set()
+        if kind == "case":
+            text_names = known | labels_declared  # the scenario has no single answer
+            step_names = self._step_names()
         texts_ok = True
         for key, text in (("prompt", prompt), ("explanation", explanation),
                           *((f"choices[{i}]", c) for i, c in enumerate(choices))):
-            texts_ok &= self._check_placeholders(key.split("[")[0], text, text_names)
+            names = text_names | step_names if key == "explanation" else text_names
+            texts_ok &= self._check_placeholders(key.split("[")[0], text, names)
+        if kind == "case" and isinstance(qid, str):
+            steps = self._steps(qid, prompt, known, labels_declared, params, cases, derived,
+                                labels, lab, difficulty)
         if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared) \
                 and len(params) == len(declared):
             self._check_visible(prompt, answer, params, cases, derived, labels)
-        if not self.ok or lab is None or not isinstance(qid, str) or kind not in ("mcq", "numeric"):
+        if not self.ok or lab is None or not isinstance(qid, str) or kind not in KINDS:
             return None
         return Question(
             id=qid, topic=self.topic_id, kind=kind, prompt=prompt, explanation=explanation,
@@ -232,9 +289,134 @@ class _QuestionReader:
             sources=tuple(sources), unit=unit, tolerance=tolerance, answer=answer,
             choices=choices, correct=correct, params=params, cases=tuple(cases),
             derived=derived, labels=labels, mistakes=mistakes, why=why, round=rounding,
+            steps=steps,
         )
 
+    # -- case studies -------------------------------------------------------------------------
+
+    def _raw_steps(self) -> list[dict[str, Any]]:
+        raw = self.raw.get("step")
+        return raw if isinstance(raw, list) and all(isinstance(s, dict) for s in raw) else []
+
+    def _step_names(self) -> set[str]:
+        return {str(s["name"]) for s in self._raw_steps() if isinstance(s.get("name"), str)}
+
+    def _steps(self, qid: str, scenario: str, known: set[str], label_names: set[str],
+               params: Mapping[str, Param], cases: list[dict[str, Value]],
+               derived: Mapping[str, Formula], labels: Mapping[str, Label],
+               lab: LabLink | None, difficulty: object) -> tuple[Step, ...]:
+        """A case's [[question.step]] tables: each a numeric question over the case's values
+        and the earlier steps' answers (revealed before the next step is asked)."""
+        for key in (*NUMERIC_ONLY, "choices", "correct", "why"):
+            if key in self.raw:
+                self.fail(key, f"{key} belongs to a case's steps ([[question.step]]), not to the "
+                          "case itself")
+        raw = self.raw.get("step")
+        if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw) or \
+                not MIN_STEPS <= len(raw) <= MAX_STEPS:
+            count = len(raw) if isinstance(raw, list) else 0
+            self.fail("step", f"a case needs {MIN_STEPS}-{MAX_STEPS} [[question.step]] tables "
+                      f"(name, prompt, explanation, unit, answer, mistakes), got {count}")
+            return ()
+        steps: list[Step] = []
+        earlier: dict[str, Formula] = {}
+        context = [scenario]
+        taken = known | label_names
+        for i, entry in enumerate(raw):
+            reader = _StepReader(self, entry, i)
+            step = reader.read(qid, context, taken, earlier, params, cases, derived, labels,
+                               lab, difficulty)
+            name = entry.get("name")
+            if isinstance(name, str):
+                taken = taken | {name}
+            if step is None:
+                continue
+            steps.append(step)
+            assert step.question.answer is not None
+            answer = step.question.answer
+            earlier[step.name] = answer if step.question.round is None else RoundedFormula(
+                answer.source, answer.names, answer._tree, step.question.round)
+            context = [*context, step.prompt]
+        return tuple(steps) if len(steps) == len(raw) else ()
+
     # -- pieces -------------------------------------------------------------------------------
+
+    def _sizes_ok(self) -> bool:
+        """Every size limit (questions.limits) checked on the raw table, before the costly
+        checks: a huge prompt or a thousand derived values is refused at once."""
+        before = self.ok
+        self.ok = True
+        self._table_sizes(self.raw, "")
+        steps = self.raw.get("step")
+        if isinstance(steps, list):
+            for i, step in enumerate(steps[:MAX_STEPS + 1]):
+                if isinstance(step, dict):
+                    self._table_sizes(step, f"step[{i}].")
+        ok = self.ok
+        self.ok = before and ok
+        return ok
+
+    def _table_sizes(self, raw: Mapping[str, Any], prefix: str) -> None:
+        for key in ("prompt", "explanation"):
+            value = raw.get(key)
+            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS[key]:
+                self.fail(prefix + key, _too_long(key, len(value), MAX_TEXT_CHARS[key]))
+        for key, limit in MAX_ITEMS.items():
+            value = raw.get(key)
+            if isinstance(value, list | dict) and len(value) > limit:
+                self.fail(prefix + key, f"{len(value):,} {key} entries; the limit is {limit}")
+        for key, limit_key in (("choices", "choice"), ("why", "why"), ("sources", "source"),
+                               ("related", "id")):
+            value = raw.get(key)
+            if not isinstance(value, list):
+                continue
+            limit = MAX_ID_CHARS if limit_key == "id" else MAX_TEXT_CHARS[limit_key]
+            for i, item in enumerate(value[:MAX_ITEMS.get(key, 4) + 1]):
+                if isinstance(item, str) and len(item) > limit:
+                    self.fail(f"{prefix}{key}[{i}]", _too_long(f"{key}[{i}]", len(item), limit))
+        name = raw.get("name")
+        if prefix and isinstance(name, str) and len(name) > MAX_ID_CHARS:
+            self.fail(prefix + "name", _too_long("name", len(name), MAX_ID_CHARS))
+        for key in ("params", "derived", "labels"):
+            table = raw.get(key)
+            if isinstance(table, dict) and len(table) <= MAX_ITEMS[key]:
+                for name in table:
+                    if len(name) > MAX_ID_CHARS:
+                        self.fail(f"{prefix}{key}", _too_long(f"a name in {key}", len(name),
+                                                              MAX_ID_CHARS))
+                        break
+        labels = raw.get("labels")
+        if isinstance(labels, dict) and len(labels) <= MAX_ITEMS["labels"]:
+            for lname, spec in labels.items():
+                mapping = spec.get("map") if isinstance(spec, dict) else None
+                if isinstance(mapping, dict) and any(
+                        isinstance(v, str) and len(v) > MAX_TEXT_CHARS["text value"]
+                        for v in mapping.values()):
+                    self.fail(f"{prefix}labels.{lname[:MAX_ID_CHARS]}", (
+                        f"a label text is over {MAX_TEXT_CHARS['text value']} characters"))
+        cases = raw.get("cases")
+        if isinstance(cases, list) and len(cases) <= MAX_ITEMS["cases"]:
+            for i, case in enumerate(cases):
+                if isinstance(case, dict) and (len(case) > MAX_ITEMS["params"] or any(
+                        len(k) > MAX_ID_CHARS or (isinstance(v, str) and
+                                                  len(v) > MAX_TEXT_CHARS["text value"])
+                        for k, v in case.items())):
+                    self.fail(f"{prefix}cases[{i}]", (
+                        f"a case row may have {MAX_ITEMS['params']} values, names up to "
+                        f"{MAX_ID_CHARS} characters and texts up to "
+                        f"{MAX_TEXT_CHARS['text value']}"))
+                    break
+        mistakes = raw.get("mistake")
+        if isinstance(mistakes, list) and len(mistakes) <= MAX_ITEMS["mistake"]:
+            for i, entry in enumerate(mistakes):
+                if not isinstance(entry, dict):
+                    continue
+                mid, says = entry.get("id"), entry.get("says")
+                if isinstance(mid, str) and len(mid) > MAX_ID_CHARS:
+                    self.fail(f"{prefix}mistake[{i}].id", _too_long("id", len(mid), MAX_ID_CHARS))
+                if isinstance(says, str) and len(says) > MAX_TEXT_CHARS["says"]:
+                    self.fail(f"{prefix}mistake[{i}].says",
+                              _too_long("says", len(says), MAX_TEXT_CHARS["says"]))
 
     def _text(self, key: str) -> str:
         value = self.raw.get(key)
@@ -442,7 +624,7 @@ class _QuestionReader:
     def _mistakes(self, known: set[str]) -> tuple[Mistake, ...]:
         raw = self.raw.get("mistake")
         if raw is None:
-            self.fail("mistake", "numeric questions need at least one [[question.mistake]] "
+            self.fail("mistake", f"numeric questions need at least one [[{self.MISTAKE_TABLE}]] "
                       "(id, formula, says): the wrong path the explanation warns about")
             return ()
         if not isinstance(raw, list) or not raw or not all(isinstance(m, dict) for m in raw):
@@ -562,6 +744,72 @@ class _QuestionReader:
             where = f"params.{name}" if name in params else "cases"
             self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
                       f"(add {{{name}}}, a label of it, or a value computed from it)")
+
+
+class _StepReader(_QuestionReader):
+    """One [[question.step]] of a case, read with the numeric rules; problems are reported at
+    `step[i].<field>` of the case."""
+
+    MISTAKE_TABLE = "question.step.mistake"
+
+    def __init__(self, parent: _QuestionReader, raw: dict[str, Any], index: int) -> None:
+        self.parent, self.index = parent, index
+        self.parsed, self.block, self.topic_id = parent.parsed, parent.block, parent.topic_id
+        self.exercises, self.sims, self.label = parent.exercises, parent.sims, parent.label
+        self.raw = raw
+        self.ok = True
+
+    def fail(self, field_path: str, message: str) -> None:
+        self.ok = False
+        self.parent.fail(f"step[{self.index}].{field_path}", message)
+
+    def read(self, qid: str, context: list[str], taken: set[str],  # type: ignore[override]
+             earlier: Mapping[str, Formula], params: Mapping[str, Param],
+             cases: list[dict[str, Value]], derived: Mapping[str, Formula],
+             labels: Mapping[str, Label], lab: LabLink | None,
+             difficulty: object) -> Step | None:
+        raw = self.raw
+        for key in sorted(set(raw) - STEP_KEYS):
+            self.fail(key, f"unknown key (known: {', '.join(sorted(STEP_KEYS))})")
+        name = raw.get("name")
+        if not isinstance(name, str) or not NAME_PATTERN.match(name) or name in RESERVED_NAMES:
+            self.fail("name", f"name must be an identifier the later steps can use for this "
+                      f"step's value (letters, digits, _), got {name!r}")
+            name = None
+        elif name in taken:
+            self.fail("name", f"{name!r} is already a parameter, derived value, label or an "
+                      "earlier step's name")
+        prompt, explanation = self._text("prompt"), self._text("explanation")
+        known = set(taken) | set(earlier)
+        unit, tolerance, answer, rounding = self._numeric(known)
+        mistakes = self._mistakes(known)
+        names_before = known | {n for n in labels}
+        if prompt:
+            self._check_placeholders("prompt", prompt, names_before)
+        if explanation:
+            self._check_placeholders("explanation", explanation,
+                                     names_before | {"answer"} | ({name} if name else set()))
+        # what the learner has been told by now: the scenario, the earlier steps' prompts and
+        # (revealed after each) the earlier steps' correct values
+        shown = "\n\n".join([*context, prompt, *("{" + n + "}" for n in earlier)])
+        all_derived = {**derived, **earlier}
+        if answer is not None and prompt and self.ok:
+            self._check_visible(shown, answer, params, cases, all_derived, labels)
+        if not self.ok or name is None or answer is None or lab is None:
+            return None
+        question = Question(
+            id=f"{qid}.step{self.index + 1}", topic=self.topic_id, kind="numeric", prompt=shown,
+            explanation=explanation, lab=lab, difficulty=difficulty if _is_int(difficulty) else 0,
+            source=self.parsed.path, line=self.parsed.index.locate(self.block,
+                                                                    f"step[{self.index}]"),
+            unit=unit, tolerance=tolerance, answer=answer, params=params, cases=tuple(cases),
+            derived=all_derived, labels=labels, mistakes=mistakes, round=rounding,
+        )
+        return Step(name, prompt, explanation, question)
+
+
+def _too_long(what: str, length: int, limit: int) -> str:
+    return f"{what} is {length:,} characters long; the limit is {limit:,}"
 
 
 def _placeholder_names(text: str) -> set[str]:

@@ -17,7 +17,7 @@ from questions.formula import Formula, FormulaError
 from questions.render import RenderError, render
 
 Value = int | float | str
-Kind = Literal["mcq", "numeric"]
+Kind = Literal["mcq", "numeric", "case"]
 Rounding = Literal["up", "down", "nearest"]
 LETTERS = "ABCD"
 ROUNDINGS: tuple[Rounding, ...] = ("up", "down", "nearest")
@@ -105,6 +105,30 @@ def round_count(value: float, how: Rounding) -> float:
 
 
 @dataclass(frozen=True)
+class RoundedFormula(Formula):
+    """An earlier case step's answer used by later steps: its value as counted (`round`)."""
+
+    how: Rounding = "nearest"
+
+    def evaluate(self, values: Mapping[str, object]) -> float:
+        return round_count(super().evaluate(values), self.how)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a case study (`kind = "case"`): its own prompt, unit, tolerance, answer and
+    mistakes. `question` is the step as a numeric question (unit, tolerance, answer, mistakes,
+    round; its `derived` also holds the earlier steps' answers under their names), so every step
+    is graded by the one checker, `questions.answers.check_answer`. `name` is how later steps and
+    the case's explanation refer to this step's correct value."""
+
+    name: str
+    prompt: str  # this step's own question (template)
+    explanation: str  # why this step's answer is what it is (template)
+    question: Question
+
+
+@dataclass(frozen=True)
 class Param:
     """A drawn value: one of `choices`, or a value in [min, max] (on a `step` grid if given)."""
 
@@ -177,10 +201,16 @@ class Instance:
     choices: tuple[str, ...] = ()  # MCQ, in the shown (shuffled) order
     correct_index: int | None = None  # MCQ, index into the shown `choices`
     order: tuple[int, ...] = ()  # MCQ: shown position -> index in the file's `choices`
+    steps: tuple[Instance, ...] = ()  # case: one numeric instance per step, in order
+
+    @property
+    def is_case(self) -> bool:
+        return self.question.kind == "case"
 
     def _key(self) -> tuple[object, ...]:
         return (self.question.id, self.seed, tuple(self.values.items()), self.prompt,
-                self.explanation, self.answer, self.choices, self.correct_index)
+                self.explanation, self.answer, self.choices, self.correct_index,
+                tuple(step._key() for step in self.steps))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Instance) and self._key() == other._key()
@@ -233,6 +263,7 @@ class Question:
     mistakes: tuple[Mistake, ...] = ()  # numeric
     why: tuple[str, ...] = ()  # MCQ: parallel to `choices`; the correct one's entry is ""
     round: Rounding | None = None  # numeric counted things: the answer is a whole number
+    steps: tuple[Step, ...] = ()  # case: 3-5 linked numeric steps
 
     @property
     def parameterised(self) -> bool:
@@ -296,6 +327,10 @@ class Question:
                     raise RenderError(f"no text for {label.source} = {source_value!r}")
                 values[name] = text
             answer: float | None = None
+            steps: list[Instance] = []
+            for i, step in enumerate(self.steps):
+                where = f"step[{i}]"
+                steps.append(self._step_instance(step, values, seed))
             if self.kind == "numeric":
                 assert self.answer is not None
                 where = "answer"
@@ -320,8 +355,24 @@ class Question:
         return Instance(
             question=self, seed=seed, values=values, prompt=prompt, explanation=explanation,
             answer=answer, choices=choices, correct_index=correct_index,
-            order=shown if self.kind == "mcq" else (),
+            order=shown if self.kind == "mcq" else (), steps=tuple(steps),
         )
+
+    @staticmethod
+    def _step_instance(step: Step, values: dict[str, Value], seed: int) -> Instance:
+        """Evaluate one case step on the case's values, record its (counted) value under the
+        step's name for the steps after it, and render its own prompt and explanation."""
+        question = step.question
+        assert question.answer is not None
+        answer = question.answer.evaluate(values)
+        if question.round is not None:
+            answer = round_count(answer, question.round)
+        prompt = render(step.prompt, values)  # earlier steps only: the loader checks the names
+        values[step.name] = _tidy(answer)
+        own = {**values, "answer": _tidy(answer)}
+        explanation = render(step.explanation, own)
+        return Instance(question=question, seed=seed, values=own, prompt=prompt,
+                        explanation=explanation, answer=answer)
 
 
 def _tidy(value: float) -> int | float:

@@ -11,7 +11,10 @@ import re
 import string
 from collections.abc import Mapping
 
+from questions.limits import MAX_FORMAT_NUMBER
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_SPEC_NUMBER = re.compile(r"\d+")
 _FORMATTER = string.Formatter()
 
 
@@ -78,3 +81,12 @@ def _check_field(field: str, spec: str | None, conversion: str | None) -> None:
         raise RenderError(f"placeholder {{{field}!{conversion}}}: conversions are not allowed")
     if spec and ("{" in spec or "}" in spec):
         raise RenderError(f"placeholder {{{field}:{spec}}}: nested placeholders are not allowed")
+    if spec:
+        # width and precision are the only numbers in a spec (the fill is one character): a
+        # {x:>100000000} would build a 100 MB string on every render
+        for number in _SPEC_NUMBER.findall(spec[1:] if spec[1:2] in "<>=^" else spec):
+            digits = number.lstrip("0") or "0"
+            if len(digits) > len(str(MAX_FORMAT_NUMBER)) or int(digits) > MAX_FORMAT_NUMBER:
+                shown = digits if len(digits) <= 12 else digits[:12] + "…"
+                raise RenderError(f"placeholder {{{field}:{spec[:20]}}}: width or precision "
+                                  f"{shown} is over the limit of {MAX_FORMAT_NUMBER}")

@@ -117,9 +117,13 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
     for other in question.related:
         if other not in known_ids:
             found.append(("related", f"related id {other!r} does not exist"))
-    given = _givens(question)
-    coincide = {m.id: 0 for m in question.mistakes}
-    example: dict[str, str] = {}
+    # what is graded: the question itself, or each step of a case (its problems at step[i].)
+    graded: list[tuple[str, Question, int | None]] = [("", question, None)]
+    if question.kind == "case":
+        graded = [(f"step[{k}].", step.question, k) for k, step in enumerate(question.steps)]
+    given = {prefix: _givens(part) for prefix, part, _ in graded}
+    coincide = {(prefix, m.id): 0 for prefix, part, _ in graded for m in part.mistakes}
+    example: dict[tuple[str, str], str] = {}
     points = 0
     for values, seed in _draw_plan(question, draws):
         try:
@@ -128,37 +132,41 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
         except DrawError as exc:
             shown = _describe(values if values is not None else question.draw_values(seed))
             return [*found, (exc.field, f"{exc.message} (with {shown})")]
-        problem = _instance_problem(question, instance.values, instance.answer,
-                                    instance.choices) or _shown_numbers_problem(
-            question, given, instance.values, instance.answer)
-        if problem:
-            shown = _describe(instance.values, question)
-            return [*found, (problem[0], f"{problem[1]} (with {shown})")]
         points += 1
-        for i, mistake in enumerate(question.mistakes):
-            where = f"mistake[{i}].formula"
-            try:
-                value = mistake.formula.evaluate(instance.values)
-            except FormulaError as exc:
+        for prefix, part, k in graded:
+            graded_instance = instance if k is None else instance.steps[k]
+            problem = _instance_problem(part, graded_instance.values, graded_instance.answer,
+                                        graded_instance.choices) or _shown_numbers_problem(
+                part, given[prefix], graded_instance.values, graded_instance.answer)
+            if problem:
                 shown = _describe(instance.values, question)
-                return [*found, (where, f"{exc} (with {shown})")]
-            if question.round is not None:
-                value = round_count(value, question.round)
-            assert instance.answer is not None and question.tolerance is not None
-            if question.tolerance.accepts(instance.answer, value):
-                coincide[mistake.id] += 1
-                example.setdefault(mistake.id, f"{value:.6g} vs the answer "
-                                   f"{instance.answer:.6g} with "
-                                   f"{_describe(instance.values, question)}")
+                return [*found, (prefix + problem[0], f"{problem[1]} (with {shown})")]
+            for i, mistake in enumerate(part.mistakes):
+                where = f"{prefix}mistake[{i}].formula"
+                try:
+                    value = mistake.formula.evaluate(graded_instance.values)
+                except FormulaError as exc:
+                    shown = _describe(instance.values, question)
+                    return [*found, (where, f"{exc} (with {shown})")]
+                if part.round is not None:
+                    value = round_count(value, part.round)
+                answer = graded_instance.answer
+                assert answer is not None and part.tolerance is not None
+                if part.tolerance.accepts(answer, value):
+                    coincide[(prefix, mistake.id)] += 1
+                    example.setdefault((prefix, mistake.id), f"{value:.6g} vs the answer "
+                                       f"{answer:.6g} with {_describe(instance.values, question)}")
     allowed = int(RARE_COINCIDENCE * max(points, CHECK_DRAWS)) if question.parameterised else 0
-    for i, mistake in enumerate(question.mistakes):
-        if coincide[mistake.id] > allowed:
-            assert question.tolerance is not None
-            found.append((f"mistake[{i}].formula", (
-                f"mistake {mistake.id!r} is accepted as right on {coincide[mistake.id]} of "
-                f"{points} draws (allowed: {allowed}), e.g. {example[mistake.id]}: tighten "
-                f"the tolerance ({question.tolerance.describe()}) or reshape the question so "
-                "the mistake lands outside it")))
+    for prefix, part, _ in graded:
+        for i, mistake in enumerate(part.mistakes):
+            count = coincide[(prefix, mistake.id)]
+            if count > allowed:
+                assert part.tolerance is not None
+                found.append((f"{prefix}mistake[{i}].formula", (
+                    f"mistake {mistake.id!r} is accepted as right on {count} of "
+                    f"{points} draws (allowed: {allowed}), e.g. {example[(prefix, mistake.id)]}: "
+                    f"tighten the tolerance ({part.tolerance.describe()}) or reshape the question "
+                    "so the mistake lands outside it")))
     return found
 
 

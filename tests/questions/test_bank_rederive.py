@@ -110,13 +110,17 @@ def _kv_003(v: V) -> float:
     return _kv_per_token(80, 8, 128, v["bytes"]) * v["ctx"] / GIB
 
 
+H100_BYTES = 81_559 * 2**20  # nvidia-smi total: the marketed "80 GB" is 80 GiB of HBM
+H200_BYTES = 143_771 * 2**20  # the marketed "141 GB"
+
+
 def _kv_004(v: V) -> float:
-    free_bytes = (80e9 * v["util_pct"] / 100) - 8.03e9 * 2 - v["reserve"] * 1e9
+    free_bytes = H100_BYTES * v["util_pct"] / 100 - 8.03e9 * 2 - v["reserve"] * GIB
     return float(math.floor(free_bytes / (_kv_per_token(32, 8, 128, 2) * v["ctx"])))
 
 
 def _kv_005(v: V) -> float:
-    free_bytes = 141e9 * v["util_pct"] / 100 - 70.55e9 - v["reserve"] * 1e9
+    free_bytes = H200_BYTES * v["util_pct"] / 100 - 70.55e9 - v["reserve"] * GIB
     return free_bytes / _kv_per_token(80, 8, 128, v["kv_bytes"])
 
 
@@ -125,7 +129,7 @@ def _kv_006(v: V) -> float:
 
 
 def _kv_007(v: V) -> float:
-    free_bytes = 8 * (141e9 * v["util_pct"] / 100 - v["reserve"] * 1e9) - 405.85e9
+    free_bytes = 8 * (H200_BYTES * v["util_pct"] / 100 - v["reserve"] * GIB) - 405.85e9
     return free_bytes / _kv_per_token(126, 8, 128, v["kv_bytes"])
 
 
@@ -206,7 +210,7 @@ def _paged_002(v: V) -> float:
 
 
 def _paged_003(v: V) -> float:
-    return float(int(v["free"] * 10**9) // (v["bs"] * 131_072))
+    return float(int(v["free"] * GIB) // (v["bs"] * 131_072))  # the log's GiB
 
 
 def _paged_005(v: V) -> float:

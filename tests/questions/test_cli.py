@@ -140,3 +140,47 @@ def test_show_renders_a_draw_and_grades_an_answer(dojo_home: Path) -> None:
     assert "A) " in out and "D) " in out and "re-ask" in out
     code, out = dojo("questions", "show", "no-such-id")
     assert code == 1 and "no question" in out
+
+
+def test_show_renders_markdown_as_plain_text_when_piped() -> None:
+    """Issue 19 item 12: no raw `**` markers, no escape codes when the output is not a terminal."""
+    code, out = dojo("questions", "show", "kv-cache-001", "--seed", "3")
+    assert code == 0, out
+    assert "**" not in out and "\x1b[" not in out
+    assert "KV heads" in out and "Answer: " in out
+    assert all(line == line.rstrip() for line in out.splitlines())  # no padding to the width
+
+
+def test_show_renders_markdown_with_rich_on_a_terminal() -> None:
+    import io
+
+    from trainer.commands.questions import _markdown_out
+
+    stream = io.StringIO()
+    _markdown_out(stream, terminal=True)("**Mistral-7B v0.1** has **32 layers**")
+    text = stream.getvalue()
+    assert "\x1b[1m" in text and "**" not in text and "Mistral-7B v0.1" in text
+
+
+def test_show_a_case_study_renders_every_step_and_suggests_a_grade() -> None:
+    code, out = dojo("questions", "show", "case-studies-001", "--seed", "0",
+                     "--answer", "14.96 GiB", "--answer", "64 KiB", "--answer", "57",
+                     "--answer", "23.06 ms", "--answer", "$0.281")
+    assert code == 0, out
+    out = " ".join(out.split())  # lines wrap at 100 columns
+    for k in range(1, 6):
+        assert f"Step {k} of 5." in out
+    assert "57 seats, each holding 8,192 tokens" in out  # the revealed value in the next step
+    assert out.count("Answer: ") == 5 and "14.957 GiB" in out
+    assert "incorrect: you gave 64 KiB" in out and "forgot the factor 2 for K and V" in out
+    assert "Suggested grade: 3 (4 of 5 steps right)" in out
+    code, out = dojo("questions", "show", "case-studies-001", *["--answer", "1"] * 6)
+    assert code == 1 and "at most 5 --answer" in out
+
+
+def test_list_counts_case_studies() -> None:
+    code, out = dojo("questions", "list")
+    assert code == 0
+    line = next(s for s in out.splitlines() if s.startswith("case-studies "))
+    assert "20 questions (0 numeric, 20 case studies" in line
+    assert "case studies)" in out.splitlines()[-1]

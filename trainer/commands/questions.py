@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 import click
+
+if TYPE_CHECKING:
+    from questions.model import Instance
 
 
 @click.group("questions")
@@ -95,69 +102,140 @@ def import_(file: Path, replace: bool) -> None:
 @questions.command("show")
 @click.argument("question_id")
 @click.option("--seed", default=0, show_default=True, type=int, help="Which draw to show.")
-@click.option("--answer", "typed", default=None, help="Also grade this answer, as the app would.")
-def show(question_id: str, seed: int, typed: str | None) -> None:
-    """Render one question as a learner sees it (prompt, choices), then its answer."""
-    from questions.answers import check_answer
-    from questions.bank import load_bank
-    from questions.units import format_quantity
+@click.option("--answer", "typed", multiple=True,
+              help="Also grade this answer, as the app would (a case study: once per step, in "
+                   "order).")
+def show(question_id: str, seed: int, typed: tuple[str, ...]) -> None:
+    """Render one question as a learner sees it (prompt, choices), then its answer.
 
-    bank = load_bank()
+    Markdown is rendered for a terminal and printed as plain text when piped. A case study shows
+    its scenario and every step with its answer and explanation."""
+    from questions.bank import ALL_KINDS, load_bank
+
+    bank = load_bank(kinds=ALL_KINDS)
     question = bank.get(question_id)
     if question is None:
         raise click.ClickException(f"no question {question_id!r} (see `dojo questions list --ids`)")
+    if len(typed) > max(1, len(question.steps)):
+        raise click.ClickException(f"{question_id} takes at most {max(1, len(question.steps))} "
+                                   "--answer (one per step)")
     inst = question.draw(seed)
-    click.echo(
-        f"{question.id} [{question.topic}, {question.kind}, difficulty "
-        f"{question.difficulty}, seed {seed}]\n"
-    )
-    click.echo(inst.prompt)
-    for letter, choice in zip("ABCD", inst.choices, strict=False):
-        click.echo(f"  {letter}) {choice}")
-    if typed is not None:
-        outcome = check_answer(inst, typed)
-        if outcome.reask:
-            click.echo(f"\nre-ask: {outcome.message}")
-        else:
-            verdict = "correct" if outcome.correct else "incorrect"
-            click.echo(
-                f"\n{verdict}: you gave {outcome.given_display}, expected "
-                f"{outcome.expected_display}" + (f" ({outcome.hint})" if outcome.hint else "")
-            )
-    answer = (
-        format_quantity(inst.answer, question.unit)
-        if inst.answer is not None
-        else f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}"
-    )
-    click.echo(f"\nanswer: {answer}\n\n{inst.explanation}")
+    out = _markdown_out()
+    out(f"`{question.id}` [{question.topic}, {question.kind}, difficulty {question.difficulty}, "
+        f"seed {seed}]")
+    out(inst.prompt)
+    if question.kind == "case":
+        _show_case(out, inst, typed)
+        return
+    if inst.choices:
+        out("\n".join(f"- {letter}) {choice}" for letter, choice in zip("ABCD", inst.choices,
+                                                                          strict=False)))
+    if typed:
+        out(_graded(inst, typed[0]))
+    out(f"**Answer:** {_answer_text(inst)}")
+    out(inst.explanation)
+
+
+def _show_case(out: Callable[[str], None], inst: Instance, typed: tuple[str, ...]) -> None:
+    from questions.cases import revealed, suggested_grade
+
+    right: list[bool] = []
+    total = len(inst.steps)
+    for k, step in enumerate(inst.steps):
+        out(f"**Step {k + 1} of {total}.** {step.prompt}")
+        if k < len(typed):
+            out(_graded(step, typed[k]))
+            from questions.answers import check_answer
+
+            outcome = check_answer(step, typed[k])
+            if outcome.graded:
+                right.append(outcome.correct)
+        out(f"**Answer:** {revealed(step)}")
+        out(step.explanation)
+    out(inst.explanation)
+    if len(right) == total:
+        out(f"**Suggested grade:** {suggested_grade(right)} ({sum(right)} of {total} steps right)")
+
+
+def _answer_text(inst: Instance) -> str:
+    from questions.units import format_quantity
+
+    if inst.answer is not None:
+        return format_quantity(inst.answer, inst.question.unit)
+    return f"{inst.correct_letter}) {inst.choices[inst.correct_index or 0]}"
+
+
+def _graded(inst: Instance, text: str) -> str:
+    from questions.answers import check_answer
+
+    outcome = check_answer(inst, text)
+    if outcome.reask:
+        return f"re-ask: {outcome.message}"
+    verdict = "correct" if outcome.correct else "incorrect"
+    detail = "; ".join(x for x in (outcome.diagnosis, outcome.hint, outcome.accepted) if x)
+    return (f"{verdict}: you gave {outcome.given_display}, expected {outcome.expected_display}"
+            + (f" ({detail})" if detail else ""))
+
+
+def _markdown_out(stream: TextIO | None = None, *,
+                  terminal: bool | None = None) -> Callable[[str], None]:
+    """A printer of Markdown blocks: rendered with rich (bold, lists, colour) on a terminal, as
+    plain text (markers removed, no escape codes) when piped or redirected."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    file = stream if stream is not None else sys.stdout
+    tty = file.isatty() if terminal is None else terminal
+    if tty:
+        console = Console(file=file, force_terminal=True, highlight=False, emoji=False)
+
+        def rendered(text: str) -> None:
+            console.print(Markdown(text.strip() or " "))
+            console.print()
+
+        return rendered
+
+    def plain(text: str) -> None:
+        buffer = io.StringIO()
+        Console(file=buffer, force_terminal=False, color_system=None, width=100,
+                highlight=False, emoji=False).print(Markdown(text.strip() or " "))
+        lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+        file.write("\n".join(lines).strip("\n") + "\n\n")
+        file.flush()
+
+    return plain
 
 
 @questions.command("list")
 @click.option("--ids", is_flag=True, help="Also list every question id.")
 def list_(ids: bool) -> None:
-    """Print the bank by topic with question counts."""
-    from questions.bank import load_bank
+    """Print the bank by topic with question counts (case studies included)."""
+    from questions.bank import ALL_KINDS, load_bank
 
-    bank = load_bank()
+    bank = load_bank(kinds=ALL_KINDS)
     for topic_id in sorted(bank.topics):
         topic = bank.topics[topic_id]
         items = bank.by_topic(topic_id)
         numeric = sum(q.kind == "numeric" for q in items)
+        cases = sum(q.kind == "case" for q in items)
         drawn = sum(q.parameterised for q in items)
+        kinds = f"{numeric} numeric" + (f", {cases} case studies" if cases else "")
         click.echo(
-            f"{topic_id:<28} {len(items):>3} questions ({numeric} numeric, {drawn} "
+            f"{topic_id:<28} {len(items):>3} questions ({kinds}, {drawn} "
             f"with drawn values)  {topic.title}"
         )
         if ids:
             for q in items:
+                steps = f" {len(q.steps)} steps" if q.steps else ""
                 click.echo(
                     f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
-                    f"L{q.lab.level}"
+                    f"L{q.lab.level}{steps}"
                 )
     total_numeric = sum(q.kind == "numeric" for q in bank.questions)
+    total_cases = sum(q.kind == "case" for q in bank.questions)
     click.echo(
         f"total: {len(bank.questions)} questions in {len(bank.topics)} topics "
-        f"({total_numeric} numeric)"
+        f"({total_numeric} numeric, {total_cases} case studies)"
     )
     if bank.errors:
         click.echo(
