@@ -157,8 +157,8 @@ def structure(out: Any, draft: list[int], tp: list[list[float]], tq: list[list[f
                     f"position?)")
         return (f"the rejected drafted token {x} at position {m - 1} was emitted as its own "
                 f"correction, but norm(max(0, p - q)) is 0 there (p = {tp[m - 1][x]:.3f} < q = "
-                f"{tq[m - 1][x]:.3f}); after a rejection sample from the residual (resampling from p "
-                f"instead of the residual?)")
+                f"{tq[m - 1][x]:.3f}); after a rejection sample from the residual "
+                f"(resampling from p instead of the residual?)")
     if len(out) > m + 1:
         extra = len(out) - m - 1
         where = "the bonus token" if m == k else f"the correction at position {m}"

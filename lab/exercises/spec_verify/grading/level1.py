@@ -81,19 +81,13 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     if not is_tokens(out):
         return Verdict(False, f"verify_greedy must return list[int]; {head}")
     m = len(exp) - 1  # accepted count
-    shifted: list[int] = []
-    for i in range(k):
-        if drafts[i] == best[i + 1]:
-            shifted.append(drafts[i])
-        else:
-            shifted.append(best[i + 1])
-            break
-    else:
-        shifted.append(best[k])
-    if out == shifted:
+    if out == _variant(drafts, best, shift=1):
         return Verdict(False, f"off-by-one logits row: row i scores the token after the prefix "
                               f"plus draft[:i], so draft[i] is checked against argmax(row i), and "
                               f"the bonus is argmax(row k); {head}")
+    if 0 in drafts[: m + 1] and out == _variant(drafts, best, falsy_zero=True):
+        return Verdict(False, f"token id 0 is a token like any other (a falsy id: `if token` or "
+                              f"`x and ...` skips it); {head}")
     if out == exp[:-1]:
         what = ("the bonus token argmax(row k) after all k matched" if m == k
                 else f"the correction argmax(row {m}) after the first mismatch")
@@ -105,9 +99,20 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
         return Verdict(False, f"with tied top logits the argmax is the lowest tied id (what "
                               f"torch.argmax returns, and what the target's greedy decoding "
                               f"emits); {head}")
-    if 0 in exp and 0 not in out[: len(exp)]:
-        return Verdict(False, f"token id 0 is a token like any other (a falsy id: `if token:` "
-                              f"skips it); {head}")
     i = next((j for j in range(min(len(out), len(exp))) if out[j] != exp[j]),
              min(len(out), len(exp)))
     return Verdict(False, f"first difference at index {i}; {head}")
+
+
+def _variant(drafts: list[int], best: list[int], shift: int = 0, falsy_zero: bool = False
+             ) -> list[int]:
+    """What a classic wrong greedy verifier returns (to name the bug in a failure message)."""
+    k = len(drafts)
+    out: list[int] = []
+    for i in range(k):
+        row = min(i + shift, k)
+        if drafts[i] == best[row] and not (falsy_zero and drafts[i] == 0):
+            out.append(drafts[i])
+        else:
+            return [*out, best[row]]
+    return [*out, best[min(k + shift, k)]]

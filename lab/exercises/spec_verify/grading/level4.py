@@ -242,14 +242,15 @@ def _check_law(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
     hint = (f"q must be the draft distribution the token was sampled from, softmax(draft_logits "
             f"/ T) at the same temperature T = {temp} (not the raw logits' softmax), p the "
             f"target's softmax(logits / T), and each q row must belong to its drafted token.")
-    for what, res in (("the first token does not", stats.chi_square(first, dict(first_law))),
-                      (f"the first {budget} tokens do not", stats.chi_square(counts, law))):
+    for what, res in (("the first token", stats.chi_square(first, dict(first_law))),
+                      (f"the first {budget} tokens jointly", stats.chi_square(counts, law))):
         if res.impossible or res.p_value < alpha:
             detail = (f"impossible outcome(s) {list(res.impossible)[:3]}" if res.impossible else
                       f"chi-square {res.stat:.1f} on {res.df} df, p = {res.p_value:.2e} < "
                       f"{alpha:.1e}")
-            return Verdict(False, f"at temperature {temp} {what} follow the target's sampling "
-                                  f"law: {detail} over {res.n} runs ({res.table}). {hint}")
+            return Verdict(False, f"at temperature {temp} the sampled tokens do not follow the "
+                                  f"target's sampling law ({what}): {detail} over {res.n} runs "
+                                  f"({res.table}). {hint}")
     return Verdict(True, f"law ok (p = {res.p_value:.3f})", {"p_value": res.p_value})
 
 
