@@ -22,12 +22,42 @@ per case, per-test alpha = FAMILY_ALPHA / tests; computed by tests/spec_verify/t
 the exact law of each buggy verifier, noncentral chi-square, the best of the joint, accepted-count
 and first-token tests; "-" = the bug cannot show in that case, e.g. no rejections):
 
-POWER_TABLE
+RP resample from p after a rejection (not the residual); NC no coin (accept iff p >= q);
+QP q read at the previous position; IR the ratio inverted (accept with min(1, q/p));
+BK the bonus drawn from p_k instead of p_{k+1}.
+
+    case                       RP       NC       QP       IR       BK
+    L2-law-vocab_1              -        -        -        -        -
+    L2-law-vocab_2        >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+    L2-law-k0                   -        -        -        -        -
+    L2-law-k1             >0.9999  >0.9999        -  >0.9999  >0.9999
+    L2-law-p_eq_q               -        -  >0.9999        -  >0.9999
+    L2-law-none_accepted        -        -        -        -        -
+    L2-law-q_zero         >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+    L2-law-p_zero         >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+    L2-law-rejections     >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+    L2-law-temperature    >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+
+Effect size: total variation distance between the bug's block law and the correct one
+(the sample size per case is in the header):
+
+    case                       RP       NC       QP       IR       BK
+    L2-law-vocab_1              -        -        -        -        -
+    L2-law-vocab_2          0.188    0.320    0.225    0.540    0.048
+    L2-law-k0                   -        -        -        -        -
+    L2-law-k1               0.150    0.500        -    0.300    0.280
+    L2-law-p_eq_q               -        -    0.115        -    0.503
+    L2-law-none_accepted        -        -        -        -        -
+    L2-law-q_zero           0.203    0.133    0.231    0.721    0.070
+    L2-law-p_zero           0.277    0.317    0.150    0.259    0.071
+    L2-law-rejections       0.247    0.461    0.225    0.555    0.158
+    L2-law-temperature      0.173    0.345    0.130    0.242    0.387
 
 Structural bugs (a bonus after a rejection, no bonus after k acceptances, a correction the
 residual cannot emit, an id outside the vocabulary) fail on the first malformed block: each case
-with rejections shows one with probability > 1 - 1e-9. A correct solution's false-failure rate
-is <= FAMILY_ALPHA = 0.1 % per level (Bonferroni).
+with rejections shows one with probability > 1 - 1e-9. Every bug class is detected with
+probability > 0.9999 by every fixed case where it can show at all; a correct solution's
+false-failure rate is <= FAMILY_ALPHA = 0.1 % per level (Bonferroni over the level's tests).
 """
 
 from __future__ import annotations

@@ -16,7 +16,30 @@ Power (bug class: detection probability at n = L3_ROWS_PER_CASE rows per table, 
 = FAMILY_ALPHA / tests; computed by tests/spec_verify/test_power.py; the best of the joint,
 accepted-count and first-token tests of the table that shows the bug best):
 
-POWER_TABLE
+RP resample from p after a rejection (not the residual); NC no coin (accept iff p >= q);
+QP q read at the previous position; IR the ratio inverted (accept with min(1, q/p));
+BK the bonus drawn from p_k instead of p_{k+1}.
+
+    case                           RP       NC       QP       IR       BK
+    mixed-rows/rejections     >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+    mixed-rows/p_eq_q               -        -  >0.9999        -  >0.9999
+    mixed-rows/none_accepted        -        -        -        -        -
+    mixed-rows/q_zero         >0.9999  >0.9999  >0.9999  >0.9999        -
+    mixed-rows/p_zero         >0.9999  >0.9999  >0.9999  >0.9999        -
+    mixed-rows/vocab_2        >0.9999  >0.9999  >0.9999  >0.9999        -
+    mixed-rows/temperature    >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
+
+Effect size: total variation distance between the bug's block law and the correct one
+(the sample size per case is in the header):
+
+    case                           RP       NC       QP       IR       BK
+    mixed-rows/rejections       0.247    0.461    0.225    0.555    0.158
+    mixed-rows/p_eq_q               -        -    0.115        -    0.503
+    mixed-rows/none_accepted        -        -        -        -        -
+    mixed-rows/q_zero           0.203    0.133    0.262    0.721        -
+    mixed-rows/p_zero           0.277    0.317    0.150    0.259        -
+    mixed-rows/vocab_2          0.188    0.320    0.238    0.540        -
+    mixed-rows/temperature      0.173    0.345    0.130    0.242    0.387
 
 Batch bugs: one acceptance count for every row (the batch minimum) makes almost every row of
 L3-mixed-rows stop at 0 (detected with probability > 1 - 1e-9); no cumulative product along k

@@ -29,9 +29,16 @@ Boundaries, special values and interactions, each with its case:
   on a flat-ish target with an unrelated draft (L4-sampled-law-untempered).
 
 Power of the law cases (n = L4_LAW_RUNS runs each; two tests per case, joint law and first
-token, each at FAMILY_ALPHA / (2 x cases); computed by tests/spec_verify/test_power.py):
+token, each at FAMILY_ALPHA / (2 x cases); computed by tests/spec_verify/test_power.py). The
+bug: drafts sampled from softmax(draft_logits / T) but the verifier handed softmax(draft_logits)
+as q. At T = 1 the two coincide (nothing to detect); the untempered case sharpens a flat-ish
+target (an unrelated draft, T = 0.35) so the first token's law moves by a total variation of
+0.135, detected with probability > 0.9999 (the miss probability is ~1e-12):
 
-POWER_TABLE
+    case                         TV(untempered)  power(untempered)
+    L4-sampled-law-T1.0                   0.000             0.0002
+    L4-sampled-law-T1.0-3tok-k2           0.000             0.0002
+    L4-sampled-law-untempered             0.135            >0.9999
 """
 
 from __future__ import annotations

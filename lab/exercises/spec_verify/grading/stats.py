@@ -161,12 +161,14 @@ def power(law: Mapping[Any, float], wrong: Mapping[Any, float], n: int, alpha: f
         lam += n * (w - e) ** 2 / e
     crit = chi2_isf(alpha, df)
     half = lam / 2
-    j_max = int(half + 12 * math.sqrt(half + 1) + 20)
+    if half <= 0:
+        return 1.0 - (1.0 - chi2_sf(crit, df)) * miss_forbidden
+    # the Poisson weights are negligible outside half +- 12 sd
+    lo = max(0, int(half - 12 * math.sqrt(half) - 20))
+    hi = int(half + 12 * math.sqrt(half) + 20)
     miss = 0.0
-    log_w = -half
-    for j in range(j_max + 1):
-        if j:
-            log_w += math.log(half) - math.log(j)
+    for j in range(lo, hi + 1):
+        log_w = -half + j * math.log(half) - math.lgamma(j + 1)
         miss += math.exp(log_w) * (1.0 - chi2_sf(crit, df + 2 * j))
     return 1.0 - max(0.0, min(1.0, miss)) * miss_forbidden
 
