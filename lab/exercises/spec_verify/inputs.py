@@ -277,8 +277,8 @@ def models(p: dict[str, Any], device: str, paths: dict[str, str] | None = None
     keys = ("model", "pair_seed", "noise", "draft_seed", "prompt_seed", "prompt_len", "eos_at",
             "eos_zero", "law_pair", "prompt_ids")
     key = tuple((name, _frozen(p[name])) for name in keys if name in p)
-    target, draft, prompt, eos = _tiny_case(key)
-    return target, draft, list(prompt), eos
+    target, draft, ids, eos = _tiny_case(key)
+    return target, draft, list(ids), eos
 
 
 def _frozen(x: Any) -> Any:

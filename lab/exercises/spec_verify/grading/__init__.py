@@ -44,7 +44,8 @@ def expected(case: Case, ctx: RunContext) -> Any:
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:
     """Judge one raw observation from `drive.run`; the message names the bug."""
-    return _level(case.level).check(case, got, expected)
+    verdict: Verdict = _level(case.level).check(case, got, expected)
+    return verdict
 
 
 # COMPAT(judge): removed at merge (this whole function, and the ModuleType import)

@@ -72,7 +72,8 @@ def expected(case: Case, ctx: RunContext) -> dict[str, Any]:
 
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:
-    out, exp = got.get("out") if isinstance(got, dict) else got, expected["out"]
+    out: Any = got.get("out") if isinstance(got, dict) else got
+    exp: list[int] = expected["out"]
     drafts, best = expected["draft"], expected["argmax"]
     k = len(drafts)
     if out == exp and is_tokens(out):

@@ -73,7 +73,8 @@ LAW_CASES: list[tuple[str, float, int, int, dict[str, Any]]] = [
 SHIPPED_K = [0, 1, 2, 4, 8]
 
 
-def _tiny(name: str, pair_seed: int = 0, prompt_seed: int = 1, **p: Any) -> tuple[str, dict]:
+def _tiny(name: str, pair_seed: int = 0, prompt_seed: int = 1, **p: Any
+          ) -> tuple[str, dict[str, Any]]:
     return name, {"kind": "greedy", "model": "tiny", "pair_seed": pair_seed,
                   "prompt_seed": prompt_seed, **p}
 
@@ -262,7 +263,7 @@ def _check_law(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
 
 
 def _check_greedy(p: dict[str, Any], got: Any, exp: dict[str, Any]) -> Verdict:
-    out = got.get("out") if isinstance(got, dict) else got
+    out: Any = got.get("out") if isinstance(got, dict) else got
     budget, eos, plain = int(p["max_new_tokens"]), exp["eos"], exp["plain"]
     msg = ending(out, budget, eos, exp["V"])
     if msg:

@@ -73,12 +73,15 @@ def cases(seed: int) -> list[Case]:
             "kind": "verify", "parents": _random_parents(rng, n), "accept": rng.randint(0, 4),
             "seed": rng.randrange(1 << 30), "dup": rng.random() < 0.3,
             "branch": rng.randint(0, 2)}, size=n))
-    for name, p in [("tiny-w2-d3", {"model": "tiny", "pair_seed": 0, "prompt_seed": 1,
-                                    "width": 2, "depth": 3, "max_new_tokens": 24}),
-                    ("tiny-w3-d4-budget", {"model": "tiny", "pair_seed": 2, "prompt_seed": 4,
-                                           "width": 3, "depth": 4, "max_new_tokens": 19}),
-                    ("shipped-w3-d4", {"model": "shipped", "prompt": 0, "width": 3, "depth": 4,
-                                       "max_new_tokens": 32})]:
+    generate: list[tuple[str, dict[str, Any]]] = [
+        ("tiny-w2-d3", {"model": "tiny", "pair_seed": 0, "prompt_seed": 1, "width": 2,
+                        "depth": 3, "max_new_tokens": 24}),
+        ("tiny-w3-d4-budget", {"model": "tiny", "pair_seed": 2, "prompt_seed": 4, "width": 3,
+                               "depth": 4, "max_new_tokens": 19}),
+        ("shipped-w3-d4", {"model": "shipped", "prompt": 0, "width": 3, "depth": 4,
+                           "max_new_tokens": 32}),
+    ]
+    for name, p in generate:
         out.append(Case(f"L5-generate-{name}", 5, {"kind": "tree_generate", **p},
                         size=100 + int(p["max_new_tokens"]) + (1000 if "shipped" in name else 0),
                         timeout_s=300,
@@ -197,6 +200,8 @@ def _check_generate(p: dict[str, Any], got: dict[str, Any], exp: dict[str, Any])
     tree_acc = chain_acc = 0
     for num, ps in enumerate(passes, 1):
         tokens, par, best, res = ps["tokens"], ps["parents"], ps["argmax"], ps["result"]
+        path: Any
+        nxt: Any
         path, nxt = res if isinstance(res, list) and len(res) == 2 else (None, None)
         walk = 0
         valid = isinstance(path, list) and isinstance(nxt, int) and not isinstance(nxt, bool)
