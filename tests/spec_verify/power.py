@@ -159,7 +159,11 @@ def level3_rows(effect: bool = False) -> list[tuple[str, dict[str, float | None]
     from lab.exercises.spec_verify.grading import blocks, level3
 
     case = next(c for c in level3.cases(0) if c.id == "L3-mixed-rows")
-    rows = []
+    one = next(c for c in level3.cases(0) if c.id == "L3-one-row")
+    p, q = blocks.as_tables(one.params["rows"][0])
+    n_one = int(one.params["calls"]) * int(one.params["per_row"])
+    rows = [("one-row/rejections", table_effect(p, q) if effect else
+             table_power(p, q, n_one, float(one.params["alpha"])))]
     for name, t in zip(level3.MIXED, case.params["rows"], strict=False):
         p, q = blocks.as_tables(t)
         rows.append((f"mixed-rows/{name}", table_effect(p, q) if effect else

@@ -60,7 +60,7 @@ def test_a_correct_loop_that_never_calls_reset_passes() -> None:
         def speculative_generate(*args: object, **kwargs: object) -> list[int]:
             return base.generate(*args, **kwargs, no_reset=True)  # type: ignore[arg-type]
 
-    for only in ("greedy", "sampled"):
+    for only in ("greedy", "sampled-reproducible", "sampled-eos", "law-T1.0-3tok"):
         results = harness.grade(NoReset, 4, only=only, skip=SKIP, fail_fast=False)  # type: ignore[arg-type]
         failed = [(c.id, v.message) for c, v in results if not v.passed]
         assert results and not failed, failed

@@ -12,15 +12,18 @@ Boundaries, special values and interactions, each with its case:
 - V = 32 000 (no Python loop over the vocabulary; timed by the parent against the reference, the
   level's gate in exercise.toml): L3-large-vocab.
 
-Power (bug class: detection probability at n = L3_ROWS_PER_CASE rows per table, per-test alpha
-= FAMILY_ALPHA / tests; computed by tests/spec_verify/test_power.py; the best of the joint,
-accepted-count and first-token tests of the table that shows the bug best):
+Power (bug class: detection probability at n = L3_ROWS_PER_CASE = 20 000 rows per table, and
+ONE_ROW_CALLS = 2 000 calls for one-row; per-test alpha = FAMILY_ALPHA / tests; computed by
+tests/spec_verify/test_power.py from the exact law of each buggy verifier, noncentral
+chi-square, the best of the joint, accepted-count and first-token tests; "-" = the bug cannot
+show in that table; the seed-dependent hidden table is not listed):
 
 RP resample from p after a rejection (not the residual); NC no coin (accept iff p >= q);
 QP q read at the previous position; IR the ratio inverted (accept with min(1, q/p));
 BK the bonus drawn from p_k instead of p_{k+1}.
 
     case                           RP       NC       QP       IR       BK
+    one-row/rejections        >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
     mixed-rows/rejections     >0.9999  >0.9999  >0.9999  >0.9999  >0.9999
     mixed-rows/p_eq_q               -        -  >0.9999        -  >0.9999
     mixed-rows/none_accepted        -        -        -        -        -
@@ -33,6 +36,7 @@ Effect size: total variation distance between the bug's block law and the correc
 (the sample size per case is in the header):
 
     case                           RP       NC       QP       IR       BK
+    one-row/rejections          0.247    0.461    0.225    0.555    0.158
     mixed-rows/rejections       0.247    0.461    0.225    0.555    0.158
     mixed-rows/p_eq_q               -        -    0.115        -    0.503
     mixed-rows/none_accepted        -        -        -        -        -
