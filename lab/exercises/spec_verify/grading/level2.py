@@ -17,10 +17,11 @@ Boundaries, special values and interactions, each with its case:
 - randomness only from `generator` (same seed -> same blocks; global RNG untouched):
   L2-reproducible.
 
-Power (detection probability of the level's tests at n = L2_SAMPLES = 10 000 blocks per case, per-test alpha = FAMILY_ALPHA / tests; computed by tests/spec_verify/test_power.py from
-the exact law of each buggy verifier, noncentral chi-square, the best of the joint, accepted-count
-and first-token tests; "-" = the bug cannot show in that case, e.g. no rejections; the
-seed-dependent hidden cases are not listed):
+Power (detection probability of the level's tests at n = L2_SAMPLES = 10 000 blocks per case,
+per-test alpha = FAMILY_ALPHA / tests; computed by tests/spec_verify/test_power.py from the exact
+law of each buggy verifier, noncentral chi-square, the best of the joint, accepted-count and
+first-token tests; "-" = the bug cannot show in that case, e.g. no rejections; the seed-dependent
+hidden cases are not listed):
 
 RP resample from p after a rejection (not the residual); NC no coin (accept iff p >= q);
 QP q read at the previous position; IR the ratio inverted (accept with min(1, q/p));
