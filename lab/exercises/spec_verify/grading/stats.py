@@ -192,6 +192,3 @@ def bonferroni_alpha(family_alpha: float, tests: int) -> float:
     return family_alpha / max(tests, 1)
 
 
-
-def is_finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
