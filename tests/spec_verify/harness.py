@@ -1,8 +1,8 @@
-"""Grade a solution module in-process with the exercise's own cases/run/check (fast path for tests).
+"""Grade a solution module in-process with the exercise's cases/drive/expected/check (fast path).
 
-The platform's `dojo lab grade` runs the same three functions with a sandbox around the learner;
-these tests exercise the grading logic itself, so they call it directly and stop at the first
-failing case.
+The platform's `dojo lab grade` runs `drive.run` in a sandbox child and `grading.expected` /
+`grading.check` in the parent; these tests exercise the grading logic itself, so they call the
+same functions directly and stop at the first failing case.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from lab.exercises import get as get_exercise
-from lab.exercises.spec_verify import grading
+from lab.exercises.spec_verify import drive, grading
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.runner import check_gate
 from lab.grader.timing import summarize, time_calls
@@ -40,7 +40,7 @@ def reference() -> ModuleType:
 def expected(case: Case, seed: int) -> object:
     key = (case.id, seed)
     if key not in _expected:
-        _expected[key] = grading.run(reference(), case, CTX)
+        _expected[key] = grading.expected(case, CTX)
     return _expected[key]
 
 
@@ -52,7 +52,7 @@ def grade(solution: ModuleType, level: int, *, seed: int = 0, only: str | None =
         if (only and only not in case.id) or any(s in case.id for s in skip):
             continue
         try:
-            got = grading.run(solution, case, CTX)
+            got = drive.run(solution, case, CTX)
         except Exception as exc:  # the platform reports a crash as a failed case
             results.append((case, Verdict(False, f"crashed: {type(exc).__name__}: {exc}")))
         else:
@@ -76,7 +76,7 @@ def _gated(solution: ModuleType, case: Case, verdict: Verdict) -> Verdict:
     ref: list[float] = []
     for i in range(exercise.timing_warmup + exercise.timing_repeats):
         for who in ((solution, reference()) if i % 2 == 0 else (reference(), solution)):
-            durations = time_calls(partial(grading.run, who, case, CTX), CTX.device, 1)
+            durations = time_calls(partial(drive.run, who, case, CTX), CTX.device, 1)
             if i >= exercise.timing_warmup:
                 (mine if who is solution else ref).extend(durations)
     metrics = summarize(mine, ref)

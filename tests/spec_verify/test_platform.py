@@ -16,10 +16,12 @@ from tests.spec_verify.harness import BROKEN_DIR
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # ~30 s: a sandbox child, and the shipped pair loaded
 def test_reference_passes_level_1_in_the_sandbox(tmp_path: Path) -> None:
     assert_passes("spec-verify", reference_as_solution("spec-verify", tmp_path), level=1, seed=7)
 
 
+@pytest.mark.slow  # ~30 s: a sandbox child, and the shipped pair loaded
 def test_stub_fails_as_not_implemented() -> None:
     from lab.exercises import get
 
@@ -28,6 +30,7 @@ def test_stub_fails_as_not_implemented() -> None:
     assert {f["kind"] for f in run.failures} == {"not_implemented"}
 
 
+@pytest.mark.slow  # ~30 s: a sandbox child, and the shipped pair loaded
 def test_broken_file_fails_in_the_sandbox_with_the_bug_named() -> None:
     assert_fails("spec-verify", BROKEN_DIR / "l1_off_by_one_row.py", 1,
                  match=r"off-by-one logits row")
@@ -48,8 +51,7 @@ def test_cli_grades_level_4_and_reports_alpha_and_tau(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = {e["case"]: e["metrics"] for e in events if e["event"] == "case_passed"}
     shipped = metrics["L4-shipped-metrics"]
-    assert {"alpha", "tau", "tau_formula", "target_passes_per_token",
-            "speedup_vs_plain"} <= set(shipped)
+    assert {"alpha", "tau", "tau_formula", "target_passes_per_token"} <= set(shipped)
     assert 0 <= shipped["alpha"] <= 1 and 1 <= shipped["tau"] <= 5
     assert shipped["target_passes_per_token"] <= 1.05
     # τ measured on a real loop agrees with (1 − α^(k+1))/(1 − α) within noise on long runs

@@ -18,6 +18,7 @@ def verify_greedy(draft_tokens: list[int], target_logits: torch.Tensor) -> list[
     target_logits: [k+1, V]; row i scores the position after the prefix plus draft_tokens[:i].
     Return the accepted prefix of the draft followed by exactly one target token: the target's
     argmax at the first mismatch (the correction), or argmax of row k when all k match (the bonus).
+    Ties: the argmax is the lowest tied id (torch.argmax's rule).
     """
     raise NotImplementedError("verify_greedy")
 
@@ -68,14 +69,15 @@ def speculative_generate(
 
     target / draft offer: forward(tokens) -> fp32 logits [n, V] for the n new tokens (row j
     scores the token after tokens[j]), extending the cache; crop(n) keeps the first n cached
-    tokens; cache_len; context; reset(); passes. Both arrive with empty caches.
+    tokens; cache_len; context; reset(); passes. Both arrive with empty caches, on every call.
     Each block: the draft proposes k tokens, the target scores them all in ONE forward pass, your
     verifier decides, and both caches are cut back to what was accepted; the draft must see the
     correction/bonus token before drafting again.
     temperature == 0: greedy; the output must equal the target's own greedy decoding.
     temperature > 0: p = softmax(target_logits / T), q = softmax(draft_logits / T), and the drafts
     are sampled from that same q with `generator`.
-    Return exactly max_new_tokens new ids, or fewer ending with the first eos_token_id.
+    Return exactly max_new_tokens new ids (none for 0), or fewer ending with the first
+    eos_token_id (which may be 0).
     """
     raise NotImplementedError("speculative_generate")
 

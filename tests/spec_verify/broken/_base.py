@@ -28,7 +28,12 @@ def sample_block(draft_tokens: list[int], q: torch.Tensor, p: torch.Tensor,
     for i, x in enumerate(draft_tokens):
         qi = q[i - 1] if bug.get("q_prev") and i > 0 else q[i]
         u = torch.rand((), generator=None if bug.get("global_rng") else generator)
-        ok = p[i, x] >= qi[x] if bug.get("no_coin") else u < p[i, x] / qi[x]
+        if bug.get("no_coin"):
+            ok = p[i, x] >= qi[x]
+        elif bug.get("ratio_inverted"):
+            ok = u < qi[x] / p[i, x] if p[i, x] > 0 else False
+        else:
+            ok = u < p[i, x] / qi[x]
         if ok:
             out.append(x)
             continue
@@ -40,7 +45,9 @@ def sample_block(draft_tokens: list[int], q: torch.Tensor, p: torch.Tensor,
             out.append(int(torch.multinomial(p[-1], 1, generator=generator)))
         return out
     if not bug.get("drop_bonus"):
-        out.append(int(torch.multinomial(p[len(draft_tokens)], 1, generator=generator)))
+        k = len(draft_tokens)
+        row = k - 1 if bug.get("bonus_row_k") and k else k
+        out.append(int(torch.multinomial(p[row], 1, generator=generator)))
     return out
 
 
@@ -80,10 +87,15 @@ def generate(target: Any, draft: Any, prompt_ids: list[int], max_new_tokens: int
              temperature: float = 0.0, generator: torch.Generator | None = None,
              eos_token_id: int | None = None, **bug: bool) -> list[int]:
     """Caches hold every committed token but the last; the draft is fed whatever it lacks."""
-    target.reset()
-    draft.reset()
+    if not bug.get("no_reset"):  # both models arrive with empty caches: reset() is optional
+        target.reset()
+        draft.reset()
     seq = list(prompt_ids)
     out: list[int] = []
+    if bug.get("budget_minus_one"):
+        max_new_tokens -= 1
+    if bug.get("at_least_one"):
+        max_new_tokens = max(max_new_tokens, 1)
     if len(seq) > 1:
         target.forward(seq[:-1])
         if k:
@@ -125,13 +137,17 @@ def generate(target: Any, draft: Any, prompt_ids: list[int], max_new_tokens: int
         else:
             emitted = verify_greedy(drafts, rows)
         m = len(emitted) - 1
-        if eos_token_id in emitted and not bug.get("ignore_eos"):
+        stop = (eos_token_id in emitted and not bug.get("ignore_eos")
+                and not (bug.get("eos_falsy") and not eos_token_id))
+        if bug.get("eos_drafts_only"):
+            stop = eos_token_id is not None and eos_token_id in emitted[:-1]
+        if stop:
             emitted = emitted[: emitted.index(eos_token_id) + 1]
         if not bug.get("overrun"):
             emitted = emitted[: max_new_tokens - len(out)]
         out += emitted
         seq += emitted
-        if eos_token_id in emitted and not bug.get("ignore_eos"):
+        if stop:
             break
         if len(out) >= max_new_tokens:
             break

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,26 +90,33 @@ class ChiSquare:
     table: str  # a short expected-vs-observed table for messages
 
 
+def bins(expected_probs: Mapping[Any, float], n: int, min_expected: float = 5.0
+         ) -> list[list[Any]]:
+    """The outcomes of each bin Pearson's test uses: outcomes with expected count >= min_expected
+    alone, the rest pooled (a too-small pool folded into the smallest kept bin)."""
+    keys = sorted(expected_probs, key=lambda o: -expected_probs[o])
+    big = [[o] for o in keys if expected_probs[o] * n >= min_expected]
+    small = [o for o in keys if 0 < expected_probs[o] * n < min_expected]
+    if small:
+        if sum(expected_probs[o] for o in small) * n >= min_expected or not big:
+            big.append(small)
+        else:
+            big[-1] = big[-1] + small
+    return big
+
+
 def chi_square(
     observed: Mapping[Any, int], expected_probs: Mapping[Any, float], min_expected: float = 5.0
 ) -> ChiSquare:
     """Pearson's test with bins of expected count < min_expected pooled together."""
     n = sum(observed.values())
     impossible = tuple(o for o, c in observed.items() if c > 0 and expected_probs.get(o, 0.0) <= 0)
+    groups = bins(expected_probs, n, min_expected)
+    cells = [(sum(expected_probs[o] for o in g) * n, sum(observed.get(o, 0) for o in g))
+             for g in groups]
+    stat = sum((o - e) ** 2 / e for e, o in cells if e > 0)
+    df = len(cells) - 1
     keys = sorted(expected_probs, key=lambda o: -expected_probs[o])
-    big = [o for o in keys if expected_probs[o] * n >= min_expected]
-    small = [o for o in keys if 0 < expected_probs[o] * n < min_expected]
-    bins: list[tuple[float, int]] = [(expected_probs[o] * n, observed.get(o, 0)) for o in big]
-    pooled_e = sum(expected_probs[o] for o in small) * n
-    pooled_o = sum(observed.get(o, 0) for o in small)
-    if pooled_e > 0:
-        if pooled_e >= min_expected or not bins:
-            bins.append((pooled_e, pooled_o))
-        else:  # fold a too-small pool into the smallest kept bin
-            e, o = bins[-1]
-            bins[-1] = (e + pooled_e, o + pooled_o)
-    stat = sum((o - e) ** 2 / e for e, o in bins if e > 0)
-    df = len(bins) - 1
     rows = [f"{o!s}: expected {expected_probs[o]:.4f}, "
             f"observed {observed.get(o, 0) / max(n, 1):.4f}" for o in keys[:6]]
     return ChiSquare(
@@ -123,8 +129,48 @@ def chi_square(
     )
 
 
-def tally(blocks: Sequence[Sequence[int]]) -> Counter[Block]:
-    return Counter(tuple(b) for b in blocks)
+def chi2_isf(alpha: float, df: int) -> float:
+    """The critical value x with P(chi-square(df) >= x) = alpha (bisection on chi2_sf)."""
+    lo, hi = 0.0, 10.0 * df + 100.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if chi2_sf(mid, df) > alpha else (lo, mid)
+    return hi
+
+
+def power(law: Mapping[Any, float], wrong: Mapping[Any, float], n: int, alpha: float) -> float:
+    """P(Pearson's test of `law` on n draws from `wrong` rejects at alpha), asymptotically.
+
+    The statistic is then noncentral chi-square with lambda = n * sum (w - p)^2 / p over the
+    test's own bins (an observed outcome the law forbids fails outright: counted as detected).
+    Evaluated as a Poisson mixture of central tails.
+    """
+    groups = bins(law, n)
+    if any(wrong.get(o, 0.0) > 0 and law.get(o, 0.0) <= 0 for o in wrong):
+        forbidden = sum(w for o, w in wrong.items() if law.get(o, 0.0) <= 0)
+        miss_forbidden = (1.0 - forbidden) ** n
+    else:
+        miss_forbidden = 1.0
+    df = len(groups) - 1
+    if df <= 0:
+        return 1.0 - miss_forbidden
+    lam = 0.0
+    for g in groups:
+        e = sum(law[o] for o in g)
+        w = sum(wrong.get(o, 0.0) for o in g)
+        lam += n * (w - e) ** 2 / e
+    crit = chi2_isf(alpha, df)
+    half = lam / 2
+    if half <= 0:
+        return 1.0 - (1.0 - chi2_sf(crit, df)) * miss_forbidden
+    # the Poisson weights are negligible outside half +- 12 sd
+    lo = max(0, int(half - 12 * math.sqrt(half) - 20))
+    hi = int(half + 12 * math.sqrt(half) + 20)
+    miss = 0.0
+    for j in range(lo, hi + 1):
+        log_w = -half + j * math.log(half) - math.lgamma(j + 1)
+        miss += math.exp(log_w) * (1.0 - chi2_sf(crit, df + 2 * j))
+    return 1.0 - max(0.0, min(1.0, miss)) * miss_forbidden
 
 
 def sequences_law(step_probs: Mapping[Block, Sequence[float]], length: int) -> dict[Block, float]:
@@ -146,9 +192,3 @@ def bonferroni_alpha(family_alpha: float, tests: int) -> float:
     return family_alpha / max(tests, 1)
 
 
-def critical_note(alpha: float) -> str:
-    return f"per-test significance {alpha:.1e} (p-values below it fail)"
-
-
-def is_finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))

@@ -1,0 +1,207 @@
+"""spec-verify, child side: call the learner's functions on a case's inputs, return raw outputs.
+
+Runs in the learner's sandbox. It returns only what the learner's code returned or did (blocks,
+rows, token lists, the passes each model ran, the global RNG state around a call) - never counts,
+statistics or verdicts: `grading/` rebuilds the inputs in the parent and judges there.
+Every call gets fresh model wrappers (empty caches, a new pass ledger), so the stub's promise
+"both arrive with empty caches" holds on every call.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from lab.exercises.spec_verify import inputs
+from lab.exercises.spec_verify.lm import CausalLM, Ledger
+from lab.grader.api import Case, RunContext
+
+# the learner's inputs and model wrapper, and the shipped pair's loader (lab.models imports its
+# own submodule lab.models.loading)
+CHILD_MODULES = ("lab.exercises.spec_verify.inputs", "lab.exercises.spec_verify.lm", "lab.models",
+                 "lab.models.loading")
+
+REPRO_BLOCKS = 200  # calls per reproducibility probe (levels 2)
+REPRO_ROWS = 50  # rows per table in the level-3 probe
+
+
+def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
+    """Execute one case for `solution`; plain data only."""
+    if ctx.device == "cpu":
+        torch.set_num_threads(1)
+    p = case.params
+    if case.level == 1:
+        drafts, logits = inputs.l1_inputs(p, ctx.device, ctx.model_paths)
+        return {"out": plain(solution.verify_greedy(list(drafts), logits.clone()))}
+    if case.level == 2:
+        return _level2(solution, p)
+    if case.level == 3:
+        return _level3(solution, p)
+    if case.level == 4:
+        return _level4(solution, p, ctx)
+    if case.level == 5:
+        return _level5(solution, p, ctx)
+    raise ValueError(f"no level {case.level}")
+
+
+def plain(x: Any) -> Any:
+    """Tensors and nested sequences to plain Python lists (anything else is passed as is)."""
+    if isinstance(x, torch.Tensor):
+        return x.tolist()
+    if isinstance(x, list | tuple):
+        return [plain(y) for y in x]
+    return x
+
+
+def fresh(target: Any, draft: Any) -> tuple[CausalLM, CausalLM]:
+    """New wrappers around the (stateless) models: empty caches, one ledger the grader owns."""
+    ledger = Ledger()
+    return (CausalLM(target, name="target", ledger=ledger),
+            CausalLM(draft, name="draft", ledger=ledger))
+
+
+def ledger_rows(lm: CausalLM) -> list[list[Any]]:
+    """The pair's ledger as plain rows: [model, cached, context] per pass, [model] per reset."""
+    assert lm.ledger is not None
+    return [[who] if ps is None else [who, ps.cached, list(ps.context)]
+            for who, ps in lm.ledger.entries]
+
+
+def _probe(fn: Any) -> dict[str, Any]:
+    """fn(generator) twice with the same generator seed under different global seeds, with the
+    global RNG state before and after the first call (the parent compares them)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1234)
+        before = torch.get_rng_state()
+        a = fn(torch.Generator().manual_seed(99))
+        after = torch.get_rng_state()
+        torch.manual_seed(4321)
+        b = fn(torch.Generator().manual_seed(99))
+    return {"a": a, "b": b, "rng_before": before, "rng_after": after}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _level2(solution: ModuleType, p: dict[str, Any]) -> Any:
+    tp, tq = inputs.tensors(p)
+    if p["kind"] == "repro":
+        drafts = inputs.draws(tq, REPRO_BLOCKS, 5).tolist()
+        return _probe(lambda g: [plain(solution.verify_sampling(list(d), tq.clone(), tp.clone(),
+                                                                g)) for d in drafts])
+    drafts = inputs.draws(tq, int(p["samples"]), int(p["seed"])).tolist()
+    g = torch.Generator().manual_seed(int(p["seed"]))
+    return {"blocks": [plain(solution.verify_sampling(list(d), tq.clone(), tp.clone(), g))
+                       for d in drafts]}
+
+
+def _level3(solution: ModuleType, p: dict[str, Any]) -> Any:
+    if p["kind"] == "large":
+        x, tq, tp = inputs.large_inputs(int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"]))
+        g = torch.Generator().manual_seed(int(p["seed"]) + 1)
+        # tq, tp are shared by every run in this process (not copied: 10^7 floats of copying
+        # would dominate a timed round trip); the checked run is the first, so it sees them intact
+        return {"rows": plain(solution.verify_batch(x.clone(), tq, tp, g))}
+    if p["kind"] == "repro_batch":
+        x, tq, tp, _ = inputs.batch_inputs(p["rows"], REPRO_ROWS, 3)
+        return _probe(lambda g: plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(),
+                                                            g)))
+    g = torch.Generator().manual_seed(int(p["seed"]))
+    calls = []
+    for c in range(int(p.get("calls", 1))):
+        x, tq, tp, _ = inputs.batch_inputs(p["rows"], int(p["per_row"]), int(p["seed"]) + 7 * c)
+        calls.append(plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(), g)))
+    return {"calls": calls}
+
+
+def _level4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
+    kind = p["kind"]
+    device = ctx.device if p["model"] == "shipped" else "cpu"
+    target, draft, prompt, eos = inputs.models(p, device, ctx.model_paths)
+    k, budget = int(p["k"]), int(p["max_new_tokens"])
+    temp = float(p.get("temperature", 0.0))
+
+    def call(g: torch.Generator | None, with_ledger: bool = False) -> Any:
+        t_lm, d_lm = fresh(target, draft)
+        out = plain(solution.speculative_generate(t_lm, d_lm, list(prompt), budget, k,
+                                                  temperature=temp, generator=g,
+                                                  eos_token_id=eos))
+        return {"out": out, "ledger": ledger_rows(t_lm)} if with_ledger else out
+
+    if kind in ("greedy", "timed"):
+        return call(None, with_ledger=kind == "greedy")
+    if kind == "repro":
+        return _probe(call)
+    if kind in ("law", "sampled_structure"):
+        g = torch.Generator().manual_seed(int(p["seed"]))
+        return {"outs": [call(g) for _ in range(int(p["runs"]))]}
+    raise ValueError(f"unknown level-4 case kind {kind!r}")
+
+
+def _level5(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
+    if p["kind"] == "mask":
+        mask = solution.tree_attention_mask(list(p["parents"]))
+        is_tensor = isinstance(mask, torch.Tensor)
+        return {"type": type(mask).__name__,
+                "mask": mask.detach().cpu().contiguous() if is_tensor else None}
+    if p["kind"] == "verify":
+        tokens, par, logits = inputs.tree_inputs(p)
+        got = solution.verify_tree(list(tokens), list(par), logits.clone())
+        return {"result": plain(got)}
+    return _tree_generate(solution, p, ctx)
+
+
+def _tree_generate(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
+    """The grader's tree loop around the learner's mask and verifier (greedy, batch 1).
+
+    The draft proposes `width` children of the root (its top tokens) and extends each greedily to
+    `depth` nodes; branch 0 is exactly the chain a k = depth loop would have drafted. Returns,
+    per target pass, the tree, the target's argmax per node and what the verifier returned; it
+    stops at the first path that is not a root-to-node chain (nothing sensible can follow).
+    """
+    device = ctx.device if p["model"] == "shipped" else "cpu"
+    t_model, d_model, prompt, _ = inputs.models(p, device, ctx.model_paths)
+    target, draft = fresh(t_model, d_model)
+    budget, width, depth = int(p["max_new_tokens"]), int(p["width"]), int(p["depth"])
+    seq = list(prompt)
+    out: list[int] = []
+    passes: list[dict[str, Any]] = []
+    if len(seq) > 1:
+        target.forward(seq[:-1])
+    while len(out) < budget:
+        n = len(seq)
+        d = min(depth, budget - len(out) - 1)
+        tokens, par = [seq[-1]], [-1]
+        if d > 0:
+            draft.crop(min(draft.cache_len, n - 1))
+            if draft.cache_len < n - 1:
+                draft.forward(seq[draft.cache_len : n - 1])
+            top = torch.topk(draft.forward([seq[-1]])[-1], width).indices.tolist()
+            for b in range(width):
+                draft.crop(n)
+                node, tok = 0, top[b]
+                for step in range(d):
+                    tokens.append(tok)
+                    par.append(node)
+                    node = len(tokens) - 1
+                    if step + 1 < d:
+                        tok = int(draft.forward([tok])[-1].argmax())
+        mask = solution.tree_attention_mask(list(par))
+        logits = target.forward_tree(tokens, mask)
+        got = plain(solution.verify_tree(list(tokens), list(par), logits.clone()))
+        passes.append({"tokens": tokens, "parents": par, "argmax": logits.argmax(-1).tolist(),
+                       "result": got})
+        path, nxt = got if isinstance(got, list) and len(got) == 2 else ([], None)
+        chain = isinstance(path, list) and all(
+            isinstance(i, int) and 0 < i < len(par) and par[i] == (path[j - 1] if j else 0)
+            for j, i in enumerate(path))
+        if not chain or not isinstance(nxt, int):
+            break
+        emitted = ([tokens[i] for i in path] + [nxt])[: budget - len(out)]
+        out += emitted
+        seq += emitted
+        base = n - 1
+        target.keep([*range(base + 1), *(base + i for i in path)])
+    return {"passes": passes}

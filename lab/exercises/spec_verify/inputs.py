@@ -1,0 +1,304 @@
+"""Deterministic inputs for spec-verify cases, built the same way in the child and the parent.
+
+The child (`drive.py`) builds a case's inputs from its plain params and hands them to the
+learner's functions; the parent (`grading/`) rebuilds the very same inputs to judge what came
+back, so nothing the child reports about its inputs is trusted. Everything here is a pure
+function of the params (seeded generators, models built under a forked RNG): no judging.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+from typing import Any
+
+import torch
+
+SHIPPED_PROMPTS = [  # the shipped pair was trained on Python source
+    "import os\nimport sys\n\n\ndef main(argv):\n    ",
+    "class Queue:\n    def __init__(self, maxsize=0):\n        self.maxsize = maxsize\n",
+    "def _read_config(path):\n    \"\"\"Read the configuration file.\"\"\"\n    with open(",
+    "    for i in range(len(items)):\n        if items[i] is None:\n            ",
+    "try:\n    import threading\nexcept ImportError:\n",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Levels 2-3: probability tables -> tensors, and the drafted blocks (drawn by the grader from q)
+
+
+def tensors(t: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fp32 target [k+1, V] and draft [k, V] probabilities a table hands the learner."""
+    v, k = int(t["V"]), int(t["k"])
+    tp = torch.tensor(t["p"], dtype=torch.float64)
+    tp = (tp / tp.sum(-1, keepdim=True)).float()
+    tq = torch.tensor(t["q"], dtype=torch.float64).reshape(k, v)
+    tq = (tq / tq.sum(-1, keepdim=True).clamp_min(1e-300)).float()
+    return tp, tq
+
+
+def draws(tq: torch.Tensor, n: int, seed: int) -> torch.Tensor:
+    """n drafted blocks [n, k], each token sampled from its q_i (the grader's own generator)."""
+    k = tq.shape[0]
+    if k == 0:
+        return torch.zeros(n, 0, dtype=torch.long)
+    g = torch.Generator().manual_seed(seed + 7919)
+    return torch.stack([torch.multinomial(tq[i], n, replacement=True, generator=g)
+                        for i in range(k)], dim=1)
+
+
+def batch_inputs(rows: list[dict[str, Any]], per_row: int, seed: int
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+    """Interleave the row tables (row b uses table b % R) so neighbours accept different lengths."""
+    r = len(rows)
+    ps, qs, xs = [], [], []
+    for j, t in enumerate(rows):
+        tp, tq = tensors(t)
+        ps.append(tp)
+        qs.append(tq)
+        xs.append(draws(tq, per_row, seed + 1000 * j))
+    b = per_row * r
+    which = [i % r for i in range(b)]
+    idx = torch.tensor(which)
+    pos = torch.arange(b) // r
+    return torch.stack(xs)[idx, pos], torch.stack(qs)[idx], torch.stack(ps)[idx], which
+
+
+@lru_cache(maxsize=2)
+def large_inputs(seed: int, b: int, k: int, v: int
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The large-vocabulary batch, built once per process so a timed round trip measures the
+    verifier, not the making of 10^7 random probabilities."""
+    g = torch.Generator().manual_seed(seed)
+    tp = torch.softmax(torch.randn(b, k + 1, v, generator=g) * 4, -1)
+    tq = torch.softmax(torch.randn(b, k, v, generator=g) * 4, -1)
+    x = torch.stack([torch.multinomial(tq[:, i], 1, generator=g).squeeze(1) for i in range(k)],
+                    dim=1)
+    return x, tq, tp
+
+
+# ---------------------------------------------------------------------------------------------
+# Level 1: synthetic logits
+
+
+def l1_logits(p: dict[str, Any]) -> tuple[list[int], torch.Tensor]:
+    """Drafts and [k+1, V] logits whose argmax accepts exactly `accept` drafted tokens.
+
+    `tie`: every row's top value is shared by two ids; the lowest id is the argmax and a draft
+    that matches the other tied id is a mismatch. `zero`: id 0 is the argmax of every row.
+    """
+    g = torch.Generator().manual_seed(int(p["seed"]))
+    v, k, m = int(p["V"]), int(p["k"]), int(p["accept"])
+    logits = torch.randn(k + 1, v, generator=g) * 3
+    if p.get("zero"):
+        logits[:, 0] = logits.max(dim=-1).values + 1.0
+    if p.get("tie") and v > 1:
+        for i in range(k + 1):
+            a, b = sorted(torch.randperm(v, generator=g)[:2].tolist())
+            logits[i, a] = logits[i, b] = logits[i].max() + 1.0
+    best = logits.argmax(dim=-1).tolist()  # ties: the lowest id (torch.argmax's rule)
+    drafts: list[int] = []
+    for i in range(k):
+        if i == m and v > 1:
+            tied = [j for j in range(v) if j != best[i] and logits[i, j] == logits[i, best[i]]]
+            if tied:
+                drafts.append(tied[0])  # the other tied id: not the argmax
+            else:
+                other = int(torch.randint(0, v - 1, (1,), generator=g))
+                drafts.append(other if other < best[i] else other + 1)  # anything but the argmax
+        else:
+            drafts.append(best[i])  # accepted prefix, and after a mismatch: tempting matches
+    return drafts, logits
+
+
+# ---------------------------------------------------------------------------------------------
+# Level 5: trees
+
+
+def tree_inputs(p: dict[str, Any]) -> tuple[list[int], list[int], torch.Tensor]:
+    """A tree with random tokens and logits whose argmax walks branch `branch` for `accept` steps.
+
+    With `dup`, a sibling before the matching child carries a different token and one after it
+    the same token (the first matching child must win). With `root_token_last`, the walk ends at
+    the last node and the target's argmax there is the root's own token: a children list that
+    appends the root (parents[0] == -1) to children[-1] walks back into the root.
+    """
+    par = list(p["parents"])
+    n = len(par)
+    g = torch.Generator().manual_seed(int(p["seed"]))
+    v = int(p.get("V", 40))
+    tokens = torch.randint(0, v, (n,), generator=g).tolist()
+    logits = torch.randn(n, v, generator=g)
+    children: list[list[int]] = [[] for _ in par]
+    for i in range(1, n):
+        children[par[i]].append(i)
+    cur = 0
+    for _ in range(int(p["accept"])):
+        kids = children[cur]
+        if not kids:
+            break
+        pick = kids[min(int(p.get("branch", 0)), len(kids) - 1)]
+        if p.get("dup"):
+            for other in kids:
+                if other < pick:
+                    tokens[other] = (tokens[pick] + 1) % v
+                elif other > pick:
+                    tokens[other] = tokens[pick]
+        logits[cur, tokens[pick]] = logits[cur].max() + 1.0
+        cur = pick
+    if p.get("root_token_last"):
+        logits[cur, tokens[0]] = logits[cur].max() + 1.0
+    # stop there: no child of `cur` may carry the argmax
+    best = int(logits[cur].argmax())
+    for c in children[cur]:
+        if tokens[c] == best:
+            tokens[c] = (best + 1) % v
+    return tokens, par, logits
+
+
+# ---------------------------------------------------------------------------------------------
+# Levels 1, 4, 5: model pairs
+
+
+@lru_cache(maxsize=8)
+def tiny_pair(seed: int, vocab: int, hidden: int, layers: int, noise: float, draft_seed: int = -1,
+              swap: int = 0) -> tuple[Any, Any]:
+    """A random target and a draft = target + noise (agrees often, not always); fp32, CPU.
+
+    `draft_seed` >= 0: an unrelated draft (its own random weights). `swap` = t > 0: ids 0 and t
+    exchanged in both models' embeddings and output layers (a relabelled vocabulary: the same
+    computation, with t renamed 0). Built under a forked RNG so torch's global state is untouched.
+    """
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
+                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=512, initializer_range=0.2, tie_word_embeddings=False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        target = LlamaForCausalLM(cfg).train(False)
+        draft = LlamaForCausalLM(cfg).train(False)
+        if draft_seed >= 0:
+            torch.manual_seed(draft_seed)
+            draft = LlamaForCausalLM(cfg).train(False)
+        else:
+            draft.load_state_dict(target.state_dict())
+            with torch.no_grad():
+                for prm in draft.parameters():
+                    prm.add_(noise * torch.randn_like(prm))
+    if swap:
+        order = list(range(vocab))
+        order[0], order[swap] = swap, 0
+        idx = torch.tensor(order)
+        with torch.no_grad():
+            for model in (target, draft):
+                emb = model.get_input_embeddings().weight
+                emb.copy_(emb[idx])
+                head = model.get_output_embeddings().weight
+                head.copy_(head[idx])
+    return target, draft
+
+
+@lru_cache(maxsize=2)
+def shipped(device: str, target: str | None = None, draft: str | None = None
+            ) -> tuple[Any, Any, Any]:
+    """The shipped pair in fp32 (greedy equality is graded in fp32), or the learner's own
+    checkpoints from `dojo lab grade --target PATH --draft PATH`."""
+    try:
+        from lab.models import load_pair
+    except ImportError as exc:
+        raise RuntimeError("the shipped draft/target pair (lab.models) is not installed") from exc
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a clean report
+    pair = load_pair(target=target, draft=draft, device=device, dtype="float32")
+    return pair.target, pair.draft, pair.tokenizer
+
+
+def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
+    """Plain greedy decoding without a cache (short sequences, tiny models only)."""
+    seq = list(prompt)
+    with torch.inference_mode():
+        for _ in range(n):
+            logits = model(input_ids=torch.tensor([seq], device=model.device)).logits[0, -1]
+            seq.append(int(logits.argmax()))
+    return seq[len(prompt):]
+
+
+def pick_eos(plain: list[int], at: int) -> int:
+    """An id that first appears in `plain` at index >= `at` if possible (else plain[at])."""
+    at = min(at, len(plain) - 1)
+    for tok in plain[at:]:
+        if tok not in plain[:at]:
+            return tok
+    return plain[at]
+
+
+@lru_cache(maxsize=16)
+def _tiny_case(key: tuple[tuple[str, Any], ...]) -> tuple[Any, Any, tuple[int, ...], int | None]:
+    p = dict(key)
+    if p["model"] == "law":
+        law = p.get("law_pair", (3, 8, 32, 1, 0.3))
+        target, draft = tiny_pair(*law)
+        return target, draft, tuple(p.get("prompt_ids", (5,))), None
+    vocab = 64
+    base = (int(p["pair_seed"]), vocab, 64, 2, float(p.get("noise", 0.01)),
+            int(p.get("draft_seed", -1)))
+    target, draft = tiny_pair(*base)
+    prng = random.Random(p.get("prompt_seed", 0))
+    prompt = [prng.randrange(vocab) for _ in range(int(p.get("prompt_len", 5)))]
+    at = p.get("eos_at")
+    if at is None:
+        return target, draft, tuple(prompt), None
+    plain = _greedy(target, prompt, int(at) + 1)
+    eos = pick_eos(plain, int(at))
+    if not p.get("eos_zero") or eos == 0:
+        return target, draft, tuple(prompt), eos
+    # relabel: the EOS token becomes id 0 (the shipped pair's own EOS id), same computation
+    target, draft = tiny_pair(*base, swap=eos)
+    prompt = [0 if t == eos else eos if t == 0 else t for t in prompt]
+    return target, draft, tuple(prompt), 0
+
+
+def models(p: dict[str, Any], device: str, paths: dict[str, str] | None = None
+           ) -> tuple[Any, Any, list[int], int | None]:
+    """(target, draft) transformers models, the prompt ids and the EOS id a case hands over.
+
+    Shipped-pair cases pick EOS from the target's greedy output (`eos_at`); tiny-pair cases can
+    also relabel it to id 0 (`eos_zero`), so `if eos_token_id:` is caught deterministically.
+    """
+    if p["model"] == "shipped":
+        paths = paths or {}
+        target, draft, tok = shipped(device, paths.get("target"), paths.get("draft"))
+        prompt = [int(t) for t in tok.encode(SHIPPED_PROMPTS[int(p["prompt"])])]
+        eos = None
+        if p.get("eos_at") is not None:
+            eos = pick_eos(_greedy(target, prompt, int(p["eos_at"]) + 1), int(p["eos_at"]))
+        return target, draft, prompt, eos
+    keys = ("model", "pair_seed", "noise", "draft_seed", "prompt_seed", "prompt_len", "eos_at",
+            "eos_zero", "law_pair", "prompt_ids")
+    key = tuple((name, _frozen(p[name])) for name in keys if name in p)
+    target, draft, ids, eos = _tiny_case(key)
+    return target, draft, list(ids), eos
+
+
+def _frozen(x: Any) -> Any:
+    return tuple(_frozen(y) for y in x) if isinstance(x, list | tuple) else x
+
+
+def l1_inputs(p: dict[str, Any], device: str, paths: dict[str, str] | None = None
+              ) -> tuple[list[int], torch.Tensor]:
+    """Level-1 inputs: synthetic logits, or the shipped draft's greedy proposal scored by the
+    shipped target."""
+    if p.get("model") != "shipped":
+        return l1_logits(p)
+    target, draft, prompt, _ = models(p, device, paths)
+    from lab.exercises.spec_verify.lm import CausalLM
+
+    t_lm, d_lm = CausalLM(target), CausalLM(draft)
+    drafts: list[int] = []
+    logits = d_lm.forward(prompt)[-1]
+    for _ in range(int(p["k"])):
+        drafts.append(int(logits.argmax()))
+        logits = d_lm.forward([drafts[-1]])[-1]
+    rows = t_lm.forward(prompt + drafts)[len(prompt) - 1:]
+    return drafts, rows.float().cpu()

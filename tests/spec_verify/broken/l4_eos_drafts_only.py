@@ -1,0 +1,13 @@
+"""Broken on purpose (level 4): the grader must name this bug (see MESSAGE)."""
+
+from tests.spec_verify.broken import _base
+
+LEVEL = 4
+MESSAGE = "went on after EOS"
+
+
+def speculative_generate(target, draft, prompt_ids, max_new_tokens, k, temperature=0.0,
+                         generator=None, eos_token_id=None):
+    """Bug: looks for EOS among the accepted drafts only, not the correction/bonus token."""
+    return _base.generate(target, draft, prompt_ids, max_new_tokens, k, temperature, generator,
+                          eos_token_id, eos_drafts_only=True)
