@@ -39,6 +39,7 @@ from typing import Any
 
 EVENT_TYPES = (
     "run_started",
+    "notice",
     "case_started",
     "metrics",
     "case_passed",
@@ -60,6 +61,7 @@ FAILURE_KINDS = (
     "skipped",
     "grader_error",
     "protocol",
+    "unsendable",
 )
 REPR_LIMIT = 400
 

@@ -107,3 +107,10 @@ def assert_fails(
             + (f" with kind {kind!r}" if kind else "") + f":\n{run.describe()}"
         )
     return run
+
+
+def confined() -> bool:
+    """Whether sandbox children get every namespace protection on this machine."""
+    from lab.grader.confine import missing_here
+
+    return not missing_here()
