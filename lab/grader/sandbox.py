@@ -70,6 +70,8 @@ class ImportGuard(importlib.abc.MetaPathFinder):
         self.reference_paths = [Path(p).resolve() for p in [*(reference_paths or []),
                                                              str(REFERENCE_DIR)]]
         self.attempted: list[str] = []  # messages, first one shown
+        self.main = sys.modules.get("__main__")  # this file (multiprocessing aliases it)
+        self.seen: dict[str, int] = {}  # name -> id(module) already checked (scan stays cheap)
 
     def _guarded(self, fullname: str) -> bool:
         return any(fullname == r or fullname.startswith(r + ".") for r in self.roots)
@@ -90,8 +92,11 @@ class ImportGuard(importlib.abc.MetaPathFinder):
     def scan(self) -> None:
         """Catch judge files loaded by path (importlib.util.spec_from_file_location & co)."""
         for name, module in list(sys.modules.items()):
+            if self.seen.get(name) == id(module):
+                continue
+            self.seen[name] = id(module)
             file = getattr(module, "__file__", None)
-            if not file:
+            if not file or module is self.main:
                 continue
             resolved = Path(file).resolve()
             if not self._under(resolved, self.guarded_paths + self.reference_paths):
@@ -171,7 +176,6 @@ class Child:
             self.guard = ImportGuard(list(msg["roots"]), dict(msg["allowed"]),
                                      list(msg["guarded_paths"]), str(msg["reference"]),
                                      list(msg["reference_paths"]))
-            self.guard.allowed["__main__"] = str(Path(__file__).resolve())  # this very file
             self.guard.allowed[msg["module_name"]] = str(Path(msg["solution"]).resolve())
             sys.meta_path.insert(0, self.guard)
         self.drive = importlib.import_module(msg["drive"])
