@@ -23,7 +23,7 @@ from lab.grader.api import Case, RunContext, Verdict, to_wire
 from lab.grader.boundary import REFERENCE_DIR
 from lab.grader.device import resolve_device
 from lab.grader.isolation import Cancelled, Outcome, Sandbox
-from lab.grader.timing import batch_size, cpu_threads_one, interleaved_order, summarize
+from lab.grader.timing import cpu_threads_one, interleaved_order, next_batch_size, summarize
 
 Emit = Callable[[dict[str, Any]], None]
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
@@ -293,12 +293,19 @@ class _Grading:
         if isinstance(ref, str):
             return CaseResult(case, False, kind="grader_error", message=ref)
         first_seed = self.seed * 1000 + 1
-        probe = self._batch(ref, case, [first_seed], self._timeout(case))
-        if not probe.ok:
-            return CaseResult(case, False, kind="grader_error",
-                              message=f"the reference failed while timing: {probe.message}")
-        calls = batch_size(probe.elapsed_s)
-        per_batch = self._timeout(case) + 4 * calls * max(single_call_s, probe.elapsed_s)
+        calls: int | None = 1
+        while True:
+            assert calls is not None
+            probe = self._batch(ref, case, [first_seed] * calls, self._timeout(case))
+            if not probe.ok:
+                return CaseResult(case, False, kind="grader_error",
+                                  message=f"the reference failed while timing: {probe.message}")
+            grown = next_batch_size(calls, probe.elapsed_s)
+            if grown is None:
+                break
+            calls = grown
+        per_call = probe.elapsed_s / calls
+        per_batch = self._timeout(case) + 4 * calls * max(single_call_s, per_call)
         learner: list[float] = []
         reference: list[float] = []
         warmup = self.exercise.timing_warmup

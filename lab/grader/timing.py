@@ -4,8 +4,8 @@ The grader times round trips of *batches* of calls to a sandbox child (`Sandbox.
 measures from sending to the reply), never anything the child reports: a learner's process can
 patch its own clock but not the grader's. The reference runs in a sandbox child of the same kind,
 batches are sized so one reference batch lasts at least `BATCH_TARGET_S` (short calls are what
-scheduler noise inflates), learner and reference batches alternate (ABBA order) and the figures
-are ratios of medians. The child synchronises CUDA at the end of each batch.
+scheduler latency inflates; see `next_batch_size`), learner and reference batches alternate (ABBA
+order) and the figures are ratios of medians. The child synchronises CUDA at the end of each batch.
 """
 
 from __future__ import annotations
@@ -26,13 +26,19 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-BATCH_TARGET_S = 0.05
-MAX_BATCH = 64
+BATCH_TARGET_S = 0.1
+MAX_BATCH = 1024
 
 
-def batch_size(single_call_s: float) -> int:
-    """Calls per batch so one reference batch lasts about BATCH_TARGET_S."""
-    return max(1, min(MAX_BATCH, math.ceil(BATCH_TARGET_S / max(single_call_s, 1e-6))))
+def next_batch_size(calls: int, elapsed_s: float) -> int | None:
+    """Calibration step: the next batch size to try, or None when a reference batch of `calls`
+    calls already lasts BATCH_TARGET_S. A round trip also pays the child's wake-up latency
+    (milliseconds on a loaded machine), so the size is grown and re-measured rather than
+    computed from one short call: latency then stays a small part of every measured batch."""
+    if elapsed_s >= BATCH_TARGET_S or calls >= MAX_BATCH:
+        return None
+    grow = max(2, math.ceil(BATCH_TARGET_S / max(elapsed_s, 1e-6)))
+    return min(MAX_BATCH, calls * grow)
 
 
 def interleaved_order(i: int) -> tuple[str, str]:
