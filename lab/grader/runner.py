@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lab.exercises import Exercise, ExerciseError
 from lab.grader import boundary, codec, events
@@ -24,6 +24,9 @@ from lab.grader.boundary import REFERENCE_DIR
 from lab.grader.device import resolve_device
 from lab.grader.isolation import Cancelled, Outcome, Sandbox
 from lab.grader.timing import cpu_threads_one, interleaved_order, next_batch_size, summarize
+
+if TYPE_CHECKING:
+    from lab.grader.record import Recorder
 
 Emit = Callable[[dict[str, Any]], None]
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
@@ -466,13 +469,16 @@ def grade(
     load_timeout_s: float | None = None,
     models: dict[str, str] | None = None,
     confine: bool = True,
+    recorder: Recorder | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results; see events.py.
 
     Blocking: the TUI runs it in a worker thread. `cancel` (e.g. `threading.Event().is_set`) is
     polled every few milliseconds; once it returns True the child is killed and
     `lab.grader.isolation.Cancelled` is raised (no summary event, nothing stored).
-    `confine=False` skips the namespaces (tests of the fallback path use it).
+    `confine=False` skips the namespaces (tests of the fallback path use it). The result is
+    recorded once, here, through `recorder` (default: the learner's database unless
+    `store=False`).
     """
     emit = emit or (lambda _event: None)
     all_levels = exercise.level_numbers
@@ -522,8 +528,12 @@ def grade(
         run.close()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
-    if store:
-        result.stored, result.store_error = _store(result)
+    if recorder is None and store:
+        from lab.grader.record import Recorder
+
+        recorder = Recorder()
+    if recorder is not None:
+        result.stored, result.store_error = recorder.record(result)
     emit(events.make(
         "summary", exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},
@@ -531,20 +541,3 @@ def grade(
         store_error=result.store_error,
     ))
     return result
-
-
-def _store(result: GradeResult) -> tuple[bool, str]:
-    """One attempt row per graded level, with per-case outcomes; (all stored, first error)."""
-    from lab.grader.record import record_attempt
-
-    stored, error = True, ""
-    for lvl in result.levels:
-        cases = [
-            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required,
-             "seed": result.seed, **({"metrics": r.metrics} if r.metrics else {})}
-            for r in lvl.results
-        ]
-        ok, why = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
-                                 lvl.metrics(), lvl.duration_s)
-        stored, error = stored and ok, error or why
-    return stored, error

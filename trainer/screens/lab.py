@@ -123,7 +123,8 @@ class LabScreen(Screen[None]):
     def _fetch(self) -> None:
         try:
             from lab.exercises import discover
-            from lab.workspace import level_status, solution_path
+            from lab.grader.record import level_states
+            from lab.workspace import solution_path
 
             exercises = discover()
             rows = []
@@ -132,17 +133,17 @@ class LabScreen(Screen[None]):
                 path = solution_path(ex)
                 if path.exists():
                     workspaces[ex.id] = path
+                states = level_states(ex)  # the attempts table, like `dojo lab list` and Stats
                 for lvl in ex.levels:
-                    status, entry = level_status(ex, lvl.number)
-                    best = entry.get("best_metrics") or {}
-                    ratio = best.get("median_ratio")
+                    status, summary = states[lvl.number]
+                    ratio = summary.best_metrics.get("median_ratio")
                     cases = (
-                        f"{entry.get('best_passed_cases')}/{entry.get('cases')} cases"
-                        if entry.get("cases")
+                        f"{summary.best_passed_cases}/{summary.cases} cases"
+                        if summary.cases
                         else ""
                     )
                     figures = ", ".join(
-                        x for x in (cases, f"{ratio:.2f}× ref" if ratio else "") if x
+                        x for x in (cases, f"{ratio[0]:.2f}× ref" if ratio else "") if x
                     )
                     rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
         except Exception as exc:  # the lab package may be missing or broken: say so
