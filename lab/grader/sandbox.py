@@ -233,12 +233,24 @@ class Child:
         except (codec.NotEncodable, codec.CodecError) as exc:
             return protocol.encode({
                 "ok": False, "kind": "unsendable", "traceback": "",
-                "message": f"your result cannot be sent back to the grader: {exc}"})
+                "message": f"your result cannot be sent back to the grader: "
+                           f"{_explain(reply) or exc}"})
         except BaseException as exc:  # e.g. a __len__ of theirs that raises while encoding
             return protocol.encode({
                 "ok": False, "kind": "unsendable", "traceback": "",
                 "message": f"your result cannot be sent back to the grader "
                            f"({type(exc).__name__}: {exc}); {codec.PLAIN_HELP}"})
+
+
+def _explain(reply: dict[str, Any]) -> str:
+    """Why a reply cannot be encoded, with the path counted from drive.run's own result."""
+    values = [reply["value"]] if "value" in reply else list(reply.get("values", []))
+    for value in values:
+        try:
+            codec.encode(value)
+        except (codec.NotEncodable, codec.CodecError) as exc:
+            return str(exc)
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
