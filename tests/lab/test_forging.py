@@ -114,7 +114,7 @@ def test_the_judge_files_cannot_be_read_as_text(tmp_path: Path) -> None:
         f"open({str(tmp_path / 'seen.txt')!r}, 'w').write(repr(seen))\n"
     ))
     assert_passes("kv-bytes", path, level=1)
-    seen = eval((tmp_path / "seen.txt").read_text())  # noqa: S307 - written by this test
+    seen = eval((tmp_path / "seen.txt").read_text())
     assert seen == {str(grading): 0, str(reference): "FileNotFoundError"}
 
 
@@ -251,7 +251,7 @@ def test_the_database_and_state_json_cannot_be_written(
     ))
     result = grade(get("kv-bytes"), path, levels=[1], seed=1, device="cpu")
     assert not result.passed and result.stored
-    assert len(eval((tmp_path / "errors.txt").read_text())) == 2  # noqa: S307
+    assert len(eval((tmp_path / "errors.txt").read_text())) == 2
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT level, passed FROM lab_attempts").fetchall()
     assert rows == [(1, 0)]  # only the grader's own row: the failure
