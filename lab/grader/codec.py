@@ -1,8 +1,8 @@
 """A data-only codec for everything that crosses the sandbox pipe (both directions).
 
 A reply from the learner's process can only ever decode to builtin values and arrays: None, bool,
-int, float, str, bytes, list, tuple, dict with str keys, numpy ndarrays and torch tensors (dense,
-sent as dtype, shape and raw bytes). No class, module or function can be named in a message, so
+int, float, str, bytes, list, tuple, dict (str keys; int/float/tuple keys are carried too), numpy
+ndarrays and torch tensors (dense, sent as dtype, shape and raw bytes). No class, module or function can be named in a message, so
 decoding runs no code of the sender's choosing (pickle did: a reply could import a module the
 learner wrote into the install tree). Anything else is refused on the sending side with a message
 that says where in the value the offending object sits.
@@ -70,13 +70,17 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
         items = [_enc(v, bufs, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
         return ["T" if isinstance(value, tuple) else "L", items]
     if isinstance(value, dict):
-        out = {}
+        if all(isinstance(k, str) for k in value):
+            return ["D", {str(k): _enc(v, bufs, f"{path}[{k!r:.40}]", depth + 1)
+                          for k, v in value.items()}]
+        pairs = []  # other hashable plain keys (ints, tuples of ints: counts of outcomes)
         for k, v in value.items():
-            if not isinstance(k, str):
+            if not isinstance(k, str | int | float | tuple) or k is None:
                 raise NotEncodable(f"{_where(path)} is a dict with a {type(k).__name__} key "
-                                   f"{k!r:.60}: keys must be str")
-            out[str(k)] = _enc(v, bufs, f"{path}[{k!r:.40}]", depth + 1)
-        return ["D", out]
+                                   f"{k!r:.60}: use str, int, float or tuple keys")
+            pairs.append([_enc(k, bufs, f"{path} key {k!r:.40}", depth + 1),
+                          _enc(v, bufs, f"{path}[{k!r:.40}]", depth + 1)])
+        return ["M", pairs]
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         if isinstance(value, numpy.generic) and not isinstance(value, numpy.ndarray):
@@ -129,6 +133,17 @@ def _dec(node: Any, bufs: list[bytes], depth: int) -> Any:
         return tuple(items) if tag == "T" else items
     if tag == "D" and len(node) == 2 and isinstance(node[1], dict):
         return {str(k): _dec(v, bufs, depth + 1) for k, v in node[1].items()}
+    if tag == "M" and len(node) == 2 and isinstance(node[1], list):
+        out = {}
+        for pair in node[1]:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise CodecError("bad mapping pair")
+            key = _dec(pair[0], bufs, depth + 1)
+            try:
+                out[key] = _dec(pair[1], bufs, depth + 1)
+            except TypeError as exc:  # an unhashable key
+                raise CodecError(f"bad mapping key: {exc}") from exc
+        return out
     if tag == "I" and len(node) == 2 and isinstance(node[1], str):
         return int(node[1], 16)
     if tag == "F" and len(node) == 2 and node[1] in ("nan", "inf", "-inf"):
