@@ -2,10 +2,10 @@
 
 A reply from the learner's process can only ever decode to builtin values and arrays: None, bool,
 int, float, str, bytes, list, tuple, dict (str keys; int/float/tuple keys are carried too), numpy
-ndarrays and torch tensors (dense, sent as dtype, shape and raw bytes). No class, module or function can be named in a message, so
-decoding runs no code of the sender's choosing (pickle did: a reply could import a module the
-learner wrote into the install tree). Anything else is refused on the sending side with a message
-that says where in the value the offending object sits.
+ndarrays and torch tensors (dense, sent as dtype, shape and raw bytes). No class, module or
+function can be named in a message, so decoding runs no code of the sender's choosing (pickle did:
+a reply could import a module the learner wrote into the install tree). Anything else is refused
+on the sending side with a message that says where in the value the offending object sits.
 
 Wire format: one JSON document (a tree of tagged nodes, see `_enc`) followed by the raw buffers it
 refers to by index. Decoding checks every tag, dtype and length; a malformed message raises

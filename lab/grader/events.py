@@ -4,6 +4,7 @@ The TUI and the CLI's human report consume the same events, in this order::
 
     run_started   {exercise, title, solution, device, device_note, seed, levels: [{number, title,
                    gate}], replay}
+    notice        {message}  (at most once per run: the sandbox protections that are missing)
     -- per level, per case --
     case_started  {level, case, description, size, required, timed, params}
     metrics       {level, case, metrics: {median_ratio, p95_ratio, learner_median_ms,
@@ -23,10 +24,12 @@ The TUI and the CLI's human report consume the same events, in this order::
                    store_error says why — grading itself never fails for storage)
 
 `kind` of a failure: wrong (the answer is wrong), exception, not_implemented, exit (sys.exit),
-memory, timeout, crash (segfault, os._exit), forbidden_import (lab.reference), gate (a speed
+memory, timeout, crash (segfault, os._exit), forbidden_import (the reference or another judge
+module), unsendable (the result is not plain data, see lab/grader/codec.py), gate (a speed
 bound in exercise.toml was missed), run_timeout (the run's wall-clock budget ran out before this
 case), skipped (not run: the learner's code already timed out/crashed/ran out of memory 3
-times in this run), grader_error (the reference or the grading spec itself failed: a platform bug).
+times in this run), grader_error (the reference or the grading spec itself failed: a platform
+bug), protocol (the child wrote something that is not a message on its result pipe).
 `expected`/`got` are short reprs (strings); `output` is the learner's captured stdout+stderr for
 that case, trimmed to its tail. Every value is JSON-native; unknown keys may be added later, so
 consumers should ignore keys they do not know.

@@ -37,6 +37,9 @@ class TextReport:
         self.write(f"  file:   {e['solution']}")
         self.write(f"  device: {e['device']} ({e['device_note']}) · seed {e['seed']}")
 
+    def _notice(self, e: dict[str, Any]) -> None:
+        self.write(f"  note:   {e['message']}")
+
     def _metrics(self, e: dict[str, Any]) -> None:
         m = e["metrics"]
         if "median_ratio" in m:

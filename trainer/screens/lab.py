@@ -348,6 +348,8 @@ class LabScreen(Screen[None]):
                 f"{' (' + str(ev['device_note']) + ')' if ev.get('device_note') else ''}"
                 f", seed {ev.get('seed')}"
             )
+        elif kind == "notice":
+            log.write_line(f"Note: {ev.get('message')}")
         elif kind == "case_started":
             log.write_line(f"L{ev.get('level')} {ev.get('case')} …")
         elif kind in ("case_passed", "case_failed"):
