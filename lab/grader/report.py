@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from lab.grader.events import Event
+
 MAX_OTHER_FAILURES = 8
 
 
@@ -26,10 +28,10 @@ class TextReport:
         self.seed: int | None = None
         self.replay = ""
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        handler = getattr(self, "_" + str(event.get("event")), None)
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, "_" + event.EVENT, None)
         if handler is not None:
-            handler(event)
+            handler(event.to_dict())
 
     def _run_started(self, e: dict[str, Any]) -> None:
         self.seed, self.replay = e["seed"], e["replay"]

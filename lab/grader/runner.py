@@ -28,7 +28,7 @@ from lab.grader.timing import cpu_threads_one, interleaved_order, next_batch_siz
 if TYPE_CHECKING:
     from lab.grader.record import Recorder
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[events.Event], None]
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
@@ -86,6 +86,7 @@ class GradeResult:
     stored: bool = False
     store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
+    events: list[events.Event] = field(default_factory=list)  # everything grade() emitted
 
     @property
     def passed(self) -> bool:
@@ -216,7 +217,7 @@ class _Grading:
                                    "was busy)"
         if outcome.ok and sandbox.missing and not self.notified:
             self.notified = True
-            self.emit(events.make("notice", message="sandbox: running without "
+            self.emit(events.Notice(message="sandbox: running without "
                                   + "; ".join(sandbox.missing)
                                   + " (see lab/README.md, Isolation)"))
         return outcome
@@ -357,23 +358,23 @@ class _Grading:
 
     # -- one case --------------------------------------------------------------------------
     def case(self, case: Case, gate: dict[str, float]) -> CaseResult:
-        self.emit(events.make(
-            "case_started", level=case.level, case=case.id, description=case.description,
+        self.emit(events.CaseStarted(
+            level=case.level, case=case.id, description=case.description,
             size=case.size, required=case.required, timed=case.timed, params=case.params,
         ))
         start = time.monotonic()
         result = self._grade_case(case, gate)
         result.duration_s = time.monotonic() - start
-        common = dict(
+        common: dict[str, Any] = dict(
             level=case.level, case=case.id, required=case.required,
             duration_s=round(result.duration_s, 4), metrics=result.metrics, output=result.output,
         )
         if result.passed:
-            self.emit(events.make("case_passed", **common, note=result.message,
+            self.emit(events.CasePassed(**common, note=result.message,
                                   report=case.report))
         else:
-            self.emit(events.make(
-                "case_failed", **common, kind=result.kind, message=result.message,
+            self.emit(events.CaseFailed(
+                **common, kind=result.kind, message=result.message,
                 traceback=result.traceback, params=case.params, size=case.size,
                 expected=result.expected, got=result.got, seed=self.seed, replay=self.replay,
             ))
@@ -416,7 +417,7 @@ class _Grading:
             if isinstance(timing, CaseResult):
                 return timing
             result.metrics.update(timing)
-            self.emit(events.make("metrics", level=case.level, case=case.id,
+            self.emit(events.Metrics(level=case.level, case=case.id,
                                   metrics=result.metrics))
         if result.passed and gate:
             missed = check_gate(gate, result.metrics)
@@ -437,8 +438,8 @@ class _Grading:
             results.append(self.case(c, level.gate))
         lvl = LevelResult(number, results, time.monotonic() - start)
         smallest = lvl.smallest_failure()
-        self.emit(events.make(
-            "level_summary", level=number, title=level.title, passed=lvl.passed,
+        self.emit(events.LevelSummary(
+            level=number, title=level.title, passed=lvl.passed,
             cases=len(results), passed_cases=sum(r.passed for r in results),
             failed_required=sum(not r.passed and r.case.required for r in results),
             failed_optional=sum(not r.passed and not r.case.required for r in results),
@@ -471,7 +472,8 @@ def grade(
     confine: bool = True,
     recorder: Recorder | None = None,
 ) -> GradeResult:
-    """Grade `solution` on `levels` (default: all) and return the results; see events.py.
+    """Grade `solution` on `levels` (default: all) and return the results, with every event it
+    emitted (`GradeResult.events`; see events.py).
 
     Blocking: the TUI runs it in a worker thread. `cancel` (e.g. `threading.Event().is_set`) is
     polled every few milliseconds; once it returns True the child is killed and
@@ -480,7 +482,14 @@ def grade(
     recorded once, here, through `recorder` (default: the learner's database unless
     `store=False`).
     """
-    emit = emit or (lambda _event: None)
+    written: list[events.Event] = []
+    sink = emit
+
+    def write_event(event: events.Event) -> None:
+        written.append(event)
+        if sink is not None:
+            sink(event)
+
     all_levels = exercise.level_numbers
     chosen = levels or all_levels
     try:
@@ -504,7 +513,7 @@ def grade(
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     started = time.monotonic()
     run = _Grading(
-        exercise, solution, resolved, seed, emit,
+        exercise, solution, resolved, seed, write_event,
         memory_mb=memory_mb or exercise.memory_mb + checkpoint_allowance_mb(models),
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
         timing_repeats=timing_repeats or exercise.timing_repeats,
@@ -516,8 +525,8 @@ def grade(
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if cancel is not None:
         run.sandbox.cancelled = cancel
-    emit(events.make(
-        "run_started", exercise=exercise.id, title=exercise.title, solution=str(solution),
+    write_event(events.RunStarted(
+        exercise=exercise.id, title=exercise.title, solution=str(solution),
         device=resolved, device_note=note, seed=seed, replay=run.replay,
         levels=[{"number": n, "title": exercise.level(n).title, "gate": exercise.level(n).gate}
                 for n in chosen],
@@ -527,15 +536,16 @@ def grade(
     finally:
         run.close()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
-                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
+                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
+                         events=written)
     if recorder is None and store:
         from lab.grader.record import Recorder
 
         recorder = Recorder()
     if recorder is not None:
         result.stored, result.store_error = recorder.record(result)
-    emit(events.make(
-        "summary", exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
+    write_event(events.Summary(
+        exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},
         duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
         store_error=result.store_error,

@@ -30,7 +30,7 @@ DEFAULT_SEED = 1234
 @dataclass
 class GradeRun:
     result: GradeResult
-    events: list[dict[str, Any]]
+    events: list[dict[str, Any]]  # the events in their JSON form (what `--json` prints)
 
     @property
     def failures(self) -> list[dict[str, Any]]:
@@ -70,11 +70,11 @@ def grade_file(
     seed: int = DEFAULT_SEED, **kwargs: Any,
 ) -> GradeRun:
     """Grade and collect the event stream (kwargs go to `lab.grader.runner.grade`)."""
-    events: list[dict[str, Any]] = []
     kwargs.setdefault("device", "cpu")
+    kwargs.setdefault("store", False)
     result = grade(_exercise(exercise), Path(solution), levels=[level] if level else None,
-                   seed=seed, emit=events.append, store=False, **kwargs)
-    return GradeRun(result, events)
+                   seed=seed, **kwargs)
+    return GradeRun(result, [e.to_dict() for e in result.events])
 
 
 def assert_passes(

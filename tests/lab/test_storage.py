@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from lab.exercises import get
+from lab.grader.events import Event, RunStarted, Summary
 from lab.grader.record import Recorder, level_summaries, summarize_level
 from lab.grader.runner import grade
 from tests.lab.conftest import ROOT, SOLUTIONS
@@ -44,15 +45,17 @@ def _injected(store: FakeStore) -> Recorder:
 
 def test_grade_records_each_level_once_through_the_injected_store() -> None:
     store = FakeStore()
-    events: list[dict[str, Any]] = []
+    emitted: list[Event] = []
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4, recorder=_injected(store),
-                   emit=events.append)
+                   emit=emitted.append)
+    assert emitted == result.events  # grade() returns exactly what it wrote
+    assert isinstance(result.events[0], RunStarted) and isinstance(result.events[-1], Summary)
     assert result.stored and result.store_error == ""
     assert [(r["level"], r["passed"], r["device"]) for r in store.rows] == [
         (1, True, "cpu"), (2, True, "cpu")]
     assert len(store.rows[0]["cases"]) == len(result.levels[0].results)
     assert all(c["passed"] and c["seed"] == 4 for c in store.rows[0]["cases"])
-    assert events[-1]["stored"] is True
+    assert result.events[-1].stored is True
     summaries = level_summaries("kv-bytes", _injected(store))
     assert summaries is not None and summaries[1].status == "passing"
 
@@ -74,11 +77,12 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
     def broken() -> Any:
         raise OSError("disk on fire")
 
-    events: list[dict[str, Any]] = []
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1,
-                   emit=events.append, recorder=Recorder(broken))
+                   recorder=Recorder(broken))
     assert result.passed and not result.stored
-    assert "could not store the attempt: OSError: disk on fire" in str(events[-1]["store_error"])
+    summary = result.events[-1]
+    assert isinstance(summary, Summary)
+    assert "could not store the attempt: OSError: disk on fire" in summary.store_error
 
 
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:

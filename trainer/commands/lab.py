@@ -89,11 +89,11 @@ def _grade_once(
     models: dict[str, str] | None = None,
 ) -> bool:
     """Run the grader (which records the attempt) and print the report or the JSON events."""
-    from lab.grader.events import to_json
+    from lab.grader.events import Event, to_json
     from lab.grader.report import TextReport
     from lab.grader.runner import grade
 
-    def emit(event: dict[str, Any]) -> None:
+    def emit(event: Event) -> None:
         if as_json:
             click.echo(to_json(event))
             sys.stdout.flush()
