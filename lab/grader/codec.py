@@ -14,6 +14,7 @@ refers to by index. Decoding checks every tag, dtype and length; a malformed mes
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import struct
@@ -34,8 +35,9 @@ TORCH_DTYPES = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128",
 })
-PLAIN_HELP = ("return plain values: None, bool, int, float, str, bytes, lists, tuples, dicts "
-              "with str keys, numpy arrays or torch tensors — not objects of other classes")
+_STD_DICTS = (collections.OrderedDict, collections.Counter, collections.defaultdict)
+PLAIN_HELP = ("return plain Python values (None, bool, int, float, str, bytes, lists, tuples, "
+              "dicts), numpy arrays or torch tensors — not objects of other classes")
 
 
 class NotEncodable(TypeError):
@@ -51,25 +53,26 @@ def _where(path: str) -> str:
 
 
 def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
+    """Exact builtin types only (a subclass could carry behaviour, e.g. a lying __eq__)."""
     if depth > MAX_DEPTH:
         raise NotEncodable(f"{_where(path)} is nested more than {MAX_DEPTH} levels deep")
-    if value is None or isinstance(value, bool | str):
-        return value if not isinstance(value, str) else str(value)
-    if isinstance(value, int):
-        value = int(value)
-        if abs(value) < 1 << 62:
-            return value
-        return ["I", format(value, "x")]  # no decimal digit limit, exact
-    if isinstance(value, float):
-        value = float(value)
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return value if abs(value) < 1 << 62 else ["I", format(value, "x")]  # exact, no digit cap
+    if kind is float:
         return value if math.isfinite(value) else ["F", repr(value)]
-    if isinstance(value, bytes | bytearray | memoryview):
+    if kind is bytes or kind is bytearray:
         bufs.append(bytes(value))
         return ["B", len(bufs) - 1]
-    if isinstance(value, list | tuple):
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):  # numpy scalars: plain values
+        return _enc(value.item(), bufs, path, depth)
+    if kind is list or kind is tuple:
         items = [_enc(v, bufs, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
-        return ["T" if isinstance(value, tuple) else "L", items]
-    if isinstance(value, dict):
+        return ["T" if kind is tuple else "L", items]
+    if kind is dict or kind in _STD_DICTS:  # sent as a plain dict
         if all(isinstance(k, str) for k in value):
             return ["D", {str(k): _enc(v, bufs, f"{path}[{k!r:.40}]", depth + 1)
                           for k, v in value.items()}]
@@ -81,18 +84,14 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
             pairs.append([_enc(k, bufs, f"{path} key {k!r:.40}", depth + 1),
                           _enc(v, bufs, f"{path}[{k!r:.40}]", depth + 1)])
         return ["M", pairs]
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        if isinstance(value, numpy.generic) and not isinstance(value, numpy.ndarray):
-            return _enc(value.item(), bufs, path, depth)
-        if isinstance(value, numpy.ndarray):
-            name = value.dtype.name
-            if name not in NUMPY_DTYPES:
-                raise NotEncodable(f"{_where(path)} is a numpy array of dtype {name}: only "
-                                   "numeric and bool arrays can be sent")
-            data = numpy.ascontiguousarray(value).tobytes()
-            bufs.append(data)
-            return ["N", name, list(value.shape), len(bufs) - 1]
+    if numpy is not None and type(value) is numpy.ndarray:
+        name = value.dtype.name
+        if name not in NUMPY_DTYPES:
+            raise NotEncodable(f"{_where(path)} is a numpy array of dtype {name}: only "
+                               "numeric and bool arrays can be sent")
+        data = numpy.ascontiguousarray(value).tobytes()
+        bufs.append(data)
+        return ["N", name, list(value.shape), len(bufs) - 1]
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         name = str(value.dtype).removeprefix("torch.")

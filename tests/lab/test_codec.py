@@ -34,6 +34,15 @@ def test_arrays_round_trip_with_dtype_and_shape() -> None:
         out = codec.roundtrip(t)
         assert out.dtype == t.dtype and out.shape == t.shape and torch.equal(out, t)
     assert codec.roundtrip(np.int64(7)) == 7 and type(codec.roundtrip(np.int64(7))) is int
+    assert type(codec.roundtrip(np.float64(0.5))) is float
+
+
+def test_standard_dict_flavours_arrive_as_dicts() -> None:
+    from collections import Counter, OrderedDict, defaultdict
+
+    for d in (Counter({(1, 2): 3}), OrderedDict(a=1), defaultdict(list, {"k": [1]})):
+        back = codec.roundtrip(d)
+        assert type(back) is dict and back == dict(d)
 
 
 class Mine:
@@ -47,6 +56,7 @@ class Mine:
     (print, r"builtin_function_or_method"),
     ({frozenset(): 1}, r"frozenset key"),
     ({1, 2}, r"is a builtins.set object"),
+    (type("Liar", (int,), {})(3), r"is a .*Liar object"),  # a subclass may carry a lying __eq__
 ])
 def test_anything_else_is_refused_with_where_it_is(value: object, where: str) -> None:
     with pytest.raises(codec.NotEncodable, match=where):

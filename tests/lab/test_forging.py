@@ -163,7 +163,7 @@ def test_a_forged_frame_on_the_result_pipe_is_a_protocol_failure(tmp_path: Path)
     assert_fails("kv-bytes", path, 1, match=r"garbage on its result pipe", kind="protocol")
 
 
-def test_a_lying_int_subclass_is_compared_by_value(tmp_path: Path) -> None:
+def test_a_lying_int_subclass_cannot_be_sent(tmp_path: Path) -> None:
     path = _solution(tmp_path, "", (
         "class Liar(int):\n"
         "    def __eq__(self, other): return True\n"
@@ -171,7 +171,8 @@ def test_a_lying_int_subclass_is_compared_by_value(tmp_path: Path) -> None:
         "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
         "    return Liar(7)\n"
     ))
-    assert_fails("kv-bytes", path, 1, match=r"expected 32, got 7", kind="wrong")
+    assert_fails("kv-bytes", path, 1, match=r"result\['value'\] is a kv_bytes.Liar object",
+                 kind="unsendable")
 
 
 # -- timing is the grader's stopwatch -----------------------------------------------------------
