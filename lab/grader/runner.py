@@ -10,6 +10,7 @@ file, unavailable device).
 from __future__ import annotations
 
 import importlib
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from lab.grader.record import Recorder
 
 Emit = Callable[[events.Event], None]
+NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
@@ -469,7 +471,7 @@ def grade(
     case_timeout_s: float | None = None,
     load_timeout_s: float | None = None,
     models: dict[str, str] | None = None,
-    confine: bool = True,
+    confine: bool | None = None,
     recorder: Recorder | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results, with every event it
@@ -478,7 +480,9 @@ def grade(
     Blocking: the TUI runs it in a worker thread. `cancel` (e.g. `threading.Event().is_set`) is
     polled every few milliseconds; once it returns True the child is killed and
     `lab.grader.isolation.Cancelled` is raised (no summary event, nothing stored).
-    `confine=False` skips the namespaces (tests of the fallback path use it). The result is
+    `confine=False` skips the namespaces (tests of the fallback path use it); the default is on
+    unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a machine where they
+    get in the way). The result is
     recorded once, here, through `recorder` (default: the learner's database unless
     `store=False`).
     """
@@ -520,7 +524,7 @@ def grade(
         case_timeout_s=case_timeout_s,
         load_timeout_s=load_timeout_s,
         model_paths=models,
-        confine=confine,
+        confine=os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine,
     )
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if cancel is not None:
