@@ -221,7 +221,7 @@ class _Grading:
             self.notified = True
             self.emit(events.Notice(message="sandbox: running without "
                                   + "; ".join(sandbox.missing)
-                                  + " (see lab/README.md, Isolation)"))
+                                  + " (see lab/README.md, \"The judge's boundary\")"))
         return outcome
 
     def _ensure_child(self) -> Outcome | None:

@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if args.no_confine:
-        state = confine.Confinement(missing=["confinement switched off"], outer_pid=os.getpid())
+        state = confine.Confinement(missing=["namespaces (switched off)"], outer_pid=os.getpid())
     else:
         state = confine.enter(args.workspace or os.getcwd(), args.hide, args.shm_mb)
     hello = protocol.encode({"op": "hello", "pid": state.outer_pid, "missing": state.missing})
