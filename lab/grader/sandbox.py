@@ -96,8 +96,8 @@ class ImportGuard(importlib.abc.MetaPathFinder):
                 continue
             self.seen[name] = id(module)
             file = getattr(module, "__file__", None)
-            if not file or module is self.main:
-                continue
+            if not isinstance(file, str) or not os.path.isabs(file) or module is self.main:
+                continue  # torch.ops says "_ops.py": relative names are not files on disk
             resolved = Path(file).resolve()
             if not self._under(resolved, self.guarded_paths + self.reference_paths):
                 continue
