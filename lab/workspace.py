@@ -1,8 +1,9 @@
-"""The learner's side of the lab on disk: workspace files, hint progress, last results.
+"""The learner's side of the lab on disk: workspace files and hint progress.
 
 Per exercise, `data_dir()/lab/<id>/` holds `state.json` (where the workspace is, how many hints
-were shown, per-level results) and `backups/`; the workspace file itself lives there too unless
-`--workspace DIR` chose another folder, which `state.json` then remembers.
+were shown — graded results live in the attempts table, see `lab.grader.record`) and `backups/`;
+the workspace file itself lives there too unless `--workspace DIR` chose another folder, which
+`state.json` then remembers.
 """
 
 from __future__ import annotations
@@ -108,35 +109,3 @@ def next_hint(exercise: Exercise) -> Hint | None:
 
 def hints_shown(exercise: Exercise) -> list[str]:
     return exercise.hints()[: int(load_state(exercise).get("hints_shown", 0))]
-
-
-def record_result(exercise: Exercise, levels: list[dict[str, Any]]) -> None:
-    """Remember the last and best outcome per level (`dojo lab list` reads it).
-
-    Each item: {"level", "passed", "passed_cases", "cases", "metrics"}; lower ratios are better.
-    """
-    state = load_state(exercise)
-    per_level: dict[str, Any] = state.setdefault("levels", {})
-    for item in levels:
-        entry = per_level.setdefault(str(item["level"]), {})
-        entry["passed"] = bool(item["passed"])
-        entry["ever_passed"] = bool(entry.get("ever_passed")) or bool(item["passed"])
-        entry["cases"] = int(item["cases"])
-        entry["best_passed_cases"] = max(int(entry.get("best_passed_cases", 0)),
-                                         int(item["passed_cases"]))
-        entry["last_graded"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-        if item["passed"]:
-            best: dict[str, float] = entry.setdefault("best_metrics", {})
-            for key, value in item.get("metrics", {}).items():
-                best[key] = min(float(value), best.get(key, float("inf")))
-    save_state(exercise, state)
-
-
-def level_status(exercise: Exercise, level: int) -> tuple[str, dict[str, Any]]:
-    """("not started" | "started" | "failing" | "passing", the stored entry)."""
-    entry = load_state(exercise).get("levels", {}).get(str(level))
-    if entry:
-        return ("passing" if entry.get("passed") else "failing"), entry
-    if solution_path(exercise).exists():
-        return "started", {}
-    return "not started", {}

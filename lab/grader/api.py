@@ -1,20 +1,26 @@
-"""The types an exercise's `grading.py` uses to talk to the grader (see LAB-PROTOCOL.md).
+"""The types an exercise uses to talk to the grader (the contract: lab/README.md).
 
-A grading module defines::
+An exercise package has a child side and a parent side::
 
-    REFERENCE = "lab.reference.<module>"          # module path of the reference
-    def cases(level: int, seed: int) -> list[Case]
-    def run(solution: ModuleType, case: Case, ctx: RunContext) -> object   # picklable observation
-    def check(case: Case, got: object, expected: object) -> Verdict
+    drive.py    (runs in the learner's sandbox child; may import stdlib, torch/numpy,
+                 lab.grader.api and the modules it lists in CHILD_MODULES)
+        CHILD_MODULES = ("lab.exercises.<pkg>.helper", ...)      # optional
+        def run(solution: ModuleType, case: Case, ctx: RunContext) -> Data   # plain outputs
 
-`run` executes in the learner's sandbox subprocess for the learner's module and in the grader
-process for the reference, so it must not import `lab.reference` itself. Everything here is plain
-data: cases and contexts are pickled across the sandbox pipe.
+    grading.py  (parent only: never importable in the child)
+        REFERENCE = "lab.reference.<module>"
+        def cases(level: int, seed: int) -> list[Case]
+        def check(case: Case, got: Data, expected: Data) -> Verdict
+        def expected(case: Case, ctx: RunContext) -> Data          # optional
+
+`Data` is what `lab.grader.codec` can carry: None, bool, int, float, str, bytes, list, tuple, dict
+with str keys, numpy arrays, torch tensors. Cases and contexts cross the pipe as dicts
+(`to_wire` / `case_from_wire` / `ctx_from_wire`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 
@@ -59,13 +65,30 @@ class Verdict:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+def to_wire(obj: Case | RunContext) -> dict[str, Any]:
+    """A case or context as a plain dict for the sandbox pipe."""
+    return asdict(obj)
+
+
+def case_from_wire(data: dict[str, Any]) -> Case:
+    return Case(**data)
+
+
+def ctx_from_wire(data: dict[str, Any]) -> RunContext:
+    return RunContext(**data)
+
+
 class GradingModule(Protocol):
-    """What the platform expects from `lab/exercises/<id>/grading.py` (for type checking)."""
+    """What the platform expects from `lab/exercises/<id>/grading.py` (parent side)."""
 
     REFERENCE: str
 
     def cases(self, level: int, seed: int) -> list[Case]: ...
 
-    def run(self, solution: Any, case: Case, ctx: RunContext) -> object: ...
-
     def check(self, case: Case, got: object, expected: object) -> Verdict: ...
+
+
+class DriveModule(Protocol):
+    """What the platform expects from `lab/exercises/<id>/drive.py` (child side)."""
+
+    def run(self, solution: Any, case: Case, ctx: RunContext) -> object: ...

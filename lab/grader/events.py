@@ -1,9 +1,11 @@
-"""The grader's event stream: `dojo lab grade --json` prints one JSON object per line.
+"""The grader's event stream: typed events (dataclasses below) that `grade()` emits and returns;
+`dojo lab grade --json` prints each one's `to_dict()` as a JSON line (the TUI reads those).
 
-The TUI and the CLI's human report consume the same events, in this order::
+The CLI's human report, `--json` and the TUI consume the same events, in this order::
 
     run_started   {exercise, title, solution, device, device_note, seed, levels: [{number, title,
                    gate}], replay}
+    notice        {message}  (at most once per run: the sandbox protections that are missing)
     -- per level, per case --
     case_started  {level, case, description, size, required, timed, params}
     metrics       {level, case, metrics: {median_ratio, p95_ratio, learner_median_ms,
@@ -23,10 +25,12 @@ The TUI and the CLI's human report consume the same events, in this order::
                    store_error says why — grading itself never fails for storage)
 
 `kind` of a failure: wrong (the answer is wrong), exception, not_implemented, exit (sys.exit),
-memory, timeout, crash (segfault, os._exit), forbidden_import (lab.reference), gate (a speed
+memory, timeout, crash (segfault, os._exit), forbidden_import (the reference or another judge
+module), unsendable (the result is not plain data, see lab/grader/codec.py), gate (a speed
 bound in exercise.toml was missed), run_timeout (the run's wall-clock budget ran out before this
 case), skipped (not run: the learner's code already timed out/crashed/ran out of memory 3
-times in this run), grader_error (the reference or the grading spec itself failed: a platform bug).
+times in this run), grader_error (the reference or the grading spec itself failed: a platform
+bug), protocol (the child wrote something that is not a message on its result pipe).
 `expected`/`got` are short reprs (strings); `output` is the learner's captured stdout+stderr for
 that case, trimmed to its tail. Every value is JSON-native; unknown keys may be added later, so
 consumers should ignore keys they do not know.
@@ -35,10 +39,12 @@ consumers should ignore keys they do not know.
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
 
 EVENT_TYPES = (
     "run_started",
+    "notice",
     "case_started",
     "metrics",
     "case_passed",
@@ -60,6 +66,7 @@ FAILURE_KINDS = (
     "skipped",
     "grader_error",
     "protocol",
+    "unsendable",
 )
 REPR_LIMIT = 400
 
@@ -77,11 +84,124 @@ def short_repr(value: object, limit: int = REPR_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def make(event: str, **fields: Any) -> dict[str, Any]:
-    assert event in EVENT_TYPES, event
-    return {"event": event, **fields}
+@dataclass(frozen=True)
+class _Event:
+    EVENT: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`--json`, the TUI): {"event": name, **fields}."""
+        return {"event": self.EVENT, **asdict(self)}
 
 
-def to_json(event: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class RunStarted(_Event):
+    EVENT: ClassVar[str] = "run_started"
+    exercise: str
+    title: str
+    solution: str
+    device: str
+    device_note: str
+    seed: int
+    replay: str
+    levels: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Notice(_Event):
+    EVENT: ClassVar[str] = "notice"
+    message: str
+
+
+@dataclass(frozen=True)
+class CaseStarted(_Event):
+    EVENT: ClassVar[str] = "case_started"
+    level: int
+    case: str
+    description: str
+    size: int
+    required: bool
+    timed: bool
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Metrics(_Event):
+    EVENT: ClassVar[str] = "metrics"
+    level: int
+    case: str
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class CasePassed(_Event):
+    EVENT: ClassVar[str] = "case_passed"
+    level: int
+    case: str
+    required: bool
+    duration_s: float
+    metrics: dict[str, float]
+    output: str
+    note: str
+    report: bool
+
+
+@dataclass(frozen=True)
+class CaseFailed(_Event):
+    EVENT: ClassVar[str] = "case_failed"
+    level: int
+    case: str
+    required: bool
+    duration_s: float
+    metrics: dict[str, float]
+    output: str
+    kind: str
+    message: str
+    traceback: str
+    params: dict[str, Any]
+    size: int
+    expected: str
+    got: str
+    seed: int
+    replay: str
+
+
+@dataclass(frozen=True)
+class LevelSummary(_Event):
+    EVENT: ClassVar[str] = "level_summary"
+    level: int
+    title: str
+    passed: bool
+    cases: int
+    passed_cases: int
+    failed_required: int
+    failed_optional: int
+    smallest_failure: dict[str, Any] | None
+    metrics: dict[str, float]
+    duration_s: float
+    case_metrics: dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Summary(_Event):
+    EVENT: ClassVar[str] = "summary"
+    exercise: str
+    device: str
+    seed: int
+    passed: bool
+    levels: dict[str, bool]
+    duration_s: float
+    replay: str
+    stored: bool
+    store_error: str
+
+
+Event = (RunStarted | Notice | CaseStarted | Metrics | CasePassed | CaseFailed | LevelSummary
+         | Summary)
+assert tuple(cls.EVENT for cls in (RunStarted, Notice, CaseStarted, Metrics, CasePassed,
+                                   CaseFailed, LevelSummary, Summary)) == EVENT_TYPES
+
+
+def to_json(event: Event | dict[str, Any]) -> str:
     """One line of JSON; anything not JSON-native is stringified rather than crashing."""
-    return json.dumps(event, default=str, ensure_ascii=False)
+    data = event if isinstance(event, dict) else event.to_dict()
+    return json.dumps(data, default=str, ensure_ascii=False)

@@ -3,7 +3,9 @@
 The child's stdout and stderr go to a temporary file so the learner's prints are captured (and
 shown trimmed) without ever touching the grader's own output or the frame pipe. Memory is capped
 by polling the child's resident set size from /proc (RLIMIT_AS breaks torch's address-space
-reservations) and, on CPU, backed by RLIMIT_DATA set inside the child.
+reservations) and, on CPU, backed by RLIMIT_DATA set inside the child. The child confines itself
+(`lab.grader.confine`) and its first frame names the process that runs the learner's code and the
+protections that could not be set up.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ CAPTURE_TAIL_BYTES = 64 * 1024
 class Outcome:
     """What one request produced: a value, or a failure `kind` with a message for the learner.
 
-    kinds: exception, not_implemented, exit, memory, timeout, crash, forbidden_import, protocol.
+    kinds: exception, not_implemented, exit, memory, timeout, crash, forbidden_import, protocol,
+    unsendable (the result is not plain data).
     """
 
     ok: bool
@@ -44,8 +47,8 @@ class Outcome:
     message: str = ""
     traceback: str = ""
     output: str = ""
-    duration_s: float = 0.0
-    durations: list[float] = field(default_factory=list)
+    elapsed_s: float = 0.0  # round trip measured here, from sending the request to the reply
+    values: list[Any] = field(default_factory=list)
 
     @property
     def child_lost(self) -> bool:
@@ -142,15 +145,21 @@ class Sandbox:
         self,
         *,
         solution: Path,
-        grading_module: str,
+        load: dict[str, Any],
         module_name: str,
         memory_mb: int,
         torch_threads: int | None = None,
         data_limit: bool = True,
         load_timeout_s: float = 60.0,
+        hide: list[str] | None = None,
+        confine: bool = True,
     ) -> None:
         self.solution = solution.resolve()
-        self.grading_module = grading_module
+        self.load = load
+        self.hide = hide or []
+        self.confine = confine
+        self.pid = 0  # the process running the learner's code (inside the namespace, if any)
+        self.missing: list[str] = []  # protections the child could not set up
         self.module_name = module_name
         self.memory_mb = memory_mb
         self.torch_threads = torch_threads
@@ -190,6 +199,10 @@ class Sandbox:
         ]
         if self.data_limit:
             cmd += ["--data-limit-mb", str(self.memory_mb + DATA_LIMIT_SLACK_MB)]
+        cmd += ["--workspace", str(self.solution.parent), "--shm-mb", str(self.shm_mb)]
+        cmd += [arg for path in self.hide for arg in ("--hide", path)]
+        if not self.confine:
+            cmd.append("--no-confine")
         try:
             self.proc = subprocess.Popen(
                 cmd,
@@ -207,16 +220,20 @@ class Sandbox:
         self.spawned += 1
         self.wfd = to_child_w
         self.reader = protocol.Reader(from_child_r)
+        self.pid = self.proc.pid
+        hello = self.request({"op": "hello"}, self.load_timeout_s, send=False)
+        if not hello.ok and hello.kind:
+            return hello
         return self.request(
-            {
-                "op": "load",
-                "solution": str(self.solution),
-                "grading": self.grading_module,
-                "module_name": self.module_name,
-                "torch_threads": self.torch_threads,
-            },
+            {**self.load, "solution": str(self.solution), "module_name": self.module_name,
+             "torch_threads": self.torch_threads},
             self.load_timeout_s,
         )
+
+    @property
+    def shm_mb(self) -> int:
+        """The private /dev/shm (and TMPDIR) size: a slice of the memory cap."""
+        return max(16, min(256, self.memory_mb // 8))
 
     @property
     def alive(self) -> bool:
@@ -228,6 +245,9 @@ class Sandbox:
         sandbox's token in its environment (one that called setsid() to leave the group)."""
         if self.proc is None:
             return
+        if self.pid and self.pid != self.proc.pid:  # the namespace's init: takes all with it
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)
         # the group id cannot be reused while any member is alive, so this is safe after exit
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -261,7 +281,7 @@ class Sandbox:
         if self.cancelled():
             self.kill()
             raise Cancelled()
-        rss = rss_mb(self.proc.pid)
+        rss = rss_mb(self.pid or self.proc.pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_mb:
             raise MemoryExceeded(rss)
@@ -278,13 +298,20 @@ class Sandbox:
             text = "… (earlier output not shown)\n" + text
         return text
 
-    def request(self, msg: dict[str, Any], timeout_s: float) -> Outcome:
+    def request(self, msg: dict[str, Any], timeout_s: float, send: bool = True) -> Outcome:
+        """Send `msg` (unless `send` is False: wait for the child's hello) and wait for the
+        reply; the round trip is measured here, so the child cannot misreport it."""
         assert self.proc is not None and self.reader is not None
         self.capture.truncate(0)  # each request's output on its own; the file never grows
+        start = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         try:
-            protocol.send(self.wfd, msg)
+            if send:
+                protocol.send(self.wfd, msg)
             reply = self.reader.recv(deadline, poll=self._check_memory)
+            elapsed = time.perf_counter() - start
+            if not isinstance(reply, dict):
+                raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
             self.kill()
             outcome = Outcome(
@@ -312,14 +339,22 @@ class Sandbox:
                 "did your code write to file descriptors it does not own?",
             )
         else:
+            if not send:  # the hello: who runs the code, what could not be confined
+                if reply.get("op") != "hello" or not isinstance(reply.get("pid"), int):
+                    self.kill()
+                    return Outcome(False, kind="protocol", message="the sandbox did not start")
+                self.pid = int(reply["pid"])
+                self.missing = [str(m) for m in reply.get("missing", [])]
+                return Outcome(True)
+            values = reply.get("values", [])
             outcome = Outcome(
-                bool(reply.get("ok")),
+                reply.get("ok") is True,
                 value=reply.get("value"),
                 kind=str(reply.get("kind", "")),
                 message=str(reply.get("message", "")),
                 traceback=str(reply.get("traceback", "")),
-                duration_s=float(reply.get("duration_s", 0.0)),
-                durations=list(reply.get("durations", [])),
+                elapsed_s=elapsed,
+                values=values if isinstance(values, list) else [],
             )
         outcome.output = self._output()
         return outcome

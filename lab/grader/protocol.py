@@ -1,22 +1,23 @@
-"""Length-prefixed pickle frames over a dedicated pipe between the grader and its sandbox.
+"""Length-prefixed frames over a dedicated pipe between the grader and its sandbox.
 
-The learner's code owns the child's stdout/stderr, so nothing it prints can be mistaken for a
-frame: frames travel only over a pair of pipe fds handed to the child at spawn.
+Each frame is one `lab.grader.codec` message (data only: no pickle in either direction). The
+learner's code owns the child's stdout/stderr, so nothing it prints can be mistaken for a frame:
+frames travel only over a pair of pipe fds handed to the child at spawn.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import select
 import struct
 import time
 from collections.abc import Callable
 from typing import Any
 
+from lab.grader import codec
+
 _HEADER = struct.Struct("!Q")
-MAX_FRAME = 1 << 31
+MAX_FRAME = codec.MAX_MESSAGE_BYTES + (1 << 20)
 
 
 class ChannelClosed(Exception):
@@ -32,13 +33,19 @@ class FrameError(Exception):
 
 
 def encode(obj: Any) -> bytes:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    """One frame; raises codec.NotEncodable / codec.CodecError for a value that cannot go."""
+    data = codec.encode(obj)
     return _HEADER.pack(len(data)) + data
 
 
 def send(fd: int, obj: Any) -> None:
     """Write one frame (blocking)."""
-    view = memoryview(encode(obj))
+    send_bytes(fd, encode(obj))
+
+
+def send_bytes(fd: int, frame: bytes) -> None:
+    """Write an already encoded frame (blocking)."""
+    view = memoryview(frame)
     while view:
         written = os.write(fd, view)
         view = view[written:]
@@ -60,56 +67,7 @@ def recv_blocking(fd: int) -> Any:
     (length,) = _HEADER.unpack(_read_exact_blocking(fd, _HEADER.size))
     if length > MAX_FRAME:
         raise FrameError(f"frame of {length} bytes")
-    return pickle.loads(_read_exact_blocking(fd, length))
-
-
-_PLAIN_BUILTINS = frozenset({
-    "int", "float", "complex", "bool", "str", "bytes", "bytearray", "list", "tuple", "dict",
-    "set", "frozenset", "slice", "range",
-})
-_PLAIN_FUNCTIONS = frozenset({
-    ("copyreg", "_reconstructor"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_tensor"),
-    ("torch._utils", "_rebuild_parameter"), ("torch._tensor", "_rebuild_from_type_v2"),
-})
-_CLASS_ROOTS = ("collections", "datetime", "decimal", "fractions", "numpy", "torch", "lab")
-_NEVER = ("lab.reference", "numpy.memmap")
-
-
-def _torch_storage_from_bytes(data: bytes) -> Any:
-    """torch's own `_load_from_bytes`, but with torch.load(weights_only=True): no code runs."""
-    import torch
-
-    return torch.load(io.BytesIO(data), weights_only=True)
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    """Loads plain values only: builtin containers and numbers, numpy/torch arrays and
-    scalars, and classes (never functions) of the grader's own `lab` package. A result
-    built by the learner's code can therefore neither run code in the grader (eval via
-    __reduce__) nor smuggle in an object of their own class with a lying __eq__."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        qualified = f"{module}.{name}"
-        if module == "builtins" and name in _PLAIN_BUILTINS:
-            return super().find_class(module, name)
-        if (module, name) == ("torch.storage", "_load_from_bytes"):
-            return _torch_storage_from_bytes
-        if (module, name) in _PLAIN_FUNCTIONS:
-            return super().find_class(module, name)
-        if module.split(".")[0] in _CLASS_ROOTS and not qualified.startswith(_NEVER):
-            found = super().find_class(module, name)
-            if isinstance(found, type) or type(found).__name__ == "dtype":  # torch.float16
-                return found
-        raise pickle.UnpicklingError(f"{qualified} is not a plain value")
-
-
-def loads_plain(data: bytes) -> Any:
-    """Unpickle bytes that came from the sandbox (learner-controlled) safely."""
-    return _PlainUnpickler(io.BytesIO(data)).load()
+    return codec.decode(_read_exact_blocking(fd, length))
 
 
 class Reader:
@@ -132,7 +90,7 @@ class Reader:
                     payload = bytes(self.buffer[_HEADER.size : _HEADER.size + length])
                     del self.buffer[: _HEADER.size + length]
                     try:
-                        return loads_plain(payload)
+                        return codec.decode(payload)
                     except Exception as exc:
                         raise FrameError(f"undecodable frame: {exc}") from exc
             if poll is not None:

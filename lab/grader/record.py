@@ -1,51 +1,143 @@
-"""The one place the lab talks to the scheduler's storage (the lab attempts table).
+"""The one place graded attempts are written and read back: the scheduler's `lab_attempts` table.
 
-`scheduler.store.Store` is built in parallel: while it is missing the calls report "not stored"
-instead of failing, and a storage error (say, a corrupt database) never loses a grading report —
-it is returned as a message for the report to show.
+`grade()` calls `Recorder.record` once, with its own `GradeResult` (never with anything the
+sandbox said about itself), one row per graded level. Status and best figures for `dojo lab list`,
+the lab screen and Stats are all derived from those rows (`level_summaries`); `state.json` holds
+only what is not an attempt (workspace path, hints shown). The store is injected, so tests and
+other front ends can pass their own; a storage error never loses a grading report — it is
+returned as a message for the report to show.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lab.grader.runner import GradeResult
+
+OpenStore = Callable[[], AbstractContextManager[Any]]
 
 
-def _store_class() -> Any:
-    try:
-        from scheduler.store import Store  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
+def default_store() -> AbstractContextManager[Any]:
+    """The learner's database (data_dir()/dojo.sqlite3)."""
+    from scheduler.store import Store
+
+    return Store.open()
+
+
+@dataclass(frozen=True)
+class LevelSummary:
+    """What the attempts table says about one level."""
+
+    status: str  # "passing" (last attempt passed) | "failing" | "not graded"
+    attempts: int = 0
+    ever_passed: bool = False
+    best_passed_cases: int = 0
+    cases: int = 0
+    best_metrics: dict[str, tuple[float, str]] = field(default_factory=dict)  # value, device
+
+
+def attempt_rows(result: GradeResult) -> Iterator[dict[str, Any]]:
+    """One row per graded level, with per-case outcomes, from the grader's own result."""
+    for lvl in result.levels:
+        cases = [
+            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required,
+             "seed": result.seed, **({"metrics": r.metrics} if r.metrics else {})}
+            for r in lvl.results
+        ]
+        yield {"exercise": result.exercise, "level": lvl.level, "device": result.device,
+               "passed": lvl.passed, "cases": cases, "metrics": lvl.metrics(),
+               "duration_s": lvl.duration_s}
+
+
+class Recorder:
+    """Writes attempts to and reads them from an injected store."""
+
+    def __init__(self, open_store: OpenStore = default_store) -> None:
+        self.open_store = open_store
+
+    def record(self, result: GradeResult) -> tuple[bool, str]:
+        """Store every graded level of `result` in one transaction-per-row; (stored, why not)."""
+        try:
+            with self.open_store() as store:
+                for row in attempt_rows(result):
+                    store.record_lab_attempt(**row)
+        except Exception as exc:  # storage trouble must not cost the learner their report
+            return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
+        return True, ""
+
+    def attempts(self, exercise: str | None = None) -> list[Any] | None:
+        """Stored attempts (oldest first), or None when the store cannot be read."""
+        try:
+            with self.open_store() as store:
+                return list(store.lab_attempts(exercise))
+        except Exception:
+            return None
+
+
+def summarize_level(attempts: list[Any]) -> LevelSummary:
+    """Status and best figures of one level from its attempts (oldest first)."""
+    if not attempts:
+        return LevelSummary("not graded")
+    best: dict[str, tuple[float, str]] = {}
+    for a in attempts:
+        if not a.passed:
+            continue
+        for key in ("median_ratio", "p95_ratio"):
+            value = a.metrics.get(key)
+            if isinstance(value, int | float) and (key not in best or value < best[key][0]):
+                best[key] = (float(value), str(a.device))
+    passed_counts = [(sum(bool(c.get("passed")) for c in a.cases), len(a.cases))
+                     for a in attempts]
+    best_passed, total = max(passed_counts)
+    return LevelSummary(
+        status="passing" if attempts[-1].passed else "failing",
+        attempts=len(attempts),
+        ever_passed=any(a.passed for a in attempts),
+        best_passed_cases=best_passed,
+        cases=total,
+        best_metrics=best,
+    )
+
+
+def level_summaries(exercise: str, recorder: Recorder | None = None
+                    ) -> dict[int, LevelSummary] | None:
+    """{level: summary} for an exercise, or None when the store cannot be read."""
+    rows = (recorder or Recorder()).attempts(exercise)
+    if rows is None:
         return None
-    return Store
+    by_level: dict[int, list[Any]] = {}
+    for a in rows:
+        by_level.setdefault(int(a.level), []).append(a)
+    return {level: summarize_level(items) for level, items in by_level.items()}
 
 
-def record_attempt(
-    exercise: str,
-    level: int,
-    device: str,
-    passed: bool,
-    cases: list[dict[str, Any]],
-    metrics: dict[str, float],
-    duration_s: float,
-) -> tuple[bool, str]:
-    """Store one graded level. Returns (stored, why not)."""
-    store_cls = _store_class()
-    if store_cls is None:
-        return False, "storage not available (scheduler.store is missing)"
-    try:
-        with store_cls.open() as store:
-            store.record_lab_attempt(exercise, level, device, passed, cases, metrics, duration_s)
-    except Exception as exc:  # storage trouble must not cost the learner their report
-        return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
-    return True, ""
+def describe(summary: LevelSummary) -> str:
+    """Best figures in words: "best 38/38 cases, 3 attempts, best median_ratio 1.02 (cpu)"."""
+    if not summary.attempts:
+        return ""
+    parts = [f"best {summary.best_passed_cases}/{summary.cases} cases",
+             f"{summary.attempts} attempts"]
+    parts += [f"best {k} {v:.2f} ({dev})" for k, (v, dev) in sorted(summary.best_metrics.items())]
+    return ", ".join(parts)
 
 
-def attempts(exercise: str) -> list[Any] | None:
-    """Stored attempts for an exercise (oldest first), or None when storage is unavailable."""
-    store_cls = _store_class()
-    if store_cls is None:
-        return None
-    try:
-        with store_cls.open() as store:
-            return list(store.lab_attempts(exercise))
-    except Exception:
-        return None
+def level_states(exercise: Any, recorder: Recorder | None = None
+                 ) -> dict[int, tuple[str, LevelSummary]]:
+    """(status, summary) per level of an `Exercise`, as `dojo lab list` and the lab screen show
+    it: "passing"/"failing" from the attempts table, else "started" when the workspace file
+    exists, else "not started"."""
+    from lab.workspace import solution_path
+
+    summaries = level_summaries(exercise.id, recorder) or {}
+    started = solution_path(exercise).exists()
+    out = {}
+    for level in exercise.level_numbers:
+        summary = summaries.get(level, LevelSummary("not graded"))
+        status = summary.status if summary.attempts else ("started" if started
+                                                          else "not started")
+        out[level] = (status, summary)
+    return out

@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from lab.grader.events import Event
+
 MAX_OTHER_FAILURES = 8
 
 
@@ -26,16 +28,19 @@ class TextReport:
         self.seed: int | None = None
         self.replay = ""
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        handler = getattr(self, "_" + str(event.get("event")), None)
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, "_" + event.EVENT, None)
         if handler is not None:
-            handler(event)
+            handler(event.to_dict())
 
     def _run_started(self, e: dict[str, Any]) -> None:
         self.seed, self.replay = e["seed"], e["replay"]
         self.write(f"{e['exercise']} — {e['title']}")
         self.write(f"  file:   {e['solution']}")
         self.write(f"  device: {e['device']} ({e['device_note']}) · seed {e['seed']}")
+
+    def _notice(self, e: dict[str, Any]) -> None:
+        self.write(f"  note:   {e['message']}")
 
     def _metrics(self, e: dict[str, Any]) -> None:
         m = e["metrics"]

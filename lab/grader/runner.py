@@ -1,5 +1,6 @@
 """Grade a learner's file against an exercise: cases from a seed, reference answers computed
-here, the learner's answers computed in a sandbox child, events emitted as it goes.
+here, the learner's answers computed in a sandbox child, checks and timing done here, events
+emitted as it goes. The child only ever returns plain data (`lab.grader.codec`).
 
 `grade()` is what the CLI, the watcher and the TUI call; it never raises for anything the
 learner's code does (that becomes a failed case), only for usage errors (unknown level, missing
@@ -9,22 +10,27 @@ file, unavailable device).
 from __future__ import annotations
 
 import importlib
+import os
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lab.exercises import Exercise, ExerciseError
-from lab.grader import events
-from lab.grader.api import Case, RunContext, Verdict
+from lab.grader import boundary, codec, events
+from lab.grader.api import Case, RunContext, Verdict, to_wire
+from lab.grader.boundary import REFERENCE_DIR
 from lab.grader.device import resolve_device
 from lab.grader.isolation import Cancelled, Outcome, Sandbox
-from lab.grader.sandbox import REFERENCE_DIR
-from lab.grader.timing import cpu_threads_one, summarize, time_calls
+from lab.grader.timing import cpu_threads_one, interleaved_order, next_batch_size, summarize
 
-Emit = Callable[[dict[str, Any]], None]
+if TYPE_CHECKING:
+    from lab.grader.record import Recorder
+
+Emit = Callable[[events.Event], None]
+NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
@@ -82,6 +88,7 @@ class GradeResult:
     stored: bool = False
     store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
+    events: list[events.Event] = field(default_factory=list)  # everything grade() emitted
 
     @property
     def passed(self) -> bool:
@@ -157,6 +164,7 @@ class _Grading:
         case_timeout_s: float | None = None,
         model_paths: dict[str, str] | None = None,
         load_timeout_s: float | None = None,
+        confine: bool = True,
     ) -> None:
         self.exercise = exercise
         self.case_timeout_s = case_timeout_s
@@ -168,33 +176,61 @@ class _Grading:
         self.timing_repeats = timing_repeats
         self.grading = exercise.grading()
         self.reference = importlib.import_module(self.grading.REFERENCE)
+        self.boundary = boundary.compute(exercise.module, self.grading.REFERENCE)
+        self.drive: Any = importlib.import_module(self.boundary.drive)
         self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
                               model_paths={**(exercise.model_paths or {}),
                                            **(model_paths or {})} or None)
         self.deadline = time.monotonic() + run_timeout_s
         self.run_timeout_s = run_timeout_s
         self.replay = ""
+        self.notified = False
         uses_torch_cpu = exercise.needs_torch and device == "cpu"
-        self.sandbox = Sandbox(
-            solution=solution,
-            grading_module=f"{exercise.module}.grading",
+        self.sandbox_options: dict[str, Any] = dict(
             module_name=Path(exercise.workspace_file).stem,
             memory_mb=memory_mb,
             torch_threads=1 if uses_torch_cpu else None,
             data_limit=device == "cpu",
             load_timeout_s=load_timeout_s or exercise.load_timeout_s,
+            confine=confine,
         )
+        hide = [h for h in self.boundary.hidden(trusted=False)
+                if Path(h) != solution.resolve()]  # e.g. the stub, graded in place
+        self.sandbox = Sandbox(solution=solution, load=self.boundary.load_message(trusted=False),
+                               hide=hide, **self.sandbox_options)
+        self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.load_failure: Outcome | None = None
         self.loaded = False
 
+    def close(self) -> None:
+        self.sandbox.close()
+        if self.reference_sandbox is not None:
+            self.reference_sandbox.close()
+
     # -- the learner's side ----------------------------------------------------------------
+    def _start(self, sandbox: Sandbox) -> Outcome:
+        """Start a child; a load timeout is retried once (a busy machine, not the code)."""
+        outcome = sandbox.start()
+        if not outcome.ok and outcome.kind == "timeout" and not sandbox.cancelled():
+            sandbox.close()
+            outcome = sandbox.start()
+            if not outcome.ok and outcome.kind == "timeout":
+                outcome.message += " (twice: the first try was retried in case the machine " \
+                                   "was busy)"
+        if outcome.ok and sandbox.missing and not self.notified:
+            self.notified = True
+            self.emit(events.Notice(message="sandbox: running without "
+                                  + "; ".join(sandbox.missing)
+                                  + " (see lab/README.md, \"The judge's boundary\")"))
+        return outcome
+
     def _ensure_child(self) -> Outcome | None:
         """A loaded child, or the reason the module cannot be loaded at all."""
         if self.load_failure is not None:
             return self.load_failure
         if self.loaded and self.sandbox.alive:
             return None
-        outcome = self.sandbox.start()
+        outcome = self._start(self.sandbox)
         if not outcome.ok:
             prefix = "your module failed to load: "
             outcome.message = prefix + outcome.message
@@ -218,70 +254,129 @@ class _Grading:
         failure = self._ensure_child()
         if failure is not None:
             return failure
-        msg = {"op": "run", "case": case, "ctx": self.ctx}
+        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(self.ctx)}
         outcome = self.sandbox.request(msg, self._timeout(case))
         self._lost(outcome)
         return outcome
 
     # -- the reference's side --------------------------------------------------------------
     def _expected(self, case: Case) -> tuple[bool, object]:
+        """The reference's answer, computed here (never in the learner's process), passed
+        through the codec so `check` compares values of the same kinds."""
         restore = cpu_threads_one(self.device, self.exercise.needs_torch)
         try:
-            return True, self.grading.run(self.reference, case, self.ctx)
+            custom = getattr(self.grading, "expected", None)
+            if callable(custom):
+                value = custom(case, self.ctx)
+            else:
+                value = self.drive.run(self.reference, case, self.ctx)
+            return True, codec.roundtrip(value)
         except Exception as exc:
             return False, f"{type(exc).__name__}: {exc}"
         finally:
             restore()
 
-    def _time(self, case: Case) -> dict[str, float] | str:
-        """Warm-up, then interleaved learner/reference runs; ratios or why timing failed."""
-        restore = cpu_threads_one(self.device, self.exercise.needs_torch)
+    def _reference_child(self) -> Sandbox | str:
+        if self.reference_sandbox is not None and self.reference_sandbox.alive:
+            return self.reference_sandbox
+        self.reference_sandbox = Sandbox(
+            solution=self.solution, load=self.boundary.load_message(trusted=True),
+            hide=self.boundary.hidden(trusted=True), **self.sandbox_options)
+        self.reference_sandbox.cancelled = self.sandbox.cancelled
+        outcome = self._start(self.reference_sandbox)
+        if not outcome.ok:
+            return f"the reference's sandbox failed to start ({outcome.message})"
+        return self.reference_sandbox
+
+    def _batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> Outcome:
+        msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
+        return sandbox.request(msg, timeout)
+
+    def _time(self, case: Case, single_call_s: float) -> dict[str, float] | CaseResult:
+        """Round trips of batches to the learner's child and to a reference child, ABBA, each
+        output checked (a child that skips the work to look fast fails); ratios of medians."""
+        ref = self._reference_child()
+        if isinstance(ref, str):
+            return CaseResult(case, False, kind="grader_error", message=ref)
+        first_seed = self.seed * 1000 + 1
+        calls: int | None = 1
+        while True:
+            assert calls is not None
+            probe = self._batch(ref, case, [first_seed] * calls, self._timeout(case))
+            if not probe.ok:
+                return CaseResult(case, False, kind="grader_error",
+                                  message=f"the reference failed while timing: {probe.message}")
+            grown = next_batch_size(calls, probe.elapsed_s)
+            if grown is None:
+                break
+            calls = grown
+        per_call = probe.elapsed_s / calls
+        per_batch = self._timeout(case) + 4 * calls * max(single_call_s, per_call)
         learner: list[float] = []
         reference: list[float] = []
-        try:
-            def ref() -> object:
-                return self.grading.run(self.reference, case, self.ctx)
-
-            warmup = self.exercise.timing_warmup
-            for i in range(warmup + self.timing_repeats):
-                order = ("learner", "reference") if i % 2 == 0 else ("reference", "learner")
-                for who in order:
+        warmup = self.exercise.timing_warmup
+        for i in range(warmup + self.timing_repeats):
+            seeds = [first_seed + 1 + i * calls + j for j in range(calls)]
+            results: dict[str, Outcome] = {}
+            for who in interleaved_order(i):
+                child = self.sandbox if who == "learner" else ref
+                limit = min(per_batch, max(0.0, self.deadline - time.monotonic()))
+                out = self._batch(child, case, seeds, limit)
+                if not out.ok:
                     if who == "reference":
-                        durations = time_calls(ref, self.device, 1)
-                    else:
-                        out = self.sandbox.request(
-                            {"op": "time", "case": case, "ctx": self.ctx, "repeats": 1},
-                            self._timeout(case),
-                        )
-                        if not out.ok:
-                            self._lost(out)
-                            return f"while timing: {out.message}"
-                        durations = out.durations
-                    if i >= warmup:
-                        (learner if who == "learner" else reference).extend(durations)
-        finally:
-            restore()
-        return summarize(learner, reference)
+                        return CaseResult(case, False, kind="grader_error",
+                                          message=f"the reference failed while timing: "
+                                                  f"{out.message}")
+                    self._lost(out)
+                    return CaseResult(case, False, kind=out.kind or "exception",
+                                      message=f"while timing: {out.message}",
+                                      traceback=out.traceback, output=out.output)
+                results[who] = out
+            wrong = self._check_batch(case, seeds, results["learner"], results["reference"])
+            if wrong is not None:
+                return wrong
+            if i >= warmup:
+                learner.append(results["learner"].elapsed_s)
+                reference.append(results["reference"].elapsed_s)
+        return summarize(learner, reference, calls)
+
+    def _check_batch(self, case: Case, seeds: list[int], got: Outcome,
+                     want: Outcome) -> CaseResult | None:
+        if len(got.values) != len(seeds) or len(want.values) != len(seeds):
+            return CaseResult(case, False, kind="protocol",
+                              message=f"while timing: {len(got.values)} results for "
+                                      f"{len(seeds)} calls")
+        for seed, g, w in zip(seeds, got.values, want.values, strict=True):
+            try:
+                verdict = self.grading.check(case, g, w)
+            except Exception as exc:
+                verdict = Verdict(False, f"{type(exc).__name__}: {exc}")
+            if not verdict.passed:
+                return CaseResult(case, False, kind="wrong", output=got.output,
+                                  message=f"while timing (a run with seed {seed}): "
+                                          f"{verdict.message}",
+                                  expected=events.short_repr(w), got=events.short_repr(g))
+        return None
 
     # -- one case --------------------------------------------------------------------------
     def case(self, case: Case, gate: dict[str, float]) -> CaseResult:
-        self.emit(events.make(
-            "case_started", level=case.level, case=case.id, description=case.description,
+        self.emit(events.CaseStarted(
+            level=case.level, case=case.id, description=case.description,
             size=case.size, required=case.required, timed=case.timed, params=case.params,
         ))
         start = time.monotonic()
         result = self._grade_case(case, gate)
         result.duration_s = time.monotonic() - start
-        common = dict(
+        common: dict[str, Any] = dict(
             level=case.level, case=case.id, required=case.required,
             duration_s=round(result.duration_s, 4), metrics=result.metrics, output=result.output,
         )
         if result.passed:
-            self.emit(events.make("case_passed", **common, note=result.message,
+            self.emit(events.CasePassed(**common, note=result.message,
                                   report=case.report))
         else:
-            self.emit(events.make(
-                "case_failed", **common, kind=result.kind, message=result.message,
+            self.emit(events.CaseFailed(
+                **common, kind=result.kind, message=result.message,
                 traceback=result.traceback, params=case.params, size=case.size,
                 expected=result.expected, got=result.got, seed=self.seed, replay=self.replay,
             ))
@@ -304,6 +399,7 @@ class _Grading:
                               message=f"the reference failed on this case ({expected}) — "
                                       "a grader bug, please report it")
         out = self._learner(case)
+        single_call_s = out.elapsed_s
         if not out.ok:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output,
@@ -319,12 +415,11 @@ class _Grading:
                             expected=events.short_repr(expected),
                             got=events.short_repr(out.value), metrics=dict(verdict.metrics))
         if verdict.passed and case.timed:
-            timing = self._time(case)
-            if isinstance(timing, str):
-                return CaseResult(case, False, kind="exception", message=timing,
-                                  output=out.output)
+            timing = self._time(case, single_call_s)
+            if isinstance(timing, CaseResult):
+                return timing
             result.metrics.update(timing)
-            self.emit(events.make("metrics", level=case.level, case=case.id,
+            self.emit(events.Metrics(level=case.level, case=case.id,
                                   metrics=result.metrics))
         if result.passed and gate:
             missed = check_gate(gate, result.metrics)
@@ -345,8 +440,8 @@ class _Grading:
             results.append(self.case(c, level.gate))
         lvl = LevelResult(number, results, time.monotonic() - start)
         smallest = lvl.smallest_failure()
-        self.emit(events.make(
-            "level_summary", level=number, title=level.title, passed=lvl.passed,
+        self.emit(events.LevelSummary(
+            level=number, title=level.title, passed=lvl.passed,
             cases=len(results), passed_cases=sum(r.passed for r in results),
             failed_required=sum(not r.passed and r.case.required for r in results),
             failed_optional=sum(not r.passed and not r.case.required for r in results),
@@ -376,14 +471,29 @@ def grade(
     case_timeout_s: float | None = None,
     load_timeout_s: float | None = None,
     models: dict[str, str] | None = None,
+    confine: bool | None = None,
+    recorder: Recorder | None = None,
 ) -> GradeResult:
-    """Grade `solution` on `levels` (default: all) and return the results; see events.py.
+    """Grade `solution` on `levels` (default: all) and return the results, with every event it
+    emitted (`GradeResult.events`; see events.py).
 
     Blocking: the TUI runs it in a worker thread. `cancel` (e.g. `threading.Event().is_set`) is
     polled every few milliseconds; once it returns True the child is killed and
     `lab.grader.isolation.Cancelled` is raised (no summary event, nothing stored).
+    `confine=False` skips the namespaces (tests of the fallback path use it); the default is on
+    unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a machine where they
+    get in the way). The result is
+    recorded once, here, through `recorder` (default: the learner's database unless
+    `store=False`).
     """
-    emit = emit or (lambda _event: None)
+    written: list[events.Event] = []
+    sink = emit
+
+    def write_event(event: events.Event) -> None:
+        written.append(event)
+        if sink is not None:
+            sink(event)
+
     all_levels = exercise.level_numbers
     chosen = levels or all_levels
     try:
@@ -407,19 +517,20 @@ def grade(
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     started = time.monotonic()
     run = _Grading(
-        exercise, solution, resolved, seed, emit,
+        exercise, solution, resolved, seed, write_event,
         memory_mb=memory_mb or exercise.memory_mb + checkpoint_allowance_mb(models),
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
         timing_repeats=timing_repeats or exercise.timing_repeats,
         case_timeout_s=case_timeout_s,
         load_timeout_s=load_timeout_s,
         model_paths=models,
+        confine=os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine,
     )
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if cancel is not None:
         run.sandbox.cancelled = cancel
-    emit(events.make(
-        "run_started", exercise=exercise.id, title=exercise.title, solution=str(solution),
+    write_event(events.RunStarted(
+        exercise=exercise.id, title=exercise.title, solution=str(solution),
         device=resolved, device_note=note, seed=seed, replay=run.replay,
         levels=[{"number": n, "title": exercise.level(n).title, "gate": exercise.level(n).gate}
                 for n in chosen],
@@ -427,32 +538,20 @@ def grade(
     try:
         level_results = [run.level(n) for n in chosen]
     finally:
-        run.sandbox.close()
+        run.close()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
-                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned)
-    if store:
-        result.stored, result.store_error = _store(result)
-    emit(events.make(
-        "summary", exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
+                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
+                         events=written)
+    if recorder is None and store:
+        from lab.grader.record import Recorder
+
+        recorder = Recorder()
+    if recorder is not None:
+        result.stored, result.store_error = recorder.record(result)
+    write_event(events.Summary(
+        exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},
         duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
         store_error=result.store_error,
     ))
     return result
-
-
-def _store(result: GradeResult) -> tuple[bool, str]:
-    """One attempt row per graded level, with per-case outcomes; (all stored, first error)."""
-    from lab.grader.record import record_attempt
-
-    stored, error = True, ""
-    for lvl in result.levels:
-        cases = [
-            {"id": r.case.id, "passed": r.passed, "kind": r.kind, "required": r.case.required,
-             "seed": result.seed, **({"metrics": r.metrics} if r.metrics else {})}
-            for r in lvl.results
-        ]
-        ok, why = record_attempt(result.exercise, lvl.level, result.device, lvl.passed, cases,
-                                 lvl.metrics(), lvl.duration_s)
-        stored, error = stored and ok, error or why
-    return stored, error

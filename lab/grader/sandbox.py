@@ -1,10 +1,16 @@
-"""The sandbox child: `python -m lab.grader.sandbox --rfd R --wfd W [--data-limit-mb N]`.
+"""The sandbox child: `python -P -m lab.grader.sandbox --rfd R --wfd W [options]`.
 
-It loads the learner's module and the exercise's grading module, then answers requests framed by
-`lab.grader.protocol` on the two inherited pipe fds (never on stdout, which belongs to the
-learner). Imports of `lab.reference` are refused by a meta-path hook. Every failure inside the
-learner's code becomes a reply with a `kind` and a message; anything worse (segfault, os._exit,
-runaway memory, an infinite loop) is detected by the grader from outside.
+It confines itself (`lab.grader.confine`), loads the exercise's `drive` module and the learner's
+file, then answers requests framed by `lab.grader.protocol` on the two inherited pipe fds (never on
+stdout, which belongs to the learner). Nothing here judges: `run` returns what the learner's code
+returned (through `drive.run`), `batch` runs it several times for the grader's stopwatch. The
+child is untrusted as a whole — the grader decides everything from plain data.
+
+An import guard refuses every module of the judge: in the child only the modules the grader lists
+(the sandbox machinery, `lab.grader.api`, the exercise's `drive` and its `CHILD_MODULES`, their
+parent packages) may be imported from the guarded roots (`lab` and the exercise's own package);
+a judge file loaded by path under any name is caught after each request. The reference child the
+grader uses for timing is trusted and has no guard.
 """
 
 from __future__ import annotations
@@ -16,47 +22,94 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
-import pickle
 import resource
 import sys
-import time
 import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from lab.grader import protocol, signal_guard
-from lab.grader.timing import synchronize, time_calls
+from lab.grader import codec, confine, protocol, signal_guard
+from lab.grader.api import case_from_wire, ctx_from_wire
+from lab.grader.timing import synchronize
 
 REFERENCE_PACKAGE = "lab.reference"
-REFERENCE_DIR = (Path(__file__).resolve().parents[1] / "reference").resolve()
+LAB_DIR = Path(__file__).resolve().parents[1]
+REFERENCE_DIR = (LAB_DIR / "reference").resolve()
 FORBIDDEN_MESSAGE = (
     "your solution imports {name} — the reference is off limits: solve it yourself "
     "(the grader computes the reference's answers in its own process)"
 )
+JUDGE_MESSAGE = (
+    "your solution imports {name} — the grader's own modules (grading, checks, statistics, "
+    "other exercises) are off limits in the sandbox: the grader judges in its own process"
+)
 
 
-class ReferenceGuard(importlib.abc.MetaPathFinder):
-    """Refuses `lab.reference` and its submodules, and remembers that someone tried."""
+def forbidden_message(name: str, reference: str = REFERENCE_PACKAGE) -> str:
+    refs = (REFERENCE_PACKAGE, reference)
+    if any(name == r or name.startswith(r + ".") for r in refs):
+        return FORBIDDEN_MESSAGE.format(name=name)
+    return JUDGE_MESSAGE.format(name=name)
 
-    def __init__(self) -> None:
-        self.attempted: list[str] = []
+
+class ImportGuard(importlib.abc.MetaPathFinder):
+    """Refuses every module under the guarded roots except the allowed ones, and remembers.
+
+    `allowed` maps each allowed module name to its file (as the grader found it), so a judge file
+    loaded by path — under an allowed name or any other — is caught by `scan()`.
+    """
+
+    def __init__(self, roots: list[str], allowed: dict[str, str | None],
+                 guarded_paths: list[str], reference: str = REFERENCE_PACKAGE,
+                 reference_paths: list[str] | None = None) -> None:
+        self.roots = tuple(roots)
+        self.allowed = allowed
+        self.reference = reference
+        self.guarded_paths = [Path(p).resolve() for p in guarded_paths]
+        self.reference_paths = [Path(p).resolve() for p in [*(reference_paths or []),
+                                                             str(REFERENCE_DIR)]]
+        self.attempted: list[str] = []  # messages, first one shown
+        self.main = sys.modules.get("__main__")  # this file (multiprocessing aliases it)
+        self.seen: dict[str, int] = {}  # name -> id(module) already checked (scan stays cheap)
+
+    def _guarded(self, fullname: str) -> bool:
+        return any(fullname == r or fullname.startswith(r + ".") for r in self.roots)
 
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == REFERENCE_PACKAGE or fullname.startswith(REFERENCE_PACKAGE + "."):
-            self.attempted.append(fullname)
-            raise ImportError(FORBIDDEN_MESSAGE.format(name=fullname), name=fullname)
+        if self._guarded(fullname) and fullname not in self.allowed:
+            message = forbidden_message(fullname, self.reference)
+            self.attempted.append(message)
+            raise ImportError(message, name=fullname)
         return None
 
+    @staticmethod
+    def _under(file: Path, paths: list[Path]) -> bool:
+        return any(file == p or p in file.parents for p in paths)
+
     def scan(self) -> None:
-        """Also catch a reference file loaded by path (importlib.util.spec_from_file_location)."""
+        """Catch judge files loaded by path (importlib.util.spec_from_file_location & co)."""
         for name, module in list(sys.modules.items()):
+            if self.seen.get(name) == id(module):
+                continue
+            self.seen[name] = id(module)
             file = getattr(module, "__file__", None)
-            if file and Path(file).resolve().parent == REFERENCE_DIR:
-                self.attempted.append(name)
-                del sys.modules[name]
+            if not isinstance(file, str) or not os.path.isabs(file) or module is self.main:
+                continue  # torch.ops says "_ops.py": relative names are not files on disk
+            resolved = Path(file).resolve()
+            if not self._under(resolved, self.guarded_paths + self.reference_paths):
+                continue
+            expected = self.allowed.get(name)
+            if expected is not None and Path(expected).resolve() == resolved:
+                continue
+            if name in self.allowed and expected is None:
+                continue
+            template = (FORBIDDEN_MESSAGE if self._under(resolved, self.reference_paths)
+                        else JUDGE_MESSAGE)
+            self.attempted.append(template.format(name=name))
+            del sys.modules[name]
 
 
 def _is_learners(filename: str | None, learner_file: str | None) -> bool:
@@ -87,19 +140,18 @@ def _where(exc: BaseException, learner_file: str | None) -> str:
 
 
 class Child:
-    def __init__(self, guard: ReferenceGuard) -> None:
-        self.guard = guard
-        self.grading: Any = None
+    def __init__(self) -> None:
+        self.guard: ImportGuard | None = None
+        self.drive: Any = None
         self.solution: ModuleType | None = None
         self.solution_file: str | None = None
 
     def error(self, exc: BaseException) -> dict[str, Any]:
         tb = trim_traceback(exc, self.solution_file)
         where = _where(exc, self.solution_file)
-        if self.guard.attempted:
-            name = self.guard.attempted[0]
+        if self.guard is not None and self.guard.attempted:
             return {"ok": False, "kind": "forbidden_import",
-                    "message": FORBIDDEN_MESSAGE.format(name=name), "traceback": tb}
+                    "message": self.guard.attempted[0], "traceback": tb}
         if isinstance(exc, SystemExit):
             return {"ok": False, "kind": "exit", "traceback": tb,
                     "message": f"your code called sys.exit({exc.code!r}){where} — "
@@ -120,7 +172,16 @@ class Child:
             import torch
 
             torch.set_num_threads(int(msg["torch_threads"]))
-        self.grading = importlib.import_module(msg["grading"])
+        if not msg.get("trusted"):
+            self.guard = ImportGuard(list(msg["roots"]), dict(msg["allowed"]),
+                                     list(msg["guarded_paths"]), str(msg["reference"]),
+                                     list(msg["reference_paths"]))
+            self.guard.allowed[msg["module_name"]] = str(Path(msg["solution"]).resolve())
+            sys.meta_path.insert(0, self.guard)
+        self.drive = importlib.import_module(msg["drive"])
+        if msg.get("trusted"):  # the grader's own reference child: import it by name
+            self.solution = importlib.import_module(msg["reference"])
+            return {"ok": True}
         path = Path(msg["solution"]).resolve()
         self.solution_file = str(path)
         sys.path.append(str(path.parent))
@@ -134,42 +195,62 @@ class Child:
         return {"ok": True}
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        case, ctx = msg["case"], msg["ctx"]
-        start = time.perf_counter()
-        value = self.grading.run(self.solution, case, ctx)
+        case, ctx = case_from_wire(msg["case"]), ctx_from_wire(msg["ctx"])
+        value = self.drive.run(self.solution, case, ctx)
         synchronize(ctx.device)
-        duration = time.perf_counter() - start
-        try:  # the grader accepts plain values only (protocol.loads_plain): check here
-            protocol.loads_plain(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        except Exception as exc:
-            return {"ok": False, "kind": "exception", "traceback": "",
-                    "message": f"the result cannot be sent back to the grader ({exc}); "
-                               "return plain Python values (int, float, str, list, dict), "
-                               "numpy values or CPU tensors, not objects of your own classes"}
-        return {"ok": True, "value": value, "duration_s": duration}
+        return {"ok": True, "value": value}
 
-    def time(self, msg: dict[str, Any]) -> dict[str, Any]:
-        case, ctx = msg["case"], msg["ctx"]
-        durations = time_calls(
-            lambda: self.grading.run(self.solution, case, ctx), ctx.device, int(msg["repeats"])
-        )
-        return {"ok": True, "durations": durations}
+    def batch(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Run the case once per seed (the grader times the round trip and checks each value)."""
+        case, ctx = case_from_wire(msg["case"]), msg["ctx"]
+        values = []
+        for seed in msg["seeds"]:
+            values.append(self.drive.run(self.solution, case, ctx_from_wire({**ctx,
+                                                                              "seed": seed})))
+        synchronize(str(ctx["device"]))
+        return {"ok": True, "values": values}
 
-    def handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, msg: dict[str, Any]) -> bytes:
+        """Answer one request; returns the encoded frame (a value that cannot be sent becomes
+        an error reply that says why)."""
         op = msg.get("op")
-        handler = {"load": self.load, "run": self.run, "time": self.time}.get(str(op))
+        handler = {"load": self.load, "run": self.run, "batch": self.batch}.get(str(op))
         if handler is None:
-            return {"ok": False, "kind": "protocol", "message": f"unknown op {op!r}"}
+            reply: dict[str, Any] = {"ok": False, "kind": "protocol",
+                                     "message": f"unknown op {op!r}"}
+        else:
+            try:
+                reply = handler(msg)
+            except BaseException as exc:  # the learner's code may raise anything
+                reply = self.error(exc)
+        if self.guard is not None:
+            self.guard.scan()
+            if self.guard.attempted and reply.get("ok"):
+                reply = {"ok": False, "kind": "forbidden_import", "traceback": "",
+                         "message": self.guard.attempted[0]}
         try:
-            reply = handler(msg)
-        except BaseException as exc:  # the learner's code may raise anything, SystemExit included
-            reply = self.error(exc)
-        self.guard.scan()
-        if self.guard.attempted and reply.get("ok"):
-            name = self.guard.attempted[0]
-            reply = {"ok": False, "kind": "forbidden_import", "traceback": "",
-                     "message": FORBIDDEN_MESSAGE.format(name=name)}
-        return reply
+            return protocol.encode(reply)
+        except (codec.NotEncodable, codec.CodecError) as exc:
+            return protocol.encode({
+                "ok": False, "kind": "unsendable", "traceback": "",
+                "message": f"your result cannot be sent back to the grader: "
+                           f"{_explain(reply) or exc}"})
+        except BaseException as exc:  # e.g. a __len__ of theirs that raises while encoding
+            return protocol.encode({
+                "ok": False, "kind": "unsendable", "traceback": "",
+                "message": f"your result cannot be sent back to the grader "
+                           f"({type(exc).__name__}: {exc}); {codec.PLAIN_HELP}"})
+
+
+def _explain(reply: dict[str, Any]) -> str:
+    """Why a reply cannot be encoded, with the path counted from drive.run's own result."""
+    values = [reply["value"]] if "value" in reply else list(reply.get("values", []))
+    for value in values:
+        try:
+            codec.encode(value)
+        except (codec.NotEncodable, codec.CodecError) as exc:
+            return str(exc)
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,15 +258,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rfd", type=int, required=True)
     parser.add_argument("--wfd", type=int, required=True)
     parser.add_argument("--data-limit-mb", type=int, default=0)
+    parser.add_argument("--workspace", default="")
+    parser.add_argument("--hide", action="append", default=[])
+    parser.add_argument("--shm-mb", type=int, default=64)
+    parser.add_argument("--no-confine", action="store_true")
     args = parser.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if args.no_confine:
+        state = confine.Confinement(missing=["namespaces (switched off)"], outer_pid=os.getpid())
+    else:
+        state = confine.enter(args.workspace or os.getcwd(), args.hide, args.shm_mb)
+    hello = protocol.encode({"op": "hello", "pid": state.outer_pid, "missing": state.missing})
+    if state.waiter:  # outside the namespace: tell the grader who runs the code, then wait
+        protocol.send_bytes(args.wfd, hello)
+        os.close(args.rfd)
+        os.close(args.wfd)
+        state.release()
+        confine.wait_and_mirror(state.outer_pid)
+    elif state.outer_pid == os.getpid():  # not confined: this process answers
+        protocol.send_bytes(args.wfd, hello)
     if args.data_limit_mb > 0:
         limit = args.data_limit_mb << 20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     signal_guard.install()  # before any learner code: the grader and the app are off limits
-    guard = ReferenceGuard()
-    sys.meta_path.insert(0, guard)
-    child = Child(guard)
+    child = Child()
     while True:
         try:
             msg = protocol.recv_blocking(args.rfd)
@@ -193,15 +289,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if msg.get("op") == "exit":
             return 0
-        reply = child.handle(msg)
+        frame = child.handle(msg)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # the learner may have closed the stream
                 stream.flush()
-        try:
-            protocol.send(args.wfd, reply)
-        except Exception as exc:  # e.g. an unpicklable exception inside the reply
-            protocol.send(args.wfd, {"ok": False, "kind": "exception", "traceback": "",
-                                     "message": f"reply could not be sent: {exc}"})
+        protocol.send_bytes(args.wfd, frame)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ DEFAULT_SEED = 1234
 @dataclass
 class GradeRun:
     result: GradeResult
-    events: list[dict[str, Any]]
+    events: list[dict[str, Any]]  # the events in their JSON form (what `--json` prints)
 
     @property
     def failures(self) -> list[dict[str, Any]]:
@@ -70,11 +70,11 @@ def grade_file(
     seed: int = DEFAULT_SEED, **kwargs: Any,
 ) -> GradeRun:
     """Grade and collect the event stream (kwargs go to `lab.grader.runner.grade`)."""
-    events: list[dict[str, Any]] = []
     kwargs.setdefault("device", "cpu")
+    kwargs.setdefault("store", False)
     result = grade(_exercise(exercise), Path(solution), levels=[level] if level else None,
-                   seed=seed, emit=events.append, store=False, **kwargs)
-    return GradeRun(result, events)
+                   seed=seed, **kwargs)
+    return GradeRun(result, [e.to_dict() for e in result.events])
 
 
 def assert_passes(
@@ -107,3 +107,29 @@ def assert_fails(
             + (f" with kind {kind!r}" if kind else "") + f":\n{run.describe()}"
         )
     return run
+
+
+def confined() -> bool:
+    """Whether sandbox children get every namespace protection on this machine."""
+    from lab.grader.confine import missing_here
+
+    return not missing_here()
+
+
+def mutated_reference(exercise: str | Exercise, directory: Path,
+                      *replacements: tuple[str, str]) -> Path:
+    """A broken implementation built from the reference by exact text substitutions, written as
+    the workspace file in `directory` (each `old` must occur exactly once).
+
+    Build broken variants here, in the test process: inside the sandbox the reference is not
+    readable (lab/reference is an empty mount where namespaces work).
+    """
+    target = reference_as_solution(exercise, directory)
+    source = target.read_text(encoding="utf-8")
+    for old, new in replacements:
+        count = source.count(old)
+        if count != 1:
+            raise RuntimeError(f"expected exactly one {old!r} in the reference, found {count}")
+        source = source.replace(old, new)
+    target.write_text(source, encoding="utf-8")
+    return target

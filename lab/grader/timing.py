@@ -1,7 +1,11 @@
-"""Timing helpers shared by the grader (reference) and the sandbox (learner).
+"""Timing statistics, and the stopwatch the grader holds from outside the sandbox.
 
-Every measured run is bracketed by a CUDA synchronisation on GPU so asynchronous kernels are
-counted; statistics are medians and nearest-rank p95 over interleaved runs.
+The grader times round trips of *batches* of calls to a sandbox child (`Sandbox.request`
+measures from sending to the reply), never anything the child reports: a learner's process can
+patch its own clock but not the grader's. The reference runs in a sandbox child of the same kind,
+batches are sized so one reference batch lasts at least `BATCH_TARGET_S` (short calls are what
+scheduler latency inflates; see `next_batch_size`), learner and reference batches alternate (ABBA
+order) and the figures are ratios of medians. The child synchronises CUDA at the end of each batch.
 """
 
 from __future__ import annotations
@@ -22,8 +26,29 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+BATCH_TARGET_S = 0.1
+MAX_BATCH = 1024
+
+
+def next_batch_size(calls: int, elapsed_s: float) -> int | None:
+    """Calibration step: the next batch size to try, or None when a reference batch of `calls`
+    calls already lasts BATCH_TARGET_S. A round trip also pays the child's wake-up latency
+    (milliseconds on a loaded machine), so the size is grown and re-measured rather than
+    computed from one short call: latency then stays a small part of every measured batch."""
+    if elapsed_s >= BATCH_TARGET_S or calls >= MAX_BATCH:
+        return None
+    grow = max(2, math.ceil(BATCH_TARGET_S / max(elapsed_s, 1e-6)))
+    return min(MAX_BATCH, calls * grow)
+
+
+def interleaved_order(i: int) -> tuple[str, str]:
+    """ABBA: learner first on even pairs, reference first on odd ones (drift cancels)."""
+    return ("learner", "reference") if i % 2 == 0 else ("reference", "learner")
+
+
 def time_calls(fn: Callable[[], object], device: str, repeats: int) -> list[float]:
-    """Wall-clock seconds of `repeats` calls of `fn`, each synchronised on GPU."""
+    """Wall-clock seconds of `repeats` calls of `fn`, each synchronised on GPU (for benches and
+    exercise tests that time in-process; the grader itself times from outside the sandbox)."""
     durations: list[float] = []
     for _ in range(repeats):
         synchronize(device)
@@ -40,19 +65,21 @@ def p95(values: list[float]) -> float:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-def summarize(learner: list[float], reference: list[float]) -> dict[str, float]:
-    """Ratios learner/reference (>1 means slower than the reference) and the raw medians."""
+def summarize(learner: list[float], reference: list[float], calls: int = 1) -> dict[str, float]:
+    """Ratios learner/reference (>1 means slower than the reference) and the medians per call
+    (`calls` per measured batch)."""
     l_med, r_med = statistics.median(learner), statistics.median(reference)
     l_p95, r_p95 = p95(learner), p95(reference)
     tiny = 1e-9
     return {
         "median_ratio": l_med / max(r_med, tiny),
         "p95_ratio": l_p95 / max(r_p95, tiny),
-        "learner_median_ms": l_med * 1e3,
-        "reference_median_ms": r_med * 1e3,
-        "learner_p95_ms": l_p95 * 1e3,
-        "reference_p95_ms": r_p95 * 1e3,
+        "learner_median_ms": l_med * 1e3 / calls,
+        "reference_median_ms": r_med * 1e3 / calls,
+        "learner_p95_ms": l_p95 * 1e3 / calls,
+        "reference_p95_ms": r_p95 * 1e3 / calls,
         "samples": float(len(learner)),
+        "batch_calls": float(calls),
     }
 
 

@@ -3,15 +3,20 @@ while other passes stay quiet; grading the reference file itself is refused as a
 
 from __future__ import annotations
 
+from lab.grader.events import CasePassed
 from lab.grader.report import TextReport
+
+
+def _passed(case: str, note: str, report: bool) -> CasePassed:
+    return CasePassed(level=4, case=case, required=True, duration_s=0.1, metrics={}, output="",
+                      note=note, report=report)
 
 
 def test_report_cases_show_their_note_and_plain_passes_stay_quiet() -> None:
     lines: list[str] = []
     report = TextReport(lines.append)
-    report({"event": "case_passed", "case": "plain", "note": "law ok", "report": False})
-    report({"event": "case_passed", "case": "L4-metrics", "report": True,
-            "note": "α̂ = 0.77, τ = 3.20 tokens per target pass vs formula 3.18"})
+    report(_passed("plain", "law ok", False))
+    report(_passed("L4-metrics", "α̂ = 0.77, τ = 3.20 tokens per target pass vs formula 3.18", True))
     assert lines == ["  ◦ L4-metrics: α̂ = 0.77, τ = 3.20 tokens per target pass vs formula 3.18"]
 
 

@@ -1,49 +1,108 @@
-"""Graded attempts land in the scheduler's lab attempts table (once `scheduler.store` exists)."""
+"""Graded attempts are recorded once, by the grader, from its own result; status and best
+figures for `dojo lab list` and the lab screen come from the attempts table only."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from lab.exercises import get
-from lab.grader.record import record_attempt
+from lab.grader.events import Event, RunStarted, Summary
+from lab.grader.record import Recorder, level_summaries, summarize_level
 from lab.grader.runner import grade
 from tests.lab.conftest import ROOT, SOLUTIONS
 
 
-def test_grading_works_and_says_so_when_storage_is_unavailable(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "scheduler.store", None)  # import fails
-    events: list[dict[str, object]] = []
+class FakeStore:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def record_lab_attempt(self, **row: Any) -> int:
+        self.rows.append(row)
+        return len(self.rows)
+
+    def lab_attempts(self, exercise: str | None = None) -> list[Any]:
+        return [SimpleNamespace(**r) for r in self.rows
+                if exercise is None or r["exercise"] == exercise]
+
+
+def _injected(store: FakeStore) -> Recorder:
+    @contextlib.contextmanager
+    def open_store() -> Iterator[FakeStore]:
+        yield store
+
+    return Recorder(open_store)
+
+
+def test_grade_records_each_level_once_through_the_injected_store() -> None:
+    store = FakeStore()
+    emitted: list[Event] = []
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4, recorder=_injected(store),
+                   emit=emitted.append)
+    assert emitted == result.events  # grade() returns exactly what it wrote
+    assert isinstance(result.events[0], RunStarted) and isinstance(result.events[-1], Summary)
+    assert result.stored and result.store_error == ""
+    assert [(r["level"], r["passed"], r["device"]) for r in store.rows] == [
+        (1, True, "cpu"), (2, True, "cpu")]
+    assert len(store.rows[0]["cases"]) == len(result.levels[0].results)
+    assert all(c["passed"] and c["seed"] == 4 for c in store.rows[0]["cases"])
+    assert result.events[-1].stored is True
+    summaries = level_summaries("kv-bytes", _injected(store))
+    assert summaries is not None and summaries[1].status == "passing"
+
+
+def test_status_and_best_figures_come_from_the_attempts() -> None:
+    def attempt(passed: bool, ok_cases: int, ratio: float | None = None) -> SimpleNamespace:
+        cases = [{"passed": i < ok_cases} for i in range(4)]
+        metrics = {} if ratio is None else {"median_ratio": ratio}
+        return SimpleNamespace(passed=passed, cases=cases, metrics=metrics, device="cpu")
+
+    s = summarize_level([attempt(True, 4, 1.3), attempt(True, 4, 1.1), attempt(False, 2, 0.5)])
+    assert s.status == "failing" and s.ever_passed and s.attempts == 3
+    assert s.best_passed_cases == 4 and s.cases == 4
+    assert s.best_metrics == {"median_ratio": (1.1, "cpu")}  # a failed attempt's figure is no best
+    assert summarize_level([]).status == "not graded"
+
+
+def test_grading_works_and_says_so_when_storage_fails() -> None:
+    def broken() -> Any:
+        raise OSError("disk on fire")
+
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1,
-                   emit=events.append)
+                   recorder=Recorder(broken))
     assert result.passed and not result.stored
-    assert "scheduler.store is missing" in str(events[-1]["store_error"])
+    summary = result.events[-1]
+    assert isinstance(summary, Summary)
+    assert "could not store the attempt: OSError: disk on fire" in summary.store_error
 
 
-def test_attempts_are_recorded_per_level(dojo_home: Path) -> None:
+def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4)
     assert result.stored, result.store_error
     with store_module.Store.open() as store:
         rows = store.lab_attempts("kv-bytes")
-    assert [(r.level, r.passed, r.device) for r in rows] == [(1, True, "cpu"), (2, True, "cpu")]
-    assert len(rows[0].cases) == len(result.levels[0].results)
-    assert all(c["passed"] and c["seed"] == 4 for c in rows[0].cases)
+    assert [(r.level, r.passed) for r in rows] == [(1, True), (2, True)]
     listed = subprocess.run(
         [sys.executable, "-m", "trainer", "lab", "list"], cwd=ROOT, capture_output=True,
         text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, check=True,
     ).stdout
     assert "passing" in listed and "1 attempts" in listed
+    state = dojo_home / "lab" / "kv-bytes" / "state.json"
+    assert not state.exists() or "levels" not in json.loads(state.read_text())
 
 
 def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     pytest.importorskip("scheduler.store")
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
-    stored, why = record_attempt("kv-bytes", 1, "cpu", True, [], {}, 0.1)
-    assert not stored and "could not store" in why
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1)
+    assert result.passed and not result.stored and "could not store" in result.store_error

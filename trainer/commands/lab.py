@@ -35,44 +35,22 @@ def lab() -> None:
     """Graded coding labs: start an exercise, edit the file, grade it."""
 
 
-def _figures(entry: dict[str, Any], stored: list[Any]) -> list[str]:
-    """Best figures for a level: from the attempts table when available, else the local state."""
-    figures = []
-    if entry:
-        figures.append(f"best {entry.get('best_passed_cases', 0)}/{entry.get('cases', 0)} cases")
-    if stored:
-        figures.append(f"{len(stored)} attempts")
-        for key in ("median_ratio", "p95_ratio"):
-            best = [(a.metrics[key], a.device) for a in stored if a.passed and key in a.metrics]
-            if best:
-                value, device = min(best)
-                figures.append(f"best {key} {value:.2f} ({device})")
-    elif entry:
-        for key, value in sorted(entry.get("best_metrics", {}).items()):
-            figures.append(f"best {key} {value:.2f}")
-    return figures
-
-
 @lab.command("list")
 def list_() -> None:
-    """Exercises, their levels, your status and best figures."""
+    """Exercises, their levels, your status and best figures (from your graded attempts)."""
     from lab.exercises import discover
-    from lab.grader.record import attempts
-    from lab.workspace import level_status
+    from lab.grader.record import describe, level_states
 
     exercises = discover()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
     for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
-        stored = attempts(ex.id) or []
+        states = level_states(ex)
         for level in ex.levels:
-            status, entry = level_status(ex, level.number)
-            mine = [a for a in stored if a.level == level.number]
-            if status in ("not started", "started") and mine:
-                status = "passing" if mine[-1].passed else "failing"
-            figures = _figures(entry, mine)
+            status, summary = states[level.number]
+            figures = describe(summary)
             gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
-            extra = (" · " + ", ".join(figures)) if figures else ""
+            extra = f" · {figures}" if figures else ""
             gated = f" [gate: {gate}]" if gate else ""
             click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
 
@@ -110,17 +88,12 @@ def _grade_once(
     ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
     models: dict[str, str] | None = None,
 ) -> bool:
-    """Run the grader, print the report or the JSON events, remember the result."""
-    from lab.grader.events import to_json
+    """Run the grader (which records the attempt) and print the report or the JSON events."""
+    from lab.grader.events import Event, to_json
     from lab.grader.report import TextReport
     from lab.grader.runner import grade
-    from lab.workspace import record_result
 
-    summaries: list[dict[str, Any]] = []
-
-    def emit(event: dict[str, Any]) -> None:
-        if event["event"] == "level_summary":
-            summaries.append(event)
+    def emit(event: Event) -> None:
         if as_json:
             click.echo(to_json(event))
             sys.stdout.flush()
@@ -129,19 +102,6 @@ def _grade_once(
 
     report = TextReport(click.echo)
     result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models)
-    record_result(
-        ex,
-        [
-            {
-                "level": s["level"],
-                "passed": s["passed"],
-                "cases": s["cases"],
-                "passed_cases": s["passed_cases"],
-                "metrics": s["metrics"],
-            }
-            for s in summaries
-        ],
-    )
     return result.passed
 
 

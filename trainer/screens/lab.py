@@ -116,7 +116,8 @@ class LabScreen(DojoScreen):
     def _fetch(self) -> None:
         try:
             from lab.exercises import discover
-            from lab.workspace import level_status, solution_path
+            from lab.grader.record import level_states
+            from lab.workspace import solution_path
 
             exercises = discover()
             rows = []
@@ -125,17 +126,17 @@ class LabScreen(DojoScreen):
                 path = solution_path(ex)
                 if path.exists():
                     workspaces[ex.id] = path
+                states = level_states(ex)  # the attempts table, like `dojo lab list` and Stats
                 for lvl in ex.levels:
-                    status, entry = level_status(ex, lvl.number)
-                    best = entry.get("best_metrics") or {}
-                    ratio = best.get("median_ratio")
+                    status, summary = states[lvl.number]
+                    ratio = summary.best_metrics.get("median_ratio")
                     cases = (
-                        f"{entry.get('best_passed_cases')}/{entry.get('cases')} cases"
-                        if entry.get("cases")
+                        f"{summary.best_passed_cases}/{summary.cases} cases"
+                        if summary.cases
                         else ""
                     )
                     figures = ", ".join(
-                        x for x in (cases, f"{ratio:.2f}× ref" if ratio else "") if x
+                        x for x in (cases, f"{ratio[0]:.2f}× ref" if ratio else "") if x
                     )
                     rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
         except Exception as exc:  # the lab package may be missing or broken: say so
@@ -340,6 +341,8 @@ class LabScreen(DojoScreen):
                 f"{' (' + str(ev['device_note']) + ')' if ev.get('device_note') else ''}"
                 f", seed {ev.get('seed')}"
             )
+        elif kind == "notice":
+            log.write_line(f"Note: {ev.get('message')}")
         elif kind == "case_started":
             log.write_line(f"L{ev.get('level')} {ev.get('case')} …")
         elif kind in ("case_passed", "case_failed"):

@@ -1,4 +1,6 @@
-"""Grading spec for `kv-bytes`: fixed edge cases, seeded hidden cases, diagnosing checks.
+"""Grading spec for `kv-bytes` (parent side): fixed edge cases, seeded hidden cases, diagnosing
+checks. `drive.py` calls the learner's function in the sandbox; everything here runs in the
+grader's process only.
 
 The checks recompute a few *wrong* variants of the formula (no factor 2, query heads instead of
 KV heads, ignoring an explicit head_dim, fractional int4 bytes, no block rounding, ...) so a wrong
@@ -7,12 +9,10 @@ answer is reported with the rule it most likely missed. This module never import
 
 from __future__ import annotations
 
-import copy
 import random
-from types import ModuleType
 from typing import Any
 
-from lab.grader.api import Case, RunContext, Verdict
+from lab.grader.api import Case, Verdict
 
 REFERENCE = "lab.reference.kv_bytes"
 
@@ -216,18 +216,6 @@ def cases(level: int, seed: int) -> list[Case]:
     if level == 2:
         return _level2_fixed() + _level2_hidden(seed)
     raise ValueError(f"kv-bytes has no level {level}")
-
-
-def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
-    name = case.params["function"]
-    fn = getattr(solution, name, None)
-    if not callable(fn):
-        raise AttributeError(f"your module does not define a function {name}()")
-    try:
-        value = fn(**copy.deepcopy(case.params["args"]))
-    except ValueError as exc:
-        return {"raised": "ValueError", "message": str(exc)}
-    return {"value": value}
 
 
 # -- diagnosis -----------------------------------------------------------------------------------
