@@ -29,7 +29,6 @@ import random
 from dataclasses import replace
 from typing import Any
 
-from lab.exercises.fleet.drive import run  # COMPAT(judge): removed at merge  # noqa: F401
 from lab.grader.api import Case, Verdict
 
 REFERENCE = "lab.reference.fleet"

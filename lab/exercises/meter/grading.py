@@ -35,7 +35,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from lab.exercises.meter import streams
-from lab.exercises.meter.drive import run  # COMPAT(judge): removed at merge  # noqa: F401
 from lab.grader.api import Case, RunContext, Verdict
 
 REFERENCE = "lab.reference.meter"

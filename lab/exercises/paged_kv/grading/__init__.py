@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.exercises.paged_kv.drive import run  # noqa: F401  # COMPAT(judge): removed at merge
 from lab.exercises.paged_kv.grading import level1, level2, level3, level4, traces
 from lab.grader.api import Case, Verdict
 

@@ -12,7 +12,6 @@ Each level module lists its boundaries and, for sampling levels, the power of it
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 from lab.exercises.spec_verify.grading import level1, level2, level3, level4, level5
@@ -46,15 +45,3 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     """Judge one raw observation from `drive.run`; the message names the bug."""
     verdict: Verdict = _level(case.level).check(case, got, expected)
     return verdict
-
-
-# COMPAT(judge): removed at merge (this whole function, and the ModuleType import)
-def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
-    """COMPAT(judge): removed at merge. Today's runner calls `grading.run` for both sides and
-    takes the reference's result as `expected`; give it `expected()` instead (the judge branch's
-    runner prefers `expected` and runs `drive.run` in the child itself)."""
-    from lab.exercises.spec_verify import drive
-
-    if getattr(solution, "__name__", "") == REFERENCE:  # COMPAT(judge): removed at merge
-        return expected(case, ctx)
-    return drive.run(solution, case, ctx)
