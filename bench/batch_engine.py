@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _prompts(n: int, seed: int = 0, target: str | None = None) -> list[list[int]]:
-    from lab.exercises.batch_engine.grading import prompt_tokens
+    from lab.exercises.batch_engine.targets import prompt_tokens
 
     ids, _, _ = prompt_tokens(target)
     rng = random.Random(seed)
@@ -144,7 +144,8 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
 
 
 def load(model: Any, n: int, batch: int, target: str | None = None) -> None:
-    from lab.exercises.batch_engine.harness import arrivals_from, latency_stats, replay
+    from lab.exercises.batch_engine.grading.common import latency_stats
+    from lab.exercises.batch_engine.harness import arrivals_from, replay
     from lab.reference.batch_engine import Engine
 
     prompts = _prompts(n, seed=1, target=target)
@@ -174,7 +175,7 @@ def load(model: Any, n: int, batch: int, target: str | None = None) -> None:
             rec = replay(Engine, model, arrivals_from(params), max_batch_size=batch,
                          max_wait_s=0.02, continuous=continuous, clock=clock, advance=None,
                          tick=0.0005)
-            row[continuous] = stats = latency_stats(rec)
+            row[continuous] = stats = latency_stats(rec.submitted, rec.events)
             print(f"{rate:>6.1f}/s  {'continuous' if continuous else 'static':<11}"
                   f"{stats['tok_per_s']:>8.0f}{stats['ttft_p50_s'] * 1e3:>8.0f}ms"
                   f"{stats['ttft_p95_s'] * 1e3:>8.0f}ms{stats['e2e_p50_s'] * 1e3:>7.0f}ms"

@@ -1,8 +1,8 @@
 """batch-engine tests: paths, one torch thread, and an in-process grader for the probe cases.
 
-`grade_in_process` runs the exercise's own `run`/`check` on a level's cases without the sandbox
-(a subprocess per grading run costs a model load); the platform path is covered end to end by
-test_grading.py for the reference, the stub and a few broken engines.
+`grade_in_process` runs the exercise's own `drive.run` and `grading.check` on a level's cases
+without the sandbox (a subprocess per grading run costs a model load); the platform path is
+covered end to end by test_grading.py for the reference, the stub and a few broken engines.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
     import torch
 
     from lab.exercises import get
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
     from lab.grader.runner import check_gate
 
@@ -51,9 +51,9 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
     for case in grading.cases(level, seed):
         if case.params["model"] == "target" and not target:
             continue
-        expected = grading.run(reference, case, ctx)
+        expected = drive.run(reference, case, ctx)
         try:
-            got = grading.run(solution, case, ctx)
+            got = drive.run(solution, case, ctx)
         except Exception as exc:  # the learner's exception is a failed case too
             failures.append((case.id, f"{type(exc).__name__}: {exc}"))
             continue

@@ -107,15 +107,15 @@ def test_static_engine_misses_the_level_two_latency_gate(seed: int) -> None:
     """Run to completion under the level 2 Poisson trace: p95 end-to-end above 1.5x."""
     import importlib
 
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
 
     case = next(c for c in grading.cases(2, seed) if c.id.startswith("load-poisson"))
     ctx = RunContext(device="cpu", seed=seed)
     reference = importlib.import_module(grading.REFERENCE)
-    expected = grading.run(reference, case, ctx)
+    expected = drive.run(reference, case, ctx)
     static = load_solution(BROKEN / "static_when_continuous.py")
-    verdict = grading.check(case, grading.run(static, case, ctx), expected)
+    verdict = grading.check(case, drive.run(static, case, ctx), expected)
     assert verdict.metrics["p95_ratio"] > 1.5
     assert grading.check(case, expected, expected).metrics["p95_ratio"] == pytest.approx(1.0)
 
@@ -155,14 +155,14 @@ def test_the_preemption_case_requires_a_preemption() -> None:
     import dataclasses
     import importlib
 
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
 
     case = next(c for c in grading.cases(3, 1) if c.id == "budget-forces-preemption")
     assert "preempts" in case.params["checks"]
     reference = importlib.import_module(grading.REFERENCE)
     unbounded = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": None})
-    got = grading.run(reference, unbounded, RunContext(device="cpu", seed=1))
+    got = drive.run(reference, unbounded, RunContext(device="cpu", seed=1))
     ample = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": 10**6})
     verdict = grading.check(ample, got, got)
     assert not verdict.passed

@@ -45,18 +45,18 @@ def own_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_prompts_and_stops_are_encoded_with_the_targets_own_tokenizer(own_target: Path) -> None:
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import grading, targets
     from lab.models import load_tokenizer
 
     tok = load_tokenizer(own_target)
-    ids, stop_ids, stop_seqs = grading.prompt_tokens(str(own_target))
+    ids, stop_ids, stop_seqs = targets.prompt_tokens(str(own_target))
     assert tok.decode(ids) == PROMPTS.read_text(encoding="utf-8")
     assert tok.decode(stop_ids) == "." and tok.decode(stop_seqs[0]) == " self."
-    assert ids != grading.prompt_tokens()[0]  # not the shipped tokenizer's ids
+    assert ids != targets.prompt_tokens()[0]  # not the shipped tokenizer's ids
     for level in (1, 2):
         spans = [r for c in grading.cases(level, 5) if c.params["model"] == "target"
                  for r in c.params["requests"]]
-        resolved = grading.resolve_requests(spans, str(own_target))
+        resolved = targets.resolve_requests(spans, str(own_target))
         assert [len(r["prompt"]) for r in resolved] == [r["span"][1] for r in spans]
         assert all(0 <= t < len(tok) for r in resolved for t in r["prompt"])
         assert sum("stop_ids" in r for r in resolved) and sum("stop_seqs" in r for r in resolved)
@@ -100,16 +100,17 @@ def test_a_near_tie_is_judged_on_the_learners_own_target(
     """The excuse is computed with the model the case ran on, not the shipped one."""
     import torch
 
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import targets
+    from lab.exercises.batch_engine.grading import common
     from lab.exercises.batch_engine.runtime import load_target
 
     model = load_target("cpu", "float32", str(own_target)).model
-    prompt = grading.prompt_tokens(str(own_target))[0][:9]
+    prompt = targets.prompt_tokens(str(own_target))[0][:9]
     with torch.inference_mode():
         top = model(input_ids=torch.tensor([prompt])).logits[0, -1].float().topk(2)
     margin = float(top.values[0] - top.values[1])
     want, got = [int(top.indices[0])], [int(top.indices[1])]
-    monkeypatch.setattr(grading, "NEAR_TIE", margin * 1.01)
-    assert "near-tie" in grading._near_tie({"prompt": prompt}, want, got, str(own_target))
-    monkeypatch.setattr(grading, "NEAR_TIE", margin * 0.99)
-    assert grading._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""
+    monkeypatch.setattr(common, "NEAR_TIE", margin * 1.01)
+    assert "near-tie" in common._near_tie({"prompt": prompt}, want, got, str(own_target))
+    monkeypatch.setattr(common, "NEAR_TIE", margin * 0.99)
+    assert common._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""
