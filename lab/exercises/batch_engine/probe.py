@@ -104,23 +104,25 @@ class ProbeModel:
                 self.clock_advance(self.step_cost_s)
             raise RuntimeError(f"poisoned input in row {poisoned[0]} of this call "
                                "(the probe's stand-in for one request breaking the model)")
-        new_cols = torch.zeros((b, 1, t, 4), dtype=torch.long)
+        id_rows, pos_rows, mask_rows = ids.tolist(), pos.tolist(), mask.tolist()
+        hashes, marks = cols[:, 0, :, HASH].tolist(), cols[:, 0, :, MARK].tolist()
+        new_cols: list[list[list[int]]] = []
         out_tokens: list[int] = []
         for r in range(b):
-            attended = mask[r, :past].nonzero().flatten().tolist()
-            h, marker = (int(cols[r, 0, attended[-1], HASH]), int(cols[r, 0, attended[-1], MARK])
-                         ) if attended else (0, -1)
-            for j in range(t):
-                tok, p = int(ids[r, j]), int(pos[r, j])
-                if mask[r, past + j]:
+            attended = [j for j in range(past) if mask_rows[r][j]]
+            h, marker = (hashes[r][attended[-1]], marks[r][attended[-1]]) if attended else (0, -1)
+            row = []
+            for tok, p, m in zip(id_rows[r], pos_rows[r], mask_rows[r][past:], strict=True):
+                if m:
                     marker = tok if marker < 0 else marker
                     h = next_state(h, tok, p)
-                    new_cols[r, 0, j] = torch.tensor([tok, p, h, marker])
+                    row.append([tok, p, h, marker])
                 else:
-                    new_cols[r, 0, j] = torch.tensor([tok, p, 0, marker])
-            if t and not mask[r, -1]:
-                h = int(ids[r, t - 1]) * 31 + 7  # the last column is padding
+                    row.append([tok, p, 0, marker])
+            if t and not mask_rows[r][-1]:
+                h = id_rows[r][-1] * 31 + 7  # the last column is padding
             out_tokens.append(token_of(h))
+            new_cols.append(row)
         i32 = torch.int32
         self.calls.append({
             "t": self.clock(), "step": self.step_index, "mask_given": attention_mask is not None,
@@ -131,4 +133,5 @@ class ProbeModel:
             self.clock_advance(self.step_cost_s + self.token_cost_s * int(mask[:, past:].sum()))
         logits = torch.zeros((b, self.vocab_size))
         logits[torch.arange(b), torch.tensor(out_tokens)] = 1.0
-        return logits, KVCache(((torch.cat([cols, new_cols], 2),) * 2,))
+        fresh = torch.tensor(new_cols, dtype=torch.long).reshape(b, 1, t, 4)
+        return logits, KVCache(((torch.cat([cols, fresh], 2),) * 2,))
