@@ -28,7 +28,7 @@ def test_stub_fails_as_not_implemented() -> None:
     from lab.exercises import get
 
     run = assert_fails("batch-engine", get("batch-engine").stub_path, 1,
-                       match=r"not implemented yet \(stub.py:\d+, in submit\)",
+                       match=r"not implemented yet \(stub.py:\d+, in step\)",
                        kind="not_implemented")
     assert {f["kind"] for f in run.failures} == {"not_implemented"}
 
@@ -79,6 +79,22 @@ BROKEN_CASES = [
                               r"request must fail alone"),
     ("cancel_keeps_running", 4, r"request 1 streamed token \d+ after its finish event "
                                 r"\('abort'\)"),
+    ("off_by_one_max_positions", 1, r"is valid but submit raised ValueError: prompt \+ max_tokens "
+                                    r"= 40 exceeds the model's 40 positions"),
+    ("eos_zero_ignored", 1, r"run past the end: .* should have stopped at token id 0"),
+    ("busy_when_empty", 1, r"step\(\) on an engine with nothing submitted returned True"),
+    ("off_by_one_budget_reject", 3, r"max_tokens 9\) is valid but submit raised ValueError: "
+                                    r"this request alone needs 16 KV tokens"),
+    ("off_by_one_budget_admit", 3, r"leaving 8 of the 16 KV tokens in use, while request 1 at the "
+                                   r"head of the queue needed 8 \(its prompt\): it fits"),
+    ("preempted_to_back", 3, r"admitted \[2\] while preempted request\(s\) \[1\] waited — a "
+                             r"preempted request goes back to the front of the queue"),
+    ("cancel_leaks_kv", 4, r"it fits, so it joins at this step .*request\(s\) \[1\] were "
+                           r"cancelled while running: their KV is free at once"),
+    ("abort_at_next_step", 4, r"cancel\(1\) at t=\S+ s returned True but sent no finish event "
+                              r"from inside the call"),
+    ("poison_resets_cache", 4, r"re-fed \d+ token\(s\) .* after a poison request failed, rerun "
+                               r"the others with their cache"),
 ]
 
 

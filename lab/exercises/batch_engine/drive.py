@@ -3,7 +3,9 @@ return what happened as plain data (the grader judges it in `grading`, in its ow
 
 The returned dict: `submitted` (submit time per request), `rejected` ({index as str: the
 ValueError's message}), `events` ([time, "token" | "finish" | "stray", request index, payload]),
-`after_shutdown` (index into events), `cancels` ([time, index, what cancel returned]), `steps`,
+`after_shutdown` (index into events), `cancels` ([time, index, what cancel returned, events
+before and after the call]), `empty_step` ([what step() returned before any submit, model
+calls it made]), `steps`,
 `multi_call_steps`, `error_steps`, `stuck` / `crash` (why the replay stopped early, or ""), and
 `calls`: the probe's raw record of every forward (ids, positions, mask and the cache columns it was
 handed, as tensors; empty with the real target). Target cases also return the requests as
@@ -36,7 +38,9 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> dict[str, Any]:
     model: Any
     target = (ctx.model_paths or {}).get("target")
     if p["model"] == "probe":  # a fresh probe per run: its record starts empty
-        model = probe.ProbeModel(clock=clock, clock_advance=clock.advance)
+        model = probe.ProbeModel(clock=clock, clock_advance=clock.advance,
+                                 max_positions=p.get("max_positions", probe.MAX_POSITIONS),
+                                 zero_id=p.get("zero_id", -1))
     else:
         from lab.exercises.batch_engine.runtime import load_target
 
@@ -51,12 +55,13 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> dict[str, Any]:
     )
     out = dict(vars(rec))
     out["rejected"] = {str(i): message for i, message in rec.rejected.items()}
-    out["cancels"] = [[t, i, _plain(result)] for t, i, result in rec.cancels]
+    out["cancels"] = [[t, i, _plain(result), a, b] for t, i, result, a, b in rec.cancels]
+    out["empty_step"] = [_plain(rec.empty_step[0]), rec.empty_step[1]]
     if p["model"] == "target":  # the grader reads the requests as this run resolved them
         out["requests"], out["target"] = requests, target
     return out
 
 
 def _plain(value: Any) -> Any:
-    """What cancel() returned, as plain data (anything but a bool, int or None as its repr)."""
+    """What the engine returned, as plain data (anything but a bool, int or None as its repr)."""
     return value if value is None or isinstance(value, bool | int) else repr(value)[:200]

@@ -73,7 +73,9 @@ class Replay:
     stuck: str = ""
     crash: str = ""  # a poison request's exception escaped step() and took the engine down
     error_steps: list[int] = field(default_factory=list)  # steps in which a forward raised
-    cancels: list[tuple[float, int, Any]] = field(default_factory=list)  # (time, index, result)
+    # (time, index, what cancel returned, len(events) before the call, len(events) after it)
+    cancels: list[tuple[float, int, Any, int, int]] = field(default_factory=list)
+    empty_step: tuple[Any, int] = (None, 0)  # step() before any submit: (returned, calls)
     markers: list[int] = field(default_factory=list)  # prompt[0] per request index
 
 
@@ -121,6 +123,8 @@ def replay(
     engine = engine_cls(model, max_batch_size=max_batch_size, max_wait_s=max_wait_s, clock=clock,
                         on_event=sink, continuous=continuous, kv_budget_tokens=kv_budget_tokens)
     calls_of = _call_counter(model)
+    before = calls_of()
+    out.empty_step = (engine.step(), calls_of() - before)
     model_charges = getattr(model, "clock_advance", None) is not None  # else: 1 tick per step
     i, steps = 0, 0
     out.submitted = [math.nan] * len(arrivals)
@@ -145,7 +149,9 @@ def replay(
             i += 1
         while todo and todo[0][0] <= clock() + 1e-12:
             index = todo.pop(0)[1]
-            out.cancels.append((clock(), index, engine.cancel(rid_of.get(index, UNKNOWN_ID))))
+            before = len(out.events)
+            result = engine.cancel(rid_of.get(index, UNKNOWN_ID))
+            out.cancels.append((clock(), index, result, before, len(out.events)))
         if shutdown_at is not None and clock() >= shutdown_at:
             break
         if not open_ids:

@@ -24,6 +24,7 @@ VOCAB = 512
 FIRST_ID = 2  # ids 0 (pad) and 1 are never produced
 POISON = 1  # a real (unmasked) token 1 in a call makes the probe raise: a poison request
 MOD = 2_147_483_647
+MAX_POSITIONS = 4096
 TOKEN, POS, HASH, MARK = range(4)
 
 
@@ -31,12 +32,15 @@ def next_state(h: int, token: int, position: int) -> int:
     return (h * 1_000_003 + (token + 1) * 7_919 + (position + 1) * 104_729 + 12_345) % MOD
 
 
-def token_of(h: int) -> int:
-    return FIRST_ID + h % (VOCAB - FIRST_ID)
+def token_of(h: int, zero_id: int = -1) -> int:
+    """The token after state h; `zero_id` is emitted as 0 instead (id 0 as a real token)."""
+    token = FIRST_ID + h % (VOCAB - FIRST_ID)
+    return 0 if token == zero_id else token
 
 
 def solo(prompt: list[int], max_tokens: int, stop_ids: tuple[int, ...] = (),
-         stop_seqs: tuple[tuple[int, ...], ...] = ()) -> tuple[list[int], str]:
+         stop_seqs: tuple[tuple[int, ...], ...] = (), zero_id: int = -1,
+         ) -> tuple[list[int], str]:
     """What the probe generates for one request alone (the expected output)."""
     if max_tokens == 0:
         return [], "length"
@@ -45,7 +49,7 @@ def solo(prompt: list[int], max_tokens: int, stop_ids: tuple[int, ...] = (),
         h = next_state(h, t, i)
     out: list[int] = []
     while True:
-        t = token_of(h)
+        t = token_of(h, zero_id)
         out.append(t)
         if t in stop_ids or any(s and tuple(out[-len(s):]) == tuple(s) for s in stop_seqs):
             return out, "stop"
@@ -68,7 +72,8 @@ class ProbeModel:
     step_cost_s: float = 0.004
     token_cost_s: float = 0.0005
     vocab_size: int = VOCAB
-    max_positions: int = 4096
+    max_positions: int = MAX_POSITIONS
+    zero_id: int = -1  # a token the probe emits as 0 (the pad id) instead: EOS-id-0 cases
     pad_id: int = 0
     calls: list[dict[str, Any]] = field(default_factory=list)
     step_index: int = -1
@@ -121,7 +126,7 @@ class ProbeModel:
                     row.append([tok, p, 0, marker])
             if t and not mask_rows[r][-1]:
                 h = id_rows[r][-1] * 31 + 7  # the last column is padding
-            out_tokens.append(token_of(h))
+            out_tokens.append(token_of(h, self.zero_id))
             new_cols.append(row)
         i32 = torch.int32
         self.calls.append({

@@ -55,7 +55,15 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     notes: list[str] = []
     metrics: dict[str, float] = {}
     try:
+        returned, calls = got["empty_step"]
+        if returned or calls:
+            raise _Fail(f"step() on an engine with nothing submitted returned {returned!r} and "
+                        f"made {calls} model call(s): with an empty queue there is nothing to "
+                        "run — return False (the caller then waits instead of spinning)")
         if got["stuck"]:
+            if p["model"] == "probe":  # a policy mistake that led there names the cause
+                g = view(case, got, expected)
+                _check_policy(p, g["reqs"], g)
             raise _Fail(got["stuck"])
         if got.get("crash"):
             raise _Fail(f"step() raised {got['crash']} — one poison request must fail alone: "

@@ -43,11 +43,13 @@ def _req(k: int, length: int, max_tokens: int, t: float = 0.0, rng: random.Rando
 def _case(cid: str, level: int, description: str, requests: list[dict[str, Any]], *,
           model: str = "probe", B: int = 4, wait: float = 0.05, checks: tuple[str, ...] = (),
           budget: int | None = None, shutdown_at: float | None = None, timeout_s: float = 30.0,
-          required: bool = True, cancels: list[tuple[float, int]] | None = None) -> Case:
+          required: bool = True, cancels: list[tuple[float, int]] | None = None,
+          **probe: int) -> Case:
+    """`probe`: ProbeModel settings for this case (max_positions, zero_id)."""
     params = {
         "model": model, "max_batch_size": B, "max_wait_s": wait, "continuous": level >= 2,
         "kv_budget_tokens": budget, "shutdown_at": shutdown_at, "checks": list(checks),
-        "requests": requests, "cancels": [list(c) for c in cancels or []],
+        "requests": requests, "cancels": [list(c) for c in cancels or []], **probe,
     }
     size = sum((len(r["prompt"]) if "prompt" in r else r["span"][1]) + max(0, r["max_tokens"])
                for r in requests)
@@ -134,7 +136,8 @@ def view(case: Case, got: dict[str, Any], expected: dict[str, Any]) -> dict[str,
     minus the extra ones of a step where a forward raised, and the requests each one ran)."""
     out = dict(got)
     out["rejected"] = {int(k): v for k, v in got["rejected"].items()}
-    out["calls"], out["violations"] = probe_checks.summarize(got["calls"])
+    zero_ok = case.params.get("zero_id", -1) >= 0
+    out["calls"], out["violations"] = probe_checks.summarize(got["calls"], zero_ok)
     reqs = sorted(expected.get("requests", case.params["requests"]), key=lambda r: r["t"])
     out["reqs"] = reqs
     out["index"] = {r["prompt"][0]: i for i, r in enumerate(reqs) if r["prompt"]}
@@ -229,8 +232,9 @@ def _check_stream(reqs: list[dict[str, Any]], got: dict[str, Any],
 def _expected_outputs(case: Case, reqs: list[dict[str, Any]],
                       expected: dict[str, Any]) -> dict[int, tuple[list[int], str]]:
     if case.params["model"] == "probe":
+        zero_id = case.params.get("zero_id", -1)
         return {i: probe.solo(r["prompt"], r["max_tokens"], tuple(r.get("stop_ids", ())),
-                              tuple(tuple(s) for s in r.get("stop_seqs", ())))
+                              tuple(tuple(s) for s in r.get("stop_seqs", ())), zero_id)
                 for i, r in enumerate(reqs) if r["max_tokens"] >= 0}
     out: dict[int, tuple[list[int], str]] = {}
     for _t, kind, idx, payload in expected["events"]:
@@ -248,7 +252,7 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
                    expected: dict[int, tuple[list[int], str]], notes: list[str],
                    metrics: dict[str, float], target: str | None = None) -> None:
     shutdown = case.params["shutdown_at"] is not None
-    cancelled = {idx for _t, idx, ok in got.get("cancels", []) if ok is True}
+    cancelled = {idx for _t, idx, ok, *_ in got.get("cancels", []) if ok is True}
     for i in range(len(reqs)):
         if i in got["rejected"] or i not in expected:
             continue
@@ -297,6 +301,9 @@ def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
           streams: dict[int, tuple[list[int], list[str]]],
           expected: dict[int, tuple[list[int], str]]) -> str:
     n = min(len(want), len(got))
+    if len(got) > n and want[:n] == got[:n] and want and want[-1] == 0:
+        return (" — it should have stopped at token id 0, a stop id like any other (`if token:` "
+                "is False for id 0)")
     if want[:n] == got[:n]:
         return ""  # a prefix: _diff already says which end is wrong
     for j, (other, _) in expected.items():
@@ -350,8 +357,9 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
     """The KV cache is used: a request's row attends, in each call, to every token the cache held
     for it after its previous call, and feeds only what is new. The one exception is a preempted
     request (level 3, a KV budget): it is recomputed from its prompt, in an empty row, and never
-    the whole batch at once (the oldest running request keeps its KV). Calls in a step where a
-    forward raised (level 4) are not judged. Returns the number of such recomputes."""
+    the whole batch at once (the oldest running request keeps its KV). In a step where a forward
+    raised (level 4), `calls` holds only the step's last call, the rerun without the culprit: it is
+    judged like any other (the others keep their cache). Returns the number of recomputes."""
     budget = p["kv_budget_tokens"]
     err = set(got.get("error_steps", []))
     held: dict[int, int] = {}  # marker -> the KV tokens its row held after its last call
@@ -361,8 +369,6 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
         restarted: list[int] = []
         for marker, new, after in rows:
             past, before = after - new, held.pop(marker, None)
-            if step in err:
-                continue  # a retry after a forward raised: the next call sets the baseline
             held[marker] = after
             if before is None or past >= before:
                 continue
@@ -374,14 +380,16 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
                     f"but this call attends to {past} of them and feeds {new} again. Use the KV "
                     "cache: keep each row's cache (and mask) between steps; after the prefill a "
                     "running row feeds only its newest token"
-                    + (" (only a preempted request is recomputed, from an empty row)"
+                    + (" — after a poison request failed, rerun the others with their cache as it "
+                       "was before the call that raised" if step in err else
+                       " (only a preempted request is recomputed, from an empty row)"
                        if budget is not None else
                        " (recomputing is only for a preempted request, level 3)"))
             recomputes += 1
             restarted.append(marker)
         ongoing = [m for m in prev if finish_t.get(index.get(m, -1), math.inf) > t0
                    and m in [r[0] for r in rows]]
-        if ongoing and set(ongoing) <= set(restarted) and step not in err:
+        if ongoing and set(ongoing) <= set(restarted):
             raise _Fail(
                 f"model call {n}: every running request ({[index.get(m, m) for m in ongoing]}) "
                 "was recomputed from its prompt, as if the KV cache were thrown away each step "

@@ -1,4 +1,23 @@
 """Level 1: dynamic batching (size or wait, run to completion).
+
+Boundaries, special values and feature pairs, and the case that covers each:
+- batch size: 0 queued (`step()` before any submit returns False, no call: every case),
+  1 (lone-request-waits-max-wait), max_batch_size 1 (max-batch-one), exactly B
+  (full-batch-goes-at-once), B + 1 (b-plus-one-fifo), 11 with B 4 (cap-never-exceeded);
+- max_wait: a lone request goes exactly at submit + max_wait, not before, not after (lone-...);
+  arrivals inside the window share it (window-shares-a-batch); max_wait 0 (hidden cases draw
+  5-50 ms; cancel-finished-or-unknown at level 4 uses 0);
+- prompt length 1 and max_tokens 0, 1 (padding-mask-positions, conventions-stop-and-length);
+- prompt + max_tokens exactly max_positions (accepted) and + 1 (rejected), with a long and a
+  one-token prompt; token id vocab_size - 1 (accepted) and vocab_size (rejected)
+  (max-positions-boundary); empty prompt, max_tokens -1 (bad-requests-rejected);
+- stop token first / mid / on the max_tokens-th token (stop wins over length), a stop sequence
+  spanning two tokens, also on the last allowed token (conventions-stop-and-length);
+- id 0: a stop token of id 0 (the shipped target's EOS is 0) and id 0 inside a prompt
+  (eos-id-zero: the probe emits 0 there as a real token);
+- static + a request arriving mid-batch: it waits for the whole batch (static-runs-to-completion);
+- shutdown with requests queued and running (shutdown-mid-run);
+- the real target model, fp32, mixed lengths and stops (target-mixed-static, hidden-target).
 """
 
 from __future__ import annotations
@@ -47,6 +66,17 @@ def _stop_on_last_token_requests(k0: int) -> list[dict[str, Any]]:
     return out
 
 
+def _zero_requests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Requests and probe settings where the probe emits id 0 as the third token of request 0
+    (its stop token), and request 1's prompt holds a 0."""
+    first = _req(0, 5, 12)
+    zero_id = probe.solo(first["prompt"], 12)[0][2]
+    reqs = [{**first, "stop_ids": [0]}, {**_req(1, 4, 6), "stop_ids": [0]}]
+    reqs[1]["prompt"][2] = 0
+    reqs.append(_req(2, 6, 5))
+    return reqs, {"zero_id": zero_id}
+
+
 def _level1_fixed() -> list[Case]:
     return [
         _case("padding-mask-positions", 1, "4 prompts of lengths 1, 3, 7, 12 in one batch: "
@@ -79,6 +109,17 @@ def _level1_fixed() -> list[Case]:
               [_req(0, 3, 4), {"t": 0.0, "prompt": [], "max_tokens": 3},
                {**_req(2, 3, -1)}, {**_req(3, 3, 3), "prompt": [MARK0 + 3, probe.VOCAB, 5]},
                {**_req(4, 3, 5000)}, _req(5, 5, 4)], checks=("rejects:1,2,3,4",)),
+        _case("max-positions-boundary", 1, "max_positions 40: prompt + max_tokens = 40 is "
+              "accepted (a 30-token prompt, and a 1-token prompt with max_tokens 39), 41 is "
+              "rejected; a token id of vocab_size - 1 is accepted",
+              [_req(0, 30, 10), _req(1, 30, 11), _req(2, 1, 39),
+               {**_req(3, 3, 4), "prompt": [MARK0 + 3, probe.VOCAB - 1, 5]}],
+              checks=("rejects:1",), max_positions=40),
+        _case("eos-id-zero", 1, "the stop token is id 0 (as the shipped target's EOS) and a "
+              "prompt contains id 0: both are ordinary ids (`if token:` is false for 0)",
+              _zero_requests()[0], **_zero_requests()[1]),
+        _case("max-batch-one", 1, "max_batch_size 1: each request runs alone, in arrival order",
+              [_req(k, 2 + 3 * k, 3 + k) for k in range(3)], B=1, wait=0.01),
         _case("shutdown-mid-run", 1, "shutdown() while requests are queued and running: every "
               "request still gets exactly one finish event (`abort` if unfinished)",
               [_req(k, 3 + k, 30, t=0.01 * k) for k in range(7)], B=3, wait=0.02,

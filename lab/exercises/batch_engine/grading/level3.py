@@ -1,4 +1,16 @@
 """Level 3: memory-aware admission (a KV budget, preemption).
+
+Boundaries, special values and feature pairs, and the case that covers each:
+- a request needing exactly the whole budget alone (prompt + max_tokens - 1 = budget: accepted,
+  and it runs) and one token more (rejected) (budget-exact-fit, budget-too-small-rejected);
+- the head of the queue fitting exactly (held + what it feeds = budget: it joins at that step)
+  (budget-exact-fit), and not fitting by one: it waits for KV, not for a slot
+  (budget-admission);
+- preemption: forced by growth (budget-forces-preemption), while other requests wait: the
+  preempted request goes back to the front and resumes before them (preempt-while-others-wait);
+  a preempted request keeps the tokens it streamed (every preemption case: outputs equal solo);
+- budget + chunked prefill or whole-prompt admission: the admission check allows either;
+- budget + load (load-poisson, budget 300) and + the real target (target-mixed-continuous).
 """
 
 from __future__ import annotations
@@ -28,6 +40,16 @@ def _level3_fixed() -> list[Case]:
         _case("budget-admission", 3, "a budget that fits two prompts: the third waits for KV, "
               "not for a slot", [_req(0, 10, 4), _req(1, 10, 4), _req(2, 10, 4)], B=4,
               budget=26, checks=("reformed",)),
+        _case("budget-exact-fit", 3, "KV budget 16: two 8-token prompts fill it exactly and run "
+              "together; a request needing exactly 16 KV tokens alone (8 + 9 - 1) is accepted "
+              "and runs; one needing 17 is rejected",
+              [_req(0, 8, 1), _req(1, 8, 1), _req(2, 8, 9), _req(3, 8, 10)], B=4, budget=16,
+              checks=("rejects:3", "reformed")),
+        _case("preempt-while-others-wait", 3, "B=2, KV budget 30: two growing requests force a "
+              "preemption while two short ones wait; the preempted request goes back to the "
+              "front of the queue and resumes before them",
+              [_req(0, 6, 14), _req(1, 6, 14), _req(2, 4, 4, t=0.001), _req(3, 4, 4, t=0.001)],
+              B=2, budget=30, checks=("reformed", "preempts")),
         _case("budget-too-small-rejected", 3, "a request that could never fit the budget alone is "
               "rejected by submit", [_req(0, 30, 20), _req(1, 4, 4)], B=2, budget=40,
               checks=("rejects:0",)),
@@ -63,12 +85,16 @@ def _check_budget_admission(p: dict[str, Any], reqs: list[dict[str, Any]], got: 
         held = sum(r[2] for r in c[2])
         if held + need <= budget:
             what = f"its prompt plus the {done} tokens it had produced" if done else "its prompt"
+            cancelled = [i for ct, i, ok, *_ in got.get("cancels", []) if ok is True and ct <= t0
+                         and any(ev[2] == i and ev[1] == "token" for ev in got["events"])]
+            freed = (f" (request(s) {cancelled} were cancelled while running: their KV is free "
+                     "at once)") if cancelled else ""
             raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(c[2])} of {B} rows, leaving "
                         f"{held} of the {budget} KV tokens in use, while request {head} at the "
                         f"head of the queue needed {need} ({what}): it fits, so it joins at this "
                         "step — admit from the front of the queue whatever fits the budget (the "
                         "budget caps the KV held; it is no reason to run fewer requests, or to "
-                        "reserve room for tokens not generated yet)")
+                        f"reserve room for tokens not generated yet){freed}")
 
 
 def cases(seed: int) -> list[Case]:

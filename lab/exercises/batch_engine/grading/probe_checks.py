@@ -18,8 +18,9 @@ Row = tuple[int, int, int]  # (marker, new real tokens, KV tokens held after the
 Call = tuple[float, int, list[Row], int]  # (time, width, rows, step)
 
 
-def summarize(raw: list[dict[str, Any]]) -> tuple[list[Call], list[str]]:
-    """The calls as (time, width, rows, step), and the malformed inputs found (first 20)."""
+def summarize(raw: list[dict[str, Any]], zero_ok: bool = False) -> tuple[list[Call], list[str]]:
+    """The calls as (time, width, rows, step), and the malformed inputs found (first 20).
+    `zero_ok`: the case makes the probe emit id 0 as a real token, so a fed 0 is no padding."""
     calls: list[Call] = []
     found: list[str] = []
 
@@ -55,8 +56,9 @@ def summarize(raw: list[dict[str, Any]]) -> tuple[list[Call], list[str]]:
             real = [ids[r][j] for j in range(t) if m_new[j]]
             if real and marker < 0:
                 marker = real[0]
-            if any(tok < FIRST_ID for tok in real):
-                tok = next(tok for tok in real if tok < FIRST_ID)
+            low = [tok for tok in real if tok < FIRST_ID and not (zero_ok and tok == 0)]
+            if low:
+                tok = low[0]
                 flag(f"call {n}, row {r}: attention_mask is 1 on a padding token (id {tok}) — "
                      "the mask must be 0 on padding, or the row attends to it as if it were text")
             want_pos = list(range(len(attended), len(attended) + len(real)))
