@@ -17,6 +17,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 HERE = Path(__file__).resolve().parent
 BROKEN = HERE / "broken"
+REFERENCE_FILE = HERE.parents[1] / "lab" / "reference" / "batch_engine.py"
 
 
 def load_solution(path: Path) -> ModuleType:
@@ -62,3 +63,18 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
         if not verdict.passed or missed:
             failures.append((case.id, verdict.message or f"gate: {missed}"))
     return failures
+
+
+def grade_case(path: Path, level: int, case_id: str, seed: int = 1234) -> str:
+    """The failure message of one case of `level` ("" when it passes)."""
+    import torch
+
+    from lab.exercises.batch_engine import drive, grading
+    from lab.grader.api import RunContext
+
+    torch.set_num_threads(1)
+    case = next(c for c in grading.cases(level, seed) if c.id == case_id)
+    ctx = RunContext(device="cpu", seed=seed)
+    expected = drive.run(importlib.import_module(grading.REFERENCE), case, ctx)
+    verdict = grading.check(case, drive.run(load_solution(path), case, ctx), expected)
+    return "" if verdict.passed else verdict.message

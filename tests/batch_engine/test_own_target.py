@@ -44,6 +44,7 @@ def own_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow  # the own_target fixture trains a tokenizer and a model
 def test_prompts_and_stops_are_encoded_with_the_targets_own_tokenizer(own_target: Path) -> None:
     from lab.exercises.batch_engine import grading, targets
     from lab.models import load_tokenizer
@@ -62,6 +63,7 @@ def test_prompts_and_stops_are_encoded_with_the_targets_own_tokenizer(own_target
         assert sum("stop_ids" in r for r in resolved) and sum("stop_seqs" in r for r in resolved)
 
 
+@pytest.mark.slow
 def test_the_reference_passes_on_a_learners_own_target(own_target: Path, tmp_path: Path) -> None:
     run = assert_passes("batch-engine", reference_as_solution("batch-engine", tmp_path), level=1,
                         models={"target": str(own_target)})
@@ -70,6 +72,7 @@ def test_the_reference_passes_on_a_learners_own_target(own_target: Path, tmp_pat
     assert any(f"--target {own_target}" in str(e.get("replay", "")) for e in run.events)
 
 
+@pytest.mark.slow
 def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(own_target: Path
                                                                           ) -> None:
     run = assert_fails("batch-engine", BROKEN / "drops_final_token.py", 1,
@@ -78,6 +81,7 @@ def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(own_tar
     assert any(f["case"].startswith(("target-", "hidden-target")) for f in run.failures)
 
 
+@pytest.mark.slow  # the own_target fixture trains a tokenizer and a model
 def test_batch_engine_takes_a_target_but_no_draft(own_target: Path) -> None:
     result = CliRunner().invoke(main, ["lab", "grade", "batch-engine", "--file", __file__,
                                        "--draft", str(own_target)])
@@ -94,6 +98,7 @@ def test_the_sandbox_gets_room_for_a_learners_checkpoint(tmp_path: Path) -> None
     assert checkpoint_allowance_mb({}) == 0
 
 
+@pytest.mark.slow  # the own_target fixture trains a tokenizer and a model
 def test_a_near_tie_is_judged_on_the_learners_own_target(
     own_target: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

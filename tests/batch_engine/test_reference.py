@@ -35,6 +35,7 @@ def target() -> Any:
     return load_target("cpu", "float32")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("continuous", "budget"), [(False, None), (True, None), (True, 40)],
                          ids=["static", "continuous", "continuous-preempting"])
 def test_reference_equals_solo_greedy_on_the_target(target: Any, continuous: bool,
@@ -144,6 +145,7 @@ def test_latency_stats_from_timestamps() -> None:
     assert (stats["e2e_p50_s"], stats["e2e_p95_s"]) == (1.0, 2.0)
 
 
+@pytest.mark.slow
 def test_near_tie_excuse_is_not_given_for_a_clear_divergence(target: Any) -> None:
     """The excuse needs a solo top-1/top-2 margin under 1e-4 and the learner's token = top-2."""
     from lab.exercises.batch_engine.grading.common import _near_tie
