@@ -47,7 +47,8 @@ class _Seq:
     def feed(self, chunk: int | None) -> list[int]:
         """What the next forward must see: the tokens not cached yet, at most `chunk` of them.
         (A preempted sequence starts again from cached = 0: prompt plus what it had produced.)"""
-        todo = [*self.req.prompt, *self.out][self.cached:]
+        done = self.cached - len(self.req.prompt)  # generated tokens already cached (if >= 0)
+        todo = [*self.req.prompt[self.cached:], *self.out[max(done, 0):]]
         return todo if chunk is None else todo[:chunk]
 
     def finish_reason(self) -> str | None:
