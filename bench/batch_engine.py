@@ -7,8 +7,8 @@ Prints, side by side:
    reference batched at B = 4/8/16/32 (--quick: 8 and 16), and transformers' own continuous
    batching (`generate_batch`, small explicit paged-cache config) as the outside anchor, with
    the reference's speed-up over it at each B; every output is checked against the sequential
-   one (with equal output lengths static and continuous make the very same model calls, so any
-   gap between them there is machine noise);
+   one (with equal output lengths static and continuous differ only by continuous mode's
+   chunked prefill, a few extra narrow steps: a larger gap between them is machine noise);
 2. latency under seeded Poisson load on a GPU-like cost model run on the virtual clock
    (Llama-2-7B bf16 on an H100 roofline: a step costs max(weight + KV bytes read / bandwidth,
    2 * params * new tokens / FLOP/s)), at 50% and 90% of the saturated capacity, static vs
