@@ -38,17 +38,25 @@ PREFILL_CHUNK = 8
 
 @dataclass
 class _Seq:
+    """One request: its output so far and how many of its tokens the KV cache holds."""
+
     rid: int
     req: Request
     arrival: float
     out: list[int] = field(default_factory=list)
     cached: int = 0  # tokens of this sequence held in the KV cache
 
+    @property
+    def length(self) -> int:
+        """Tokens in the sequence so far: prompt plus output."""
+        return len(self.req.prompt) + len(self.out)
+
     def feed(self, chunk: int | None) -> list[int]:
-        """What the next forward must see: the tokens not cached yet, at most `chunk` of them.
-        (A preempted sequence starts again from cached = 0: prompt plus what it had produced.)"""
-        done = self.cached - len(self.req.prompt)  # generated tokens already cached (if >= 0)
-        todo = [*self.req.prompt[self.cached:], *self.out[max(done, 0):]]
+        """The tokens the cache does not hold yet, at most `chunk` of them: while decoding, the
+        last token; a newcomer its prompt; a preempted sequence (cached = 0) prompt + output."""
+        prompt_left = self.req.prompt[self.cached:]
+        out_left = self.out[max(0, self.cached - len(self.req.prompt)):]
+        todo = [*prompt_left, *out_left]
         return todo if chunk is None else todo[:chunk]
 
     def finish_reason(self) -> str | None:
@@ -114,13 +122,12 @@ class BatchCache:
         """Keep only `rows`, in this order, and drop the leading columns no row attends to."""
         if self.kv is None:
             return
-        used = self.mask[rows].any(0).nonzero() if rows else []
-        if len(used) == 0:
+        used = self.mask[rows].any(0).nonzero().flatten().tolist() if rows else []
+        if not used:  # no row left, or none attends to anything
             self.kv, self.mask = None, None
             return
-        first = int(used[0])
-        self.kv = self.kv.select(rows).drop_left(first)
-        self.mask = self.mask[rows, first:]
+        self.kv = self.kv.select(rows).drop_left(used[0])
+        self.mask = self.mask[rows, used[0]:]
 
 
 class Engine:
@@ -290,11 +297,11 @@ class Engine:
         """One forward over the batch: the greedy next token of every row. If the forward raises,
         the rows at fault (run alone, they raise too) finish with "error" and leave the running
         batch and the cache, which are otherwise as before the call; returns None."""
-        kv, mask = self.cache.inputs(batch)
+        past, mask = self.cache.inputs(batch)
         try:
-            logits, kv = self.model.forward(batch.ids, mask, batch.positions, kv)
+            logits, kv = self.model.forward(batch.ids, mask, batch.positions, past)
         except Exception as exc:
-            bad = self._culprits(batch, kv, mask)
+            bad = self._culprits(batch, past, mask)
             if not bad:
                 raise exc  # no single request causes it: a real engine failure
             for i in bad:
@@ -304,13 +311,13 @@ class Engine:
         self.cache.kv, self.cache.mask = kv, mask
         return [int(t) for t in logits.argmax(-1).tolist()]
 
-    def _culprits(self, batch: Batch, kv: KVCache | None, mask: Any) -> list[int]:
+    def _culprits(self, batch: Batch, past: KVCache | None, mask: Any) -> list[int]:
         """The rows whose forward alone raises."""
         bad = []
         for i in range(len(batch.seqs)):
             try:
                 self.model.forward(batch.ids[i:i + 1], mask[i:i + 1], batch.positions[i:i + 1],
-                                   None if kv is None else kv.select([i]))
+                                   None if past is None else past.select([i]))
             except Exception:
                 bad.append(i)
         return bad
@@ -321,7 +328,7 @@ class Engine:
         done = []
         for i, (seq, feed, token) in enumerate(zip(batch.seqs, batch.feeds, tokens, strict=True)):
             seq.cached += len(feed)
-            if seq.cached < len(seq.req.prompt) + len(seq.out):
+            if seq.cached < seq.length:
                 continue  # a chunk of a long prompt: no token yet
             seq.out.append(token)
             self.on_event(Token(seq.rid, token))

@@ -4,6 +4,6 @@ from _base import mutate
 
 Engine = mutate(
     "missing_mask",
-    ("self.model.forward(batch.ids, mask, batch.positions, kv)",
-     "self.model.forward(batch.ids, None, batch.positions, kv)"),
+    ("self.model.forward(batch.ids, mask, batch.positions, past)",
+     "self.model.forward(batch.ids, None, batch.positions, past)"),
 ).Engine

@@ -4,5 +4,5 @@ from _base import mutate
 
 Engine = mutate(
     "poison_fails_batch",
-    ("bad = self._culprits(batch, kv, mask)", "bad: list[int] = []"),
+    ("bad = self._culprits(batch, past, mask)", "bad: list[int] = []"),
 ).Engine
