@@ -41,7 +41,7 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
     def _preempt_newest(self) -> int:
         i = max(range(len(self.running)), key=lambda j: self.running[j].rid)
         seq = self.running[i]
-        freed = seq.cached + len(seq.feed(self.chunk))
+        freed: int = seq.cached + len(seq.feed(self.chunk))
         self._drop([i])
         seq.cached = 0
         self.waiting.appendleft(seq)
