@@ -83,6 +83,18 @@ class HFStepModel:
         # a plain Llama runs through `_lean_llama_step` (same ops, without the per-call overhead
         # of the generic forward: ~2x faster per decode step on CPU); anything else through HF
         self.lean = _is_plain_llama(model)
+        self._fused_weights: list[tuple[Any, Any]] | None = None
+
+    def _fused(self) -> list[tuple[Any, Any]]:
+        """Per layer, the q/k/v and the gate/up projection weights stacked: one matmul each."""
+        import torch
+
+        if self._fused_weights is None:
+            self._fused_weights = [
+                (torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]),
+                 torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight]))
+                for layer in self.model.model.layers for a in [layer.self_attn]]
+        return self._fused_weights
 
     def forward(
         self, input_ids: Any, attention_mask: Any, position_ids: Any, kv: KVCache | None
@@ -92,7 +104,7 @@ class HFStepModel:
 
         self.calls += 1
         if self.lean:
-            return _lean_llama_step(self.model, input_ids.to(self.device),
+            return _lean_llama_step(self.model, self._fused(), input_ids.to(self.device),
                                     None if attention_mask is None
                                     else attention_mask.to(self.device),
                                     position_ids.to(self.device), kv)
@@ -123,10 +135,11 @@ def _is_plain_llama(model: Any) -> bool:
             and config._attn_implementation in ("sdpa", "eager"))
 
 
-def _lean_llama_step(model: Any, ids: Any, mask: Any, positions: Any, kv: KVCache | None,
-                     ) -> tuple[Any, KVCache]:
+def _lean_llama_step(model: Any, fused: list[tuple[Any, Any]], ids: Any, mask: Any,
+                     positions: Any, kv: KVCache | None) -> tuple[Any, KVCache]:
     """LlamaForCausalLM's forward for one engine step, written out: the same modules and ops
-    (RMSNorm, rotary embedding, grouped-query SDPA, SiLU MLP), logits at the last column only.
+    (RMSNorm, rotary embedding, grouped-query SDPA, SiLU MLP), with q/k/v and gate/up each one
+    matmul over stacked weights (`fused`), logits at the last column only.
     The mask is [B, past + T]: a new token attends to the real columns up to itself (and always
     to itself, so a padding row never attends to nothing)."""
     import torch
@@ -148,10 +161,14 @@ def _lean_llama_step(model: Any, ids: Any, mask: Any, positions: Any, kv: KVCach
         cos, sin = inner.rotary_emb(h, positions)
         for n, layer in enumerate(inner.layers):
             attn = layer.self_attn
+            qkv_weight, gate_up_weight = fused[n]
             x = layer.input_layernorm(h)
-            q = attn.q_proj(x).view(b, t, -1, attn.head_dim).transpose(1, 2)
-            k = attn.k_proj(x).view(b, t, -1, attn.head_dim).transpose(1, 2)
-            v = attn.v_proj(x).view(b, t, -1, attn.head_dim).transpose(1, 2)
+            qkv = F.linear(x, qkv_weight)
+            nq, nk = attn.q_proj.out_features, attn.k_proj.out_features
+            q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
+            q = q.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
+            k = k.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
+            v = v.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
             q, k = apply_rotary_pos_emb(q, k, cos, sin)
             if kv is not None:
                 k = torch.cat([kv.layers[n][0], k], 2)
@@ -160,7 +177,8 @@ def _lean_llama_step(model: Any, ids: Any, mask: Any, positions: Any, kv: KVCach
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=attn.scaling,
                                                  enable_gqa=k.shape[1] != q.shape[1])
             h = h + attn.o_proj(out.transpose(1, 2).reshape(b, t, -1))
-            h = h + layer.mlp(layer.post_attention_layernorm(h))
+            gate, up = F.linear(layer.post_attention_layernorm(h), gate_up_weight).chunk(2, -1)
+            h = h + layer.mlp.down_proj(F.silu(gate) * up)
         logits = model.lm_head(inner.norm(h[:, -1:]))[:, -1]
     return logits, KVCache(tuple(layers))
 
