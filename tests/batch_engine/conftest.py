@@ -1,8 +1,8 @@
 """batch-engine tests: paths, one torch thread, and an in-process grader for the probe cases.
 
-`grade_in_process` runs the exercise's own `run`/`check` on a level's cases without the sandbox
-(a subprocess per grading run costs a model load); the platform path is covered end to end by
-test_grading.py for the reference, the stub and a few broken engines.
+`grade_in_process` runs the exercise's own `drive.run` and `grading.check` on a level's cases
+without the sandbox (a subprocess per grading run costs a model load); the platform path is
+covered end to end by test_grading.py for the reference, the stub and a few broken engines.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 HERE = Path(__file__).resolve().parent
 BROKEN = HERE / "broken"
+REFERENCE_FILE = HERE.parents[1] / "lab" / "reference" / "batch_engine.py"
 
 
 def load_solution(path: Path) -> ModuleType:
@@ -38,7 +39,7 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
     import torch
 
     from lab.exercises import get
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
     from lab.grader.runner import check_gate
 
@@ -51,9 +52,9 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
     for case in grading.cases(level, seed):
         if case.params["model"] == "target" and not target:
             continue
-        expected = grading.run(reference, case, ctx)
+        expected = drive.run(reference, case, ctx)
         try:
-            got = grading.run(solution, case, ctx)
+            got = drive.run(solution, case, ctx)
         except Exception as exc:  # the learner's exception is a failed case too
             failures.append((case.id, f"{type(exc).__name__}: {exc}"))
             continue
@@ -62,3 +63,18 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
         if not verdict.passed or missed:
             failures.append((case.id, verdict.message or f"gate: {missed}"))
     return failures
+
+
+def grade_case(path: Path, level: int, case_id: str, seed: int = 1234) -> str:
+    """The failure message of one case of `level` ("" when it passes)."""
+    import torch
+
+    from lab.exercises.batch_engine import drive, grading
+    from lab.grader.api import RunContext
+
+    torch.set_num_threads(1)
+    case = next(c for c in grading.cases(level, seed) if c.id == case_id)
+    ctx = RunContext(device="cpu", seed=seed)
+    expected = drive.run(importlib.import_module(grading.REFERENCE), case, ctx)
+    verdict = grading.check(case, drive.run(load_solution(path), case, ctx), expected)
+    return "" if verdict.passed else verdict.message

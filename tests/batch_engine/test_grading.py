@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
-from tests.batch_engine.conftest import BROKEN, grade_in_process, load_solution
+from tests.batch_engine.conftest import (
+    BROKEN,
+    REFERENCE_FILE,
+    grade_case,
+    grade_in_process,
+    load_solution,
+)
 
 
 @pytest.mark.slow
@@ -24,11 +30,12 @@ def test_reference_passes_every_level(tmp_path: Path) -> None:
     assert load and load[0]["metrics"]["p95_ratio"] == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_stub_fails_as_not_implemented() -> None:
     from lab.exercises import get
 
     run = assert_fails("batch-engine", get("batch-engine").stub_path, 1,
-                       match=r"not implemented yet \(stub.py:\d+, in submit\)",
+                       match=r"not implemented yet \(stub.py:\d+, in step\)",
                        kind="not_implemented")
     assert {f["kind"] for f in run.failures} == {"not_implemented"}
 
@@ -79,9 +86,26 @@ BROKEN_CASES = [
                               r"request must fail alone"),
     ("cancel_keeps_running", 4, r"request 1 streamed token \d+ after its finish event "
                                 r"\('abort'\)"),
+    ("off_by_one_max_positions", 1, r"is valid but submit raised ValueError: prompt \+ max_tokens "
+                                    r"= 40 exceeds the model's 40 positions"),
+    ("eos_zero_ignored", 1, r"run past the end: .* should have stopped at token id 0"),
+    ("busy_when_empty", 1, r"step\(\) on an engine with nothing submitted returned True"),
+    ("off_by_one_budget_reject", 3, r"max_tokens 9\) is valid but submit raised ValueError: "
+                                    r"this request alone needs 16 KV tokens"),
+    ("off_by_one_budget_admit", 3, r"leaving 8 of the 16 KV tokens in use, while request 1 at the "
+                                   r"head of the queue needed 8 \(its prompt\): it fits"),
+    ("preempted_to_back", 3, r"admitted \[2\] while preempted request\(s\) \[1\] waited — a "
+                             r"preempted request goes back to the front of the queue"),
+    ("cancel_leaks_kv", 4, r"it fits, so it joins at this step .*request\(s\) \[1\] were "
+                           r"cancelled while running: their KV is free at once"),
+    ("abort_at_next_step", 4, r"cancel\(1\) at t=\S+ s returned True but sent no finish event "
+                              r"from inside the call"),
+    ("poison_resets_cache", 4, r"re-fed \d+ token\(s\) .* after a poison request failed, rerun "
+                               r"the others with their cache"),
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("broken", "level", "match"), BROKEN_CASES,
                          ids=[b[0] for b in BROKEN_CASES])
 def test_broken_engine_is_caught(broken: str, level: int, match: str) -> None:
@@ -93,6 +117,29 @@ def test_broken_engine_is_caught(broken: str, level: int, match: str) -> None:
         + "\n".join(f"  {cid}: {msg[:300]}" for cid, msg in failures[:6]))
 
 
+BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bug is caught
+    ("off_by_one_max_positions", 1, "max-positions-boundary", r"is valid but submit raised"),
+    ("eos_zero_ignored", 1, "eos-id-zero", r"should have stopped at token id 0"),
+    ("busy_when_empty", 1, "max-batch-one", r"nothing submitted returned True"),
+    ("off_by_one_budget_reject", 3, "budget-exact-fit", r"alone needs 16 KV tokens"),
+    ("off_by_one_budget_admit", 3, "budget-exact-fit", r"it fits, so it joins at this step"),
+    ("preempted_to_back", 3, "preempt-while-others-wait", r"goes back to the front of the queue"),
+    ("cancel_leaks_kv", 4, "cancel-frees-kv", r"their KV is free at once"),
+    ("abort_at_next_step", 4, "cancel-running", r"sent no finish event from inside the call"),
+    ("poison_resets_cache", 4, "poison-joins-a-running-batch", r"rerun the others with their "
+                                                               r"cache"),
+]
+
+
+@pytest.mark.parametrize(("broken", "level", "case_id", "match"), BOUNDARY_CASES,
+                         ids=[b[0] for b in BOUNDARY_CASES])
+def test_a_boundary_bug_fails_its_case_and_the_reference_passes_it(
+        broken: str, level: int, case_id: str, match: str) -> None:
+    assert grade_case(REFERENCE_FILE, level, case_id) == ""
+    assert re.search(match, grade_case(BROKEN / f"{broken}.py", level, case_id))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("broken", "level"), [("lifo", 2), ("over_cap", 2),
                                               ("preempt_loses_tokens", 1),
                                               ("poison_fails_batch", 2)])
@@ -102,20 +149,21 @@ def test_a_bug_does_not_break_what_it_does_not_touch(broken: str, level: int) ->
     assert grade_in_process(BROKEN / f"{broken}.py", level) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 4, 5])
 def test_static_engine_misses_the_level_two_latency_gate(seed: int) -> None:
     """Run to completion under the level 2 Poisson trace: p95 end-to-end above 1.5x."""
     import importlib
 
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
 
     case = next(c for c in grading.cases(2, seed) if c.id.startswith("load-poisson"))
     ctx = RunContext(device="cpu", seed=seed)
     reference = importlib.import_module(grading.REFERENCE)
-    expected = grading.run(reference, case, ctx)
+    expected = drive.run(reference, case, ctx)
     static = load_solution(BROKEN / "static_when_continuous.py")
-    verdict = grading.check(case, grading.run(static, case, ctx), expected)
+    verdict = grading.check(case, drive.run(static, case, ctx), expected)
     assert verdict.metrics["p95_ratio"] > 1.5
     assert grading.check(case, expected, expected).metrics["p95_ratio"] == pytest.approx(1.0)
 
@@ -130,6 +178,7 @@ def test_hidden_cases_differ_between_seeds_and_replay_exactly() -> None:
         assert len(hidden) >= 2 and hidden != other
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [1, 2])
 def test_a_slot_reusing_engine_passes_too(level: int) -> None:
     """Another correct design (cache rows reused in place, the freed row's mask zeroed) passes:
@@ -139,6 +188,7 @@ def test_a_slot_reusing_engine_passes_too(level: int) -> None:
     assert grade_in_process(HERE / "solutions" / "slot_engine.py", level, seed=11) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [1, 2, 3, 4])
 def test_an_engine_without_chunked_prefill_passes_too(level: int) -> None:
     """A newcomer that feeds its whole prompt at once (and, preempted, its whole sequence) is
@@ -155,20 +205,21 @@ def test_the_preemption_case_requires_a_preemption() -> None:
     import dataclasses
     import importlib
 
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
 
     case = next(c for c in grading.cases(3, 1) if c.id == "budget-forces-preemption")
     assert "preempts" in case.params["checks"]
     reference = importlib.import_module(grading.REFERENCE)
     unbounded = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": None})
-    got = grading.run(reference, unbounded, RunContext(device="cpu", seed=1))
+    got = drive.run(reference, unbounded, RunContext(device="cpu", seed=1))
     ample = dataclasses.replace(case, params={**case.params, "kv_budget_tokens": 10**6})
     verdict = grading.check(ample, got, got)
     assert not verdict.passed
     assert verdict.message.startswith("no request was ever preempted")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [1, 2, 3, 4])
 def test_an_engine_that_orders_its_rows_its_own_way_passes(level: int) -> None:
     """FIFO is about the step that admits a request, not the row order inside one call: sorting a

@@ -44,24 +44,26 @@ def own_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow  # the own_target fixture trains a tokenizer and a model
 def test_prompts_and_stops_are_encoded_with_the_targets_own_tokenizer(own_target: Path) -> None:
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import grading, targets
     from lab.models import load_tokenizer
 
     tok = load_tokenizer(own_target)
-    ids, stop_ids, stop_seqs = grading.prompt_tokens(str(own_target))
+    ids, stop_ids, stop_seqs = targets.prompt_tokens(str(own_target))
     assert tok.decode(ids) == PROMPTS.read_text(encoding="utf-8")
     assert tok.decode(stop_ids) == "." and tok.decode(stop_seqs[0]) == " self."
-    assert ids != grading.prompt_tokens()[0]  # not the shipped tokenizer's ids
+    assert ids != targets.prompt_tokens()[0]  # not the shipped tokenizer's ids
     for level in (1, 2):
         spans = [r for c in grading.cases(level, 5) if c.params["model"] == "target"
                  for r in c.params["requests"]]
-        resolved = grading.resolve_requests(spans, str(own_target))
+        resolved = targets.resolve_requests(spans, str(own_target))
         assert [len(r["prompt"]) for r in resolved] == [r["span"][1] for r in spans]
         assert all(0 <= t < len(tok) for r in resolved for t in r["prompt"])
         assert sum("stop_ids" in r for r in resolved) and sum("stop_seqs" in r for r in resolved)
 
 
+@pytest.mark.slow
 def test_the_reference_passes_on_a_learners_own_target(own_target: Path, tmp_path: Path) -> None:
     run = assert_passes("batch-engine", reference_as_solution("batch-engine", tmp_path), level=1,
                         models={"target": str(own_target)})
@@ -70,6 +72,7 @@ def test_the_reference_passes_on_a_learners_own_target(own_target: Path, tmp_pat
     assert any(f"--target {own_target}" in str(e.get("replay", "")) for e in run.events)
 
 
+@pytest.mark.slow
 def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(own_target: Path
                                                                           ) -> None:
     run = assert_fails("batch-engine", BROKEN / "drops_final_token.py", 1,
@@ -78,6 +81,7 @@ def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(own_tar
     assert any(f["case"].startswith(("target-", "hidden-target")) for f in run.failures)
 
 
+@pytest.mark.slow  # the own_target fixture trains a tokenizer and a model
 def test_batch_engine_takes_a_target_but_no_draft(own_target: Path) -> None:
     result = CliRunner().invoke(main, ["lab", "grade", "batch-engine", "--file", __file__,
                                        "--draft", str(own_target)])
@@ -94,22 +98,24 @@ def test_the_sandbox_gets_room_for_a_learners_checkpoint(tmp_path: Path) -> None
     assert checkpoint_allowance_mb({}) == 0
 
 
+@pytest.mark.slow  # the own_target fixture trains a tokenizer and a model
 def test_a_near_tie_is_judged_on_the_learners_own_target(
     own_target: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The excuse is computed with the model the case ran on, not the shipped one."""
     import torch
 
-    from lab.exercises.batch_engine import grading
+    from lab.exercises.batch_engine import targets
+    from lab.exercises.batch_engine.grading import common
     from lab.exercises.batch_engine.runtime import load_target
 
     model = load_target("cpu", "float32", str(own_target)).model
-    prompt = grading.prompt_tokens(str(own_target))[0][:9]
+    prompt = targets.prompt_tokens(str(own_target))[0][:9]
     with torch.inference_mode():
         top = model(input_ids=torch.tensor([prompt])).logits[0, -1].float().topk(2)
     margin = float(top.values[0] - top.values[1])
     want, got = [int(top.indices[0])], [int(top.indices[1])]
-    monkeypatch.setattr(grading, "NEAR_TIE", margin * 1.01)
-    assert "near-tie" in grading._near_tie({"prompt": prompt}, want, got, str(own_target))
-    monkeypatch.setattr(grading, "NEAR_TIE", margin * 0.99)
-    assert grading._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""
+    monkeypatch.setattr(common, "NEAR_TIE", margin * 1.01)
+    assert "near-tie" in common._near_tie({"prompt": prompt}, want, got, str(own_target))
+    monkeypatch.setattr(common, "NEAR_TIE", margin * 0.99)
+    assert common._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""

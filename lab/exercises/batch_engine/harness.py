@@ -3,7 +3,8 @@
 The clock is injected: with the probe model it is virtual (each forward charges its cost, idle
 steps advance it by `tick`), so policy and latency checks do not depend on CPU speed; with the
 real model it only moves while the engine is idle (or is the wall clock for the benchmark).
-Used by grading (learner and reference alike), the tests and bench/batch_engine.py.
+Runs in the sandbox child (through drive.py) for the learner's engine and in the grader for the
+reference; also used by the tests and bench/batch_engine.py. It records, never judges.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def arrivals_from(params: list[dict[str, Any]]) -> list[Arrival]:
 
 @dataclass
 class Replay:
-    """What happened, as plain data (picklable across the sandbox pipe).
+    """What happened (`drive.run` sends it to the grader as a plain dict).
 
     events: (time, kind, request index, payload): kind "token" (payload = token id), "finish"
     (payload = reason) or "stray" (an event for an id submit never returned; payload = repr).
@@ -66,14 +67,15 @@ class Replay:
     rejected: dict[int, str] = field(default_factory=dict)
     events: list[tuple[float, str, int, Any]] = field(default_factory=list)
     after_shutdown: int = 0  # index into events where shutdown() began
-    calls: list[tuple[float, int, list[tuple[int, int, int]], int]] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)  # the probe's raw call record
     steps: int = 0
     multi_call_steps: int = 0
     stuck: str = ""
     crash: str = ""  # a poison request's exception escaped step() and took the engine down
     error_steps: list[int] = field(default_factory=list)  # steps in which a forward raised
-    cancels: list[tuple[float, int, Any]] = field(default_factory=list)  # (time, index, result)
+    # (time, index, what cancel returned, len(events) before the call, len(events) after it)
+    cancels: list[tuple[float, int, Any, int, int]] = field(default_factory=list)
+    empty_step: tuple[Any, int] = (None, 0)  # step() before any submit: (returned, calls)
     markers: list[int] = field(default_factory=list)  # prompt[0] per request index
 
 
@@ -121,6 +123,8 @@ def replay(
     engine = engine_cls(model, max_batch_size=max_batch_size, max_wait_s=max_wait_s, clock=clock,
                         on_event=sink, continuous=continuous, kv_budget_tokens=kv_budget_tokens)
     calls_of = _call_counter(model)
+    before = calls_of()
+    out.empty_step = (engine.step(), calls_of() - before)
     model_charges = getattr(model, "clock_advance", None) is not None  # else: 1 tick per step
     i, steps = 0, 0
     out.submitted = [math.nan] * len(arrivals)
@@ -145,7 +149,9 @@ def replay(
             i += 1
         while todo and todo[0][0] <= clock() + 1e-12:
             index = todo.pop(0)[1]
-            out.cancels.append((clock(), index, engine.cancel(rid_of.get(index, UNKNOWN_ID))))
+            before = len(out.events)
+            result = engine.cancel(rid_of.get(index, UNKNOWN_ID))
+            out.cancels.append((clock(), index, result, before, len(out.events)))
         if shutdown_at is not None and clock() >= shutdown_at:
             break
         if not open_ids:
@@ -181,8 +187,7 @@ def replay(
     out.after_shutdown = len(out.events)
     engine.shutdown()
     if hasattr(model, "calls") and isinstance(model.calls, list):
-        out.calls = [(c.time, c.width, c.rows, c.step) for c in model.calls]
-        out.violations = list(model.violations)
+        out.calls = list(model.calls)
     return out
 
 
@@ -221,32 +226,3 @@ def poisson_trace(
             prompt[0] = first_marker + k
         out.append({"t": round(t, 6), "prompt": prompt, "max_tokens": rng.randint(*max_tokens)})
     return out
-
-
-def latency_stats(rec: Replay) -> dict[str, float]:
-    """Output tok/s and p50/p95 TTFT and end-to-end latency, from per-request timestamps."""
-    first: dict[int, float] = {}
-    end: dict[int, float] = {}
-    tokens = 0
-    for t, kind, idx, _ in rec.events:
-        if kind == "token":
-            tokens += 1
-            first.setdefault(idx, t)
-        elif kind == "finish":
-            end.setdefault(idx, t)
-    done = [i for i in end if i in first]
-    if not done:
-        return {"tok_per_s": 0.0, "ttft_p50_s": math.inf, "ttft_p95_s": math.inf,
-                "e2e_p50_s": math.inf, "e2e_p95_s": math.inf}
-    ttft = sorted(first[i] - rec.submitted[i] for i in done)
-    e2e = sorted(end[i] - rec.submitted[i] for i in done)
-    span = max(end.values()) - min(x for x in rec.submitted if not math.isnan(x))
-    return {
-        "tok_per_s": tokens / span if span > 0 else math.inf,
-        "ttft_p50_s": _pct(ttft, 0.5), "ttft_p95_s": _pct(ttft, 0.95),
-        "e2e_p50_s": _pct(e2e, 0.5), "e2e_p95_s": _pct(e2e, 0.95),
-    }
-
-
-def _pct(ordered: list[float], q: float) -> float:
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]

@@ -1,14 +1,13 @@
-"""The grader's stub model: same `forward` as the real one, but it logs every call with its
-time, checks the inputs an engine builds, and charges virtual time for the work.
+"""The grader's stub model: same `forward` as the real one, but it records every call with its
+time and charges virtual time for the work. It judges nothing: the grader (parent side,
+`grading/probe_checks.py`) reads the raw record.
 
 Its "KV cache" is a real `KVCache` whose single layer stores, per column, the token, the position
 it was fed with, a running hash of the sequence so far, and the sequence's marker (its first
 prompt token, which the grader makes unique per request). So select/add_rows/drop_left behave
-exactly as with the real model, and the probe can tell, for every row of every call:
-- which request it is (marker) and how many KV tokens it holds afterwards (for the budget);
-- whether the new tokens are left-padded, masked and positioned per row;
-- whether the cached columns a row attends to form one sequence (positions 0..n-1), which they
-  do not when a refilled slot still attends to the previous occupant's KV.
+exactly as with the real model, and each recorded call (its input ids, positions, attention mask
+and the positions and markers of the cache columns it was handed) shows, for every row, which
+request it is, what it holds, and whether its inputs are well formed.
 The next token is a hash of the whole sequence (tokens and positions), so any mistake also
 changes the output, exactly like a real model would.
 """
@@ -25,20 +24,23 @@ VOCAB = 512
 FIRST_ID = 2  # ids 0 (pad) and 1 are never produced
 POISON = 1  # a real (unmasked) token 1 in a call makes the probe raise: a poison request
 MOD = 2_147_483_647
+MAX_POSITIONS = 4096
 TOKEN, POS, HASH, MARK = range(4)
-MAX_VIOLATIONS = 20
 
 
 def next_state(h: int, token: int, position: int) -> int:
     return (h * 1_000_003 + (token + 1) * 7_919 + (position + 1) * 104_729 + 12_345) % MOD
 
 
-def token_of(h: int) -> int:
-    return FIRST_ID + h % (VOCAB - FIRST_ID)
+def token_of(h: int, zero_id: int = -1) -> int:
+    """The token after state h; `zero_id` is emitted as 0 instead (id 0 as a real token)."""
+    token = FIRST_ID + h % (VOCAB - FIRST_ID)
+    return 0 if token == zero_id else token
 
 
 def solo(prompt: list[int], max_tokens: int, stop_ids: tuple[int, ...] = (),
-         stop_seqs: tuple[tuple[int, ...], ...] = ()) -> tuple[list[int], str]:
+         stop_seqs: tuple[tuple[int, ...], ...] = (), zero_id: int = -1,
+         ) -> tuple[list[int], str]:
     """What the probe generates for one request alone (the expected output)."""
     if max_tokens == 0:
         return [], "length"
@@ -47,7 +49,7 @@ def solo(prompt: list[int], max_tokens: int, stop_ids: tuple[int, ...] = (),
         h = next_state(h, t, i)
     out: list[int] = []
     while True:
-        t = token_of(h)
+        t = token_of(h, zero_id)
         out.append(t)
         if t in stop_ids or any(s and tuple(out[-len(s):]) == tuple(s) for s in stop_seqs):
             return out, "stop"
@@ -57,50 +59,31 @@ def solo(prompt: list[int], max_tokens: int, stop_ids: tuple[int, ...] = (),
 
 
 @dataclass
-class Call:
-    """One forward: when it started, its shape, and per row (marker, new tokens, KV held after)."""
-
-    time: float
-    width: int
-    rows: list[tuple[int, int, int]]
-    step: int = -1
-
-    @property
-    def markers(self) -> list[int]:
-        return [r[0] for r in self.rows]
-
-    @property
-    def held(self) -> int:
-        return sum(r[2] for r in self.rows)
-
-
-@dataclass
 class ProbeModel:
     """Stub step model. `clock_advance(dt)` is called with the virtual cost of each call:
-    step_cost_s + token_cost_s per real (unpadded) new token, like a padding-free kernel."""
+    step_cost_s + token_cost_s per real (unpadded) new token, like a padding-free kernel.
+
+    `calls` holds one plain dict per forward that returned: time, step, and int32 tensors
+    ids / positions [B, T], mask [B, L + T] (all ones when the engine passed None, with
+    mask_given False), cache_pos / cache_mark [B, L] (the cache columns the call was handed)."""
 
     clock: Callable[[], float]
     clock_advance: Callable[[float], None] | None = None
     step_cost_s: float = 0.004
     token_cost_s: float = 0.0005
     vocab_size: int = VOCAB
-    max_positions: int = 4096
+    max_positions: int = MAX_POSITIONS
+    zero_id: int = -1  # a token the probe emits as 0 (the pad id) instead: EOS-id-0 cases
     pad_id: int = 0
-    calls: list[Call] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
     step_index: int = -1
     raised: int = 0  # forwards that raised (poison)
-
-    def _flag(self, message: str) -> None:
-        if len(self.violations) < MAX_VIOLATIONS and message not in self.violations:
-            self.violations.append(message)
 
     def forward(
         self, input_ids: Any, attention_mask: Any, position_ids: Any, kv: KVCache | None
     ) -> tuple[Any, KVCache]:
         import torch
 
-        n = len(self.calls)
         ids = torch.as_tensor(input_ids).long().cpu()
         pos = torch.as_tensor(position_ids).long().cpu()
         if ids.dim() != 2 or pos.shape != ids.shape:
@@ -112,10 +95,6 @@ class ProbeModel:
             raise ValueError(f"the cache has {kv.rows} rows but input_ids has {b}: keep the "
                              "cache rows in step with the batch (select / add_rows)")
         if attention_mask is None:
-            if b > 1:
-                self._flag(f"call {n}: attention_mask is None for a batch of {b} rows — without "
-                           "a mask every row attends to the padding and to cache columns that "
-                           "are not its own")
             mask = torch.ones((b, past + t), dtype=torch.long)
         else:
             mask = torch.as_tensor(attention_mask).long().cpu()
@@ -130,82 +109,34 @@ class ProbeModel:
                 self.clock_advance(self.step_cost_s)
             raise RuntimeError(f"poisoned input in row {poisoned[0]} of this call "
                                "(the probe's stand-in for one request breaking the model)")
-        self._check_cache(n, mask[:, :past], cols)
-        new_cols = torch.zeros((b, 1, t, 4), dtype=torch.long)
+        id_rows, pos_rows, mask_rows = ids.tolist(), pos.tolist(), mask.tolist()
+        hashes, marks = cols[:, 0, :, HASH].tolist(), cols[:, 0, :, MARK].tolist()
+        new_cols: list[list[list[int]]] = []
         out_tokens: list[int] = []
-        rows: list[tuple[int, int, int]] = []
         for r in range(b):
-            m_new = mask[r, past:].tolist()
-            if 1 in m_new and 0 in m_new[m_new.index(1):]:
-                self._flag(f"call {n}, row {r}: padding to the right of a real token "
-                           f"(mask {m_new}) — pad on the left so every row's newest token is "
-                           "in the last column")
-            valid_past = mask[r, :past].nonzero().flatten().tolist()
-            n_past = len(valid_past)
-            if valid_past:
-                last = cols[r, 0, valid_past[-1]]
-                h, marker = int(last[HASH]), int(last[MARK])
-            else:
-                h, marker = 0, -1
-            expect = n_past
-            got_pos: list[int] = []
-            want_pos: list[int] = []
-            for j in range(t):
-                tok, p = int(ids[r, j]), int(pos[r, j])
-                if m_new[j]:
-                    if tok < FIRST_ID:
-                        self._flag(f"call {n}, row {r}: attention_mask is 1 on a padding token "
-                                   f"(id {tok}) — the mask must be 0 on padding, or the row "
-                                   "attends to it as if it were text")
-                    if marker < 0:
-                        marker = tok
-                    got_pos.append(p)
-                    want_pos.append(expect)
-                    expect += 1
+            attended = [j for j in range(past) if mask_rows[r][j]]
+            h, marker = (hashes[r][attended[-1]], marks[r][attended[-1]]) if attended else (0, -1)
+            row = []
+            for tok, p, m in zip(id_rows[r], pos_rows[r], mask_rows[r][past:], strict=True):
+                if m:
+                    marker = tok if marker < 0 else marker
                     h = next_state(h, tok, p)
-                    new_cols[r, 0, j] = torch.tensor([tok, p, h, marker])
+                    row.append([tok, p, h, marker])
                 else:
-                    new_cols[r, 0, j] = torch.tensor([tok, p, 0, marker])
-            if got_pos and got_pos[0] == 0 and n_past > 0:
-                self._flag(f"call {n}, row {r}: a new sequence (positions from 0) attends to "
-                           f"{n_past} cached columns of another request — stale KV: a refilled "
-                           "slot must mask out its previous occupant's columns (or drop the "
-                           "row and add a fresh one)")
-            elif got_pos != want_pos:
-                self._flag(f"call {n}, row {r}: position_ids {got_pos} for its new tokens, "
-                           f"expected {want_pos} — positions count each row's own real tokens "
-                           "(attention_mask.cumsum(-1) - 1), not columns of the padded batch")
-            if m_new and not m_new[-1]:
-                h = int(new_cols[r, 0, t - 1, TOKEN]) * 31 + 7  # the last column is padding
-            out_tokens.append(token_of(h))
-            rows.append((marker, sum(m_new), n_past + sum(m_new)))
-        self.calls.append(Call(self.clock(), t, rows, self.step_index))
+                    row.append([tok, p, 0, marker])
+            if t and not mask_rows[r][-1]:
+                h = id_rows[r][-1] * 31 + 7  # the last column is padding
+            out_tokens.append(token_of(h, self.zero_id))
+            new_cols.append(row)
+        i32 = torch.int32
+        self.calls.append({
+            "t": self.clock(), "step": self.step_index, "mask_given": attention_mask is not None,
+            "ids": ids.to(i32), "positions": pos.to(i32), "mask": mask.to(i32),
+            "cache_pos": cols[:, 0, :, POS].to(i32), "cache_mark": cols[:, 0, :, MARK].to(i32),
+        })
         if self.clock_advance is not None:
             self.clock_advance(self.step_cost_s + self.token_cost_s * int(mask[:, past:].sum()))
         logits = torch.zeros((b, self.vocab_size))
         logits[torch.arange(b), torch.tensor(out_tokens)] = 1.0
-        cache = torch.cat([cols, new_cols], 2)
-        return logits, KVCache(((cache, cache),))
-
-    def _check_cache(self, n: int, mask: Any, cols: Any) -> None:
-        """Every row must attend to exactly one sequence: positions 0, 1, ..., n-1 in order."""
-        if mask.shape[1] == 0:
-            return
-        positions = cols[:, 0, :, POS]
-        markers = cols[:, 0, :, MARK]
-        expected = mask.cumsum(1) - 1
-        bad = ((positions - expected) * mask).abs().sum(1) > 0
-        for r in bad.nonzero().flatten().tolist()[:3]:
-            seen = positions[r][mask[r].bool()].tolist()
-            owners = sorted(set(markers[r][mask[r].bool()].tolist()))
-            detail = (f"columns of {len(owners)} different requests" if len(owners) > 1
-                      else "columns out of order")
-            self._flag(f"call {n}, row {r}: the cached columns this row attends to are not one "
-                       f"sequence (positions {_short(seen)}; {detail}) — stale KV: a refilled "
-                       "slot must mask out its previous occupant's columns")
-
-
-def _short(values: list[int], limit: int = 12) -> str:
-    if len(values) <= limit:
-        return str(values)
-    return str(values[: limit // 2])[:-1] + ", …, " + str(values[-limit // 2:])[1:]
+        fresh = torch.tensor(new_cols, dtype=torch.long).reshape(b, 1, t, 4)
+        return logits, KVCache(((torch.cat([cols, fresh], 2),) * 2,))

@@ -80,6 +80,21 @@ class HFStepModel:
         self.pad_id: int = int(config.pad_token_id if config.pad_token_id is not None else 0)
         self.device: Any = next(model.parameters()).device
         self.calls = 0
+        # a plain Llama runs through `_lean_llama_step` (same ops, without the per-call overhead
+        # of the generic forward: ~2x faster per decode step on CPU); anything else through HF
+        self.lean = _is_plain_llama(model)
+        self._fused_weights: list[tuple[Any, Any]] | None = None
+
+    def _fused(self) -> list[tuple[Any, Any]]:
+        """Per layer, the q/k/v and the gate/up projection weights stacked: one matmul each."""
+        import torch
+
+        if self._fused_weights is None:
+            self._fused_weights = [
+                (torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]),
+                 torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight]))
+                for layer in self.model.model.layers for a in [layer.self_attn]]
+        return self._fused_weights
 
     def forward(
         self, input_ids: Any, attention_mask: Any, position_ids: Any, kv: KVCache | None
@@ -88,6 +103,11 @@ class HFStepModel:
         from transformers import DynamicCache
 
         self.calls += 1
+        if self.lean:
+            return _lean_llama_step(self.model, self._fused(), input_ids.to(self.device),
+                                    None if attention_mask is None
+                                    else attention_mask.to(self.device),
+                                    position_ids.to(self.device), kv)
         cache = DynamicCache(config=self.model.config)
         if kv is not None:
             cache = DynamicCache(ddp_cache_data=list(kv.layers), config=self.model.config)
@@ -103,6 +123,64 @@ class HFStepModel:
         new = out.cache
         layers = tuple((layer.keys, layer.values) for layer in new.layers)
         return out.logits[:, -1, :], KVCache(layers)
+
+
+def _is_plain_llama(model: Any) -> bool:
+    config = model.config
+    rope = getattr(config, "rope_scaling", None) or {}
+    return (type(model).__name__ == "LlamaForCausalLM" and config.hidden_act == "silu"
+            and not getattr(config, "attention_bias", False)
+            and not getattr(config, "mlp_bias", False)
+            and rope.get("rope_type", "default") == "default"
+            and config._attn_implementation in ("sdpa", "eager"))
+
+
+def _lean_llama_step(model: Any, fused: list[tuple[Any, Any]], ids: Any, mask: Any,
+                     positions: Any, kv: KVCache | None) -> tuple[Any, KVCache]:
+    """LlamaForCausalLM's forward for one engine step, written out: the same modules and ops
+    (RMSNorm, rotary embedding, grouped-query SDPA, SiLU MLP), with q/k/v and gate/up each one
+    matmul over stacked weights (`fused`), logits at the last column only.
+    The mask is [B, past + T]: a new token attends to the real columns up to itself (and always
+    to itself, so a padding row never attends to nothing)."""
+    import torch
+    import torch.nn.functional as F
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    inner = model.model
+    b, t = ids.shape
+    past = 0 if kv is None else kv.length
+    if mask is None:
+        mask = torch.ones((b, past + t), dtype=torch.long, device=ids.device)
+    causal = torch.ones((t, past + t), dtype=torch.bool, device=ids.device).tril(past)
+    itself = torch.zeros_like(causal)
+    itself[:, past:] = torch.eye(t, dtype=torch.bool, device=ids.device)
+    allowed = ((mask.bool()[:, None, :] & causal[None]) | itself[None])[:, None]  # [B,1,T,L+T]
+    layers = []
+    with torch.inference_mode():
+        h = inner.embed_tokens(ids)
+        cos, sin = inner.rotary_emb(h, positions)
+        for n, layer in enumerate(inner.layers):
+            attn = layer.self_attn
+            qkv_weight, gate_up_weight = fused[n]
+            x = layer.input_layernorm(h)
+            qkv = F.linear(x, qkv_weight)
+            nq, nk = attn.q_proj.out_features, attn.k_proj.out_features
+            q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
+            q = q.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
+            k = k.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
+            v = v.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            if kv is not None:
+                k = torch.cat([kv.layers[n][0], k], 2)
+                v = torch.cat([kv.layers[n][1], v], 2)
+            layers.append((k, v))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=attn.scaling,
+                                                 enable_gqa=k.shape[1] != q.shape[1])
+            h = h + attn.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+            gate, up = F.linear(layer.post_attention_layernorm(h), gate_up_weight).chunk(2, -1)
+            h = h + layer.mlp.down_proj(F.silu(gate) * up)
+        logits = model.lm_head(inner.norm(h[:, -1:]))[:, -1]
+    return logits, KVCache(tuple(layers))
 
 
 _MODELS: dict[tuple[str, str, str], Any] = {}

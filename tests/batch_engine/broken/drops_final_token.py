@@ -4,9 +4,9 @@ from _base import mutate
 
 Engine = mutate(
     "drops_final_token",
-    ("            self.on_event(Token(seq.rid, int(tok)))\n"
+    ("            self.on_event(Token(seq.rid, token))\n"
      "            reason = seq.finish_reason()\n",
      "            reason = seq.finish_reason()\n"
      "            if reason is None:\n"
-     "                self.on_event(Token(seq.rid, int(tok)))\n"),
+     "                self.on_event(Token(seq.rid, token))\n"),
 ).Engine

@@ -5,5 +5,6 @@ from _base import mutate
 Engine = mutate(
     "ignores_budget",
     ("held + need > self.budget", "False"),
-    ("while held > self.budget and len(self.running) > 1", "while False"),
+    ("while self.budget is not None and held > self.budget and len(self.running) > 1:",
+     "while False:"),
 ).Engine

@@ -5,8 +5,8 @@ from _base import mutate
 
 Engine = mutate(
     "length_before_stop",
-    ("        last = self.out[-1]\n",
-     "        last = self.out[-1]\n"
+    ("        if self.out[-1] in self.req.stop_token_ids:\n",
      "        if len(self.out) >= self.req.max_tokens:\n"
-     "            return \"length\"\n"),
+     "            return \"length\"\n"
+     "        if self.out[-1] in self.req.stop_token_ids:\n"),
 ).Engine

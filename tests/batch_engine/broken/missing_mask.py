@@ -4,6 +4,6 @@ from _base import mutate
 
 Engine = mutate(
     "missing_mask",
-    ("torch.tensor(ids, dtype=torch.long), self.mask,",
-     "torch.tensor(ids, dtype=torch.long), None,"),
+    ("self.model.forward(batch.ids, mask, batch.positions, past)",
+     "self.model.forward(batch.ids, None, batch.positions, past)"),
 ).Engine

@@ -7,10 +7,9 @@ from _base import mutate
 Engine = mutate(
     "no_kv_cache",
     ("self.chunk = PREFILL_CHUNK if continuous else None", "self.chunk = None"),
-    ("        rows = self.running\n        saved = (self.kv, self.mask)",
-     "        rows = self.running\n"
-     "        for s in rows:\n"
+    ("    def _batch(self) -> Batch | None:\n",
+     "    def _batch(self) -> Batch | None:\n"
+     "        for s in self.running:\n"
      "            s.cached = 0\n"
-     "        self.kv, self.mask = None, None\n"
-     "        saved = (self.kv, self.mask)"),
+     "        self.cache = BatchCache()\n"),
 ).Engine

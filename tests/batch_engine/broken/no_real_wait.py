@@ -4,7 +4,7 @@ from _base import mutate
 
 Engine = mutate(
     "no_real_wait",
-    ("        return (len(self.waiting) >= self.max_batch_size\n"
-     "                or now - self.waiting[0].arrival >= self.max_wait_s)",
-     "        return True"),
+    ("(len(self.waiting) >= self.max_batch_size\n"
+     "                                       or now - self.waiting[0].arrival >= self.max_wait_s)",
+     "True"),
 ).Engine

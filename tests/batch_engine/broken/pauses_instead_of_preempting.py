@@ -6,15 +6,15 @@ from _base import mutate
 
 Engine = mutate(
     "pauses_instead_of_preempting",
-    ("            while held > self.budget and len(self.running) > 1:\n"
-     "                held -= self._preempt_newest()",
-     "            for s in self.running:\n"
-     "                s.paused = False\n"
-     "            for s in reversed(self.running[1:]):\n"
-     "                if held <= self.budget:\n"
-     "                    break\n"
-     "                s.paused = True\n"
-     "                held -= len(s.feed(self.chunk))"),
-    ("feeds = [s.feed(self.chunk) for s in rows]",
-     "feeds = [[] if getattr(s, \"paused\", False) else s.feed(self.chunk) for s in rows]"),
+    ("        while self.budget is not None and held > self.budget and len(self.running) > 1:\n"
+     "            held -= self._preempt_newest()",
+     "        for s in self.running:\n"
+     "            s.paused = False\n"
+     "        for s in reversed(self.running[1:]):\n"
+     "            if self.budget is None or held <= self.budget:\n"
+     "                break\n"
+     "            s.paused = True\n"
+     "            held -= len(s.feed(self.chunk))"),
+    ("feeds = [s.feed(chunk) for s in seqs]",
+     "feeds = [[] if getattr(s, \"paused\", False) else s.feed(chunk) for s in seqs]"),
 ).Engine

@@ -4,6 +4,5 @@ from _base import mutate
 
 Engine = mutate(
     "poison_fails_batch",
-    ("            self._isolate(exc, saved, ids, pos)\n            return",
-     "            raise exc"),
+    ("bad = self._culprits(batch, past, mask)", "bad: list[int] = []"),
 ).Engine

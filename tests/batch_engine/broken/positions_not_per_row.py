@@ -4,7 +4,7 @@ from _base import mutate
 
 Engine = mutate(
     "positions_not_per_row",
-    ("pos.append([0] * gap + list(range(seq.cached, seq.cached + len(feed))))",
-     "start = 0 if self.kv is None else self.kv.length\n"
-     "            pos.append(list(range(start, start + width)))"),
+    ("positions.append([0] * gap + list(range(seq.cached, seq.cached + len(feed))))",
+     "start = max(s.cached for s in seqs)  # the cache's columns, not this row's tokens\n"
+     "            positions.append(list(range(start, start + width)))"),
 ).Engine

@@ -8,7 +8,8 @@ Engine = mutate(
     "reserve_max_no_preempt",
     ("held = sum(s.cached + len(s.feed(self.chunk)) for s in self.running)  # after this step",
      "held = sum(len(s.req.prompt) + s.req.max_tokens - 1 for s in self.running)"),
-    ("while held > self.budget and len(self.running) > 1:", "while False:"),
+    ("while self.budget is not None and held > self.budget and len(self.running) > 1:",
+     "while False:"),
     ("need = len(self.waiting[0].feed(self.chunk))",
      "need = len(self.waiting[0].req.prompt) + self.waiting[0].req.max_tokens - 1"),
 ).Engine

@@ -32,14 +32,14 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
         return True
 
     def _slot_forward(self) -> None:
-        kv: Any = self.__dict__["kv"]
+        kv: Any = self.cache.kv
         n = len(self.slots)
         if kv is not None and n > kv.rows:
             extra = n - kv.rows
-            self.kv = kv.add_rows(extra)
-            mask: Any = self.__dict__["mask"]
-            self.mask = torch.cat([mask, mask.new_zeros((extra, mask.shape[1]))])
-        feeds = [[] if s is None else s.feed() for s in self.slots]
+            self.cache.kv = kv.add_rows(extra)
+            mask: Any = self.cache.mask
+            self.cache.mask = torch.cat([mask, mask.new_zeros((extra, mask.shape[1]))])
+        feeds = [[] if s is None else s.feed(None) for s in self.slots]
         width = max(len(f) for f in feeds)
         ids, new_mask, pos = [], [], []
         for s, f in zip(self.slots, feeds, strict=True):
@@ -49,9 +49,9 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
             new_mask.append([0] * gap + [1] * len(f))
             pos.append([0] * gap + list(range(start, start + len(f))))
         new = torch.tensor(new_mask, dtype=torch.long)
-        self.mask = new if self.mask is None else torch.cat([self.mask, new], 1)
-        logits, self.kv = self.model.forward(torch.tensor(ids), self.mask, torch.tensor(pos),
-                                             self.kv)
+        self.cache.mask = new if self.cache.mask is None else torch.cat([self.cache.mask, new], 1)
+        logits, self.cache.kv = self.model.forward(torch.tensor(ids), self.cache.mask,
+                                                   torch.tensor(pos), self.cache.kv)
         tokens = logits.argmax(-1).tolist()
         for i, (s, f, tok) in enumerate(zip(self.slots, feeds, tokens, strict=True)):
             if s is None:

@@ -25,9 +25,8 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
 
     def _admit_continuous(self, now: float) -> None:
         held = sum(s.cached + len(s.feed(self.chunk)) for s in self.running)
-        if self.budget is not None:
-            while held > self.budget and len(self.running) > 1:
-                held -= self._preempt_newest()
+        while self.budget is not None and held > self.budget and len(self.running) > 1:
+            held -= self._preempt_newest()
         if not self.running and not self._due(now):
             return
         fresh: list[Any] = []
@@ -41,13 +40,9 @@ class Engine(_ref.Engine):  # type: ignore[name-defined,misc]
 
     def _preempt_newest(self) -> int:
         i = max(range(len(self.running)), key=lambda j: self.running[j].rid)
-        seq = self.running.pop(i)
-        freed = seq.cached + len(seq.feed(self.chunk))
+        seq = self.running[i]
+        freed: int = seq.cached + len(seq.feed(self.chunk))
+        self._drop([i])
         seq.cached = 0
         self.waiting.appendleft(seq)
-        if self.kv is not None:
-            keep = [j for j in range(len(self.running) + 1) if j != i]
-            self.kv = self.kv.select(keep)
-            self.mask = self.mask[keep]
-            self._trim()
         return freed

@@ -1,0 +1,154 @@
+"""Grading for `batch-engine` (parent side; see statement.md for the contract it enforces).
+
+`drive.run` replays a case in the sandbox child and returns the raw record; everything here
+judges it. One module per level holds that level's cases and the checks of its feature, with the
+boundaries, special values and feature pairs it covers listed in its docstring; `common` holds
+what they share, `probe_checks` reads the probe's raw call record.
+
+Three kinds of case, all replayed by `harness.replay` on an injected clock:
+- probe cases: the grader's stub model (probe.py) records every forward with its virtual time;
+  the checks read that record for malformed inputs and the batching policy (cap, size-or-wait,
+  FIFO by admitting step, re-formed every step, the KV cache reused, KV budget: held, used for
+  admission, preemption) and compare outputs with `probe.solo`;
+- target cases: a real model in fp32, the shipped pycode target or the learner's `--target`
+  checkpoint; their requests name spans of prompts.txt in tokens and stops by role, resolved by
+  the child with that model's tokenizer (`targets.resolve_requests`); every request's tokens
+  must equal the reference's (which equal solo greedy generation), a divergence excused only at
+  a near-tie (logged in the verdict);
+- load cases: a seeded Poisson trace on the probe's virtual clock, learner vs reference; reports
+  tok/s and p50/p95 TTFT and end-to-end latency, and `p95_ratio` (the level 2 gate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lab.exercises.batch_engine.drive import run  # noqa: F401  # COMPAT(judge): removed at merge
+from lab.exercises.batch_engine.grading import level1, level2, level3, level4
+from lab.exercises.batch_engine.grading.common import (
+    EPS_S,
+    _check_fifo,
+    _check_kv_reuse,
+    _check_outputs,
+    _check_rejections,
+    _check_stream,
+    _check_waiting,
+    _dups,
+    _expected_outputs,
+    _Fail,
+    latency_stats,
+    view,
+)
+from lab.grader.api import Case, Verdict
+
+REFERENCE = "lab.reference.batch_engine"
+LEVELS = {1: level1, 2: level2, 3: level3, 4: level4}
+
+
+def cases(level: int, seed: int) -> list[Case]:
+    return LEVELS[level].cases(seed) if level in LEVELS else []
+
+
+def check(case: Case, got: Any, expected: Any) -> Verdict:
+    assert isinstance(got, dict) and isinstance(expected, dict)
+    p = case.params
+    notes: list[str] = []
+    metrics: dict[str, float] = {}
+    try:
+        returned, calls = got["empty_step"]
+        if returned or calls:
+            raise _Fail(f"step() on an engine with nothing submitted returned {returned!r} and "
+                        f"made {calls} model call(s): with an empty queue there is nothing to "
+                        "run — return False (the caller then waits instead of spinning)")
+        if got["stuck"]:
+            if p["model"] == "probe":  # a policy mistake that led there names the cause
+                g = view(case, got, expected)
+                _check_policy(p, g["reqs"], g)
+            raise _Fail(got["stuck"])
+        if got.get("crash"):
+            raise _Fail(f"step() raised {got['crash']} — one poison request must fail alone: "
+                        "catch the error, find the request(s) at fault (e.g. retry each row "
+                        "alone), finish them with 'error' and keep serving the rest")
+        g = view(case, got, expected)
+        reqs = g["reqs"]
+        if g["violations"]:
+            raise _Fail("the model saw malformed inputs: " + g["violations"][0]
+                        + (f" (+{len(g['violations']) - 1} more)"
+                           if len(g["violations"]) > 1 else ""))
+        if g["multi_call_steps"]:
+            raise _Fail(f"{g['multi_call_steps']} step() calls made more than one model call: "
+                        "each step makes one forward over the whole running batch (newcomers "
+                        "prefill inside it)")
+        _check_rejections(p, reqs, g)
+        streams = _check_stream(reqs, g, p)
+        outputs = _expected_outputs(case, reqs, expected)
+        level4._check_cancels(reqs, g, streams)
+        _check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("target"))
+        if p["model"] == "probe":
+            _check_policy(p, reqs, g)
+        if "load" in p["checks"]:
+            stats = latency_stats(got["submitted"], got["events"])
+            ref = latency_stats(expected["submitted"], expected["events"])
+            metrics.update({f"learner_{k}": v for k, v in stats.items()})
+            metrics.update({f"reference_{k}": v for k, v in ref.items()})
+            metrics["p95_ratio"] = stats["e2e_p95_s"] / max(ref["e2e_p95_s"], 1e-9)
+            metrics["ttft_p95_ratio"] = stats["ttft_p95_s"] / max(ref["ttft_p95_s"], 1e-9)
+            notes.append(
+                f"p95 end-to-end {stats['e2e_p95_s'] * 1e3:.0f} ms vs reference "
+                f"{ref['e2e_p95_s'] * 1e3:.0f} ms (x{metrics['p95_ratio']:.2f}); p95 TTFT "
+                f"{stats['ttft_p95_s'] * 1e3:.0f} vs {ref['ttft_p95_s'] * 1e3:.0f} ms; "
+                f"{stats['tok_per_s']:.0f} vs {ref['tok_per_s']:.0f} tok/s (virtual time)")
+    except _Fail as exc:
+        return Verdict(False, str(exc), metrics)
+    return Verdict(True, "; ".join(notes), metrics)
+
+
+def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
+    """The batching policy, from the probe's record: what every level obeys, then what the
+    case's features add (static: run to completion; continuous: re-formed every step; a KV
+    budget: held, used for admission, preemption; named checks: first batch, lone request)."""
+    B, wait = p["max_batch_size"], p["max_wait_s"]
+    calls, rows_of, index = got["policy_calls"], got["rows_of"], got["index"]
+    finish_t, submitted = got["finish_t"], got["submitted"]
+    for n, (c, rows) in enumerate(zip(calls, rows_of, strict=True)):
+        if len(c[2]) > B:
+            raise _Fail(f"model call {n} at t={c[0]:.3f} s ran {len(c[2])} rows, over "
+                        f"max_batch_size {B} (requests {rows})")
+        if len(set(rows)) != len(rows):
+            raise _Fail(f"model call {n} has request(s) {_dups(rows)} in two rows at once")
+    recomputed = _check_kv_reuse(p, got, calls, index, finish_t)
+    if p["kv_budget_tokens"] is not None:
+        level3.check_budget(p, reqs, got, calls, rows_of, finish_t, recomputed)
+    for c in p["checks"]:
+        name, _, arg = c.partition(":")
+        if name == "first_call_at":
+            at, _, who = arg.partition(":")
+            want = [int(x) for x in who.split(",")]
+            if not calls:
+                raise _Fail("the model was never called")
+            t0, first = calls[0][0], rows_of[0]
+            if sorted(first) != sorted(want):  # the order of the rows inside a call is free
+                raise _Fail(f"the first batch should be requests {want} in arrival order, got "
+                            f"{first} (FIFO: the oldest go first; the order of the rows inside "
+                            "a call does not matter)")
+            if abs(t0 - float(at)) > EPS_S:
+                raise _Fail(f"the first batch went at t={t0:.3f} s, expected t={float(at):.3f} "
+                            f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
+                            "size or wait, whichever comes first)")
+        elif name == "lone":
+            t0, due = calls[0][0], submitted[0] + wait
+            if t0 < due - 1e-9:
+                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
+                            f"at t={t0:.3f} s, before max_wait ({wait * 1e3:g} ms) had passed — "
+                            "a partial batch waits for more requests until the oldest has "
+                            "waited max_wait")
+            if t0 > due + EPS_S:
+                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
+                            f"at t={t0:.3f} s, {(t0 - due) * 1e3:.0f} ms after its max_wait "
+                            f"({wait * 1e3:g} ms) ran out")
+    _check_fifo(reqs, got, rows_of)
+    _check_waiting(p, reqs, got, calls, rows_of, finish_t)
+    if p["continuous"] and "reformed" in p["checks"]:
+        level2._check_reformed(p, reqs, got, calls, rows_of, finish_t)
+    if not p["continuous"]:
+        level1._check_static(calls, rows_of, finish_t)

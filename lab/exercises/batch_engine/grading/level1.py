@@ -1,0 +1,144 @@
+"""Level 1: dynamic batching (size or wait, run to completion).
+
+Boundaries, special values and feature pairs, and the case that covers each:
+- batch size: 0 queued (`step()` before any submit returns False, no call: every case),
+  1 (lone-request-waits-max-wait), max_batch_size 1 (max-batch-one), exactly B
+  (full-batch-goes-at-once), B + 1 (b-plus-one-fifo), 11 with B 4 (cap-never-exceeded);
+- max_wait: a lone request goes exactly at submit + max_wait, not before, not after (lone-...);
+  arrivals inside the window share it (window-shares-a-batch); max_wait 0 (hidden cases draw
+  5-50 ms; cancel-finished-or-unknown at level 4 uses 0);
+- prompt length 1 and max_tokens 0, 1 (padding-mask-positions, conventions-stop-and-length);
+- prompt + max_tokens exactly max_positions (accepted) and + 1 (rejected), with a long and a
+  one-token prompt; token id vocab_size - 1 (accepted) and vocab_size (rejected)
+  (max-positions-boundary); empty prompt, max_tokens -1 (bad-requests-rejected);
+- stop token first / mid / on the max_tokens-th token (stop wins over length), a stop sequence
+  spanning two tokens, also on the last allowed token (conventions-stop-and-length);
+- id 0: a stop token of id 0 (the shipped target's EOS is 0) and id 0 inside a prompt
+  (eos-id-zero: the probe emits 0 there as a real token);
+- static + a request arriving mid-batch: it waits for the whole batch (static-runs-to-completion);
+- shutdown with requests queued and running (shutdown-mid-run);
+- the real target model, fp32, mixed lengths and stops (target-mixed-static, hidden-target).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lab.exercises.batch_engine import probe
+from lab.exercises.batch_engine.grading.common import (
+    MARK0,
+    _case,
+    _Fail,
+    _hidden_probe,
+    _load_case,
+    _req,
+    _target_cases,
+)
+from lab.grader.api import Case
+
+
+def _stop_case_requests(k0: int) -> list[dict[str, Any]]:
+    """Stop token (included) and a stop sequence spanning two tokens, placed mid-output."""
+    out = []
+    for k, (length, stop_at) in enumerate([(5, 2), (9, 5), (3, 0)], start=k0):
+        base = _req(k, length, 12)
+        tokens, _ = probe.solo(base["prompt"], 12)
+        out.append({**base, "stop_ids": [tokens[stop_at]]})
+    base = _req(k0 + 3, 6, 12)
+    tokens, _ = probe.solo(base["prompt"], 12)
+    out.append({**base, "stop_seqs": [[tokens[3], tokens[4]], [1, 1, 1]]})
+    return out
+
+
+def _stop_on_last_token_requests(k0: int) -> list[dict[str, Any]]:
+    """A stop token, and a two-token stop sequence, that land exactly on the max_tokens-th token:
+    stop and length on the same token, and stop wins."""
+    out = []
+    for k, (length, max_tokens, kind) in enumerate([(5, 4, "token"), (6, 4, "sequence")],
+                                                   start=k0):
+        base = _req(k, length, max_tokens)
+        tokens, _ = probe.solo(base["prompt"], max_tokens)
+        if kind == "token":
+            out.append({**base, "stop_ids": [tokens[-1]]})
+        else:
+            out.append({**base, "stop_seqs": [tokens[-2:]]})
+    return out
+
+
+def _zero_requests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Requests and probe settings where the probe emits id 0 as the third token of request 0
+    (its stop token), and request 1's prompt holds a 0."""
+    first = _req(0, 5, 12)
+    zero_id = probe.solo(first["prompt"], 12)[0][2]
+    reqs = [{**first, "stop_ids": [0]}, {**_req(1, 4, 6), "stop_ids": [0]}]
+    reqs[1]["prompt"][2] = 0
+    reqs.append(_req(2, 6, 5))
+    return reqs, {"zero_id": zero_id}
+
+
+def _level1_fixed() -> list[Case]:
+    return [
+        _case("padding-mask-positions", 1, "4 prompts of lengths 1, 3, 7, 12 in one batch: "
+              "left padding, attention mask, per-row positions",
+              [_req(k, n, 6) for k, n in enumerate([1, 3, 7, 12])]),
+        _case("full-batch-goes-at-once", 1, "max_batch_size requests arrive together: one batch "
+              "right away, no waiting", [_req(k, 4, 3) for k in range(4)],
+              checks=("first_call_at:0:0,1,2,3",)),
+        _case("b-plus-one-fifo", 1, "B+1 requests at once: the first B (FIFO) go, then the last",
+              [_req(k, 3, 2) for k in range(5)], checks=("first_call_at:0:0,1,2,3",)),
+        _case("lone-request-waits-max-wait", 1, "one request at t=0.010: it goes at "
+              "t = 0.010 + max_wait, not earlier, not later", [_req(0, 4, 2, t=0.010)],
+              checks=("lone",)),
+        _case("window-shares-a-batch", 1, "arrivals at 0, 15 and 30 ms with max_wait 50 ms share "
+              "one batch at 50 ms", [_req(k, 4, 2, t=0.015 * k) for k in range(3)], B=8,
+              checks=("first_call_at:0.05:0,1,2",)),
+        _case("cap-never-exceeded", 1, "11 requests at once with max_batch_size 4",
+              [_req(k, 2 + k % 5, 3 + k % 4) for k in range(11)]),
+        _case("static-runs-to-completion", 1, "a request arriving while a batch runs waits for "
+              "the whole batch to finish (static batching)",
+              [_req(0, 4, 12), _req(1, 6, 8), _req(2, 3, 4, t=0.07)], B=4, wait=0.02),
+        _case("conventions-stop-and-length", 1, "max_tokens 0 -> empty result and one `length` "
+              "finish; max_tokens 1; stop token included; stop sequence spanning two tokens; a "
+              "stop token and a stop sequence on the max_tokens-th token finish with `stop`",
+              [_req(0, 4, 0), _req(1, 3, 1), *_stop_case_requests(2),
+               *_stop_on_last_token_requests(6)]),
+        _case("bad-requests-rejected", 1, "empty prompt, max_tokens < 0, a token id outside the "
+              "vocabulary and prompt + max_tokens over the model's positions raise ValueError in "
+              "submit; the good requests around them are unaffected",
+              [_req(0, 3, 4), {"t": 0.0, "prompt": [], "max_tokens": 3},
+               {**_req(2, 3, -1)}, {**_req(3, 3, 3), "prompt": [MARK0 + 3, probe.VOCAB, 5]},
+               {**_req(4, 3, 5000)}, _req(5, 5, 4)], checks=("rejects:1,2,3,4",)),
+        _case("max-positions-boundary", 1, "max_positions 40: prompt + max_tokens = 40 is "
+              "accepted (a 30-token prompt, and a 1-token prompt with max_tokens 39), 41 is "
+              "rejected; a token id of vocab_size - 1 is accepted",
+              [_req(0, 30, 10), _req(1, 30, 11), _req(2, 1, 39),
+               {**_req(3, 3, 4), "prompt": [MARK0 + 3, probe.VOCAB - 1, 5]}],
+              checks=("rejects:1",), max_positions=40),
+        _case("eos-id-zero", 1, "the stop token is id 0 (as the shipped target's EOS) and a "
+              "prompt contains id 0: both are ordinary ids (`if token:` is false for 0)",
+              _zero_requests()[0], **_zero_requests()[1]),
+        _case("max-batch-one", 1, "max_batch_size 1: each request runs alone, in arrival order",
+              [_req(k, 2 + 3 * k, 3 + k) for k in range(3)], B=1, wait=0.01),
+        _case("shutdown-mid-run", 1, "shutdown() while requests are queued and running: every "
+              "request still gets exactly one finish event (`abort` if unfinished)",
+              [_req(k, 3 + k, 30, t=0.01 * k) for k in range(7)], B=3, wait=0.02,
+              shutdown_at=0.12, checks=("shutdown",)),
+    ]
+
+
+def _check_static(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
+    for n in range(1, len(calls)):
+        joined = set(rows_of[n]) - set(rows_of[n - 1])
+        if not joined:
+            continue
+        running = [r for r in rows_of[n - 1] if finish_t.get(r, math.inf) > calls[n][0]]
+        if running:
+            raise _Fail(f"model call {n}: request(s) {sorted(joined)} joined while requests "
+                        f"{running} of the running batch were unfinished — with continuous="
+                        "False a batch runs to completion before the next one forms")
+
+
+def cases(seed: int) -> list[Case]:
+    return (_level1_fixed() + _hidden_probe(1, seed) + [_load_case(1, seed, 35.0)]
+            + _target_cases(1, seed))

@@ -1,0 +1,85 @@
+"""Level 2: continuous batching.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lab.exercises.batch_engine.grading.common import (
+    _case,
+    _Fail,
+    _hidden_probe,
+    _load_case,
+    _req,
+    _target_cases,
+)
+from lab.grader.api import Case
+
+
+def _level2_fixed() -> list[Case]:
+    return [
+        _case("refill-next-step", 2, "B=2: when a request finishes, the queued one joins at the "
+              "very next step", [_req(0, 3, 3), _req(1, 5, 12), _req(2, 4, 6), _req(3, 2, 4)],
+              B=2, checks=("reformed",)),
+        _case("join-a-running-batch", 2, "a request arriving while the batch runs joins at the "
+              "next step instead of waiting for the batch (or max_wait)",
+              [_req(0, 4, 20), _req(1, 6, 20, t=0.06), _req(2, 2, 9, t=0.08)], B=4, wait=0.05,
+              checks=("reformed",)),
+        _case("refilled-slots-many", 2, "B=3, 12 requests of mixed lengths: each refilled row "
+              "must see only its own KV", [_req(k, 1 + (k * 5) % 13, 1 + (k * 7) % 11)
+                                           for k in range(12)], B=3, checks=("reformed",)),
+        _case("shutdown-continuous", 2, "shutdown() mid-run: one finish event per request",
+              [_req(k, 3 + k, 25, t=0.01 * k) for k in range(7)], B=3, wait=0.02,
+              shutdown_at=0.1, checks=("shutdown",)),
+    ]
+
+
+def _check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
+                    calls: list[Any], rows_of: list[list[int]],
+                    finish_t: dict[int, float]) -> None:
+    """Continuous: every step re-forms the batch; a free slot is refilled at the next step."""
+    B, budget = p["max_batch_size"], p["kv_budget_tokens"]
+    admitted_at: dict[int, int] = {}
+    preempted: dict[int, int] = {}
+    for n in range(len(calls)):
+        t0 = calls[n][0]
+        rows = rows_of[n]
+        prev = rows_of[n - 1] if n else []
+        unfinished = [r for r in prev if finish_t.get(r, math.inf) > t0]
+        gone = [r for r in unfinished if r not in rows]
+        for r in rows:
+            if r not in prev:
+                admitted_at[r] = n
+        if gone:
+            if budget is None:
+                raise _Fail(f"model call {n} at t={t0:.3f} s dropped unfinished request(s) "
+                            f"{gone}: every running request takes part in every step")
+            kept = [r for r in unfinished if r in rows]
+            newest_kept = max((admitted_at.get(r, -1) for r in kept), default=-1)
+            for r in gone:
+                if admitted_at.get(r, -1) < newest_kept:
+                    raise _Fail(f"model call {n} preempted request {r} while a newer request "
+                                f"was kept running — preempt the newest (latest admitted)")
+                preempted[r] = n
+        if not unfinished:
+            continue  # idle engine: the size-or-wait rule applies (checked elsewhere)
+        waiting = [r for r in range(len(reqs)) if got["submitted"][r] <= t0 + 1e-9
+                   and r not in got["rejected"] and reqs[r]["max_tokens"] > 0
+                   and r not in rows and finish_t.get(r, math.inf) > t0]
+        fresh = [r for r in rows if r not in prev]
+        waiting_preempted = [r for r in waiting if r in preempted]
+        if waiting_preempted and any(r not in preempted for r in fresh):
+            jumped = [r for r in fresh if r not in preempted]
+            raise _Fail(f"model call {n} admitted {jumped} while preempted request(s) "
+                        f"{waiting_preempted} waited — a preempted request goes back to the "
+                        "front of the queue")
+        if waiting and len(rows) < B and budget is None:
+            raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(rows)} of {B} rows while "
+                        f"request(s) {waiting[:5]} were queued — in continuous batching a free "
+                        "slot is refilled at the next step")
+
+
+def cases(seed: int) -> list[Case]:
+    return (_level2_fixed() + _hidden_probe(2, seed) + [_load_case(2, seed, 35.0)]
+            + _target_cases(2, seed))

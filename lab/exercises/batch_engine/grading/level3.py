@@ -1,0 +1,123 @@
+"""Level 3: memory-aware admission (a KV budget, preemption).
+
+Boundaries, special values and feature pairs, and the case that covers each:
+- a request needing exactly the whole budget alone (prompt + max_tokens - 1 = budget: accepted,
+  and it runs) and one token more (rejected) (budget-exact-fit, budget-too-small-rejected);
+- the head of the queue fitting exactly (held + what it feeds = budget: it joins at that step)
+  (budget-exact-fit), and not fitting by one: it waits for KV, not for a slot
+  (budget-admission);
+- preemption: forced by growth (budget-forces-preemption), while other requests wait: the
+  preempted request goes back to the front and resumes before them (preempt-while-others-wait);
+  a preempted request keeps the tokens it streamed (every preemption case: outputs equal solo);
+- budget + chunked prefill or whole-prompt admission: the admission check allows either;
+- budget + load (load-poisson, budget 300) and + the real target (target-mixed-continuous).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lab.exercises.batch_engine.grading.common import (
+    _case,
+    _dropped,
+    _Fail,
+    _hidden_probe,
+    _load_case,
+    _req,
+    _target_cases,
+)
+from lab.grader.api import Case
+
+
+def _level3_fixed() -> list[Case]:
+    return [
+        _case("budget-forces-preemption", 3, "4 requests of 8 prompt tokens growing to 28 under a "
+              "60-token KV budget: admit what fits, preempt the newest when the batch cannot "
+              "grow, requeue it first and recompute; outputs unchanged",
+              [_req(k, 8, 20) for k in range(4)], B=4, budget=60,
+              checks=("reformed", "preempts")),
+        _case("budget-admission", 3, "a budget that fits two prompts: the third waits for KV, "
+              "not for a slot", [_req(0, 10, 4), _req(1, 10, 4), _req(2, 10, 4)], B=4,
+              budget=26, checks=("reformed",)),
+        _case("budget-exact-fit", 3, "KV budget 16: two 8-token prompts fill it exactly and run "
+              "together; a request needing exactly 16 KV tokens alone (8 + 9 - 1) is accepted "
+              "and runs; one needing 17 is rejected",
+              [_req(0, 8, 1), _req(1, 8, 1), _req(2, 8, 9), _req(3, 8, 10)], B=4, budget=16,
+              checks=("rejects:3", "reformed")),
+        _case("preempt-while-others-wait", 3, "B=2, KV budget 30: two growing requests force a "
+              "preemption while two short ones wait; the preempted request goes back to the "
+              "front of the queue and resumes before them",
+              [_req(0, 6, 14), _req(1, 6, 14), _req(2, 4, 4, t=0.001), _req(3, 4, 4, t=0.001)],
+              B=2, budget=30, checks=("reformed", "preempts")),
+        _case("budget-too-small-rejected", 3, "a request that could never fit the budget alone is "
+              "rejected by submit", [_req(0, 30, 20), _req(1, 4, 4)], B=2, budget=40,
+              checks=("rejects:0",)),
+    ]
+
+
+def _check_budget_admission(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
+                            calls: list[Any], rows_of: list[list[int]],
+                            finish_t: dict[int, float]) -> None:
+    """Level 3: the budget caps what the cache holds; it is no reason to run fewer requests. In
+    every call with a free row, the head of the queue (the earliest arrival still waiting) must
+    have joined if it fitted: the KV tokens the call leaves plus everything the head would feed
+    (its prompt, plus the tokens it had produced if it was preempted) within the budget. That is
+    the most a newcomer can need (chunked prefill feeds less), so it holds for any engine that
+    admits from the front whatever fits."""
+    B, budget = p["max_batch_size"], p["kv_budget_tokens"]
+    produced: dict[int, list[float]] = {}
+    for t, kind, idx, _ in got["events"]:
+        if kind == "token":
+            produced.setdefault(idx, []).append(t)
+    for n, (c, rows) in enumerate(zip(calls, rows_of, strict=True)):
+        t0 = c[0]
+        if len(c[2]) >= B:
+            continue
+        waiting = [r for r in range(len(reqs)) if got["submitted"][r] <= t0 + 1e-9
+                   and r not in got["rejected"] and reqs[r]["max_tokens"] > 0
+                   and r not in rows and finish_t.get(r, math.inf) > t0]
+        if not waiting:
+            continue
+        head = min(waiting, key=lambda r: (got["submitted"][r], r))
+        done = sum(1 for t in produced.get(head, []) if t <= t0 + 1e-9)
+        need = len(reqs[head]["prompt"]) + done
+        held = sum(r[2] for r in c[2])
+        if held + need <= budget:
+            what = f"its prompt plus the {done} tokens it had produced" if done else "its prompt"
+            cancelled = [i for ct, i, ok, *_ in got.get("cancels", []) if ok is True and ct <= t0
+                         and any(ev[2] == i and ev[1] == "token" for ev in got["events"])]
+            freed = (f" (request(s) {cancelled} were cancelled while running: their KV is free "
+                     "at once)") if cancelled else ""
+            raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(c[2])} of {B} rows, leaving "
+                        f"{held} of the {budget} KV tokens in use, while request {head} at the "
+                        f"head of the queue needed {need} ({what}): it fits, so it joins at this "
+                        "step — admit from the front of the queue whatever fits the budget (the "
+                        "budget caps the KV held; it is no reason to run fewer requests, or to "
+                        f"reserve room for tokens not generated yet){freed}")
+
+
+def cases(seed: int) -> list[Case]:
+    return (_level3_fixed() + _hidden_probe(3, seed) + [_load_case(3, seed, 35.0)]
+            + _target_cases(3, seed))
+
+
+def check_budget(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
+                 calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float],
+                 recomputed: int) -> None:
+    """The budget holds after every call, a head that fits joins, and a case that needs a
+    preemption gets one."""
+    for n, c in enumerate(calls):
+        held = sum(r[2] for r in c[2])
+        if held > p["kv_budget_tokens"]:
+            raise _Fail(f"model call {n} leaves {held} KV tokens in the cache, over the "
+                        f"budget of {p['kv_budget_tokens']} — admit only what fits and "
+                        "preempt the newest when the running batch cannot grow")
+    if p["continuous"]:
+        _check_budget_admission(p, reqs, got, calls, rows_of, finish_t)
+    if "preempts" in p["checks"] and not recomputed and not _dropped(calls, rows_of, finish_t):
+        raise _Fail(f"no request was ever preempted, but these {len(reqs)} requests cannot "
+                    f"all grow to their length within the {p['kv_budget_tokens']}-token KV "
+                    "budget — admit whatever fits, and when the running batch cannot grow by "
+                    "one token each, preempt the newest running request (drop its row, put "
+                    "it back at the front of the queue, recompute it later)")

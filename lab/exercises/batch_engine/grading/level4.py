@@ -1,0 +1,117 @@
+"""Level 4: cancellation and poison requests.
+
+Boundaries, special values and feature pairs, and the case that covers each:
+- cancel a queued request (cancel-queued), a running one (cancel-running), a finished one and an
+  id no request has (cancel-finished-or-unknown: False, no event); the abort is sent from inside
+  `cancel()` (checked by event order in every cancel case, not by time);
+- cancel + KV budget: the cancelled row's KV is free at once, so a request waiting for KV joins
+  at the next step (cancel-frees-kv);
+- poison alone in a fresh batch (poison-fails-alone), joining a running batch
+  (poison-joins-a-running-batch: the rerun in the same step keeps the others' KV: the cache
+  reuse check applies to the rerun too); cancels and a poison request together on seeded
+  arrivals (hidden-robust).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from lab.exercises.batch_engine import probe
+from lab.exercises.batch_engine.grading.common import _case, _Fail, _req
+from lab.grader.api import Case
+
+
+def _poisoned(k: int, length: int, max_tokens: int, t: float = 0.0) -> dict[str, Any]:
+    req = _req(k, length, max_tokens, t)
+    req["prompt"][length // 2 if length > 1 else 0] = probe.POISON
+    return req
+
+
+def _level4_fixed() -> list[Case]:
+    return [
+        _case("cancel-queued", 4, "cancel a queued request: one `abort`, it never runs, the "
+              "others are unchanged", [_req(0, 4, 12), _req(1, 3, 5, t=0.001),
+                                       _req(2, 3, 4, t=0.002)], B=1, wait=0.01,
+              cancels=[(0.02, 1)]),
+        _case("cancel-running", 4, "cancel a running request: one `abort`, its row leaves at the "
+              "next step and the queued request takes the slot",
+              [_req(0, 4, 20), _req(1, 6, 20), _req(2, 2, 20), _req(3, 3, 6, t=0.001)], B=3,
+              cancels=[(0.08, 1)], checks=("reformed",)),
+        _case("cancel-finished-or-unknown", 4, "cancel a finished request or an unknown id: "
+              "returns False, no event", [_req(0, 3, 2)], B=1, wait=0.0,
+              cancels=[(0.2, 0), (0.2, -1)]),
+        _case("cancel-frees-kv", 4, "KV budget 24: a request waits for KV while two run; "
+              "cancelling one frees its KV at once, so the waiting request joins at the next step",
+              [_req(0, 8, 17), _req(1, 8, 5), _req(2, 8, 3, t=0.001)], B=4, wait=0.0,
+              budget=24, cancels=[(0.015, 1)], checks=("reformed",)),
+        _case("poison-fails-alone", 4, "one request in a batch of 4 breaks the model: it finishes "
+              "with `error`, the other three complete unchanged",
+              [_req(0, 5, 8), _req(1, 3, 8), _poisoned(2, 6, 8), _req(3, 4, 8)], B=4),
+        _case("poison-joins-a-running-batch", 4, "a poison request joins a running batch "
+              "(continuous): only it fails; nothing lost or duplicated",
+              [_req(0, 5, 15), _req(1, 3, 15), _poisoned(2, 4, 5, t=0.07), _req(3, 4, 6, t=0.08)],
+              B=4, checks=("reformed",)),
+    ]
+
+
+def _hidden_level4(seed: int) -> list[Case]:
+    rng = random.Random(seed * 17 + 4)
+    out = []
+    for j in range(2):
+        reqs, t = [], 0.0
+        n = rng.randint(8, 14)
+        bad = rng.randrange(n)
+        for k in range(n):
+            t += rng.expovariate(rng.choice([50.0, 200.0]))
+            make = _poisoned if k == bad else _req
+            reqs.append(make(k, rng.randint(2, 12), rng.choice([1, 4, 9, 17]), round(t, 4)))
+        cancels = [(round(r["t"] + rng.uniform(0.0, 0.08), 4), k)
+                   for k, r in enumerate(reqs) if k != bad and rng.random() < 0.25]
+        out.append(_case(f"hidden-robust-{seed}-{j}", 4, "seeded arrivals with cancels and one "
+                         "poison request", reqs, B=rng.choice([2, 3, 4]), wait=0.01,
+                         cancels=cancels))
+    return out
+
+
+def _check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
+                   streams: dict[int, tuple[list[int], list[str]]]) -> None:
+    """cancel() is True exactly for a live request, which then gets its one abort from inside the
+    call (between the events before and after it), and never runs again."""
+    first_finish: dict[int, int] = {}  # request -> index of its first finish event
+    for n, (_t, kind, idx, _) in enumerate(got["events"]):
+        if kind == "finish":
+            first_finish.setdefault(idx, n)
+    for t, idx, ok, before, after in got.get("cancels", []):
+        if idx < 0:
+            if ok is not False:
+                raise _Fail(f"cancel() of an id no request has returned {ok!r}, expected False")
+            continue
+        first = first_finish.get(idx, math.inf)
+        if ok is not True and first >= before:
+            raise _Fail(f"cancel({idx}) at t={t:.3f} s returned {ok!r}, but the request was still "
+                        "queued or running: expected True and one Finish 'abort'")
+        if ok is True and first < before:
+            raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True for a request that had "
+                        "already finished: return False and send nothing")
+        if ok is True:
+            reasons = streams.get(idx, ([], []))[1]
+            if not before <= first < after:
+                when = ("never" if first == math.inf else
+                        f"at t={got['events'][int(first)][0]:.3f} s, after cancel() returned")
+                raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True but sent no finish event "
+                            f"from inside the call (its finish came {when}): send "
+                            "Finish(id, 'abort') from cancel() itself, before it returns")
+            if reasons[:1] != ["abort"]:
+                raise _Fail(f"cancel({idx}) at t={t:.3f} s sent {reasons[:1]}, expected "
+                            "Finish(id, 'abort')")
+            later = [n for n, c in enumerate(got["calls"]) if c[0] > t
+                     and any(row[0] == reqs[idx]["prompt"][0] for row in c[2])]
+            if later:
+                raise _Fail(f"request {idx} was cancelled at t={t:.3f} s but still ran in model "
+                            f"call {later[0]}: free its slot (drop its row) at once")
+
+
+def cases(seed: int) -> list[Case]:
+    return _level4_fixed() + _hidden_level4(seed)

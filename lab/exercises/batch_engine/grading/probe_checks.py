@@ -1,0 +1,82 @@
+"""What the probe's raw call record says about an engine's inputs (parent side).
+
+For every call and row: which request the row is (its marker: the first prompt token of the
+sequence it attends to), how many real tokens it feeds and how many KV tokens it holds after the
+call; and every malformed input, as a message that names the mistake: no attention mask, right
+padding, a mask of 1 on a padding id, positions that are not the row's own, a refilled slot that
+still attends to its previous occupant's columns (stale KV), cached columns out of order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lab.exercises.batch_engine.probe import FIRST_ID
+
+MAX_VIOLATIONS = 20
+Row = tuple[int, int, int]  # (marker, new real tokens, KV tokens held after the call)
+Call = tuple[float, int, list[Row], int]  # (time, width, rows, step)
+
+
+def summarize(raw: list[dict[str, Any]], zero_ok: bool = False) -> tuple[list[Call], list[str]]:
+    """The calls as (time, width, rows, step), and the malformed inputs found (first 20).
+    `zero_ok`: the case makes the probe emit id 0 as a real token, so a fed 0 is no padding."""
+    calls: list[Call] = []
+    found: list[str] = []
+
+    def flag(message: str) -> None:
+        if len(found) < MAX_VIOLATIONS and message not in found:
+            found.append(message)
+
+    for n, c in enumerate(raw):
+        ids, pos, mask = c["ids"].tolist(), c["positions"].tolist(), c["mask"].tolist()
+        cache_pos, cache_mark = c["cache_pos"].tolist(), c["cache_mark"].tolist()
+        b, t = len(ids), len(ids[0]) if ids else 0
+        past = len(mask[0]) - t if mask else 0
+        if not c["mask_given"] and b > 1:
+            flag(f"call {n}: attention_mask is None for a batch of {b} rows — without a mask "
+                 "every row attends to the padding and to cache columns that are not its own")
+        rows: list[Row] = []
+        for r in range(b):
+            m_past, m_new = mask[r][:past], mask[r][past:]
+            if 1 in m_new and 0 in m_new[m_new.index(1):]:
+                flag(f"call {n}, row {r}: padding to the right of a real token (mask {m_new}) — "
+                     "pad on the left so every row's newest token is in the last column")
+            attended = [j for j in range(past) if m_past[j]]
+            seen = [cache_pos[r][j] for j in attended]
+            if seen != list(range(len(seen))):
+                owners = sorted({cache_mark[r][j] for j in attended})
+                detail = (f"columns of {len(owners)} different requests" if len(owners) > 1
+                          else "columns out of order")
+                flag(f"call {n}, row {r}: the cached columns this row attends to are not one "
+                     f"sequence (positions {_short(seen)}; {detail}) — stale KV: a refilled "
+                     "slot must mask out its previous occupant's columns")
+            marker = cache_mark[r][attended[-1]] if attended else -1
+            got_pos = [pos[r][j] for j in range(t) if m_new[j]]
+            real = [ids[r][j] for j in range(t) if m_new[j]]
+            if real and marker < 0:
+                marker = real[0]
+            low = [tok for tok in real if tok < FIRST_ID and not (zero_ok and tok == 0)]
+            if low:
+                tok = low[0]
+                flag(f"call {n}, row {r}: attention_mask is 1 on a padding token (id {tok}) — "
+                     "the mask must be 0 on padding, or the row attends to it as if it were text")
+            want_pos = list(range(len(attended), len(attended) + len(real)))
+            if got_pos and got_pos[0] == 0 and attended:
+                flag(f"call {n}, row {r}: a new sequence (positions from 0) attends to "
+                     f"{len(attended)} cached columns of another request — stale KV: a refilled "
+                     "slot must mask out its previous occupant's columns (or drop the row and "
+                     "add a fresh one)")
+            elif got_pos != want_pos:
+                flag(f"call {n}, row {r}: position_ids {got_pos} for its new tokens, expected "
+                     f"{want_pos} — positions count each row's own real tokens "
+                     "(attention_mask.cumsum(-1) - 1), not columns of the padded batch")
+            rows.append((marker, len(real), len(attended) + len(real)))
+        calls.append((float(c["t"]), t, rows, int(c["step"])))
+    return calls, found
+
+
+def _short(values: list[int], limit: int = 12) -> str:
+    if len(values) <= limit:
+        return str(values)
+    return str(values[: limit // 2])[:-1] + ", …, " + str(values[-limit // 2:])[1:]
