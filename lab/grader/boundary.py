@@ -31,7 +31,6 @@ class Boundary:
     allowed: dict[str, str | None]  # module name -> its file (None for namespace packages)
     guarded_paths: list[str]
     reference_paths: list[str]
-    compat: bool = False  # COMPAT(judge): removed at merge
     hide: list[str] = field(default_factory=list)
 
     def load_message(self, *, trusted: bool) -> dict[str, Any]:
@@ -68,15 +67,8 @@ def _module_file(module: str) -> Path | None:
 def compute(exercise_module: str, reference: str) -> Boundary:
     """The boundary for one exercise (imports its drive module here, in the trusted parent)."""
     drive_name = f"{exercise_module}.drive"
-    compat = importlib.util.find_spec(drive_name) is None
-    if compat:  # COMPAT(judge): removed at merge — an exercise still without drive.py
-        drive_name = f"{exercise_module}.grading"
-        package_dir = Path(importlib.import_module(exercise_module).__file__ or "").parent
-        extra = [f"{exercise_module}.{p.stem}" for p in package_dir.glob("*.py")
-                 if p.stem != "__init__"] + ["lab.models", "lab.models.loading"]
-    else:
-        drive = importlib.import_module(drive_name)
-        extra = [drive_name, *getattr(drive, "CHILD_MODULES", ())]
+    drive = importlib.import_module(drive_name)
+    extra = [drive_name, *getattr(drive, "CHILD_MODULES", ())]
     names = _with_parents([*SANDBOX_MODULES, *extra])
     allowed = {n: _origin(n) for n in names}
     reference_file = _module_file(reference)
@@ -94,4 +86,4 @@ def compute(exercise_module: str, reference: str) -> Boundary:
                 hide.append(str(py))
     return Boundary(drive=drive_name, reference=reference, roots=["lab", exercise_module,
                     reference], allowed=allowed, guarded_paths=guarded,
-                    reference_paths=reference_paths, compat=compat, hide=hide)
+                    reference_paths=reference_paths, hide=hide)

@@ -32,6 +32,17 @@ def load_solution(path: Path) -> ModuleType:
     return module
 
 
+def materialize(broken: Path, directory: Path) -> Path:
+    """A broken engine as a standalone `batch_engine.py` (the reference's text with its
+    mutations): the sandbox child cannot read lab/reference, so it must not build it there."""
+    load_solution(broken)
+    base = sys.modules["_base"]
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "batch_engine.py"
+    target.write_text(base.SOURCES[broken.stem], encoding="utf-8")
+    return target
+
+
 def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = False,
                      ) -> list[tuple[str, str]]:
     """(case id, message) for every failed case of `level` (target-model cases only if asked),

@@ -16,6 +16,7 @@ from tests.batch_engine.conftest import (
     grade_case,
     grade_in_process,
     load_solution,
+    materialize,
 )
 
 
@@ -41,8 +42,8 @@ def test_stub_fails_as_not_implemented() -> None:
 
 
 @pytest.mark.slow
-def test_missing_mask_fails_through_the_sandbox() -> None:
-    assert_fails("batch-engine", BROKEN / "missing_mask.py", 1,
+def test_missing_mask_fails_through_the_sandbox(tmp_path: Path) -> None:
+    assert_fails("batch-engine", materialize(BROKEN / "missing_mask.py", tmp_path), 1,
                  match=r"attention_mask is None for a batch of \d+ rows", kind="wrong")
 
 

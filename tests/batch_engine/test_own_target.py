@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from lab.grader.runner import checkpoint_allowance_mb
 from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
-from tests.batch_engine.conftest import BROKEN
+from tests.batch_engine.conftest import BROKEN, materialize
 from trainer.cli import main
 
 PROMPTS = Path(__file__).resolve().parents[2] / "lab" / "exercises" / "batch_engine" / "prompts.txt"
@@ -73,9 +73,9 @@ def test_the_reference_passes_on_a_learners_own_target(own_target: Path, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(own_target: Path
-                                                                          ) -> None:
-    run = assert_fails("batch-engine", BROKEN / "drops_final_token.py", 1,
+def test_a_broken_engine_fails_the_target_cases_on_a_learners_own_target(
+        own_target: Path, tmp_path: Path) -> None:
+    run = assert_fails("batch-engine", materialize(BROKEN / "drops_final_token.py", tmp_path), 1,
                        match=r"stop after \d+ of the expected \d+", kind="wrong",
                        models={"target": str(own_target)})
     assert any(f["case"].startswith(("target-", "hidden-target")) for f in run.failures)

@@ -1,9 +1,10 @@
 """Build a broken engine from the reference by exact text substitutions.
 
-The sandbox refuses imports of lab.reference, so the reference's source is read as text, each
-`(old, new)` replacement is applied (it must occur exactly once, so a reference edit that moves
-the code fails loudly here instead of silently testing nothing), and the result is executed as
-a fresh module named after the broken file.
+The reference's source is read as text, each `(old, new)` replacement is applied (it must occur
+exactly once, so a reference edit that moves the code fails loudly here instead of silently testing
+nothing), and the result is executed as a fresh module named after the broken file. The mutated
+source is kept in `SOURCES` so tests that grade through the sandbox (where lab/reference is not
+readable) can write it out as a standalone file (`conftest.materialize`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import types
 from pathlib import Path
 
 REFERENCE = Path(__file__).resolve().parents[3] / "lab" / "reference" / "batch_engine.py"
+SOURCES: dict[str, str] = {}  # broken file name -> its mutated reference source
 
 
 def mutate(name: str, *replacements: tuple[str, str]) -> types.ModuleType:
@@ -23,6 +25,7 @@ def mutate(name: str, *replacements: tuple[str, str]) -> types.ModuleType:
             raise RuntimeError(f"{name}: expected exactly one {old!r} in the reference, "
                                f"found {count}")
         source = source.replace(old, new)
+    SOURCES[name] = source
     module = types.ModuleType(f"_broken_{name}")
     module.__file__ = str(Path(__file__).with_name(f"{name}.py"))
     sys.modules[module.__name__] = module

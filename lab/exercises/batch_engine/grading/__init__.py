@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.exercises.batch_engine.drive import run  # noqa: F401  # COMPAT(judge): removed at merge
 from lab.exercises.batch_engine.grading import level1, level2, level3, level4
 from lab.exercises.batch_engine.grading.common import (
     EPS_S,
