@@ -1,6 +1,6 @@
 """Speculative decoding on the shipped pair: the reference loop vs plain greedy vs transformers.
 
-For k in {1, 2, 4, 6, 8} it prints α̂, τ (tokens per target pass) next to the formula
+For each k it prints α̂, τ (tokens per target pass) next to the formula
 (1 − α̂^(k+1)) / (1 − α̂), target passes per token, tokens/s and speed-up over plain greedy for:
   plain-lab   the target alone through the lab's CausalLM (one token per pass)
   plain-hf    the target alone through `generate(do_sample=False)`
@@ -9,8 +9,16 @@ For k in {1, 2, 4, 6, 8} it prints α̂, τ (tokens per target pass) next to the
 Same prompts and max_new_tokens, EOS off, outputs checked identical to plain greedy first;
 then interleaved runs (A B C D, A B C D, ...) and medians. On CPU: one torch thread.
 
+Then, from the same run, the cost ratios the analytic speed-up needs — c (one draft step ÷ one
+target step) and r (a target pass over k+1 tokens ÷ one token), both through CausalLM, interleaved
+— and per k: the analytic bound (1 − α̂^(k+1)) / ((1 − α̂)(k c + 1)) and the fraction of it the
+reference reaches, the same bound with the verify pass priced at r instead of 1, the ratio to
+assisted generation, and where the reference loop's time goes (draft passes, target verify passes,
+prefill, verification, cache crops, other Python) from one instrumented run.
+
     nice -n 10 python bench/spec_decode.py [--device auto|cpu|cuda] [--dtype float32|bfloat16]
                                           [--tokens 64] [--repeats 5] [--ks 1,2,4,6,8]
+                                          [--prompts N] [--methods plain-lab,plain-hf,...]
 """
 
 from __future__ import annotations
@@ -59,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ks", default="1,2,4,6,8")
     ap.add_argument("--prompts", type=int, default=len(SHIPPED_PROMPTS))
+    ap.add_argument("--methods", default="plain-lab,plain-hf,assisted-hf,reference",
+                    help="comma list; plain-lab, assisted-hf and reference are always run")
     ap.add_argument("--target", help="a local Hugging Face target folder (default: shipped)")
     ap.add_argument("--draft", help="a local draft folder with the target's tokenizer")
     args = ap.parse_args(argv)
@@ -111,19 +121,33 @@ def main(argv: list[str] | None = None) -> int:
         "assisted-hf": lambda p, k: hf(p, k),
         "reference": lambda p, k: speculative_generate(target, draft, p, n_new, k),
     }
+    keep = {"plain-lab", "assisted-hf", "reference", *args.methods.split(",")}
+    unknown = keep - set(methods)
+    if unknown:
+        ap.error(f"unknown method(s) {sorted(unknown)}; choose from {sorted(methods)}")
+    methods = {name: fn for name, fn in methods.items() if name in keep}
     print(f"# spec_decode on {device} ({pair.dtype}), pair {getattr(pair, 'name', 'pycode')}: "
           f"{len(prompts)} prompts x {n_new} new tokens, EOS off, {args.repeats} interleaved "
           f"repeats, medians; torch threads {torch.get_num_threads()}")
     want = [plain_greedy(target, p, n_new) for p in prompts]
+    # cost ratios first, at a cache length typical of the runs below (prompt + half the output)
+    ctx = want[0][: n_new // 2]
+    costs = _cost_ratios(target, draft, prompts[0] + ctx, ks, reps=max(9, 3 * args.repeats))
+    print(f"# costs through CausalLM at cache length {len(prompts[0]) + len(ctx)}: target step "
+          f"{costs['t1'] * 1e3:.3f} ms, draft step {costs['d1'] * 1e3:.3f} ms, "
+          f"c = {costs['c']:.3f}; r(n) = target pass over n tokens / one token: "
+          + ", ".join(f"r({k + 1}) = {costs[f'r{k + 1}']:.3f}" for k in ks))
     header = (f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
               f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
     print(header)
+    summary: list[str] = []
+    phases: list[str] = []
     for k in ks:
         # correctness + deterministic figures first
         figures: dict[str, dict[str, float]] = {}
         same: dict[str, str] = {}
         for name, fn in methods.items():
-            t0, d0 = t_count.n, d_count.n
+            n0, d0 = t_count.n, d_count.n
             acc = judged = 0
             ok = True
             for p, w in zip(prompts, want, strict=True):
@@ -131,11 +155,11 @@ def main(argv: list[str] | None = None) -> int:
                     target.record = True
                 out = fn(p, k)
                 if name == "reference":
-                    a, j = _acceptance(target, len(p), p + out)
-                    acc, judged = acc + a, judged + j
+                    got, j = _acceptance(target, len(p), p + out)
+                    acc, judged = acc + got, judged + j
                     target.record = False
                 ok = ok and out == w
-            passes = t_count.n - t0
+            passes = t_count.n - n0
             figures[name] = {"pass_per_tok": passes / (n_new * len(prompts)),
                              "draft_per_tok": (d_count.n - d0) / (n_new * len(prompts))}
             if judged:
@@ -154,18 +178,121 @@ def main(argv: list[str] | None = None) -> int:
                 _sync(device)
                 times[name].append(time.perf_counter() - t0)
         base = statistics.median(times["plain-lab"])
+        med = {name: statistics.median(times[name]) for name in methods}
         for name in methods:
-            med = statistics.median(times[name])
             f = figures[name]
             tau = 1.0 / f["pass_per_tok"] if name != "reference" else _tau(f, len(prompts), n_new)
             a = f.get("alpha")
-            formula = ((1 - a ** (k + 1)) / (1 - a) if a is not None and a < 1 else
-                       (k + 1.0 if a is not None else float("nan")))
+            formula = _expected_tokens(a, k) if a is not None else float("nan")
             print(f"{k:>2} {name:<12} {a if a is not None else float('nan'):>6.3f} {tau:>6.2f} "
                   f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {f['draft_per_tok']:>9.2f} "
-                  f"{len(prompts) * n_new / med:>8.1f} "
-                  f"{base / med:>6.2f}x  {same[name]}")
+                  f"{len(prompts) * n_new / med[name]:>8.1f} "
+                  f"{base / med[name]:>6.2f}x  {same[name]}")
+        alpha = figures["reference"].get("alpha", 0.0)
+        speedup = base / med["reference"]
+        bound = _expected_tokens(alpha, k) / (k * costs["c"] + 1)
+        bound_r = _expected_tokens(alpha, k) / (k * costs["c"] + costs[f"r{k + 1}"])
+        summary.append(
+            f"{k:>2} {alpha:>6.3f} {costs['c']:>6.3f} {costs[f'r{k + 1}']:>6.3f} {speedup:>7.2f}x "
+            f"{bound:>6.2f}x {speedup / bound:>7.1%} {bound_r:>7.2f}x {speedup / bound_r:>7.1%} "
+            f"{med['assisted-hf'] / med['reference']:>8.2f}x")
+        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, n_new, k)))
+    print("\n# the reference vs its analytic limit (alpha and c from this run; bound_r prices the "
+          "verify pass at r(k+1) target steps instead of 1)")
+    print(f"{'k':>2} {'alpha':>6} {'c':>6} {'r(k+1)':>6} {'speedup':>8} {'bound':>7} "
+          f"{'reached':>7} {'bound_r':>8} {'reached':>7} {'vs-assisted':>9}")
+    print("\n".join(summary))
+    print("\n# where the reference loop's time goes (one instrumented run, ms per generated token "
+          "and share of the loop): draft = draft passes after the prefill, target = verify passes, "
+          "prefill = both models over the prompt, verify = verify_greedy, cache = crops")
+    print(f"{'k':>2} {'loop':>7} " + " ".join(f"{p:>15}" for p in _PHASES))
+    print("\n".join(phases))
     return 0
+
+
+_PHASES = ("draft", "target", "prefill", "verify", "cache", "other")
+
+
+def _expected_tokens(alpha: float, k: int) -> float:
+    """(1 − α^(k+1)) / (1 − α): tokens per target pass with i.i.d. acceptance α."""
+    return (1 - alpha ** (k + 1)) / (1 - alpha) if alpha < 1 else k + 1.0
+
+
+def _cost_ratios(target: CausalLM, draft: CausalLM, context: list[int], ks: list[int],
+                 reps: int) -> dict[str, float]:
+    """Median times of one draft step, one target step and target passes over k+1 tokens.
+
+    All through CausalLM on top of `context`, cropped back after each pass, interleaved so load
+    drifts hit every figure alike. Keys: t1, d1, c = d1 / t1, and r{n} = pass over n / t1.
+    """
+    sizes = sorted({1, *(k + 1 for k in ks)})
+    target.reset()
+    draft.reset()
+    target.forward(context)
+    draft.forward(context)
+    base = len(context)
+    feed = [int(t) for t in context[-1:]] * max(sizes)
+    samples: dict[str, list[float]] = {"d1": [], **{f"t{n}": [] for n in sizes}}
+    for _ in range(reps + 1):  # the first round warms up
+        for key, lm, n in [("d1", draft, 1), *((f"t{n}", target, n) for n in sizes)]:
+            t0 = time.perf_counter()
+            lm.forward(feed[:n])
+            samples[key].append(time.perf_counter() - t0)
+            lm.crop(base)
+    med = {key: statistics.median(v[1:]) for key, v in samples.items()}
+    out = {"t1": med["t1"], "d1": med["d1"], "c": med["d1"] / med["t1"]}
+    out.update({f"r{n}": med[f"t{n}"] / med["t1"] for n in sizes})
+    return out
+
+
+def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]], n_new: int,
+                     k: int) -> dict[str, float]:
+    """Seconds per phase over one run of the reference on every prompt (instrumented copies).
+
+    The models' forward/crop and the module's verify_greedy are wrapped on this run only, so the
+    timed runs above pay nothing for it; `other` is the loop's wall time minus the phases.
+    """
+    import lab.reference.spec_verify as ref
+
+    spent = dict.fromkeys(_PHASES, 0.0)
+
+    def timed(fn: Callable[..., Any], phase: Callable[[], str]) -> Callable[..., Any]:
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            key = phase()
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[key] += time.perf_counter() - t0
+        return wrapper
+
+    def forward_phase(lm: CausalLM, name: str) -> Callable[[], str]:
+        return lambda: "prefill" if lm.cache_len == 0 else name
+
+    verify = ref.verify_greedy
+    for lm, name in ((target, "target"), (draft, "draft")):
+        lm.forward = timed(lm.forward, forward_phase(lm, name))  # type: ignore[method-assign]
+        lm.crop = timed(lm.crop, lambda: "cache")  # type: ignore[method-assign]
+    ref.verify_greedy = timed(verify, lambda: "verify")
+    try:
+        t0 = time.perf_counter()
+        for p in prompts:
+            speculative_generate(target, draft, p, n_new, k)
+        wall = time.perf_counter() - t0
+    finally:
+        ref.verify_greedy = verify
+        for lm in (target, draft):
+            del lm.forward, lm.crop  # back to the class's methods
+    spent["other"] = wall - sum(spent.values())
+    spent["_wall"] = wall
+    spent["_tokens"] = float(n_new * len(prompts))
+    return spent
+
+
+def _phase_line(k: int, spent: dict[str, float]) -> str:
+    wall, n = spent["_wall"], spent["_tokens"]
+    cells = " ".join(f"{spent[p] / n * 1e3:>7.3f} {spent[p] / wall:>6.1%}" for p in _PHASES)
+    return f"{k:>2} {wall / n * 1e3:>7.3f} {cells}"
 
 
 def _acceptance(target: CausalLM, prompt_len: int, seq: list[int]) -> tuple[int, int]:
