@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", help="a local Hugging Face target folder (default: shipped)")
     ap.add_argument("--draft", help="a local draft folder with the target's tokenizer")
     args = ap.parse_args(argv)
+    if args.repeats < 1 or args.tokens < 1 or args.prompts < 1:
+        ap.error("--repeats, --tokens and --prompts must be >= 1")
 
     from transformers.utils import logging as hf_logging
 
@@ -130,13 +132,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(prompts)} prompts x {n_new} new tokens, EOS off, {args.repeats} interleaved "
           f"repeats, medians; torch threads {torch.get_num_threads()}")
     want = [plain_greedy(target, p, n_new) for p in prompts]
-    # cost ratios first, at a cache length typical of the runs below (prompt + half the output)
-    ctx = want[0][: n_new // 2]
-    costs = _cost_ratios(target, draft, prompts[0] + ctx, ks, reps=max(9, 3 * args.repeats))
-    print(f"# costs through CausalLM at cache length {len(prompts[0]) + len(ctx)}: target step "
-          f"{costs['t1'] * 1e3:.3f} ms, draft step {costs['d1'] * 1e3:.3f} ms, "
-          f"c = {costs['c']:.3f}; r(n) = target pass over n tokens / one token: "
-          + ", ".join(f"r({k + 1}) = {costs[f'r{k + 1}']:.3f}" for k in ks))
+    # cost ratios are sampled between the timed rounds below, at a cache length typical of the
+    # runs (prompt + half the output), so they see the same load as the timings they explain
+    cost_ctx = prompts[0] + want[0][: n_new // 2]
+    sizes = sorted({1, *(k + 1 for k in ks)})
+    _sample_costs(target, draft, cost_ctx, sizes, {}, reps=2)  # warm-up
+    all_costs: dict[str, list[float]] = {}
     header = (f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
               f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
     print(header)
@@ -169,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {m: [] for m in methods}
         for fn in methods.values():  # warm-up
             fn(prompts[0], k)
+        k_costs: dict[str, list[float]] = {}
         for _ in range(args.repeats):
             for name, fn in methods.items():
                 _sync(device)
@@ -177,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                     fn(p, k)
                 _sync(device)
                 times[name].append(time.perf_counter() - t0)
+            _sample_costs(target, draft, cost_ctx, [1, k + 1], k_costs, reps=3)
+        for key, v in k_costs.items():
+            all_costs.setdefault(key, []).extend(v)
+        costs = _ratios(k_costs)
         base = statistics.median(times["plain-lab"])
         med = {name: statistics.median(times[name]) for name in methods}
         for name in methods:
@@ -197,7 +203,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{bound:>6.2f}x {speedup / bound:>7.1%} {bound_r:>7.2f}x {speedup / bound_r:>7.1%} "
             f"{med['assisted-hf'] / med['reference']:>8.2f}x")
         phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, n_new, k)))
-    print("\n# the reference vs its analytic limit (alpha and c from this run; bound_r prices the "
+    pooled = _ratios(all_costs)
+    print(f"\n# costs through CausalLM at cache length {len(cost_ctx)}, sampled between the timed "
+          f"rounds: target step {pooled['t1'] * 1e3:.3f} ms, draft step {pooled['d1'] * 1e3:.3f} "
+          f"ms, c = {pooled['c']:.3f}; r(n) = a target pass over n tokens / one token: "
+          + ", ".join(f"r({n}) = {pooled[f'r{n}']:.3f}" for n in sizes if n > 1))
+    print("# the reference vs its analytic limit (alpha and c from this run; bound_r prices the "
           "verify pass at r(k+1) target steps instead of 1)")
     print(f"{'k':>2} {'alpha':>6} {'c':>6} {'r(k+1)':>6} {'speedup':>8} {'bound':>7} "
           f"{'reached':>7} {'bound_r':>8} {'reached':>7} {'vs-assisted':>9}")
@@ -218,30 +229,33 @@ def _expected_tokens(alpha: float, k: int) -> float:
     return (1 - alpha ** (k + 1)) / (1 - alpha) if alpha < 1 else k + 1.0
 
 
-def _cost_ratios(target: CausalLM, draft: CausalLM, context: list[int], ks: list[int],
-                 reps: int) -> dict[str, float]:
-    """Median times of one draft step, one target step and target passes over k+1 tokens.
+def _sample_costs(target: CausalLM, draft: CausalLM, context: list[int], sizes: list[int],
+                  into: dict[str, list[float]], reps: int) -> None:
+    """Time `reps` rounds of one draft step and target passes over each of `sizes` tokens.
 
-    All through CausalLM on top of `context`, cropped back after each pass, interleaved so load
-    drifts hit every figure alike. Keys: t1, d1, c = d1 / t1, and r{n} = pass over n / t1.
+    All through CausalLM on top of `context`, cropped back after each pass, interleaved; seconds
+    go to into["d1"] and into[f"t{n}"].
     """
-    sizes = sorted({1, *(k + 1 for k in ks)})
     target.reset()
     draft.reset()
     target.forward(context)
     draft.forward(context)
     base = len(context)
     feed = [int(t) for t in context[-1:]] * max(sizes)
-    samples: dict[str, list[float]] = {"d1": [], **{f"t{n}": [] for n in sizes}}
-    for _ in range(reps + 1):  # the first round warms up
+    for _ in range(reps):
         for key, lm, n in [("d1", draft, 1), *((f"t{n}", target, n) for n in sizes)]:
             t0 = time.perf_counter()
             lm.forward(feed[:n])
-            samples[key].append(time.perf_counter() - t0)
+            into.setdefault(key, []).append(time.perf_counter() - t0)
             lm.crop(base)
-    med = {key: statistics.median(v[1:]) for key, v in samples.items()}
+
+
+def _ratios(samples: dict[str, list[float]]) -> dict[str, float]:
+    """Medians as t1, d1, c = d1 / t1 and r{n} = (pass over n tokens) / t1."""
+    med = {key: statistics.median(v) for key, v in samples.items()}
     out = {"t1": med["t1"], "d1": med["d1"], "c": med["d1"] / med["t1"]}
-    out.update({f"r{n}": med[f"t{n}"] / med["t1"] for n in sizes})
+    out.update({key.replace("t", "r", 1): v / med["t1"] for key, v in med.items()
+                if key.startswith("t")})
     return out
 
 
