@@ -42,6 +42,8 @@ from lab.exercises.spec_verify.grading import SHIPPED_PROMPTS
 from lab.exercises.spec_verify.lm import CausalLM, plain_greedy
 from lab.reference.spec_verify import speculative_generate
 
+_clock: Callable[[], float] = time.perf_counter
+
 
 class PassCounter:
     """Counts forward calls of a transformers model (hooks work for every caller alike)."""
@@ -67,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ks", default="1,2,4,6,8")
     ap.add_argument("--prompts", type=int, default=len(SHIPPED_PROMPTS))
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall: perf_counter (the real figure); cpu: this process's CPU time, "
+                    "steadier on a machine other jobs load (one torch thread on CPU only)")
     ap.add_argument("--methods", default="plain-lab,plain-hf,assisted-hf,reference",
                     help="comma list; plain-lab, assisted-hf and reference are always run")
     ap.add_argument("--target", help="a local Hugging Face target folder (default: shipped)")
@@ -74,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1 or args.tokens < 1 or args.prompts < 1:
         ap.error("--repeats, --tokens and --prompts must be >= 1")
+    global _clock
+    _clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     from transformers.utils import logging as hf_logging
 
@@ -85,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     device = str(pair.device)
     if device == "cpu":
         torch.set_num_threads(1)
+    elif args.clock == "cpu":
+        ap.error("--clock cpu measures this process's CPU time: on a GPU it misses the device's")
     target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
     t_count, d_count = PassCounter(target_m), PassCounter(draft_m)
     target, draft = CausalLM(target_m, name="target"), CausalLM(draft_m, name="draft")
@@ -130,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     methods = {name: fn for name, fn in methods.items() if name in keep}
     print(f"# spec_decode on {device} ({pair.dtype}), pair {getattr(pair, 'name', 'pycode')}: "
           f"{len(prompts)} prompts x {n_new} new tokens, EOS off, {args.repeats} interleaved "
-          f"repeats, medians; torch threads {torch.get_num_threads()}")
+          f"repeats, medians; torch threads {torch.get_num_threads()}; {args.clock} clock")
     want = [plain_greedy(target, p, n_new) for p in prompts]
     # cost ratios are sampled between the timed rounds below, at a cache length typical of the
     # runs (prompt + half the output), so they see the same load as the timings they explain
@@ -174,11 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):
             for name, fn in methods.items():
                 _sync(device)
-                t0 = time.perf_counter()
+                t0 = _clock()
                 for p in prompts:
                     fn(p, k)
                 _sync(device)
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(_clock() - t0)
             _sample_costs(target, draft, cost_ctx, [1, k + 1], k_costs, reps=3)
         for key, v in k_costs.items():
             all_costs.setdefault(key, []).extend(v)
@@ -202,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{k:>2} {alpha:>6.3f} {costs['c']:>6.3f} {costs[f'r{k + 1}']:>6.3f} {speedup:>7.2f}x "
             f"{bound:>6.2f}x {speedup / bound:>7.1%} {bound_r:>7.2f}x {speedup / bound_r:>7.1%} "
             f"{med['assisted-hf'] / med['reference']:>8.2f}x")
-        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, n_new, k)))
+        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, n_new, k),
+                                  costs["t1"]))
     pooled = _ratios(all_costs)
     print(f"\n# costs through CausalLM at cache length {len(cost_ctx)}, sampled between the timed "
           f"rounds: target step {pooled['t1'] * 1e3:.3f} ms, draft step {pooled['d1'] * 1e3:.3f} "
@@ -215,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(summary))
     print("\n# where the reference loop's time goes (one instrumented run, ms per generated token "
           "and share of the loop): draft = draft passes after the prefill, target = verify passes, "
-          "prefill = both models over the prompt, verify = verify_greedy, cache = crops")
-    print(f"{'k':>2} {'loop':>7} " + " ".join(f"{p:>15}" for p in _PHASES))
+          "prefill = both models over the prompt, verify = verify_greedy, cache = crops; c-loop "
+          "and r-loop = one draft pass and one verify pass of the loop / a target step")
+    print(f"{'k':>2} {'loop':>7} " + " ".join(f"{p:>15}" for p in _PHASES)
+          + f" {'c-loop':>6} {'r-loop':>6}")
     print("\n".join(phases))
     return 0
 
@@ -244,9 +256,9 @@ def _sample_costs(target: CausalLM, draft: CausalLM, context: list[int], sizes: 
     feed = [int(t) for t in context[-1:]] * max(sizes)
     for _ in range(reps):
         for key, lm, n in [("d1", draft, 1), *((f"t{n}", target, n) for n in sizes)]:
-            t0 = time.perf_counter()
+            t0 = _clock()
             lm.forward(feed[:n])
-            into.setdefault(key, []).append(time.perf_counter() - t0)
+            into.setdefault(key, []).append(_clock() - t0)
             lm.crop(base)
 
 
@@ -269,15 +281,17 @@ def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]]
     import lab.reference.spec_verify as ref
 
     spent = dict.fromkeys(_PHASES, 0.0)
+    calls = dict.fromkeys(_PHASES, 0)
 
     def timed(fn: Callable[..., Any], phase: Callable[[], str]) -> Callable[..., Any]:
         def wrapper(*a: Any, **kw: Any) -> Any:
             key = phase()
-            t0 = time.perf_counter()
+            t0 = _clock()
             try:
                 return fn(*a, **kw)
             finally:
-                spent[key] += time.perf_counter() - t0
+                spent[key] += _clock() - t0
+                calls[key] += 1
         return wrapper
 
     def forward_phase(lm: CausalLM, name: str) -> Callable[[], str]:
@@ -289,24 +303,29 @@ def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]]
         lm.crop = timed(lm.crop, lambda: "cache")  # type: ignore[method-assign]
     ref.verify_greedy = timed(verify, lambda: "verify")
     try:
-        t0 = time.perf_counter()
+        t0 = _clock()
         for p in prompts:
             speculative_generate(target, draft, p, n_new, k)
-        wall = time.perf_counter() - t0
+        wall = _clock() - t0
     finally:
         ref.verify_greedy = verify
         for lm in (target, draft):
             del lm.forward, lm.crop  # back to the class's methods
     spent["other"] = wall - sum(spent.values())
     spent["_wall"] = wall
+    spent["_draft_pass"] = spent["draft"] / max(calls["draft"], 1)
+    spent["_target_pass"] = spent["target"] / max(calls["target"], 1)
     spent["_tokens"] = float(n_new * len(prompts))
     return spent
 
 
-def _phase_line(k: int, spent: dict[str, float]) -> str:
+def _phase_line(k: int, spent: dict[str, float], t1: float) -> str:
+    """ms per generated token and share per phase, then the loop's own c and r: a draft pass and
+    a verify pass over a target step `t1` timed in the same k's rounds."""
     wall, n = spent["_wall"], spent["_tokens"]
     cells = " ".join(f"{spent[p] / n * 1e3:>7.3f} {spent[p] / wall:>6.1%}" for p in _PHASES)
-    return f"{k:>2} {wall / n * 1e3:>7.3f} {cells}"
+    return (f"{k:>2} {wall / n * 1e3:>7.3f} {cells} {spent['_draft_pass'] / t1:>6.3f} "
+            f"{spent['_target_pass'] / t1:>6.3f}")
 
 
 def _acceptance(target: CausalLM, prompt_len: int, seq: list[int]) -> tuple[int, int]:
