@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{k:>2} {alpha:>6.3f} {costs['c']:>6.3f} {costs[f'r{k + 1}']:>6.3f} {speedup:>7.2f}x "
             f"{bound:>6.2f}x {speedup / bound:>7.1%} {bound_r:>7.2f}x {speedup / bound_r:>7.1%} "
             f"{med['assisted-hf'] / med['reference']:>8.2f}x")
-        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, n_new, k),
+        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, want, k),
                                   costs["t1"]))
     pooled = _ratios(all_costs)
     print(f"\n# costs through CausalLM at cache length {len(cost_ctx)}, sampled between the timed "
@@ -271,8 +271,8 @@ def _ratios(samples: dict[str, list[float]]) -> dict[str, float]:
     return out
 
 
-def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]], n_new: int,
-                     k: int) -> dict[str, float]:
+def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]],
+                     want: list[list[int]], k: int) -> dict[str, float]:
     """Seconds per phase over one run of the reference on every prompt (instrumented copies).
 
     The models' forward/crop and the module's verify_greedy are wrapped on this run only, so the
@@ -304,18 +304,20 @@ def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]]
     ref.verify_greedy = timed(verify, lambda: "verify")
     try:
         t0 = _clock()
-        for p in prompts:
-            speculative_generate(target, draft, p, n_new, k)
+        outs = [speculative_generate(target, draft, p, len(w), k)
+                for p, w in zip(prompts, want, strict=True)]
         wall = _clock() - t0
     finally:
         ref.verify_greedy = verify
         for lm in (target, draft):
             del lm.forward, lm.crop  # back to the class's methods
+    if outs != want:
+        raise RuntimeError(f"k = {k}: the instrumented reference differs from plain greedy")
     spent["other"] = wall - sum(spent.values())
     spent["_wall"] = wall
     spent["_draft_pass"] = spent["draft"] / max(calls["draft"], 1)
     spent["_target_pass"] = spent["target"] / max(calls["target"], 1)
-    spent["_tokens"] = float(n_new * len(prompts))
+    spent["_tokens"] = float(sum(len(w) for w in want))
     return spent
 
 
