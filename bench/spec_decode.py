@@ -19,6 +19,7 @@ prefill, verification, cache crops, other Python) from one instrumented run.
     nice -n 10 python bench/spec_decode.py [--device auto|cpu|cuda] [--dtype float32|bfloat16]
                                           [--tokens 64] [--repeats 5] [--ks 1,2,4,6,8]
                                           [--prompts N] [--methods plain-lab,plain-hf,...]
+                                          [--clock wall|cpu]
 """
 
 from __future__ import annotations
