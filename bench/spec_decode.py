@@ -1,6 +1,6 @@
 """Speculative decoding on the shipped pair: the reference loop vs plain greedy vs transformers.
 
-For k in {1, 2, 4, 6, 8} it prints α̂, τ (tokens per target pass) next to the formula
+For each k it prints α̂, τ (tokens per target pass) next to the formula
 (1 − α̂^(k+1)) / (1 − α̂), target passes per token, tokens/s and speed-up over plain greedy for:
   plain-lab   the target alone through the lab's CausalLM (one token per pass)
   plain-hf    the target alone through `generate(do_sample=False)`
@@ -9,8 +9,17 @@ For k in {1, 2, 4, 6, 8} it prints α̂, τ (tokens per target pass) next to the
 Same prompts and max_new_tokens, EOS off, outputs checked identical to plain greedy first;
 then interleaved runs (A B C D, A B C D, ...) and medians. On CPU: one torch thread.
 
+Then, from the same run, the cost ratios the analytic speed-up needs — c (one draft step ÷ one
+target step) and r (a target pass over k+1 tokens ÷ one token), both through CausalLM, interleaved
+— and per k: the analytic bound (1 − α̂^(k+1)) / ((1 − α̂)(k c + 1)) and the fraction of it the
+reference reaches, the same bound with the verify pass priced at r instead of 1, the ratio to
+assisted generation, and where the reference loop's time goes (draft passes, target verify passes,
+prefill, verification, cache crops, other Python) from one instrumented run.
+
     nice -n 10 python bench/spec_decode.py [--device auto|cpu|cuda] [--dtype float32|bfloat16]
                                           [--tokens 64] [--repeats 5] [--ks 1,2,4,6,8]
+                                          [--prompts N] [--methods plain-lab,plain-hf,...]
+                                          [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ import torch
 from lab.exercises.spec_verify.grading import SHIPPED_PROMPTS
 from lab.exercises.spec_verify.lm import CausalLM, plain_greedy
 from lab.reference.spec_verify import speculative_generate
+
+_clock: Callable[[], float] = time.perf_counter
 
 
 class PassCounter:
@@ -59,9 +70,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ks", default="1,2,4,6,8")
     ap.add_argument("--prompts", type=int, default=len(SHIPPED_PROMPTS))
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall: perf_counter (the real figure); cpu: this process's CPU time, "
+                    "steadier on a machine other jobs load (one torch thread on CPU only)")
+    ap.add_argument("--methods", default="plain-lab,plain-hf,assisted-hf,reference",
+                    help="comma list; plain-lab, assisted-hf and reference are always run")
     ap.add_argument("--target", help="a local Hugging Face target folder (default: shipped)")
     ap.add_argument("--draft", help="a local draft folder with the target's tokenizer")
     args = ap.parse_args(argv)
+    if args.repeats < 1 or args.tokens < 1 or args.prompts < 1:
+        ap.error("--repeats, --tokens and --prompts must be >= 1")
+    global _clock
+    _clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     from transformers.utils import logging as hf_logging
 
@@ -73,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     device = str(pair.device)
     if device == "cpu":
         torch.set_num_threads(1)
+    elif args.clock == "cpu":
+        ap.error("--clock cpu measures this process's CPU time: on a GPU it misses the device's")
     target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
     t_count, d_count = PassCounter(target_m), PassCounter(draft_m)
     target, draft = CausalLM(target_m, name="target"), CausalLM(draft_m, name="draft")
@@ -111,19 +133,32 @@ def main(argv: list[str] | None = None) -> int:
         "assisted-hf": lambda p, k: hf(p, k),
         "reference": lambda p, k: speculative_generate(target, draft, p, n_new, k),
     }
+    keep = {"plain-lab", "assisted-hf", "reference", *args.methods.split(",")}
+    unknown = keep - set(methods)
+    if unknown:
+        ap.error(f"unknown method(s) {sorted(unknown)}; choose from {sorted(methods)}")
+    methods = {name: fn for name, fn in methods.items() if name in keep}
     print(f"# spec_decode on {device} ({pair.dtype}), pair {getattr(pair, 'name', 'pycode')}: "
           f"{len(prompts)} prompts x {n_new} new tokens, EOS off, {args.repeats} interleaved "
-          f"repeats, medians; torch threads {torch.get_num_threads()}")
+          f"repeats, medians; torch threads {torch.get_num_threads()}; {args.clock} clock")
     want = [plain_greedy(target, p, n_new) for p in prompts]
+    # cost ratios are sampled between the timed rounds below, at a cache length typical of the
+    # runs (prompt + half the output), so they see the same load as the timings they explain
+    cost_ctx = prompts[0] + want[0][: n_new // 2]
+    sizes = sorted({1, *(k + 1 for k in ks)})
+    _sample_costs(target, draft, cost_ctx, sizes, {}, reps=2)  # warm-up
+    all_costs: dict[str, list[float]] = {}
     header = (f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
               f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
     print(header)
+    summary: list[str] = []
+    phases: list[str] = []
     for k in ks:
         # correctness + deterministic figures first
         figures: dict[str, dict[str, float]] = {}
         same: dict[str, str] = {}
         for name, fn in methods.items():
-            t0, d0 = t_count.n, d_count.n
+            n0, d0 = t_count.n, d_count.n
             acc = judged = 0
             ok = True
             for p, w in zip(prompts, want, strict=True):
@@ -131,11 +166,11 @@ def main(argv: list[str] | None = None) -> int:
                     target.record = True
                 out = fn(p, k)
                 if name == "reference":
-                    a, j = _acceptance(target, len(p), p + out)
-                    acc, judged = acc + a, judged + j
+                    got, j = _acceptance(target, len(p), p + out)
+                    acc, judged = acc + got, judged + j
                     target.record = False
                 ok = ok and out == w
-            passes = t_count.n - t0
+            passes = t_count.n - n0
             figures[name] = {"pass_per_tok": passes / (n_new * len(prompts)),
                              "draft_per_tok": (d_count.n - d0) / (n_new * len(prompts))}
             if judged:
@@ -145,27 +180,155 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {m: [] for m in methods}
         for fn in methods.values():  # warm-up
             fn(prompts[0], k)
+        k_costs: dict[str, list[float]] = {}
         for _ in range(args.repeats):
             for name, fn in methods.items():
                 _sync(device)
-                t0 = time.perf_counter()
+                t0 = _clock()
                 for p in prompts:
                     fn(p, k)
                 _sync(device)
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(_clock() - t0)
+            _sample_costs(target, draft, cost_ctx, [1, k + 1], k_costs, reps=3)
+        for key, v in k_costs.items():
+            all_costs.setdefault(key, []).extend(v)
+        costs = _ratios(k_costs)
         base = statistics.median(times["plain-lab"])
+        med = {name: statistics.median(times[name]) for name in methods}
         for name in methods:
-            med = statistics.median(times[name])
             f = figures[name]
             tau = 1.0 / f["pass_per_tok"] if name != "reference" else _tau(f, len(prompts), n_new)
             a = f.get("alpha")
-            formula = ((1 - a ** (k + 1)) / (1 - a) if a is not None and a < 1 else
-                       (k + 1.0 if a is not None else float("nan")))
+            formula = _expected_tokens(a, k) if a is not None else float("nan")
             print(f"{k:>2} {name:<12} {a if a is not None else float('nan'):>6.3f} {tau:>6.2f} "
                   f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {f['draft_per_tok']:>9.2f} "
-                  f"{len(prompts) * n_new / med:>8.1f} "
-                  f"{base / med:>6.2f}x  {same[name]}")
+                  f"{len(prompts) * n_new / med[name]:>8.1f} "
+                  f"{base / med[name]:>6.2f}x  {same[name]}")
+        alpha = figures["reference"].get("alpha", 0.0)
+        speedup = base / med["reference"]
+        bound = _expected_tokens(alpha, k) / (k * costs["c"] + 1)
+        bound_r = _expected_tokens(alpha, k) / (k * costs["c"] + costs[f"r{k + 1}"])
+        summary.append(
+            f"{k:>2} {alpha:>6.3f} {costs['c']:>6.3f} {costs[f'r{k + 1}']:>6.3f} {speedup:>7.2f}x "
+            f"{bound:>6.2f}x {speedup / bound:>7.1%} {bound_r:>7.2f}x {speedup / bound_r:>7.1%} "
+            f"{med['assisted-hf'] / med['reference']:>8.2f}x")
+        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, want, k),
+                                  costs["t1"]))
+    pooled = _ratios(all_costs)
+    print(f"\n# costs through CausalLM at cache length {len(cost_ctx)}, sampled between the timed "
+          f"rounds: target step {pooled['t1'] * 1e3:.3f} ms, draft step {pooled['d1'] * 1e3:.3f} "
+          f"ms, c = {pooled['c']:.3f}; r(n) = a target pass over n tokens / one token: "
+          + ", ".join(f"r({n}) = {pooled[f'r{n}']:.3f}" for n in sizes if n > 1))
+    print("# the reference vs its analytic limit (alpha and c from this run; bound_r prices the "
+          "verify pass at r(k+1) target steps instead of 1)")
+    print(f"{'k':>2} {'alpha':>6} {'c':>6} {'r(k+1)':>6} {'speedup':>8} {'bound':>7} "
+          f"{'reached':>7} {'bound_r':>8} {'reached':>7} {'vs-assisted':>9}")
+    print("\n".join(summary))
+    print("\n# where the reference loop's time goes (one instrumented run, ms per generated token "
+          "and share of the loop): draft = draft passes after the prefill, target = verify passes, "
+          "prefill = both models over the prompt, verify = verify_greedy, cache = crops; c-loop "
+          "and r-loop = one draft pass and one verify pass of the loop / a target step")
+    print(f"{'k':>2} {'loop':>7} " + " ".join(f"{p:>15}" for p in _PHASES)
+          + f" {'c-loop':>6} {'r-loop':>6}")
+    print("\n".join(phases))
     return 0
+
+
+_PHASES = ("draft", "target", "prefill", "verify", "cache", "other")
+
+
+def _expected_tokens(alpha: float, k: int) -> float:
+    """(1 − α^(k+1)) / (1 − α): tokens per target pass with i.i.d. acceptance α."""
+    return (1 - alpha ** (k + 1)) / (1 - alpha) if alpha < 1 else k + 1.0
+
+
+def _sample_costs(target: CausalLM, draft: CausalLM, context: list[int], sizes: list[int],
+                  into: dict[str, list[float]], reps: int) -> None:
+    """Time `reps` rounds of one draft step and target passes over each of `sizes` tokens.
+
+    All through CausalLM on top of `context`, cropped back after each pass, interleaved; seconds
+    go to into["d1"] and into[f"t{n}"].
+    """
+    target.reset()
+    draft.reset()
+    target.forward(context)
+    draft.forward(context)
+    base = len(context)
+    feed = [int(t) for t in context[-1:]] * max(sizes)
+    for _ in range(reps):
+        for key, lm, n in [("d1", draft, 1), *((f"t{n}", target, n) for n in sizes)]:
+            t0 = _clock()
+            lm.forward(feed[:n])
+            into.setdefault(key, []).append(_clock() - t0)
+            lm.crop(base)
+
+
+def _ratios(samples: dict[str, list[float]]) -> dict[str, float]:
+    """Medians as t1, d1, c = d1 / t1 and r{n} = (pass over n tokens) / t1."""
+    med = {key: statistics.median(v) for key, v in samples.items()}
+    out = {"t1": med["t1"], "d1": med["d1"], "c": med["d1"] / med["t1"]}
+    out.update({key.replace("t", "r", 1): v / med["t1"] for key, v in med.items()
+                if key.startswith("t")})
+    return out
+
+
+def _phase_breakdown(target: CausalLM, draft: CausalLM, prompts: list[list[int]],
+                     want: list[list[int]], k: int) -> dict[str, float]:
+    """Seconds per phase over one run of the reference on every prompt (instrumented copies).
+
+    The models' forward/crop and the module's verify_greedy are wrapped on this run only, so the
+    timed runs above pay nothing for it; `other` is the loop's wall time minus the phases.
+    """
+    import lab.reference.spec_verify as ref
+
+    spent = dict.fromkeys(_PHASES, 0.0)
+    calls = dict.fromkeys(_PHASES, 0)
+
+    def timed(fn: Callable[..., Any], phase: Callable[[], str]) -> Callable[..., Any]:
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            key = phase()
+            t0 = _clock()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[key] += _clock() - t0
+                calls[key] += 1
+        return wrapper
+
+    def forward_phase(lm: CausalLM, name: str) -> Callable[[], str]:
+        return lambda: "prefill" if lm.cache_len == 0 else name
+
+    verify = ref.verify_greedy
+    for lm, name in ((target, "target"), (draft, "draft")):
+        lm.forward = timed(lm.forward, forward_phase(lm, name))  # type: ignore[method-assign]
+        lm.crop = timed(lm.crop, lambda: "cache")  # type: ignore[method-assign]
+    ref.verify_greedy = timed(verify, lambda: "verify")
+    try:
+        t0 = _clock()
+        outs = [speculative_generate(target, draft, p, len(w), k)
+                for p, w in zip(prompts, want, strict=True)]
+        wall = _clock() - t0
+    finally:
+        ref.verify_greedy = verify
+        for lm in (target, draft):
+            del lm.forward, lm.crop  # back to the class's methods
+    if outs != want:
+        raise RuntimeError(f"k = {k}: the instrumented reference differs from plain greedy")
+    spent["other"] = wall - sum(spent.values())
+    spent["_wall"] = wall
+    spent["_draft_pass"] = spent["draft"] / max(calls["draft"], 1)
+    spent["_target_pass"] = spent["target"] / max(calls["target"], 1)
+    spent["_tokens"] = float(sum(len(w) for w in want))
+    return spent
+
+
+def _phase_line(k: int, spent: dict[str, float], t1: float) -> str:
+    """ms per generated token and share per phase, then the loop's own c and r: a draft pass and
+    a verify pass over a target step `t1` timed in the same k's rounds."""
+    wall, n = spent["_wall"], spent["_tokens"]
+    cells = " ".join(f"{spent[p] / n * 1e3:>7.3f} {spent[p] / wall:>6.1%}" for p in _PHASES)
+    return (f"{k:>2} {wall / n * 1e3:>7.3f} {cells} {spent['_draft_pass'] / t1:>6.3f} "
+            f"{spent['_target_pass'] / t1:>6.3f}")
 
 
 def _acceptance(target: CausalLM, prompt_len: int, seq: list[int]) -> tuple[int, int]:
