@@ -27,14 +27,10 @@ ServicesFactory = Callable[[], "Services"]
 
 def _default_factory() -> Services:
     """The real store and bank. $DOJO_NOW (ISO date-time) pins the clock, e.g. to try tomorrow."""
-    import datetime as dt
-    import os
-
+    from scheduler.days import pinned_now
     from trainer.core.services import Services
 
-    pinned = os.environ.get("DOJO_NOW")
-    now = dt.datetime.fromisoformat(pinned).astimezone() if pinned else None
-    return Services.open(now=now)
+    return Services.open(now=pinned_now())  # a bad or far-future value is refused with why
 
 
 class ServicesReady(Message):
@@ -82,7 +78,10 @@ class DojoApp(App[None]):
         try:
             services = self._factory()
         except Exception as exc:  # shown on the home screen rather than crashing the app
-            self.post_message(ServicesReady(f"{type(exc).__name__}: {exc}"))
+            from scheduler.errors import StoreError
+
+            known = isinstance(exc, StoreError | ValueError)  # messages written for learners
+            self.post_message(ServicesReady(str(exc) if known else f"{type(exc).__name__}: {exc}"))
             return
         self.services = services
         self.post_message(ServicesReady())

@@ -31,6 +31,7 @@ class TodayView:
     total_questions: int
     topics: list[tuple[str, str]]  # (id, title)
     bank_errors: list[str]
+    warnings: tuple[str, ...] = ()
 
     @property
     def to_do(self) -> int:
@@ -56,6 +57,7 @@ def today_view(services: Services) -> TodayView:
         total_questions=len(services.bank.questions),
         topics=sorted((tid, t.title) for tid, t in services.bank.topics.items()),
         bank_errors=services.bank_errors(),
+        warnings=tuple(services.warnings()),
     )
 
 

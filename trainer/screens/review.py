@@ -251,10 +251,24 @@ class ReviewScreen(DojoScreen):
 
     def _written(self, future: Future[Any]) -> None:
         """Runs on the writer thread: report a failed write on the UI thread."""
+        from scheduler.errors import (
+            AnsweredElsewhereError,
+            DiskFullError,
+            ReadOnlyDatabaseError,
+        )
+
         error = future.exception()
         if error is None:
             return
-        message = f"Could not save that answer: {error}"
+        if isinstance(error, AnsweredElsewhereError):
+            message = ("That card was already answered in another window; this answer was not "
+                       "recorded. Moving on.")
+        elif isinstance(error, DiskFullError):
+            message = "disk full: your last answer was not saved. Free some space to go on."
+        elif isinstance(error, ReadOnlyDatabaseError):
+            message = "read-only: your last answer was not saved (browsing read-only)."
+        else:
+            message = f"Could not save that answer: {error}"
         try:
             self.app.call_from_thread(self.notify, message, severity="error", timeout=10)
         except RuntimeError:  # already done when the callback was added: we are the UI thread
