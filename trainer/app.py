@@ -118,10 +118,11 @@ class DojoApp(App[None]):
 
         self.push_screen(StatsScreen())
 
-    def action_lab(self, exercise: str | None = None) -> None:
-        from trainer.screens.lab import LabScreen
+    def action_lab(self, exercise: str | None = None, level: int | None = None) -> None:
+        """Open the lab, on `exercise`'s `level` when given (a question's `l lab X L2` link)."""
+        from trainer.screens.lab_level import lab_screen
 
-        self.push_screen(LabScreen(exercise))
+        self.push_screen(lab_screen(exercise, level))
 
     def action_sim(self, name: str | None = None) -> None:
         from trainer.screens.sim import SimScreen

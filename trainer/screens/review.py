@@ -377,9 +377,9 @@ class ReviewScreen(DojoScreen):
         lab = getattr(item.question, "lab", None) if item else None
         if lab is None:
             return
-        from trainer.screens.lab import LabScreen
-
-        self.app.push_screen(LabScreen(str(getattr(lab, "exercise", lab))))
+        level = getattr(lab, "level", None)
+        self.dojo.action_lab(str(getattr(lab, "exercise", lab)),
+                             level if isinstance(level, int) else None)
 
     def action_sim(self) -> None:
         item = self.session.current
