@@ -36,3 +36,26 @@ async def test_the_lab_link_opens_the_named_level(make_app: AppFactory) -> None:
                 break
         row = lab.selected()
         assert row is not None and (row.exercise, row.level) == ("batch-engine", 2)
+
+
+async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> None:
+    """Item 9: a card passed yesterday (interval 1) shows 6d on every pass, and ↻ on the 3 that brings it back today."""
+    import datetime as dt
+
+    from tests.tui.conftest import NOW, text_of
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        assert app.services is not None
+        app.services.store.answer("batching-001", 4, correct=True, answer_text="x",
+                                  response_ms=1, now=NOW - dt.timedelta(days=1))
+        await pilot.press("enter")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        item = review.session.current
+        assert item is not None and item.question_id == "batching-001"
+        await pilot.press(*right_keys(item))
+        bar = text_of(app, "#gradebar")
+        assert "3 hard · 6d ↻" in bar and "4 good · 6d" in bar and "5 easy · 6d" in bar
+        assert "(Enter = 4)" in bar

@@ -204,6 +204,34 @@ class Session:
         )
         return self._feedback
 
+    def next_intervals(self) -> dict[int, int | None]:
+        """For each grade the showing verdict offers, the days until the card is next due if
+        graded so (Anki's "4 · 6d"); None where the grade leaves the schedule alone (re-drill,
+        cram) or the card cannot be rescheduled today. Computed by `transition.apply`, the
+        rule the store will apply, so the preview cannot disagree with the result."""
+        from scheduler.transition import apply
+
+        item, fb = self.current, self._feedback
+        if item is None or fb is None:
+            return {}
+        if item.mode != "review":
+            return {g: None for g in fb.grades}
+        store = self.services.store
+        try:
+            card, settings = store.card(item.question_id), store.settings()
+        except LookupError:
+            return {g: None for g in fb.grades}
+        day = store.study_day(self.services.now, settings)
+        out: dict[int, int | None] = {}
+        for g in fb.grades:
+            try:
+                after, _ = apply(card.scheduled, g, "review", day, settings)
+            except ValueError:  # not due (answered in another window): the store refuses it
+                out[g] = None
+                continue
+            out[g] = None if after.due is None else (after.due - day).days
+        return out
+
     def override(self) -> Feedback:
         """'I mistyped — count it right': turn the wrong verdict showing into a right one, to be
         graded 3-5 and logged as overridden (its named mistake is not recorded)."""

@@ -185,14 +185,8 @@ class ReviewScreen(DojoScreen):
             links.append(f"[b]m[/] sim {escape(q.sim)}")
         self.query_one("#links", Static).update(" · ".join(links))
         self.query_one("#feedback").display = True
-        grades = "  ".join(
-            f"[reverse] {g} {GRADE_LABELS[g]} [/]"
-            if g == fb.default_grade
-            else f"[b]{g}[/] {GRADE_LABELS[g]}"
-            for g in fb.grades
-        )
         bar = self.query_one("#gradebar", Static)
-        bar.update(f"Grade: {grades}   [dim](Enter = {fb.default_grade})[/]")
+        bar.update(grade_bar(fb, self.session.next_intervals()))
         bar.display = True
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
@@ -406,3 +400,19 @@ def _markdown(text: str) -> RichMarkdown:
 def _first_line(markdown: str, width: int = 70) -> str:
     text = " ".join(markdown.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
+    """The grade keys with what each does, Anki-style: "4 good · 6d"; ↻ marks a grade that
+    brings the card back today for a re-drill (below 4), so neither is a surprise."""
+    from scheduler.transition import needs_redrill
+
+    parts = []
+    for g in fb.grades:
+        days = intervals.get(g)
+        after = f" · {days}d" if days is not None else ""
+        again = " ↻" if needs_redrill(g) else ""
+        text = f"{g} {GRADE_LABELS[g]}{after}{again}"
+        parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
+    legend = "↻ = again today  " if any(needs_redrill(g) for g in fb.grades) else ""
+    return f"Grade: {'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
