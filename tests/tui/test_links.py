@@ -59,3 +59,28 @@ async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> N
         bar = text_of(app, "#gradebar")
         assert "3 hard · 6d ↻" in bar and "4 good · 6d" in bar and "5 easy · 6d" in bar
         assert "(Enter = 4)" in bar
+
+
+async def test_a_related_question_is_one_key_away_and_back(make_app: AppFactory) -> None:
+    """Item 4: `r` lists them, `1` opens the first with its answer, Esc, Esc: the card."""
+    from trainer.screens.modals import QuestionScreen, RelatedScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("enter", "ctrl+b", "ctrl+b")  # to kv-cache-001, related to -002
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        item = review.session.current
+        assert item is not None and item.question_id == "kv-cache-001"
+        await pilot.press(*right_keys(item), "r")
+        assert isinstance(app.screen, RelatedScreen)
+        await pilot.press("1")
+        opened = app.screen
+        assert isinstance(opened, QuestionScreen) and opened.question.id == "kv-cache-002"
+        body = opened.query_one("#question-body")
+        assert "Answer:" in body._markdown  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        assert isinstance(app.screen, RelatedScreen)
+        await pilot.press("escape")
+        assert app.screen is review and review.session.feedback is not None

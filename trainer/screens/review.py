@@ -364,7 +364,7 @@ class ReviewScreen(DojoScreen):
                 rows.append((qid, "(not in the bank)"))
                 continue
             rows.append((qid, _first_line(str(q.draw(0).prompt))))
-        self.app.push_screen(RelatedScreen(rows))
+        self.app.push_screen(RelatedScreen(rows, bank))
 
     def action_lab(self) -> None:
         item = self.session.current
