@@ -158,6 +158,7 @@ def stats(days: int, as_json: bool) -> None:
     """
     from questions.bank import load_bank
     from trainer.core.stats import collect, report_json
+    from trainer.core.wording import plural
 
     try:
         bank = load_bank()  # only to describe the mistakes: the stats never depend on it
@@ -176,7 +177,7 @@ def stats(days: int, as_json: bool) -> None:
         f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
         "leeches)"
     )
-    click.echo(f"Streak: {report.streak} day{'s' if report.streak != 1 else ''}")
+    click.echo(f"Streak: {plural(report.streak, 'day')}")
     click.echo(
         f"Answers in the last {days} days: {sum(per_day.values())} "
         f"(today {list(per_day.values())[-1]})"

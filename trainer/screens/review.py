@@ -138,7 +138,7 @@ class ReviewScreen(DojoScreen):
             answer = self.query_one("#answer", Input)
             answer.value = ""
             unit = str(getattr(item.question, "unit", "") or "")
-            answer.placeholder = f"your answer in {unit}" if unit else "your answer (a number)"
+            answer.placeholder = _placeholder(unit)
             self.query_one("#unit", Static).update(unit)
             answer.focus()
         self.query_one("#review-body", VerticalScroll).scroll_home(animate=False)
@@ -416,3 +416,13 @@ def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
         parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
     legend = "↻ = again today  " if any(needs_redrill(g) for g in fb.grades) else ""
     return f"Grade: {'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
+
+
+def _placeholder(unit: str) -> str:
+    """The numeric input's hint: "your answer in KiB"; a ratio unit (x, ×) is not a word to
+    answer "in", so it asks for the ratio instead."""
+    if not unit:
+        return "your answer (a number)"
+    if unit.strip().lower() in ("x", "×"):
+        return "your answer (a ratio, e.g. 2.5)"
+    return f"your answer in {unit}"

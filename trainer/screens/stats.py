@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from trainer.core.stats import Mistake
 from trainer.core.views import StatsView, stats_view
+from trainer.core.wording import plural
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.charts import BarChart, Heatmap
@@ -129,11 +130,12 @@ class StatsScreen(DojoScreen):
         )
         self.query_one("#stats-topics", Static).update(
             "\n".join(
-                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {t[:30]} [dim]({a}"
+                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {escape(t)} [dim]({a}"
                 + (f", {o} mistyped" if o else "") + ")[/]"
                 for t, a, c, o in v.topics
             )
-            + (f"\n[dim]{v.overridden} answer(s) counted right after a typo this year[/]"
+            + (f"\n[dim]{plural(v.overridden, 'answer')} counted right after a typo this "
+               "year[/]"
                if v.overridden else "")
             or "No answers yet."
         )
@@ -156,7 +158,7 @@ class StatsScreen(DojoScreen):
         self.query_one("#stats-lab", Static).update(
             "\n".join(
                 f"{ex} L{lvl}: {'[green]passing[/]' if ok else '[red]failing[/]'}  "
-                f"{n} attempt(s){f', best {best}' if best else ''}"
+                f"{plural(n, 'attempt')}{f', best {best}' if best else ''}"
                 for ex, lvl, ok, n, best in v.lab
             )
             or "No lab attempts yet (l on the home screen)."

@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
+from trainer.core.wording import plural
 from trainer.screens.base import DojoScreen
 from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
@@ -93,7 +94,7 @@ class TodayScreen(DojoScreen):
         if view.first_run:
             head.update(f"[b]Welcome.[/] {WELCOME}")
         elif view.to_do:
-            head.update(f"[b]{view.to_do} cards today.[/] Press [b]Enter[/] to start.")
+            head.update(f"[b]{plural(view.to_do, 'card')} today.[/] Press [b]Enter[/] to start.")
         else:
             head.update(
                 "[b]All done for today.[/] Cram (c) practises without touching the schedule."
@@ -116,7 +117,8 @@ class TodayScreen(DojoScreen):
             shown = "\n".join(f"  • {e}" for e in view.bank_errors[:5])
             more = len(view.bank_errors) - 5
             errors.update(
-                notes + f"[b yellow]{len(view.bank_errors)} question file(s) could not be loaded "
+                notes + f"[b yellow]{plural(len(view.bank_errors), 'question file')} could not "
+                "be loaded "
                 f"(the rest work):[/]\n{shown}" + (f"\n  … and {more} more" if more > 0 else "")
             )
         else:
