@@ -16,7 +16,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from questions.answers import Reask
-from trainer.core.session import GRADE_LABELS, Feedback, Session, choice_label
+from trainer.core.session import GRADE_LABELS, Feedback, Item, Session, choice_label
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
 from trainer.widgets.keybar import KeyBar
@@ -166,7 +166,15 @@ class ReviewScreen(DojoScreen):
         lines = []
         if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
             lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
-        lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
+        letters = inst_letters(item, fb) if item.is_mcq else None
+        if letters is not None:
+            # The choices above already carry ✓/✗ beside their text: name letters only.
+            right, chosen = letters
+            mine = "" if fb.correct else f"   you: [b]{chosen}[/]"
+            lines.append(f"{verdict}   answer [b]{right}[/]{mine}")
+        else:
+            lines.append(
+                f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
         if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
@@ -193,8 +201,10 @@ class ReviewScreen(DojoScreen):
         self.refresh_bindings()
 
     def _scroll_to_feedback(self) -> None:
+        # Scroll only as far as needed to bring the verdict into view: the question stays on
+        # screen above it when both fit (at 80x24 the old scroll-to-top hid the question).
         body = self.query_one("#review-body", VerticalScroll)
-        body.scroll_to_widget(self.query_one("#feedback"), top=True, animate=False)
+        body.scroll_to_widget(self.query_one("#verdict"), top=False, animate=False)
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -426,3 +436,13 @@ def _placeholder(unit: str) -> str:
     if unit.strip().lower() in ("x", "×"):
         return "your answer (a ratio, e.g. 2.5)"
     return f"your answer in {unit}"
+
+
+def inst_letters(item: Item, fb: Feedback) -> tuple[str, str] | None:
+    """An MCQ verdict's (right letter, chosen letter), or None when either is unknown."""
+    from questions.model import LETTERS
+
+    right = item.instance.correct_index
+    if right is None or fb.chosen_index is None:
+        return None
+    return LETTERS[right], LETTERS[fb.chosen_index]

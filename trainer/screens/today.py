@@ -60,6 +60,11 @@ class TodayScreen(DojoScreen):
             yield Static("", id="today-errors")
         yield KeyBar()
 
+    def on_resize(self) -> None:
+        # Side by side the two charts need ~76 columns; below that they stack, so neither
+        # loses its border or days (the heatmap 30 columns, the forecast 44).
+        self.query_one("#today-charts").set_class(self.size.width < 78, "narrow")
+
     def on_screen_resume(self) -> None:
         self.reload()
 
