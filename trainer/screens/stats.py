@@ -72,6 +72,12 @@ class StatsScreen(DojoScreen):
 
     mistakes: list[Mistake] = []
 
+    def on_resize(self) -> None:
+        # The first row needs ~76 columns side by side; narrower, every row stacks so no
+        # chart loses its border or days.
+        for row in self.query(".stats-row"):
+            row.set_class(self.size.width < 78, "narrow")
+
     def on_mount(self) -> None:
         self.query_one("#stats-body").focus()
         self.reload()
