@@ -392,6 +392,14 @@ class Store:
                                                     hold)
         return new
 
+    def day_rule_held_until(self, now: dt.datetime | None = None) -> dt.datetime | None:
+        """While a mid-day time zone/rollover change waits for the day to end: when (UTC)."""
+        hold = self._day_hold
+        moment = now or utc_now()
+        if hold is None or to_ms(moment) >= hold[2]:
+            return None
+        return from_ms(hold[2])
+
     def _hold_until(self, moment: dt.datetime, old: Settings, new: Settings) -> int | None:
         """When a day-rule change would move today's study day, the epoch ms until which the
         old rule keeps applying: the first quarter hour at which both rules name the same day

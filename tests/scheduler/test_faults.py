@@ -166,3 +166,14 @@ def test_a_mid_day_timezone_change_keeps_todays_answers_and_allowance(store: Sto
     next_day = dt.datetime(2026, 3, 2, 4, 0, tzinfo=UTC)
     assert store.study_day(next_day) == day + dt.timedelta(days=1)
     assert [i.question_id for i in store.today_queue(next_day).items] == ["a", "b", "c"]
+
+
+def test_a_mid_day_timezone_change_is_explained_by_dojo_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _home_db()
+    monkeypatch.setenv("DOJO_NOW", "2026-03-01T16:00:00+00:00")
+    code, out = run("settings", "timezone=Pacific/Kiritimati")
+    assert code == 0, out
+    assert "timezone       Pacific/Kiritimati" in out
+    assert "keeps the previous time zone/rollover until 2026-03-02 04:00 UTC" in out

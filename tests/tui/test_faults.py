@@ -74,6 +74,9 @@ async def test_an_answer_on_a_full_disk_says_it_was_not_saved(
         await _settle(app, pilot)
         assert "disk full: your last answer was not saved" in " ".join(_messages(app))
         assert app.services.store.history(item.question_id) == []
+        session = app.screen.session  # type: ignore[attr-defined]
+        assert session.answered == 0 and not session.can_undo  # matches the database
+        assert session._state.queue[-1].question_id == item.question_id  # asked again
 
 
 async def test_a_far_future_dojo_now_is_refused_on_the_home_screen(

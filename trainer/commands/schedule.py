@@ -312,3 +312,7 @@ def settings(assignments: tuple[str, ...]) -> None:
     for key, value in asdict(current).items():
         shown = "local" if key == "timezone" and value is None else value
         click.echo(f"{key:<14} {shown}")
+    held = store.day_rule_held_until()
+    if held is not None:
+        click.echo(f"note: today's study day keeps the previous time zone/rollover until "
+                   f"{held:%Y-%m-%d %H:%M} UTC, so today's answers stay today's.", err=True)

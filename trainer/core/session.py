@@ -117,6 +117,8 @@ class Session:
         self.total_scheduled = len(items)
         self._state = _State(list(items), list(pending), Summary(cram=cram), [])
         self._history: list[tuple[_State, Item, Future[ReviewResult]]] = []
+        # What each queued answer added to the summary, to take back if it is not saved.
+        self._counted: dict[Future[ReviewResult], tuple[Item, bool, bool, str | None, bool]] = {}
         self._shown_at = time.monotonic()
         self._started = time.monotonic()
         self._feedback: Feedback | None = None
@@ -278,6 +280,10 @@ class Session:
             )
         )
         self._history.append((before, item, write))
+        missed = None if fb.correct else self.services.topic_title(item.question.topic)
+        self._counted[write] = (item, fb.correct, fb.overridden, missed,
+                                needs_redrill(quality) and item.question_id not in
+                                self._state.pending)
         s = self._state.summary
         s.answered += 1
         s.correct += int(fb.correct)
@@ -294,6 +300,31 @@ class Session:
         self._refill()
         self.mark_shown()
         return write
+
+    def unsaved(self, write: Future[ReviewResult], *, retry: bool) -> None:
+        """An answer's write failed (disk full, answered in another window): take it out of
+        the summary and the undo history, so the session matches the database; with `retry`
+        the card comes back at the end of the queue to be answered again (it is still due).
+        Call on the UI thread, once the write has failed."""
+        counted = self._counted.pop(write, None)
+        if counted is None:
+            return
+        item, correct, overridden, missed, queued_redrill = counted
+        self._history = [h for h in self._history if h[2] is not write]
+        s = self._state.summary
+        s.answered -= 1
+        s.correct -= int(correct)
+        s.overridden -= int(overridden)
+        s.redrilled -= int(item.mode == "redrill")
+        if missed is not None and s.missed_topics.get(missed):
+            s.missed_topics[missed] -= 1
+            if not s.missed_topics[missed]:
+                del s.missed_topics[missed]
+        if queued_redrill and item.question_id in self._state.pending:
+            self._state.pending.remove(item.question_id)
+        if retry and all(i.question_id != item.question_id for i in self._state.queue):
+            self._state.queue.append(self.services.draw(item.question_id, item.mode,
+                                                        new=item.new))
 
     def undo(self) -> Item | None:
         """Take back the last graded answer: the store restores the card, the card comes back.

@@ -264,19 +264,25 @@ class ReviewScreen(DojoScreen):
         error = future.exception()
         if error is None:
             return
+        retry = not isinstance(error, AnsweredElsewhereError)
         if isinstance(error, AnsweredElsewhereError):
             message = ("That card was already answered in another window; this answer was not "
                        "recorded. Moving on.")
         elif isinstance(error, DiskFullError):
-            message = "disk full: your last answer was not saved. Free some space to go on."
+            message = ("disk full: your last answer was not saved; the card comes back at the "
+                       "end of the session. Free some space to go on.")
         elif isinstance(error, ReadOnlyDatabaseError):
             message = "read-only: your last answer was not saved (browsing read-only)."
         else:
             message = f"Could not save that answer: {error}"
-        try:
-            self.app.call_from_thread(self.notify, message, severity="error", timeout=10)
-        except RuntimeError:  # already done when the callback was added: we are the UI thread
+        def report() -> None:
+            self.session.unsaved(future, retry=retry)  # the title's counts update next card
             self.notify(message, severity="error", timeout=10)
+
+        try:
+            self.app.call_from_thread(report)
+        except RuntimeError:  # already done when the callback was added: we are the UI thread
+            report()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         current = self.session.current
