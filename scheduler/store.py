@@ -164,7 +164,8 @@ class Store:
         # Problems that did not stop the app, for the learner to see once (a failed daily
         # backup, unreadable settings that fell back to their defaults).
         self.warnings: list[str] = []
-        self._day_hold: tuple[str | None, int, int] | None = None  # see update_settings
+        # (old timezone, old rollover, from ms, until ms): see update_settings
+        self._day_hold: tuple[str | None, int, int, int] | None = None
         self.writable = True  # False when opened read-only for browsing
 
     # ----------------------------------------------------------------------------- opening
@@ -332,12 +333,12 @@ class Store:
         known = {f.name for f in fields(Settings)}
         stored: dict[str, Any] = {}
         bad: list[str] = []
-        hold: tuple[str | None, int, int] | None = None
+        hold: tuple[str | None, int, int, int] | None = None
         for key, raw in rows:
             if key == _DAY_HOLD_KEY:
                 try:
-                    tz, hour, until = json.loads(raw)
-                    hold = (tz, int(hour), int(until))
+                    tz, hour, since, until = json.loads(raw)
+                    hold = (tz, int(hour), int(since), int(until))
                 except (ValueError, TypeError):
                     hold = None
                 continue
@@ -387,18 +388,18 @@ class Store:
                 s.merge(SettingRow(key=key, value=json.dumps(getattr(new, key))))
             if hold is not None:
                 s.merge(SettingRow(key=_DAY_HOLD_KEY, value=json.dumps(
-                    [current.timezone, current.rollover_hour, hold])))
+                    [current.timezone, current.rollover_hour, to_ms(moment), hold])))
         self._day_hold = None if hold is None else (current.timezone, current.rollover_hour,
-                                                    hold)
+                                                    to_ms(moment), hold)
         return new
 
     def day_rule_held_until(self, now: dt.datetime | None = None) -> dt.datetime | None:
         """While a mid-day time zone/rollover change waits for the day to end: when (UTC)."""
         hold = self._day_hold
         moment = now or utc_now()
-        if hold is None or to_ms(moment) >= hold[2]:
+        if hold is None or not hold[2] <= to_ms(moment) < hold[3]:
             return None
-        return from_ms(hold[2])
+        return from_ms(hold[3])
 
     def _hold_until(self, moment: dt.datetime, old: Settings, new: Settings) -> int | None:
         """When a day-rule change would move today's study day, the epoch ms until which the
@@ -428,7 +429,7 @@ class Store:
         cfg = settings or self.settings()
         moment = now or utc_now()
         hold = self._day_hold
-        if hold is not None and to_ms(moment) < hold[2]:
+        if hold is not None and hold[2] <= to_ms(moment) < hold[3]:
             return study_day(moment, hold[1], resolve_timezone(hold[0]))
         return study_day(moment, cfg.rollover_hour, resolve_timezone(cfg.timezone))
 
@@ -970,7 +971,7 @@ class Store:
             return import_history(s, document)
 
 
-_DAY_HOLD_KEY = "_day_rule_until"  # [old timezone, old rollover_hour, until epoch ms]
+_DAY_HOLD_KEY = "_day_rule_hold"  # [old timezone, old rollover_hour, from ms, until ms]
 
 
 def _setting_problems(values: dict[str, Any]) -> dict[str, str]:

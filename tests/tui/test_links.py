@@ -39,7 +39,8 @@ async def test_the_lab_link_opens_the_named_level(make_app: AppFactory) -> None:
 
 
 async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> None:
-    """Item 9: a card passed yesterday (interval 1) shows 6d on every pass, and ↻ on the 3 that brings it back today."""
+    """Item 9: a card passed yesterday (interval 1) shows 6d on every pass, and ↻ on the 3
+    that brings it back today."""
     import datetime as dt
 
     from tests.tui.conftest import NOW, text_of
@@ -57,7 +58,7 @@ async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> N
         assert item is not None and item.question_id == "batching-001"
         await pilot.press(*right_keys(item))
         bar = text_of(app, "#gradebar")
-        assert "3 hard · 6d ↻" in bar and "4 good · 6d" in bar and "5 easy · 6d" in bar
+        assert "3 hard 6d↻" in bar and "4 good 6d" in bar and "5 easy 6d" in bar
         assert "(Enter = 4)" in bar
 
 

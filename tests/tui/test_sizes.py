@@ -65,6 +65,10 @@ async def test_every_screen_fits(make_app: AppFactory, size: tuple[int, int]) ->
         await pilot.press(*right_keys(item))
         await _settle(app, pilot)
         _keybar_keeps_help(app)
+        bar = review.query_one("#gradebar")
+        assert "Enter = 4" in str(bar.render())
+        text = str(bar.render())
+        assert bar.size.height * bar.size.width >= len(text), "the grade bar is cut"
         body = review.query_one("#review-body")
         top, height = body.scroll_offset.y, body.size.height
         verdict = review.query_one("#verdict").virtual_region

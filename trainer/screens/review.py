@@ -419,19 +419,19 @@ def _first_line(markdown: str, width: int = 70) -> str:
 
 
 def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
-    """The grade keys with what each does, Anki-style: "4 good · 6d"; ↻ marks a grade that
+    """The grade keys with what each does, Anki-style: "4 good 6d"; ↻ marks a grade that
     brings the card back today for a re-drill (below 4), so neither is a surprise."""
     from scheduler.transition import needs_redrill
 
     parts = []
     for g in fb.grades:
         days = intervals.get(g)
-        after = f" · {days}d" if days is not None else ""
-        again = " ↻" if needs_redrill(g) else ""
+        after = f" {days}d" if days is not None else ""
+        again = "↻" if needs_redrill(g) else ""
         text = f"{g} {GRADE_LABELS[g]}{after}{again}"
         parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
-    legend = "↻ = again today  " if any(needs_redrill(g) for g in fb.grades) else ""
-    return f"Grade: {'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
+    legend = "↻ again today " if any(needs_redrill(g) for g in fb.grades) else ""
+    return f"{'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
 
 
 def _placeholder(unit: str) -> str:

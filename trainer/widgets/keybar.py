@@ -49,7 +49,7 @@ class KeyBar(Static):
             part = f"[b]{key}[/] {label}" if active.enabled else f"[dim]{key} {label}[/]"
             (always if binding.action in ("help", "app.help") else parts).append(part)
         always.append("[b]^p[/] palette")
-        text = fit(parts, always, self.size.width - 2 if self.size.width else 0)
+        text = fit(parts, always, self.size.width)  # the content width (padding excluded)
         if text != getattr(self, "_last", None):
             self._last = text
             self.update(text)
