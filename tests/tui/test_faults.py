@@ -135,6 +135,7 @@ async def test_a_slow_stale_fetch_never_paints_over_a_newer_one(make_app: AppFac
         services.today = today  # type: ignore[method-assign]
         screen.reload()
         await pilot.pause()
+        assert screen.query_one("#today-counts").has_class("stale")  # old counts marked
         screen.reload()
         for _ in range(20):
             await pilot.pause()
@@ -145,3 +146,4 @@ async def test_a_slow_stale_fetch_never_paints_over_a_newer_one(make_app: AppFac
         await pilot.pause()
         assert screen.view is not None and screen.view.due != 25
         assert "Due [b]25" not in text_of(app, "#today-counts")
+        assert not screen.query_one("#today-counts").has_class("stale")

@@ -79,6 +79,10 @@ class TodayScreen(DojoScreen):
 
     def _fetch(self) -> None:
         self._fetches += 1
+        # Until the fresh view lands (seconds on a loaded machine), the old counts are shown
+        # dimmed and marked, never as if they were today's (#19 item 10).
+        for selector in ("#today-headline", "#today-counts"):
+            self.query_one(selector).set_class(self.view is not None, "stale")
         self._fetch_view(self._fetches)
 
     @work(thread=True, group="today")
@@ -95,6 +99,8 @@ class TodayScreen(DojoScreen):
         if number is not None and number != self._fetches:
             return
         self.view = view
+        for selector in ("#today-headline", "#today-counts"):
+            self.query_one(selector).remove_class("stale")
         head = self.query_one("#today-headline", Static)
         if view.first_run:
             head.update(f"[b]Welcome.[/] {WELCOME}")
