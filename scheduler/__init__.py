@@ -52,5 +52,13 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
 * `export_history() -> dict` / `import_history(dict) -> ImportSummary`: JSON-ready, validated
   (HistoryFormatError names the bad field), all-or-nothing and idempotent.
 
-All `now=` arguments take an aware datetime (default: the current time).
+* Faults: a failed daily backup (disk full) is a line in `store.warnings`, never a refusal;
+  a write on a full disk raises DiskFullError, on a read-only file ReadOnlyDatabaseError
+  (`Store.open(read_only=True)` browses such a database); a review of a card already answered
+  today elsewhere raises AnsweredElsewhereError. Unreadable settings fall back to their
+  defaults and `store.settings_problem` names every bad key at once. A mid-day time zone or
+  rollover change keeps today's study day until both rules agree (docs/scheduling.md).
+
+All `now=` arguments take an aware datetime (default: the current time, or $DOJO_NOW when set:
+`scheduler.days.pinned_now` refuses a value outside the years 1971-2999).
 """

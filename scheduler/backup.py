@@ -50,6 +50,9 @@ def snapshot(db_path: Path, target: Path) -> Path:
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
         conn.execute("VACUUM INTO ?", (str(partial),))
+    except BaseException:
+        partial.unlink(missing_ok=True)  # a failed copy (disk full) leaves nothing behind
+        raise
     finally:
         conn.close()
     os.replace(partial, target)

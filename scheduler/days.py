@@ -28,8 +28,51 @@ def study_day(now: dt.datetime, rollover_hour: int, tz: dt.tzinfo | None) -> dt.
     return (local.replace(tzinfo=None) - dt.timedelta(hours=rollover_hour)).date()
 
 
-def utc_now() -> dt.datetime:
+# $DOJO_NOW pins the clock (an ISO date-time, e.g. 2026-12-02T09:00:00) to rehearse a future
+# day; it must fall within these years, leaving room for due dates and forecasts after it.
+NOW_ENV = "DOJO_NOW"
+NOW_YEARS = (1971, 2999)
+
+
+class ClockError(ValueError):
+    """$DOJO_NOW is not a date-time this app can study on."""
+
+
+def pinned_now(raw: str | None = None) -> dt.datetime | None:
+    """The moment $DOJO_NOW pins (aware; a naive value is local time), or None when unset.
+
+    Raises ClockError, naming the variable and the accepted range, for a value that is not
+    an ISO date-time or lies outside NOW_YEARS (9999-12-31 would overflow every due date)."""
+    import os
+
+    value = os.environ.get(NOW_ENV) if raw is None else raw
+    if not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ClockError(
+            f"{NOW_ENV}={value!r} is not an ISO date-time (e.g. 2026-12-02T09:00:00); "
+            f"unset it to use the real clock"
+        ) from None
+    low, high = NOW_YEARS
+    if not low <= moment.year <= high:
+        raise ClockError(
+            f"{NOW_ENV}={value!r} is outside the years {low}-{high} this app can schedule in; "
+            f"unset it to use the real clock"
+        )
+    return moment.astimezone() if moment.tzinfo is None else moment
+
+
+def real_utc_now() -> dt.datetime:
+    """The wall clock, ignoring $DOJO_NOW (backup names and their daily check use it)."""
     return dt.datetime.now(dt.UTC)
+
+
+def utc_now() -> dt.datetime:
+    """The current moment: $DOJO_NOW when set (rehearsing a future day), else the wall clock."""
+    pinned = pinned_now()
+    return real_utc_now() if pinned is None else pinned.astimezone(dt.UTC)
 
 
 def to_ms(moment: dt.datetime) -> int:

@@ -21,3 +21,15 @@ class UnknownCardError(StoreError, LookupError):
 
 class HistoryFormatError(StoreError, ValueError):
     """An imported history document is invalid; nothing was imported."""
+
+
+class DiskFullError(StoreError):
+    """SQLite could not write because the disk (or the database's size limit) is full."""
+
+
+class ReadOnlyDatabaseError(StoreError):
+    """The database or its folder cannot be written; the file itself is healthy."""
+
+
+class AnsweredElsewhereError(StoreError, ValueError):
+    """The card was already answered today, e.g. in another open window."""

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scheduler.errors import HistoryFormatError
-from scheduler.models import CardRow, LabAttemptRow, ReviewRow
+from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow
 from scheduler.records import MODES, ImportSummary
 from scheduler.sm2 import MIN_EF
 
@@ -58,9 +58,13 @@ def export_history(s: Session) -> dict[str, Any]:
          "duration_s": a.duration_s, "created_ms": a.created_ms}
         for a in s.scalars(select(LabAttemptRow).order_by(LabAttemptRow.id))
     ]
+    flags = [
+        {"question_id": f.question_id, "note": f.note, "created_ms": f.created_ms}
+        for f in s.scalars(select(FlagRow).order_by(FlagRow.id))
+    ]
     return {"format": FORMAT, "version": VERSION,
             "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "cards": cards, "reviews": reviews, "lab_attempts": labs}
+            "cards": cards, "reviews": reviews, "lab_attempts": labs, "flags": flags}
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class Document:
     cards: list[dict[str, Any]]
     reviews: list[dict[str, Any]]
     lab_attempts: list[dict[str, Any]]
+    flags: tuple[dict[str, Any], ...] = ()  # optional key: files from before flags were kept
 
 
 class _Checker:
@@ -138,7 +143,7 @@ def validate(data: Any) -> Document:
     if doc.get("version") != VERSION:
         raise c.fail("version", f"this app reads version {VERSION}, got {doc.get('version')!r}")
     lists = {}
-    for key in ("cards", "reviews", "lab_attempts"):
+    for key in ("cards", "reviews", "lab_attempts", "flags"):
         value = doc.get(key, [])
         if not isinstance(value, list):
             raise c.fail(key, "expected a list")
@@ -210,7 +215,15 @@ def validate(data: Any) -> Document:
         if isinstance(duration, bool) or not isinstance(duration, int | float):
             raise c.fail(f"{where}.duration_s", f"expected a number, got {duration!r}")
         c.int_(attempt, "created_ms", where, low=-(2**62))
-    return Document(lists["cards"], lists["reviews"], lists["lab_attempts"])
+    for i, flag in enumerate(lists["flags"]):
+        where = f"flags[{i}]"
+        qid = c.str_(flag, "question_id", where, empty=False)
+        if qid not in ids:
+            raise c.fail(f"{where}.question_id", f"no card {qid!r} in this file")
+        c.str_(flag, "note", where, empty=False)
+        c.int_(flag, "created_ms", where, low=-(2**62))
+    return Document(lists["cards"], lists["reviews"], lists["lab_attempts"],
+                    tuple(lists["flags"]))
 
 
 def _state_columns(card: dict[str, Any]) -> dict[str, Any]:
@@ -276,7 +289,18 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
             metrics=json.dumps(at["metrics"], sort_keys=True),
             duration_s=float(at["duration_s"]), created_ms=at["created_ms"]))
         labs_added += 1
+    have: set[tuple[str, str, int]] = {
+        (q, n, int(ms)) for q, n, ms in s.execute(
+            select(FlagRow.question_id, FlagRow.note, FlagRow.created_ms)).all()}
+    flags_added = 0
+    for f in doc.flags:
+        flag = (str(f["question_id"]), str(f["note"]), int(f["created_ms"]))
+        if flag not in have:
+            have.add(flag)
+            s.add(FlagRow(question_id=flag[0], note=flag[1], created_ms=flag[2]))
+            flags_added += 1
     return ImportSummary(
+        flags_added=flags_added,
         cards_added=cards_added, cards_updated=cards_updated, reviews_added=reviews_added,
         reviews_skipped=len(doc.reviews) - reviews_added, lab_attempts_added=labs_added,
         lab_attempts_skipped=len(doc.lab_attempts) - labs_added,

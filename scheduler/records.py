@@ -206,3 +206,4 @@ class ImportSummary:
     reviews_skipped: int
     lab_attempts_added: int
     lab_attempts_skipped: int
+    flags_added: int = 0

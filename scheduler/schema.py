@@ -83,6 +83,13 @@ def inspect_version(path: Path) -> int:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.DatabaseError as exc:
+        if "disk is full" in str(exc):  # not the file's fault: never call it unreadable
+            from scheduler.errors import DiskFullError
+
+            raise DiskFullError(
+                f"disk full: {path} could not be opened ({exc}); it was left untouched. Free "
+                "some space and try again."
+            ) from exc
         raise CorruptDatabaseError(
             f"{path} is not a readable SQLite database ({exc}). It was left untouched; restore "
             f"a copy from {path.parent / 'backups'} or move it aside to start afresh."

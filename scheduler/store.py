@@ -27,8 +27,15 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from scheduler import backup as backups
 from scheduler import schema, transition
-from scheduler.days import from_ms, resolve_timezone, study_day, to_ms, utc_now
-from scheduler.errors import CorruptDatabaseError, StoreError, UnknownCardError
+from scheduler.days import from_ms, real_utc_now, resolve_timezone, study_day, to_ms, utc_now
+from scheduler.errors import (
+    AnsweredElsewhereError,
+    CorruptDatabaseError,
+    DiskFullError,
+    ReadOnlyDatabaseError,
+    StoreError,
+    UnknownCardError,
+)
 from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow, SettingRow
 from scheduler.paths import data_dir
 from scheduler.records import (
@@ -154,19 +161,36 @@ class Store:
         self.path = path
         self._engine = engine
         self._write_engine = engine.execution_options(dojo_write=True)
+        # Problems that did not stop the app, for the learner to see once (a failed daily
+        # backup, unreadable settings that fell back to their defaults).
+        self.warnings: list[str] = []
+        # (old timezone, old rollover, from ms, until ms): see update_settings
+        self._day_hold: tuple[str | None, int, int, int] | None = None
+        self.writable = True  # False when opened read-only for browsing
 
     # ----------------------------------------------------------------------------- opening
     @classmethod
-    def open(cls, path: Path | None = None, *, auto_backup: bool = True) -> Store:
+    def open(
+        cls, path: Path | None = None, *, auto_backup: bool = True, read_only: bool = False
+    ) -> Store:
         """Open (creating or upgrading) the database at `path`, default data_dir()/dojo.sqlite3.
 
         Refuses, untouched, a file that is not a Serving Dojo database, is corrupted, or was
         written by a newer release. Before an upgrade a copy goes to `backups/`; on the first
-        open of each UTC day the file is integrity-checked and a rolling backup is made.
+        open of each UTC day the file is integrity-checked and a rolling backup is made (a
+        failed backup, e.g. on a full disk, is a warning in `warnings`, not a refusal).
+
+        `read_only` browses an existing database that cannot be written (a read-only folder):
+        nothing is created, upgraded or backed up, and every write fails with
+        ReadOnlyDatabaseError.
         """
+        if read_only:
+            return cls._open_read_only(
+                (path if path is not None else data_dir() / DB_NAME).expanduser())
         path = (path if path is not None else data_dir() / DB_NAME).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
         existed = path.exists() and path.stat().st_size > 0
+        _refuse_read_only(path, existed)
         version = schema.inspect_version(path) if existed else 0
         if version and version < schema.SCHEMA_VERSION:
             backups.make_upgrade_backup(path, version)
@@ -177,12 +201,38 @@ class Store:
         event.listen(engine, "begin", _on_begin)
         store = cls(path, engine)
         try:
-            if auto_backup and version and not backups.has_backup_on(path, utc_now().date()):
+            if auto_backup and version and not backups.has_backup_on(path, real_utc_now().date()):
                 store.check_integrity()
-                store.backup()
+                try:
+                    store.backup()
+                except (sqlite3.Error, OSError) as exc:  # e.g. disk full: study on, say so
+                    store.warnings.append(
+                        f"today's backup could not be made ({exc}); your data is untouched. "
+                        f"Free some disk space and run `dojo backup`."
+                    )
         except BaseException:
             store.close()
             raise
+        return store
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> Store:
+        if not path.exists():
+            raise StoreError(f"{path} does not exist; there is nothing to browse")
+        version = schema.inspect_version(path)
+        if version != schema.SCHEMA_VERSION:
+            raise ReadOnlyDatabaseError(
+                f"{path} needs an upgrade (schema {version}), which cannot be written to a "
+                "read-only folder")
+        # immutable: nobody can write a read-only folder, and SQLite need not create -shm.
+        uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+        engine = create_engine(
+            "sqlite+pysqlite://",
+            creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
+        )
+        event.listen(engine, "begin", _on_begin)
+        store = cls(path, engine)
+        store.writable = False
         return store
 
     @staticmethod
@@ -234,6 +284,16 @@ class Store:
                     f"{self.path} stayed locked by another process for {BUSY_TIMEOUT_MS // 1000}"
                     " s; nothing was changed. Close the other Serving Dojo and try again."
                 ) from exc
+            if "disk is full" in text or "disk I/O error" in text:
+                raise DiskFullError(
+                    f"disk full: {self.path} could not be written ({text}); nothing was "
+                    "saved. Free some disk space and try again."
+                ) from exc
+            if "readonly" in text or "read-only" in text:
+                raise ReadOnlyDatabaseError(
+                    f"{self.path} is read-only ({text}); nothing was saved. Make it and its "
+                    "folder writable to study."
+                ) from exc
             if "malformed" in text or "not a database" in text:
                 raise CorruptDatabaseError(
                     f"{self.path} is damaged ({text}). Restore a copy from "
@@ -247,6 +307,11 @@ class Store:
             with self._engine.connect() as conn:
                 rows = [str(r[0]) for r in conn.exec_driver_sql("PRAGMA quick_check")]
         except DBAPIError as exc:
+            if "disk is full" in str(exc.orig):  # not a damaged file: say what it is
+                raise DiskFullError(
+                    f"disk full: {self.path} could not be opened ({exc.orig}); it was left "
+                    "untouched. Free some disk space and try again."
+                ) from exc
             rows = [str(exc.orig)]
         if rows != ["ok"]:
             raise CorruptDatabaseError(
@@ -260,40 +325,113 @@ class Store:
 
     # ---------------------------------------------------------------------------- settings
     def settings(self) -> Settings:
+        """The stored settings. A value that cannot be read (invalid JSON, a wrong type, an
+        unknown time zone) falls back to its default, and one warning naming every bad key
+        is kept in `settings_problem` (the CLI and the app show it)."""
         with self._read() as s:
             rows = s.execute(select(SettingRow.key, SettingRow.value)).all()
-        stored = {k: json.loads(v) for k, v in rows}
         known = {f.name for f in fields(Settings)}
-        return Settings(**{k: v for k, v in stored.items() if k in known})
+        stored: dict[str, Any] = {}
+        bad: list[str] = []
+        hold: tuple[str | None, int, int, int] | None = None
+        for key, raw in rows:
+            if key == _DAY_HOLD_KEY:
+                try:
+                    tz, hour, since, until = json.loads(raw)
+                    hold = (tz, int(hour), int(since), int(until))
+                except (ValueError, TypeError):
+                    hold = None
+                continue
+            if key not in known:
+                continue
+            try:
+                stored[key] = json.loads(raw)
+            except ValueError:
+                bad.append(f"{key} (not valid JSON: {raw[:40]!r})")
+        problems = _setting_problems(stored)
+        for key, why in problems.items():
+            bad.append(f"{key} ({why})")
+            del stored[key]
+        self._day_hold = hold
+        self.settings_problem = (
+            f"settings {', '.join(sorted(bad))} could not be used; using the defaults for "
+            f"{'it' if len(bad) == 1 else 'them'}. Fix with `dojo settings KEY=VALUE`."
+            if bad else None
+        )
+        return Settings(**stored)
 
-    def update_settings(self, **changes: Any) -> Settings:
-        """Validate and store changed settings; returns the new settings."""
+    settings_problem: str | None = None
+
+    def update_settings(self, now: dt.datetime | None = None, **changes: Any) -> Settings:
+        """Validate and store changed settings; returns the new settings. Every bad value is
+        named in one ValueError; nothing is stored then.
+
+        Changing the time zone or rollover hour mid-day does not start a new study day early
+        (answers given minutes ago stay answered, the new-card allowance stays spent): the
+        current day runs on under the old rule until both rules agree on the day."""
+        unknown = sorted(set(changes) - {f.name for f in fields(Settings)})
+        if unknown:
+            raise ValueError(f"unknown setting{'s' if len(unknown) > 1 else ''}: "
+                             f"{', '.join(unknown)}")
         current = self.settings()
-        try:
-            new = replace(current, **changes)
-        except TypeError as exc:
-            raise ValueError(f"unknown setting: {exc}") from exc
-        for name in ("new_limit", "review_limit", "backup_keep", "leech_lapses"):
-            value = getattr(new, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
-        if new.backup_keep < 1 or new.leech_lapses < 1:
-            raise ValueError("backup_keep and leech_lapses must be at least 1")
-        hour = new.rollover_hour
-        if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:
-            raise ValueError(f"rollover_hour must be an hour 0-23, got {hour!r}")
-        resolve_timezone(new.timezone)
+        new = replace(current, **changes)
+        problems = _setting_problems(changes)
+        if "backup_keep" not in problems and "leech_lapses" not in problems and (
+                new.backup_keep < 1 or new.leech_lapses < 1):
+            problems["backup_keep/leech_lapses"] = "must be at least 1"
+        if problems:
+            raise ValueError("; ".join(f"{k} {why}" for k, why in problems.items()))
+        moment = now or utc_now()
+        hold = self._hold_until(moment, current, new)
         with self._write() as s:
             for key in changes:
                 s.merge(SettingRow(key=key, value=json.dumps(getattr(new, key))))
+            if hold is not None:
+                s.merge(SettingRow(key=_DAY_HOLD_KEY, value=json.dumps(
+                    [current.timezone, current.rollover_hour, to_ms(moment), hold])))
+        self._day_hold = None if hold is None else (current.timezone, current.rollover_hour,
+                                                    to_ms(moment), hold)
         return new
+
+    def day_rule_held_until(self, now: dt.datetime | None = None) -> dt.datetime | None:
+        """While a mid-day time zone/rollover change waits for the day to end: when (UTC)."""
+        hold = self._day_hold
+        moment = now or utc_now()
+        if hold is None or not hold[2] <= to_ms(moment) < hold[3]:
+            return None
+        return from_ms(hold[3])
+
+    def _hold_until(self, moment: dt.datetime, old: Settings, new: Settings) -> int | None:
+        """When a day-rule change would move today's study day, the epoch ms until which the
+        old rule keeps applying: the first quarter hour at which both rules name the same day
+        (timezone offsets are whole quarter hours, rollovers whole hours)."""
+        if (old.timezone, old.rollover_hour) == (new.timezone, new.rollover_hour):
+            return None
+        old_rule = (old.rollover_hour, resolve_timezone(old.timezone))
+        new_rule = (new.rollover_hour, resolve_timezone(new.timezone))
+        start = self.study_day(moment, old)  # honours a hold still running
+        if study_day(moment, *new_rule) == start:
+            return None
+        step = dt.timedelta(minutes=15)
+        t = moment.astimezone(dt.UTC)
+        t = t.replace(minute=t.minute - t.minute % 15, second=0, microsecond=0) + step
+        for _ in range(4 * 24 * 3):
+            if study_day(t, *new_rule) == study_day(t, *old_rule) >= start:
+                return to_ms(t)
+            t += step
+        return None  # cannot happen for real zones; fall back to switching now
 
     def study_day(
         self, now: dt.datetime | None = None, settings: Settings | None = None
     ) -> dt.date:
-        """The study day `now` (default: the current time) falls in, per the settings."""
+        """The study day `now` (default: the current time) falls in, per the settings (or the
+        previous day rule, while a mid-day change waits for the day to end)."""
         cfg = settings or self.settings()
-        return study_day(now or utc_now(), cfg.rollover_hour, resolve_timezone(cfg.timezone))
+        moment = now or utc_now()
+        hold = self._day_hold
+        if hold is not None and hold[2] <= to_ms(moment) < hold[3]:
+            return study_day(moment, hold[1], resolve_timezone(hold[0]))
+        return study_day(moment, cfg.rollover_hour, resolve_timezone(cfg.timezone))
 
     # ------------------------------------------------------------------------------- cards
     def sync_cards(
@@ -528,6 +666,15 @@ class Store:
             try:
                 new, redrill = transition.apply(old, quality, mode, day, cfg)
             except ValueError as exc:
+                if mode == "review" and card.due is not None and card.due > day and s.scalars(
+                    select(ReviewRow.id).where(ReviewRow.question_id == question_id,
+                                               ReviewRow.study_day == day,
+                                               ReviewRow.mode == "review").limit(1)
+                ).first() is not None:
+                    raise AnsweredElsewhereError(
+                        f"{question_id} was already answered today (in another window?) and "
+                        f"is not due until {card.due.isoformat()}; this answer was not recorded"
+                    ) from None
                 raise ValueError(f"{question_id}: {exc}") from None
             before, after = old.state, new.state
             snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
@@ -822,6 +969,50 @@ class Store:
         document = validate(data)
         with self._write() as s:
             return import_history(s, document)
+
+
+_DAY_HOLD_KEY = "_day_rule_hold"  # [old timezone, old rollover_hour, from ms, until ms]
+
+
+def _setting_problems(values: dict[str, Any]) -> dict[str, str]:
+    """What is wrong with each given setting value (key -> why), for every key at once."""
+    problems: dict[str, str] = {}
+    for name in ("new_limit", "review_limit", "backup_keep", "leech_lapses"):
+        if name in values:
+            value = values[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                problems[name] = f"must be a whole number >= 0, got {value!r}"
+    if "rollover_hour" in values:
+        hour = values["rollover_hour"]
+        if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:
+            problems["rollover_hour"] = f"must be an hour 0-23, got {hour!r}"
+    if "timezone" in values:
+        tz = values["timezone"]
+        if tz is not None and not isinstance(tz, str):
+            problems["timezone"] = f"must be an IANA name, got {tz!r}"
+        else:
+            try:
+                resolve_timezone(tz)
+            except ValueError as exc:
+                problems["timezone"] = str(exc)
+    return problems
+
+
+def _refuse_read_only(path: Path, existed: bool) -> None:
+    """A database we cannot write is healthy but unusable for study: say so (never 'corrupt',
+    which would invite the learner to discard it)."""
+    import os
+
+    folder_ok = os.access(path.parent, os.W_OK)
+    file_ok = not existed or os.access(path, os.W_OK)
+    if folder_ok and file_ok:
+        return
+    what = path if not file_ok else path.parent
+    raise ReadOnlyDatabaseError(
+        f"{what} is read-only, so Serving Dojo cannot save answers there. Your database is "
+        "fine (do not move it aside): make it writable (chmod u+w) to study; meanwhile "
+        "`dojo due`, `dojo stats` and `dojo export` browse it read-only."
+    )
 
 
 __all__ = ["Store", "StoreError"]

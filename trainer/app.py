@@ -27,14 +27,10 @@ ServicesFactory = Callable[[], "Services"]
 
 def _default_factory() -> Services:
     """The real store and bank. $DOJO_NOW (ISO date-time) pins the clock, e.g. to try tomorrow."""
-    import datetime as dt
-    import os
-
+    from scheduler.days import pinned_now
     from trainer.core.services import Services
 
-    pinned = os.environ.get("DOJO_NOW")
-    now = dt.datetime.fromisoformat(pinned).astimezone() if pinned else None
-    return Services.open(now=now)
+    return Services.open(now=pinned_now())  # a bad or far-future value is refused with why
 
 
 class ServicesReady(Message):
@@ -82,7 +78,10 @@ class DojoApp(App[None]):
         try:
             services = self._factory()
         except Exception as exc:  # shown on the home screen rather than crashing the app
-            self.post_message(ServicesReady(f"{type(exc).__name__}: {exc}"))
+            from scheduler.errors import StoreError
+
+            known = isinstance(exc, StoreError | ValueError)  # messages written for learners
+            self.post_message(ServicesReady(str(exc) if known else f"{type(exc).__name__}: {exc}"))
             return
         self.services = services
         self.post_message(ServicesReady())
@@ -119,10 +118,11 @@ class DojoApp(App[None]):
 
         self.push_screen(StatsScreen())
 
-    def action_lab(self, exercise: str | None = None) -> None:
-        from trainer.screens.lab import LabScreen
+    def action_lab(self, exercise: str | None = None, level: int | None = None) -> None:
+        """Open the lab, on `exercise`'s `level` when given (a question's `l lab X L2` link)."""
+        from trainer.screens.lab_level import lab_screen
 
-        self.push_screen(LabScreen(exercise))
+        self.push_screen(lab_screen(exercise, level))
 
     def action_sim(self, name: str | None = None) -> None:
         from trainer.screens.sim import SimScreen
@@ -182,6 +182,11 @@ class DojoApp(App[None]):
         yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
         yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
         yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
+        yield SystemCommand("Export history", "Cards, answers, lab attempts and flags as JSON "
+                            "(like `dojo export`)", self.action_export)
+        yield SystemCommand("Backup now", "A copy of your database in backups/ "
+                            "(like `dojo backup`)", self.action_backup)
+        yield from self._content_commands()
         # Listed above, or plumbing every Textual app has (focus moves, copy).
         seen = {"help", "home", "start", "cram", "browse", "stats", "lab()", "lab", "sim()", "sim",
                 "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
@@ -200,6 +205,86 @@ class DojoApp(App[None]):
                 partial(self.run_action, action, active.node),
             )
         yield from super().get_system_commands(screen)  # theme, keys, screenshot, quit
+
+
+    def _content_commands(self) -> Iterable[SystemCommand]:
+        """App-wide: every lab level, every sim, every question by id (palette search)."""
+        try:
+            from lab.exercises import discover
+            from lab.sims import SIMS
+
+            exercises, sims = discover(), SIMS
+        except Exception:  # the lab may be missing or broken: the rest of the palette stays
+            exercises, sims = [], {}
+        for ex in exercises:
+            for lvl in ex.levels:
+                yield SystemCommand(
+                    f"Lab {ex.id} L{lvl.number}: {lvl.title} (start, grade)",
+                    f"Open the Lab on {ex.title}, level {lvl.number}; g grades it",
+                    partial(self.action_lab, ex.id, lvl.number),
+                )
+        for name, sim in sims.items():
+            yield SystemCommand(f"Sim {name}: {getattr(sim, 'title', name)}",
+                                "Run this sim with live dials", partial(self.action_sim, name))
+        if self.services is not None:
+            for q in self.services.bank.questions:
+                first = " ".join(str(q.prompt).split())[:70]
+                yield SystemCommand(f"Question {q.id}", first,
+                                    partial(self.action_question, q.id))
+
+    def action_question(self, question_id: str) -> None:
+        """Read one question (prompt, answer, explanation) without grading it."""
+        from trainer.screens.modals import QuestionScreen
+
+        question = self.services.bank.get(question_id) if self.services else None
+        if question is None:
+            self.notify(f"{question_id} is not in the question bank.", severity="warning")
+            return
+        self.push_screen(QuestionScreen(question))
+
+    def action_export(self) -> None:
+        self._export()
+
+    def action_backup(self) -> None:
+        self._backup()
+
+    @work(thread=True, group="export")
+    def _export(self) -> None:
+        import datetime as dt
+        import json
+
+        services = self.services
+        if services is None:
+            self.call_from_thread(self.notify, "Still loading…")
+            return
+        store = services.store
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        target = store.path.parent / "exports" / f"history-{stamp}.json"
+        try:
+            data = store.export_history()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial_file = target.with_name(target.name + ".partial")
+            partial_file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
+                                    encoding="utf-8")
+            partial_file.replace(target)
+        except Exception as exc:  # disk full, read-only: say it, keep going
+            self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"Exported {len(data['cards'])} cards and "
+                              f"{len(data['reviews'])} answers to {target}", timeout=10)
+
+    @work(thread=True, group="backup")
+    def _backup(self) -> None:
+        services = self.services
+        if services is None:
+            self.call_from_thread(self.notify, "Still loading…")
+            return
+        try:
+            path = services.store.backup()
+        except Exception as exc:  # disk full: the partial copy is removed
+            self.call_from_thread(self.notify, f"Backup failed: {exc}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"Backed up to {path}", timeout=10)
 
 
 def _suspend_and_edit(app: DojoApp, path: Path) -> None:

@@ -13,6 +13,10 @@ _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
     "trainer.commands.lab": ("lab",),
     "trainer.commands.sim": ("sim",),
 }
+# Commands added to a group defined elsewhere: (group, module, command).
+_GROUP_EXTRAS: tuple[tuple[str, str, str], ...] = (
+    ("questions", "trainer.commands.flags", "flagged"),
+)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,6 +39,10 @@ def _register() -> None:
         module = importlib.import_module(module_name)
         for name in names:
             main.add_command(getattr(module, name))
+    for group_name, module_name, name in _GROUP_EXTRAS:
+        group = main.commands[group_name]
+        assert isinstance(group, click.Group)
+        group.add_command(getattr(importlib.import_module(module_name), name))
 
 
 _register()

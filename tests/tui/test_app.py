@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual.widgets import Input
+from textual.widgets import Input, OptionList
 
 from tests.tui.conftest import BROKEN, FlushedStore, ready, right_keys, text_of
 from trainer.app import DojoApp
@@ -68,8 +68,15 @@ async def test_mcq_right_then_wrong(make_app: AppFactory) -> None:
         wrong = (second.instance.correct_index + 1) % 4
         await pilot.press(str(wrong + 1))  # digits answer an MCQ too
         verdict = text_of(app, "#verdict")
-        assert "Not quite" in verdict and second.instance.choices[wrong] in verdict
-        assert second.instance.choices[second.instance.correct_index] in verdict
+        # The verdict names letters; the texts are in the marked choices (not repeated).
+        right_letter = "ABCD"[second.instance.correct_index]
+        assert "Not quite" in verdict and f"answer {right_letter}" in verdict
+        assert f"you: {'ABCD'[wrong]}" in verdict
+        assert second.instance.choices[wrong] not in verdict
+        marked = [str(o.prompt) for o in app.screen.query_one("#choices", OptionList).options]
+        assert any("✓" in m and second.instance.choices[second.instance.correct_index] in m
+                   for m in marked)
+        assert any("✗" in m and second.instance.choices[wrong] in m for m in marked)
         assert "0 blackout" in text_of(app, "#gradebar")
         await pilot.press("0")
         (logged,) = store.history(second.question_id)

@@ -90,3 +90,33 @@ async def test_stats_show_accuracy_distributions_and_forecast(
         assert "weekly ············" in text_of(app, "#stats-retention")  # no mature review yet
         forecast = app.screen.query_one("#stats-forecast")
         assert forecast.values[1] == 2  # type: ignore[attr-defined]  # both due tomorrow
+
+
+async def test_browse_filters_flagged_questions_and_shows_the_note(
+    make_app: Callable[..., DojoApp],
+) -> None:
+    """#19 item 5: a flag is findable in Browse."""
+    from textual.widgets import Select
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        assert app.services is not None
+        app.services.store.flag("kv-cache-001", "units are wrong")
+        await pilot.press("b")
+        for _ in range(50):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if app.screen.query_one(DataTable).row_count:
+                break
+        app.screen.query_one("#browse-status", Select).value = "flagged"
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 1
+        assert table.get_row_at(0)[0] == "kv-cache-001"
+        for _ in range(20):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if "units are wrong" in text_of(app, "#browse-card"):
+                break
+        assert "Flagged (1)" in text_of(app, "#browse-card")

@@ -7,36 +7,75 @@ command so `dojo --help` stays fast.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from scheduler.store import Store
 
+T = TypeVar("T")
 
-def _open_store() -> Store:
-    from scheduler.errors import StoreError
+
+def _open_store(*, browse: bool = False) -> Store:
+    """Open the learner's database, or exit with a one-line reason (never a traceback).
+
+    With `browse` (commands that only read), a read-only database is opened read-only with a
+    note instead of refused. Warnings that did not stop the command (a failed daily backup,
+    unreadable settings) go to stderr."""
+    from scheduler.days import ClockError, pinned_now
+    from scheduler.errors import ReadOnlyDatabaseError, StoreError
     from scheduler.store import Store
 
     try:
-        return Store.open()
-    except StoreError as exc:
+        pinned_now()  # a bad $DOJO_NOW is refused before anything is opened
+        try:
+            store = Store.open()
+        except ReadOnlyDatabaseError as exc:
+            if not browse:
+                raise
+            store = Store.open(read_only=True)
+            click.echo(f"note: {exc} Showing it read-only.", err=True)
+        store.settings()  # reads settings_problem
+    except (StoreError, ClockError) as exc:
         raise click.ClickException(str(exc)) from exc
+    for warning in [*store.warnings, store.settings_problem]:
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+    return store
 
 
 def _sync_bank(store: Store) -> str | None:
     """Bring cards in line with the question bank; returns a note for the learner, if any."""
     from questions.bank import load_bank
+    from scheduler.errors import ReadOnlyDatabaseError
     from trainer.core.bank import sync_bank
+
+    if not store.writable:
+        return None
 
     try:
         bank = load_bank()
     except Exception as exc:  # a broken bank must not hide the learner's schedule
         return f"could not load the question bank ({exc}); showing the cards already known"
-    return sync_bank(store, bank)
+    try:
+        return sync_bank(store, bank)
+    except ReadOnlyDatabaseError:
+        return None
+
+
+def _read(fn: Callable[[], T]) -> T:
+    """Run a store call, turning a StoreError (disk full, locked, damaged) into one line."""
+    from scheduler.errors import StoreError
+
+    try:
+        return fn()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def _pct(value: float | None) -> str:
@@ -59,9 +98,9 @@ def due(as_json: bool, show_list: bool) -> None:
     cards answered below 4 today that need re-drilling. The study day starts at the
     rollover hour (default 4 AM local).
     """
-    with _open_store() as store:
+    with _open_store(browse=True) as store:
         note = _sync_bank(store)
-        queue = store.today_queue()
+        queue = _read(store.today_queue)
     if note:
         click.echo(f"note: {note}", err=True)
     if as_json:
@@ -119,13 +158,14 @@ def stats(days: int, as_json: bool) -> None:
     """
     from questions.bank import load_bank
     from trainer.core.stats import collect, report_json
+    from trainer.core.wording import plural
 
     try:
         bank = load_bank()  # only to describe the mistakes: the stats never depend on it
     except Exception:  # a broken bank must not hide the learner's stats
         bank = None
-    with _open_store() as store:
-        report = collect(store, days, bank=bank)
+    with _open_store(browse=True) as store:
+        report = _read(lambda: collect(store, days, bank=bank))
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, ensure_ascii=False))
         return
@@ -137,7 +177,7 @@ def stats(days: int, as_json: bool) -> None:
         f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
         "leeches)"
     )
-    click.echo(f"Streak: {report.streak} day{'s' if report.streak != 1 else ''}")
+    click.echo(f"Streak: {plural(report.streak, 'day')}")
     click.echo(
         f"Answers in the last {days} days: {sum(per_day.values())} "
         f"(today {list(per_day.values())[-1]})"
@@ -168,7 +208,12 @@ def stats(days: int, as_json: bool) -> None:
 def backup() -> None:
     """Make a backup of your database now (kept with the rolling daily backups)."""
     with _open_store() as store:
-        path = store.backup()
+        try:
+            path = store.backup()
+        except (OSError, sqlite3.Error) as exc:  # disk full: the partial copy is removed
+            raise click.ClickException(
+                f"the backup could not be written ({exc}); your database is untouched"
+            ) from exc
     click.echo(str(path))
 
 
@@ -179,8 +224,8 @@ def export(file: Path | None) -> None:
 
     The file can be imported on another machine with `dojo import FILE`.
     """
-    with _open_store() as store:
-        data = store.export_history()
+    with _open_store(browse=True) as store:
+        data = _read(store.export_history)
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     if file is None or str(file) == "-":
         sys.stdout.write(text)
@@ -204,7 +249,7 @@ def import_(file: Path) -> None:
     saw a later review of it. An invalid file is refused as a whole. A backup of your
     database is made first.
     """
-    from scheduler.errors import HistoryFormatError
+    from scheduler.errors import HistoryFormatError, StoreError
 
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -216,7 +261,7 @@ def import_(file: Path) -> None:
         try:
             store.backup()  # a merge is undoable only from a copy
             summary = store.import_history(data)
-        except HistoryFormatError as exc:
+        except (HistoryFormatError, StoreError, OSError, sqlite3.Error) as exc:
             raise click.ClickException(str(exc)) from exc
     click.echo(
         f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
@@ -235,6 +280,7 @@ def settings(assignments: tuple[str, ...]) -> None:
     """
     from dataclasses import asdict, fields
 
+    from scheduler.errors import StoreError
     from scheduler.records import Settings
 
     kinds = {f.name: f.type for f in fields(Settings)}
@@ -257,6 +303,8 @@ def settings(assignments: tuple[str, ...]) -> None:
     store = _open_store()
     try:
         current = store.update_settings(**changes) if changes else store.settings()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     finally:
@@ -264,3 +312,7 @@ def settings(assignments: tuple[str, ...]) -> None:
     for key, value in asdict(current).items():
         shown = "local" if key == "timezone" and value is None else value
         click.echo(f"{key:<14} {shown}")
+    held = store.day_rule_held_until()
+    if held is not None:
+        click.echo(f"note: today's study day keeps the previous time zone/rollover until "
+                   f"{held:%Y-%m-%d %H:%M} UTC, so today's answers stay today's.", err=True)

@@ -19,6 +19,9 @@ def sync_bank(store: Store, bank: Bank) -> str | None:
     store.sync_cards(questions, retire_missing=True)
     if bank.errors:  # a broken pack must not vanish without a word
         files = sorted({str(e.file) for e in bank.errors})
-        return (f"{len(bank.errors)} problem(s) in {', '.join(files)} kept some questions out; "
+        from trainer.core.wording import plural
+
+        return (f"{plural(len(bank.errors), 'problem')} in {', '.join(files)} kept some "
+                "questions out; "
                 "run `dojo questions check` for details")
     return None

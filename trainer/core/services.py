@@ -62,13 +62,26 @@ class Services:
     ) -> Services:
         """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
         from questions.bank import load_bank
+        from scheduler.errors import ReadOnlyDatabaseError
         from scheduler.store import Store
         from trainer.core.bank import sync_bank
 
         bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
-        store = Store.open(db_path)
-        sync_bank(store, bank)  # its note is the bank's errors, which Today shows
+        try:
+            store = Store.open(db_path)
+        except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so
+            store = Store.open(db_path, read_only=True)
+            store.warnings.append(f"{exc} Browsing read-only: answers are not saved.")
+        if store.writable:
+            sync_bank(store, bank)  # its note is the bank's errors, which Today shows
         return cls(store, bank, now)
+
+    def warnings(self) -> list[str]:
+        """What the learner should know that did not stop the app: a failed daily backup,
+        read-only browsing, settings that fell back to their defaults."""
+        store = self.store
+        store.settings()
+        return [*store.warnings, *([store.settings_problem] if store.settings_problem else [])]
 
     # -- the bank ------------------------------------------------------------------------
 

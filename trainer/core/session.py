@@ -117,6 +117,8 @@ class Session:
         self.total_scheduled = len(items)
         self._state = _State(list(items), list(pending), Summary(cram=cram), [])
         self._history: list[tuple[_State, Item, Future[ReviewResult]]] = []
+        # What each queued answer added to the summary, to take back if it is not saved.
+        self._counted: dict[Future[ReviewResult], tuple[Item, bool, bool, str | None, bool]] = {}
         self._shown_at = time.monotonic()
         self._started = time.monotonic()
         self._feedback: Feedback | None = None
@@ -204,6 +206,34 @@ class Session:
         )
         return self._feedback
 
+    def next_intervals(self) -> dict[int, int | None]:
+        """For each grade the showing verdict offers, the days until the card is next due if
+        graded so (Anki's "4 · 6d"); None where the grade leaves the schedule alone (re-drill,
+        cram) or the card cannot be rescheduled today. Computed by `transition.apply`, the
+        rule the store will apply, so the preview cannot disagree with the result."""
+        from scheduler.transition import apply
+
+        item, fb = self.current, self._feedback
+        if item is None or fb is None:
+            return {}
+        if item.mode != "review":
+            return {g: None for g in fb.grades}
+        store = self.services.store
+        try:
+            card, settings = store.card(item.question_id), store.settings()
+        except LookupError:
+            return {g: None for g in fb.grades}
+        day = store.study_day(self.services.now, settings)
+        out: dict[int, int | None] = {}
+        for g in fb.grades:
+            try:
+                after, _ = apply(card.scheduled, g, "review", day, settings)
+            except ValueError:  # not due (answered in another window): the store refuses it
+                out[g] = None
+                continue
+            out[g] = None if after.due is None else (after.due - day).days
+        return out
+
     def override(self) -> Feedback:
         """'I mistyped — count it right': turn the wrong verdict showing into a right one, to be
         graded 3-5 and logged as overridden (its named mistake is not recorded)."""
@@ -250,6 +280,10 @@ class Session:
             )
         )
         self._history.append((before, item, write))
+        missed = None if fb.correct else self.services.topic_title(item.question.topic)
+        self._counted[write] = (item, fb.correct, fb.overridden, missed,
+                                needs_redrill(quality) and item.question_id not in
+                                self._state.pending)
         s = self._state.summary
         s.answered += 1
         s.correct += int(fb.correct)
@@ -266,6 +300,31 @@ class Session:
         self._refill()
         self.mark_shown()
         return write
+
+    def unsaved(self, write: Future[ReviewResult], *, retry: bool) -> None:
+        """An answer's write failed (disk full, answered in another window): take it out of
+        the summary and the undo history, so the session matches the database; with `retry`
+        the card comes back at the end of the queue to be answered again (it is still due).
+        Call on the UI thread, once the write has failed."""
+        counted = self._counted.pop(write, None)
+        if counted is None:
+            return
+        item, correct, overridden, missed, queued_redrill = counted
+        self._history = [h for h in self._history if h[2] is not write]
+        s = self._state.summary
+        s.answered -= 1
+        s.correct -= int(correct)
+        s.overridden -= int(overridden)
+        s.redrilled -= int(item.mode == "redrill")
+        if missed is not None and s.missed_topics.get(missed):
+            s.missed_topics[missed] -= 1
+            if not s.missed_topics[missed]:
+                del s.missed_topics[missed]
+        if queued_redrill and item.question_id in self._state.pending:
+            self._state.pending.remove(item.question_id)
+        if retry and all(i.question_id != item.question_id for i in self._state.queue):
+            self._state.queue.append(self.services.draw(item.question_id, item.mode,
+                                                        new=item.new))
 
     def undo(self) -> Item | None:
         """Take back the last graded answer: the store restores the card, the card comes back.

@@ -31,6 +31,7 @@ class TodayView:
     total_questions: int
     topics: list[tuple[str, str]]  # (id, title)
     bank_errors: list[str]
+    warnings: tuple[str, ...] = ()
 
     @property
     def to_do(self) -> int:
@@ -56,6 +57,7 @@ def today_view(services: Services) -> TodayView:
         total_questions=len(services.bank.questions),
         topics=sorted((tid, t.title) for tid, t in services.bank.topics.items()),
         bank_errors=services.bank_errors(),
+        warnings=tuple(services.warnings()),
     )
 
 
@@ -73,6 +75,7 @@ class BrowseRow:
     interval: int | None
     lapses: int
     text: str  # the prompt as written (placeholders unfilled), for search
+    flags: tuple[str, ...] = ()  # the learner's "this looks wrong" notes, oldest first
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ def browse_rows(services: Services) -> list[BrowseRow]:
     """Every question in the bank with its card's scheduling state."""
     today = services.day()
     cards = {c.question_id: c for c in services.store.cards()}
+    flags: dict[str, list[str]] = {}
+    for flag in services.store.flags():
+        flags.setdefault(flag.question_id, []).append(flag.note)
     rows = []
     for q in services.bank.questions:
         card = cards.get(q.id)
@@ -121,6 +127,7 @@ def browse_rows(services: Services) -> list[BrowseRow]:
                 interval=card.interval if card is not None and reviewed else None,
                 lapses=card.lapses if card is not None else 0,
                 text=" ".join(q.prompt.split()),
+                flags=tuple(flags.get(q.id, ())),
             )
         )
     return rows

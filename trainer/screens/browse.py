@@ -17,6 +17,7 @@ from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar
 
 STATUSES = ("due", "new", "scheduled", "suspended", "leech", "buried")
+FLAGGED = "flagged"  # a filter beside the statuses: questions you flagged for editing
 
 
 class BrowseScreen(DojoScreen):
@@ -38,7 +39,8 @@ class BrowseScreen(DojoScreen):
         with Horizontal(id="browse-filters"):
             yield Input(placeholder="search text or id  (/)", id="browse-search")
             yield Select[str]([], prompt="all topics", id="browse-topic")
-            yield Select[str]([(s, s) for s in STATUSES], prompt="any status", id="browse-status")
+            yield Select[str]([(s, s) for s in (*STATUSES, FLAGGED)], prompt="any status",
+                              id="browse-status")
         yield DataTable(id="browse-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="browse-preview"):
             yield Static("Loading…", id="browse-card")
@@ -77,7 +79,10 @@ class BrowseScreen(DojoScreen):
         for row in self.rows:
             if isinstance(topic, str) and row.topic != topic:
                 continue
-            if isinstance(status, str) and row.status != status:
+            if status == FLAGGED:
+                if not row.flags:
+                    continue
+            elif isinstance(status, str) and row.status != status:
                 continue
             if needle and needle not in row.question_id.lower() and needle not in row.text.lower():
                 continue
@@ -141,6 +146,9 @@ class BrowseScreen(DojoScreen):
         if row:
             header += f" · {row.status}"
         lines: list[str] = []
+        if row and row.flags:
+            lines.append(f"[b yellow]Flagged ({len(row.flags)}):[/] "
+                         + "; ".join(_escape(n) for n in row.flags))
         if q.kind == "mcq":
             lines += [f"  {_escape(choice_label(i, c))}" for i, c in enumerate(inst.choices)]
         if history:

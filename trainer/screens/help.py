@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
@@ -28,6 +29,44 @@ _NOTES = {
 }
 
 
+def _key_rows(node: DOMNode, target: Screen[object]) -> list[str]:
+    """`node`'s own bindings (the screen's actions, not its widgets' editing and scrolling
+    keys), in the order the screen declares them; one not usable right now is dimmed with
+    when it applies, so `n`/`r`/`l` are listed before a card is answered too."""
+    active = {a.binding.action: a.enabled for a in target.active_bindings.values()
+              if a.node is node}
+    order: list[str] = []
+    keys: dict[str, list[str]] = {}
+    info: dict[str, Binding] = {}
+    for b in _own_bindings(node):
+        if not b.description:
+            continue
+        if b.action not in keys:
+            order.append(b.action)
+            keys[b.action], info[b.action] = [], b
+        for key in b.key.split(","):
+            keys[b.action].append(target.app.get_key_display(b.with_key(key.strip())))
+    rows = []
+    for action in order:
+        b = info[action]
+        label = ", ".join(dict.fromkeys(keys[action]))
+        tip = f"  [dim]{b.tooltip}[/]" if b.tooltip else ""
+        line = f"  [b]{label:<16}[/] {b.description}{tip}"
+        if not active.get(action, False):
+            line = f"[dim]{line}  (not now)[/]"
+        rows.append(line)
+    return rows
+
+
+def _own_bindings(node: DOMNode) -> list[Binding]:
+    """The bindings the app's own classes declare (not Textual's focus and scroll plumbing)."""
+    out: list[Binding] = []
+    for cls in reversed(type(node).__mro__):
+        if cls.__module__.startswith("trainer."):
+            out += [b for b in cls.__dict__.get("BINDINGS", ()) if isinstance(b, Binding)]
+    return out
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,f1,q", "dismiss", "Close")]
 
@@ -36,30 +75,23 @@ class HelpScreen(ModalScreen[None]):
         self.target = target
 
     def compose(self) -> ComposeResult:
-        rows = []
-        seen = set()
-        for key, active in self.target.active_bindings.items():
-            b = active.binding
-            if not b.description or (b.action, b.description) in seen:
-                continue
-            seen.add((b.action, b.description))
-            keys = (
-                ", ".join(
-                    k
-                    for k, a in self.target.active_bindings.items()
-                    if a.binding.action == b.action
-                )
-                or key
-            )
-            rows.append(
-                f"  [b]{keys:<16}[/] {b.description}"
-                + (f"  [dim]{b.tooltip}[/]" if b.tooltip else "")
-            )
+        own = _key_rows(self.target, self.target)
+        app = _key_rows(self.app, self.target)
         extra = self._screen_notes()
         with Vertical(classes="modal"):
             yield Static("[b]Help[/]  [dim](Esc to close)[/]", classes="modal-title")
             with VerticalScroll():
-                yield Static(ABOUT + "\n\n[b]Keys here[/]\n" + "\n".join(rows) + extra)
+                yield Static(
+                    "[b]Keys here[/]\n" + "\n".join(own)
+                    + extra
+                    + "\n\n[b]Everywhere[/]\n" + "\n".join(app)
+                    + "\n  [b]ctrl+p[/]            Command palette  [dim]every screen, a question "
+                    "by id, a lab level, a sim, export, backup[/]"
+                    + "\n\n" + ABOUT
+                    + "\n\n[dim]Lists, tables and text fields take the usual arrow, Page and "
+                    "editing keys.[/]",
+                    id="help-body",
+                )
 
     def _screen_notes(self) -> str:
         name = type(self.target).__name__

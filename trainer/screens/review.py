@@ -16,7 +16,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from questions.answers import Reask
-from trainer.core.session import GRADE_LABELS, Feedback, Session, choice_label
+from trainer.core.session import GRADE_LABELS, Feedback, Item, Session, choice_label
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
 from trainer.widgets.keybar import KeyBar
@@ -138,7 +138,7 @@ class ReviewScreen(DojoScreen):
             answer = self.query_one("#answer", Input)
             answer.value = ""
             unit = str(getattr(item.question, "unit", "") or "")
-            answer.placeholder = f"your answer in {unit}" if unit else "your answer (a number)"
+            answer.placeholder = _placeholder(unit)
             self.query_one("#unit", Static).update(unit)
             answer.focus()
         self.query_one("#review-body", VerticalScroll).scroll_home(animate=False)
@@ -166,7 +166,15 @@ class ReviewScreen(DojoScreen):
         lines = []
         if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
             lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
-        lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
+        letters = inst_letters(item, fb) if item.is_mcq else None
+        if letters is not None:
+            # The choices above already carry ✓/✗ beside their text: name letters only.
+            right, chosen = letters
+            mine = "" if fb.correct else f"   you: [b]{chosen}[/]"
+            lines.append(f"{verdict}   answer [b]{right}[/]{mine}")
+        else:
+            lines.append(
+                f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
         if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
@@ -185,22 +193,18 @@ class ReviewScreen(DojoScreen):
             links.append(f"[b]m[/] sim {escape(q.sim)}")
         self.query_one("#links", Static).update(" · ".join(links))
         self.query_one("#feedback").display = True
-        grades = "  ".join(
-            f"[reverse] {g} {GRADE_LABELS[g]} [/]"
-            if g == fb.default_grade
-            else f"[b]{g}[/] {GRADE_LABELS[g]}"
-            for g in fb.grades
-        )
         bar = self.query_one("#gradebar", Static)
-        bar.update(f"Grade: {grades}   [dim](Enter = {fb.default_grade})[/]")
+        bar.update(grade_bar(fb, self.session.next_intervals()))
         bar.display = True
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
         self.refresh_bindings()
 
     def _scroll_to_feedback(self) -> None:
+        # Scroll only as far as needed to bring the verdict into view: the question stays on
+        # screen above it when both fit (at 80x24 the old scroll-to-top hid the question).
         body = self.query_one("#review-body", VerticalScroll)
-        body.scroll_to_widget(self.query_one("#feedback"), top=True, animate=False)
+        body.scroll_to_widget(self.query_one("#verdict"), top=False, animate=False)
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -251,14 +255,34 @@ class ReviewScreen(DojoScreen):
 
     def _written(self, future: Future[Any]) -> None:
         """Runs on the writer thread: report a failed write on the UI thread."""
+        from scheduler.errors import (
+            AnsweredElsewhereError,
+            DiskFullError,
+            ReadOnlyDatabaseError,
+        )
+
         error = future.exception()
         if error is None:
             return
-        message = f"Could not save that answer: {error}"
-        try:
-            self.app.call_from_thread(self.notify, message, severity="error", timeout=10)
-        except RuntimeError:  # already done when the callback was added: we are the UI thread
+        retry = not isinstance(error, AnsweredElsewhereError)
+        if isinstance(error, AnsweredElsewhereError):
+            message = ("That card was already answered in another window; this answer was not "
+                       "recorded. Moving on.")
+        elif isinstance(error, DiskFullError):
+            message = ("disk full: your last answer was not saved; the card comes back at the "
+                       "end of the session. Free some space to go on.")
+        elif isinstance(error, ReadOnlyDatabaseError):
+            message = "read-only: your last answer was not saved (browsing read-only)."
+        else:
+            message = f"Could not save that answer: {error}"
+        def report() -> None:
+            self.session.unsaved(future, retry=retry)  # the title's counts update next card
             self.notify(message, severity="error", timeout=10)
+
+        try:
+            self.app.call_from_thread(report)
+        except RuntimeError:  # already done when the callback was added: we are the UI thread
+            report()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         current = self.session.current
@@ -356,16 +380,16 @@ class ReviewScreen(DojoScreen):
                 rows.append((qid, "(not in the bank)"))
                 continue
             rows.append((qid, _first_line(str(q.draw(0).prompt))))
-        self.app.push_screen(RelatedScreen(rows))
+        self.app.push_screen(RelatedScreen(rows, bank))
 
     def action_lab(self) -> None:
         item = self.session.current
         lab = getattr(item.question, "lab", None) if item else None
         if lab is None:
             return
-        from trainer.screens.lab import LabScreen
-
-        self.app.push_screen(LabScreen(str(getattr(lab, "exercise", lab))))
+        level = getattr(lab, "level", None)
+        self.dojo.action_lab(str(getattr(lab, "exercise", lab)),
+                             level if isinstance(level, int) else None)
 
     def action_sim(self) -> None:
         item = self.session.current
@@ -392,3 +416,39 @@ def _markdown(text: str) -> RichMarkdown:
 def _first_line(markdown: str, width: int = 70) -> str:
     text = " ".join(markdown.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
+    """The grade keys with what each does, Anki-style: "4 good 6d"; ↻ marks a grade that
+    brings the card back today for a re-drill (below 4), so neither is a surprise."""
+    from scheduler.transition import needs_redrill
+
+    parts = []
+    for g in fb.grades:
+        days = intervals.get(g)
+        after = f" {days}d" if days is not None else ""
+        again = "↻" if needs_redrill(g) else ""
+        text = f"{g} {GRADE_LABELS[g]}{after}{again}"
+        parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
+    legend = "↻ again today " if any(needs_redrill(g) for g in fb.grades) else ""
+    return f"{'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
+
+
+def _placeholder(unit: str) -> str:
+    """The numeric input's hint: "your answer in KiB"; a ratio unit (x, ×) is not a word to
+    answer "in", so it asks for the ratio instead."""
+    if not unit:
+        return "your answer (a number)"
+    if unit.strip().lower() in ("x", "×"):
+        return "your answer (a ratio, e.g. 2.5)"
+    return f"your answer in {unit}"
+
+
+def inst_letters(item: Item, fb: Feedback) -> tuple[str, str] | None:
+    """An MCQ verdict's (right letter, chosen letter), or None when either is unknown."""
+    from questions.model import LETTERS
+
+    right = item.instance.correct_index
+    if right is None or fb.chosen_index is None:
+        return None
+    return LETTERS[right], LETTERS[fb.chosen_index]

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from trainer.core.stats import Mistake
 from trainer.core.views import StatsView, stats_view
+from trainer.core.wording import plural
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.charts import BarChart, Heatmap
@@ -70,6 +71,12 @@ class StatsScreen(DojoScreen):
         yield KeyBar()
 
     mistakes: list[Mistake] = []
+
+    def on_resize(self) -> None:
+        # The first row needs ~76 columns side by side; narrower, every row stacks so no
+        # chart loses its border or days.
+        for row in self.query(".stats-row"):
+            row.set_class(self.size.width < 78, "narrow")
 
     def on_mount(self) -> None:
         self.query_one("#stats-body").focus()
@@ -129,11 +136,12 @@ class StatsScreen(DojoScreen):
         )
         self.query_one("#stats-topics", Static).update(
             "\n".join(
-                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {t[:30]} [dim]({a}"
+                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {escape(t)} [dim]({a}"
                 + (f", {o} mistyped" if o else "") + ")[/]"
                 for t, a, c, o in v.topics
             )
-            + (f"\n[dim]{v.overridden} answer(s) counted right after a typo this year[/]"
+            + (f"\n[dim]{plural(v.overridden, 'answer')} counted right after a typo this "
+               "year[/]"
                if v.overridden else "")
             or "No answers yet."
         )
@@ -156,7 +164,7 @@ class StatsScreen(DojoScreen):
         self.query_one("#stats-lab", Static).update(
             "\n".join(
                 f"{ex} L{lvl}: {'[green]passing[/]' if ok else '[red]failing[/]'}  "
-                f"{n} attempt(s){f', best {best}' if best else ''}"
+                f"{plural(n, 'attempt')}{f', best {best}' if best else ''}"
                 for ex, lvl, ok, n, best in v.lab
             )
             or "No lab attempts yet (l on the home screen)."

@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
+from trainer.core.wording import plural
 from trainer.screens.base import DojoScreen
 from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
@@ -41,6 +43,7 @@ class TodayScreen(DojoScreen):
     ]
 
     view: TodayView | None = None
+    _fetches = 0  # the latest fetch's number: an older one finishing late is not painted
 
     def compose(self) -> ComposeResult:
         yield Static("Serving Dojo · Today", classes="titlebar")
@@ -57,33 +60,52 @@ class TodayScreen(DojoScreen):
             yield Static("", id="today-errors")
         yield KeyBar()
 
+    def on_resize(self) -> None:
+        # Side by side the two charts need ~76 columns; below that they stack, so neither
+        # loses its border or days (the heatmap 30 columns, the forecast 44).
+        self.query_one("#today-charts").set_class(self.size.width < 78, "narrow")
+
     def on_screen_resume(self) -> None:
         self.reload()
 
     def reload(self) -> None:
         if self.dojo.load_error:
             self.query_one("#today-headline", Static).update(
-                f"[b red]Could not open your data:[/] {self.dojo.load_error}"
+                f"[b red]Could not open your data:[/] {escape(self.dojo.load_error)}"
             )
             return
         if self.dojo.services is not None:
             self._fetch()
 
-    @work(thread=True, exclusive=True, group="today")
     def _fetch(self) -> None:
+        self._fetches += 1
+        # Until the fresh view lands (seconds on a loaded machine), the old counts are shown
+        # dimmed and marked, never as if they were today's (#19 item 10).
+        for selector in ("#today-headline", "#today-counts"):
+            self.query_one(selector).set_class(self.view is not None, "stale")
+        self._fetch_view(self._fetches)
+
+    @work(thread=True, group="today")
+    def _fetch_view(self, number: int) -> None:
         services = self.dojo.services
         if services is None:
             return
         view = services.today()
-        self.app.call_from_thread(self._show, view)
+        self.app.call_from_thread(self._show, view, number)
 
-    def _show(self, view: TodayView) -> None:
+    def _show(self, view: TodayView, number: int | None = None) -> None:
+        # A fetch started before a session ended can finish after the one started when the
+        # learner came home (threads cannot be cancelled): painting it would show stale counts.
+        if number is not None and number != self._fetches:
+            return
         self.view = view
+        for selector in ("#today-headline", "#today-counts"):
+            self.query_one(selector).remove_class("stale")
         head = self.query_one("#today-headline", Static)
         if view.first_run:
             head.update(f"[b]Welcome.[/] {WELCOME}")
         elif view.to_do:
-            head.update(f"[b]{view.to_do} cards today.[/] Press [b]Enter[/] to start.")
+            head.update(f"[b]{plural(view.to_do, 'card')} today.[/] Press [b]Enter[/] to start.")
         else:
             head.update(
                 "[b]All done for today.[/] Cram (c) practises without touching the schedule."
@@ -101,12 +123,14 @@ class TodayScreen(DojoScreen):
         ]
         self.query_one("#forecast", BarChart).update(view.forecast[:14], labels[:14])
         errors = self.query_one("#today-errors", Static)
+        notes = "".join(f"[b yellow]warning:[/] {escape(w)}\n" for w in view.warnings)
         if view.bank_errors:
             shown = "\n".join(f"  • {e}" for e in view.bank_errors[:5])
             more = len(view.bank_errors) - 5
             errors.update(
-                f"[b yellow]{len(view.bank_errors)} question file(s) could not be loaded "
+                notes + f"[b yellow]{plural(len(view.bank_errors), 'question file')} could not "
+                "be loaded "
                 f"(the rest work):[/]\n{shown}" + (f"\n  … and {more} more" if more > 0 else "")
             )
         else:
-            errors.update("")
+            errors.update(notes.rstrip("\n"))

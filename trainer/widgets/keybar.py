@@ -7,6 +7,7 @@ which cost ~100 ms a card on this machine; this renders one Static instead.
 from __future__ import annotations
 
 from rich.markup import escape
+from rich.text import Text
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -31,8 +32,12 @@ class KeyBar(Static):
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
 
+    def on_resize(self) -> None:
+        self._changed(self.screen)
+
     def _changed(self, screen: Screen[object]) -> None:
         parts: list[str] = []
+        always: list[str] = []  # F1 and ^p: the way to every other key, never cut
         seen: set[str] = set()
         for active in screen.active_bindings.values():
             binding = active.binding
@@ -41,9 +46,27 @@ class KeyBar(Static):
             seen.add(binding.action)
             key = escape(self.app.get_key_display(binding))
             label = escape(binding.description)
-            parts.append(f"[b]{key}[/] {label}" if active.enabled else f"[dim]{key} {label}[/]")
-        parts.append("[b]^p[/] palette")
-        text = "  ".join(parts)
+            part = f"[b]{key}[/] {label}" if active.enabled else f"[dim]{key} {label}[/]"
+            (always if binding.action in ("help", "app.help") else parts).append(part)
+        always.append("[b]^p[/] palette")
+        text = fit(parts, always, self.size.width)  # the content width (padding excluded)
         if text != getattr(self, "_last", None):
             self._last = text
             self.update(text)
+
+
+def fit(parts: list[str], always: list[str], width: int) -> str:
+    """The parts that fit in `width` cells, then an ellipsis, then `always` (Help and the
+    palette stay visible at any width, so a narrow terminal still leads to every key)."""
+    sep = "  "
+    tail = sep.join(always)
+    full = sep.join([*parts, tail])
+    if width <= 0 or Text.from_markup(full).cell_len <= width:
+        return full
+    room = width - Text.from_markup(tail).cell_len - len(sep) - 1  # 1 for the ellipsis
+    kept: list[str] = []
+    for part in parts:
+        if Text.from_markup(sep.join([*kept, part])).cell_len > room:
+            break
+        kept.append(part)
+    return sep.join([*kept, "…" + tail] if kept else ["…" + tail])

@@ -1,0 +1,64 @@
+"""The command palette is app-wide (#19 item 7): from Today, typing reaches any screen, a
+question by id, a lab level, a sim, export and backup."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from textual.command import CommandPalette
+
+from tests.tui.conftest import ready
+from trainer.app import DojoApp
+from trainer.screens.lab import LabScreen
+from trainer.screens.modals import QuestionScreen
+
+AppFactory = Callable[..., DojoApp]
+
+
+def _titles(app: DojoApp) -> list[str]:
+    return [c.title for c in app.get_system_commands(app.screen)]
+
+
+async def test_today_palette_reaches_questions_labs_sims_export_backup(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        titles = _titles(app)
+        for wanted in ("Question kv-cache-001", "Export history", "Backup now"):
+            assert wanted in titles, wanted
+        assert any(t.startswith("Lab batch-engine L2") and "grade" in t for t in titles)
+        assert any(t.startswith("Sim capacity") for t in titles)
+
+
+async def _run(app: DojoApp, pilot: object, text: str) -> None:
+    await pilot.press("ctrl+p")  # type: ignore[attr-defined]
+    assert isinstance(app.screen, CommandPalette)
+    await pilot.press(*text)  # type: ignore[attr-defined]
+    for _ in range(30):
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    await pilot.press("enter")  # type: ignore[attr-defined]
+    for _ in range(5):
+        await app.workers.wait_for_complete()
+        await pilot.pause()  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+async def test_palette_opens_a_question_a_lab_level_and_exports(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await _run(app, pilot, "Question kv-cache-002")
+        assert isinstance(app.screen, QuestionScreen)
+        assert app.screen.question.id == "kv-cache-002"
+        await pilot.press("escape")
+        await _run(app, pilot, "Lab batch-engine L2")
+        assert isinstance(app.screen, LabScreen)
+        await pilot.press("escape")
+        await _run(app, pilot, "Export history")
+        assert app.services is not None
+        (exported,) = (app.services.store.path.parent / "exports").glob("history-*.json")
+        assert json.loads(exported.read_text())["cards"]

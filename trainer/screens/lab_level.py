@@ -1,0 +1,43 @@
+"""Open the Lab screen on one exercise's level (a question's lab link names both).
+
+The Lab screen selects an exercise; this subclass then moves the highlight to the named level
+once the list has loaded, so `l` on "lab batch-engine L2" lands on level 2, not level 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import OptionList
+
+from trainer.screens.lab import LabScreen, LevelRow
+
+
+class LabAtLevel(LabScreen):
+    """The Lab screen, highlighting `level` of `exercise` on its first load."""
+
+    def __init__(self, exercise: str, level: int) -> None:
+        super().__init__(exercise)
+        self.initial_level: int | None = level
+
+    def _loaded(
+        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path]
+    ) -> None:
+        wanted, exercise = self.initial_level, self.initial
+        super()._loaded(exercises, rows, workspaces)
+        self.initial_level = None
+        if wanted is None:
+            return
+        index = next((i for i, r in enumerate(rows)
+                      if r.exercise == exercise and r.level == wanted), None)
+        if index is not None:
+            self.query_one("#lab-list", OptionList).highlighted = index
+            self._describe()
+
+
+def lab_screen(exercise: str | None, level: int | None) -> LabScreen:
+    """The Lab screen for the app's `lab` action: on a level when both are named."""
+    if exercise is not None and level is not None:
+        return LabAtLevel(exercise, level)
+    return LabScreen(exercise)
