@@ -43,6 +43,7 @@ from questions.model import (
 from questions.problems import Problem
 from questions.render import RenderError, placeholders
 from questions.units import COUNTED_UNITS, is_known_unit
+from questions.wording import noun
 
 ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -550,7 +551,8 @@ class _QuestionReader:
             return None
         unknown = sorted(formula.names - known)
         if unknown:
-            self.fail(where, f"formula uses undefined name(s) {', '.join(unknown)} (define them "
+            self.fail(where, f"formula uses undefined {noun(len(unknown), 'name')} "
+                             f"{', '.join(unknown)} (define them "
                       "in params, cases or an earlier derived entry)")
             return None
         return formula
@@ -722,7 +724,8 @@ class _QuestionReader:
             return False
         unknown = sorted(set(used) - names)
         if unknown:
-            self.fail(key, f"unfilled placeholder(s) {', '.join('{' + n + '}' for n in unknown)}"
+            self.fail(key, f"unfilled {noun(len(unknown), 'placeholder')} "
+                           f"{', '.join('{' + n + '}' for n in unknown)}"
                       " (not a param, case value, derived value, label or answer; write {{ }} "
                       "for literal braces)")
             return False

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.models.loading import PairInfo
+from questions.wording import plural
 
 LICENCE = """\
 ## Provenance and licence
@@ -131,7 +132,7 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
         f"{training['seq_len']} tokens = {training['tokens_seen']:,} tokens seen; "
         f"{training['optimizer']}; peak lr {training['peak_lr']}, {training['schedule']} "
         f"(warm-up {training['warmup_steps']} steps); seed {training['seed']}; "
-        f"{training['device']}, {training['threads']} torch thread(s), "
+        f"{training['device']}, {plural(int(training['threads']), 'torch thread')}, "
         f"{training.get('precision', 'fp32')}.",
     ]
     if distil:

@@ -36,7 +36,7 @@ def materialize(broken: Path, directory: Path) -> Path:
     """A broken engine as a standalone `batch_engine.py` (the reference's text with its
     mutations): the sandbox child cannot read lab/reference, so it must not build it there."""
     load_solution(broken)
-    base = sys.modules["_base"]
+    base = sys.modules["_engine_base"]
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "batch_engine.py"
     target.write_text(base.SOURCES[broken.stem], encoding="utf-8")

@@ -325,7 +325,7 @@ def test_step_problems_name_the_step_and_line(tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     answer_line = next(i for i, line in enumerate(lines, 1) if line == 'answer = "later * 3"')
     assert any(p.startswith(f"{path}:{answer_line}:mini-001.step[2].answer: formula uses "
-                            "undefined name(s) later") for p in problems), problems
+                            "undefined name later") for p in problems), problems
 
 
 def test_a_step_cannot_use_a_later_steps_value_or_show_its_own(tmp_path: Path) -> None:
@@ -333,8 +333,8 @@ def test_a_step_cannot_use_a_later_steps_value_or_show_its_own(tmp_path: Path) -
                  {"name": "b", "answer": "n + 1", "mistake": "n", "prompt": "Given {b}?"},
                  {"name": "c", "answer": "b * 3", "mistake": "b"})
     problems = " ".join(_problems(path))
-    assert "step[0].answer: formula uses undefined name(s) b" in problems
-    assert "step[1].prompt: unfilled placeholder(s) {b}" in problems
+    assert "step[0].answer: formula uses undefined name b" in problems
+    assert "step[1].prompt: unfilled placeholder {b}" in problems
 
 
 def test_scenario_cannot_reveal_a_step_and_steps_need_mistakes(tmp_path: Path) -> None:
@@ -347,7 +347,7 @@ def test_scenario_cannot_reveal_a_step_and_steps_need_mistakes(tmp_path: Path) -
                         'says = "slipped"\n', "")
     path.write_text(text, encoding="utf-8")
     problems = " ".join(_problems(path))
-    assert "mini-001.prompt: unfilled placeholder(s) {a}" in problems
+    assert "mini-001.prompt: unfilled placeholder {a}" in problems
     assert "mini-001.step[2].mistake: numeric questions need at least one" in problems
 
 

@@ -157,8 +157,8 @@ def stats(days: int, as_json: bool) -> None:
     distractors you answered most over the last 30 days.
     """
     from questions.bank import load_bank
+    from questions.wording import plural
     from trainer.core.stats import collect, report_json
-    from trainer.core.wording import plural
 
     try:
         bank = load_bank()  # only to describe the mistakes: the stats never depend on it

@@ -19,7 +19,7 @@ def sync_bank(store: Store, bank: Bank) -> str | None:
     store.sync_cards(questions, retire_missing=True)
     if bank.errors:  # a broken pack must not vanish without a word
         files = sorted({str(e.file) for e in bank.errors})
-        from trainer.core.wording import plural
+        from questions.wording import plural
 
         return (f"{plural(len(bank.errors), 'problem')} in {', '.join(files)} kept some "
                 "questions out; "

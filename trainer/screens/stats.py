@@ -13,9 +13,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from questions.wording import plural
 from trainer.core.stats import Mistake
 from trainer.core.views import StatsView, stats_view
-from trainer.core.wording import plural
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.charts import BarChart, Heatmap

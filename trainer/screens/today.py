@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
-from trainer.core.wording import plural
+from questions.wording import plural
 from trainer.screens.base import DojoScreen
 from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar

@@ -1,6 +1,6 @@
 """Broken: cancel() returns True at once but sends the abort only at the next step()."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "abort_at_next_step",

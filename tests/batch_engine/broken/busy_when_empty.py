@@ -1,6 +1,6 @@
 """Broken: step() reports work done (True) even when nothing is queued or running."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "busy_when_empty",

@@ -1,6 +1,6 @@
 """Broken: cancel() sends the abort but leaves a running request in the batch."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "cancel_keeps_running",

@@ -1,7 +1,7 @@
 """Broken: cancelling a running request drops its row but keeps counting its KV tokens against
 the budget (a leaked reservation), so requests waiting for KV are admitted late."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "cancel_leaks_kv",

@@ -1,6 +1,6 @@
 """Broken: shutdown() aborts every request it ever saw, including finished ones."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "double_finish",

@@ -1,6 +1,6 @@
 """Broken: the token that finishes a request (stop token or the last one) is not streamed."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "drops_final_token",

@@ -1,7 +1,7 @@
 """Broken: tests the token's truth value before the stop set, so a stop token of id 0 (the
 shipped target's EOS) never stops a request."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "eos_zero_ignored",

@@ -1,6 +1,6 @@
 """Broken: admits and grows without looking at the KV budget."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "ignores_budget",

@@ -1,7 +1,7 @@
 """Broken: checks max_tokens before the stops, so a stop token or stop sequence landing on the
 max_tokens-th token finishes with "length" instead of "stop"."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "length_before_stop",

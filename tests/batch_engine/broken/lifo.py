@@ -1,6 +1,6 @@
 """Broken: takes the newest queued requests first (a stack, not a queue)."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "lifo",

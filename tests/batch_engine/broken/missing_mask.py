@@ -1,6 +1,6 @@
 """Broken: never passes the attention mask (padding is attended as text)."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "missing_mask",

@@ -2,7 +2,7 @@
 its whole sequence (prompt + generated tokens) again (no chunked prefill, which could never
 finish a prompt that way). The tokens are right, the work is not."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "no_kv_cache",

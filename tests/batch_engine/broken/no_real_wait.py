@@ -1,6 +1,6 @@
 """Broken: dispatches whatever is queued at once (never waits for the window)."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "no_real_wait",

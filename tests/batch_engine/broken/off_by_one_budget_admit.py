@@ -1,7 +1,7 @@
 """Broken: admits the head of the queue only while it fits with room to spare (>= for >), so a
 head that fills the budget exactly waits."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "off_by_one_budget_admit",

@@ -1,7 +1,7 @@
 """Broken: counts the last token as held, so a request needing exactly the KV budget alone
 (prompt + max_tokens - 1 = budget) is rejected."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "off_by_one_budget_reject",

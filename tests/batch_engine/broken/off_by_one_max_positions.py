@@ -1,6 +1,6 @@
 """Broken: rejects a request whose prompt + max_tokens is exactly max_positions (>= for >)."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "off_by_one_max_positions",

@@ -1,6 +1,6 @@
 """Broken: an off-by-one lets one request more than max_batch_size into a batch."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "over_cap",

@@ -2,7 +2,7 @@
 but feeds them nothing (an all-padding row) until there is room again: the budget holds and the
 outputs are right, but those requests sit on their KV instead of freeing it."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "pauses_instead_of_preempting",

@@ -1,6 +1,6 @@
 """Broken: lets a model exception escape step(), taking the whole batch (and engine) down."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "poison_fails_batch",

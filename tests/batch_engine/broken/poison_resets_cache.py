@@ -2,7 +2,7 @@
 recomputes its whole sequence) instead of keeping their KV. The tokens are right, the work is
 not."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "poison_resets_cache",

@@ -1,6 +1,6 @@
 """Broken: positions count columns of the padded batch instead of each row's own tokens."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "positions_not_per_row",

@@ -1,6 +1,6 @@
 """Broken: a preempted request is requeued with its generated tokens thrown away."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "preempt_loses_tokens",

@@ -1,6 +1,6 @@
 """Broken: a preempted request is requeued at the back, behind the requests that were waiting."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "preempted_to_back",

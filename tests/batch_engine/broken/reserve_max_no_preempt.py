@@ -2,7 +2,7 @@
 never preempts. The budget holds, but requests that fit what they actually hold are kept waiting
 and the batch never grows into the budget."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "reserve_max_no_preempt",

@@ -1,6 +1,6 @@
 """Broken: pads the shorter prompts on the right, so their last column is padding."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "right_padding",

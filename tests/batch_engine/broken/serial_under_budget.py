@@ -1,7 +1,7 @@
 """Broken: under a KV budget it runs one request at a time. The budget always holds and nothing
 is ever preempted, but a queued request that fits the budget waits although a row is free."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "serial_under_budget",

@@ -4,7 +4,7 @@ but leaves the previous occupant's columns unmasked, so the newcomer attends to 
 from typing import Any
 
 import torch
-from _base import mutate
+from _engine_base import mutate
 
 _ref = mutate("stale_kv_refill")
 

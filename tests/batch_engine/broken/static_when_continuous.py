@@ -1,6 +1,6 @@
 """Broken: ignores continuous=True (a level 1 engine: the batch always runs to completion)."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "static_when_continuous",

@@ -1,6 +1,6 @@
 """Broken: a partial batch waits twice max_wait."""
 
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "waits_past_max_wait",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "broken"))
-from _base import mutate
+from _engine_base import mutate
 
 _ref = mutate("reorder_engine")
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "broken"))
-from _base import mutate
+from _engine_base import mutate
 
 Engine = mutate(
     "whole_prompt_engine",

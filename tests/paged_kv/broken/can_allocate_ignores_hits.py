@@ -1,6 +1,6 @@
 """Broken: can_allocate ignores prefix-cache hits."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'can_allocate_ignores_hits',

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: copy-on-write also copies a shared last block that is full."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'cow_copies_full_blocks',

@@ -1,6 +1,6 @@
 """Broken: copy-on-write does not decrement the old block's reference count."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'cow_no_decrement',

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: evicts a cached block even when an empty block is available."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'evicts_before_empty',

@@ -1,7 +1,7 @@
 """Broken: a cache hit on a free cached block leaves it on the eviction list
 (so it can be evicted while in use)."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'evicts_block_in_use',

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: free releases every block of the table, even those a live fork still holds."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'freed_block_in_table',

@@ -1,6 +1,6 @@
 """Broken: attends to context_lens + 1 tokens (t <= context_len)."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'gather_context_plus_one',

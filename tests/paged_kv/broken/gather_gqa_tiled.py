@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: maps query heads to KV heads by tiling (repeat) instead of grouping."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'gather_gqa_tiled',

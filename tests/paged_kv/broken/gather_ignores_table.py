@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: reads blocks 0, 1, 2, ... in order, ignoring the block tables."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'gather_ignores_table',

@@ -1,6 +1,6 @@
 """Broken: attends to every slot of the padded tables, past context_lens."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'gather_no_mask',

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: indexes a flat pool with block + offset instead of block * block_size + offset."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'gather_wrong_offset',

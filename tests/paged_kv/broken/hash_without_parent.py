@@ -1,6 +1,6 @@
 """Broken: hashes a block's tokens without its parent's hash."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'hash_without_parent',

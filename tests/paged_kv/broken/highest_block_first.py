@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: hands out the highest-numbered free block first."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'highest_block_first',

@@ -1,6 +1,6 @@
 """Broken: evicts the most recently released cached block instead of the least recently released."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'mru_eviction',

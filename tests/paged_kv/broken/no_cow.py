@@ -1,6 +1,6 @@
 """Broken: writes into a shared, partly filled last block without copying it."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'no_cow',

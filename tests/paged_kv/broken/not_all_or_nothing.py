@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: a failing allocate keeps the blocks it took before running out."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'not_all_or_nothing',

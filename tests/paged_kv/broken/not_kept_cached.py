@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: forgets a block's hash when it is freed (freed blocks do not stay cached)."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'not_kept_cached',

@@ -1,6 +1,6 @@
 """Broken: allocates n // block_size + 1 blocks (one too many for an exactly full block)."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'off_by_one_boundary',

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: hashes and shares the partly filled last block of a prompt too."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'partial_block_shared',

@@ -1,6 +1,6 @@
 """Broken: free releases a block only if its count is 1 and never decrements shared ones."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'refcount_not_decremented',

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: when no block is free, hands out block 0 again instead of raising OutOfBlocks."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'silent_overwrite',

@@ -1,6 +1,6 @@
 """Broken: write_kv indexes the cache as [offsets, blocks]."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'write_kv_swapped',

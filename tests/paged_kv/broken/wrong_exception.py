@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: runs out of blocks with IndexError (popping an empty heap) instead of OutOfBlocks."""
 
-from _base import export, mutate
+from _paged_base import export, mutate
 
 export(mutate(
     'wrong_exception',

@@ -39,6 +39,7 @@ from lab.exercises.batch_engine.grading.common import (
     view,
 )
 from lab.grader.api import Case, Verdict
+from questions.wording import noun, plural
 
 REFERENCE = "lab.reference.batch_engine"
 LEVELS = {1: level1, 2: level2, 3: level3, 4: level4}
@@ -57,7 +58,8 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
         returned, calls = got["empty_step"]
         if returned or calls:
             raise _Fail(f"step() on an engine with nothing submitted returned {returned!r} and "
-                        f"made {calls} model call(s): with an empty queue there is nothing to "
+                        f"made {plural(calls, 'model call')}: with an empty queue there is "
+                        f"nothing to "
                         "run — return False (the caller then waits instead of spinning)")
         if got["stuck"]:
             if p["model"] == "probe":  # a policy mistake that led there names the cause
@@ -66,7 +68,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
             raise _Fail(got["stuck"])
         if got.get("crash"):
             raise _Fail(f"step() raised {got['crash']} — one poison request must fail alone: "
-                        "catch the error, find the request(s) at fault (e.g. retry each row "
+                        "catch the error, find the requests at fault (e.g. retry each row "
                         "alone), finish them with 'error' and keep serving the rest")
         g = view(case, got, expected)
         reqs = g["reqs"]
@@ -114,7 +116,8 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
             raise _Fail(f"model call {n} at t={c[0]:.3f} s ran {len(c[2])} rows, over "
                         f"max_batch_size {B} (requests {rows})")
         if len(set(rows)) != len(rows):
-            raise _Fail(f"model call {n} has request(s) {_dups(rows)} in two rows at once")
+            raise _Fail(f"model call {n} has {noun(len(_dups(rows)), 'request')} {_dups(rows)} "
+                        f"in two rows at once")
     recomputed = _check_kv_reuse(p, got, calls, index, finish_t)
     if p["kv_budget_tokens"] is not None:
         level3.check_budget(p, reqs, got, calls, rows_of, finish_t, recomputed)

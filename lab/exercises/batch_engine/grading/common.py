@@ -21,6 +21,7 @@ from typing import Any
 from lab.exercises.batch_engine import harness, probe
 from lab.exercises.batch_engine.grading import probe_checks
 from lab.grader.api import Case
+from questions.wording import plural
 
 NEAR_TIE = 1e-4
 EPS_S = 0.003  # scheduling tolerance on the virtual clock (the harness ticks 1 ms when idle)
@@ -375,7 +376,7 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
             who = index.get(marker, marker)
             if budget is None or past > 0:
                 raise _Fail(
-                    f"model call {n}: request {who} re-fed {before - past} token(s) it had "
+                    f"model call {n}: request {who} re-fed {plural(before - past, 'token')} it had "
                     f"already fed — its row held {before} KV tokens after its previous call, "
                     f"but this call attends to {past} of them and feeds {new} again. Use the KV "
                     "cache: keep each row's cache (and mask) between steps; after the prefill a "

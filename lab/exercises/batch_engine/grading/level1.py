@@ -36,6 +36,7 @@ from lab.exercises.batch_engine.grading.common import (
     _target_cases,
 )
 from lab.grader.api import Case
+from questions.wording import noun
 
 
 def _stop_case_requests(k0: int) -> list[dict[str, Any]]:
@@ -134,7 +135,8 @@ def _check_static(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int
             continue
         running = [r for r in rows_of[n - 1] if finish_t.get(r, math.inf) > calls[n][0]]
         if running:
-            raise _Fail(f"model call {n}: request(s) {sorted(joined)} joined while requests "
+            raise _Fail(f"model call {n}: {noun(len(joined), 'request')} {sorted(joined)} "
+                        f"joined while requests "
                         f"{running} of the running batch were unfinished — with continuous="
                         "False a batch runs to completion before the next one forms")
 

@@ -15,6 +15,7 @@ from lab.exercises.batch_engine.grading.common import (
     _target_cases,
 )
 from lab.grader.api import Case
+from questions.wording import noun
 
 
 def _level2_fixed() -> list[Case]:
@@ -53,8 +54,9 @@ def _check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str
                 admitted_at[r] = n
         if gone:
             if budget is None:
-                raise _Fail(f"model call {n} at t={t0:.3f} s dropped unfinished request(s) "
-                            f"{gone}: every running request takes part in every step")
+                raise _Fail(f"model call {n} at t={t0:.3f} s dropped unfinished "
+                            f"{noun(len(gone), 'request')} {gone}: every running request takes "
+                            f"part in every step")
             kept = [r for r in unfinished if r in rows]
             newest_kept = max((admitted_at.get(r, -1) for r in kept), default=-1)
             for r in gone:
@@ -71,13 +73,15 @@ def _check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str
         waiting_preempted = [r for r in waiting if r in preempted]
         if waiting_preempted and any(r not in preempted for r in fresh):
             jumped = [r for r in fresh if r not in preempted]
-            raise _Fail(f"model call {n} admitted {jumped} while preempted request(s) "
-                        f"{waiting_preempted} waited — a preempted request goes back to the "
+            raise _Fail(f"model call {n} admitted {jumped} while preempted "
+                        f"{noun(len(waiting_preempted), 'request')} {waiting_preempted} waited "
+                        f"— a preempted request goes back to the "
                         "front of the queue")
         if waiting and len(rows) < B and budget is None:
             raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(rows)} of {B} rows while "
-                        f"request(s) {waiting[:5]} were queued — in continuous batching a free "
-                        "slot is refilled at the next step")
+                        f"{noun(len(waiting), 'request')} {waiting[:5]} "
+                        f"{noun(len(waiting), 'was', 'were')} queued — in continuous batching "
+                        "a free slot is refilled at the next step")
 
 
 def cases(seed: int) -> list[Case]:

@@ -28,6 +28,7 @@ from lab.exercises.batch_engine.grading.common import (
     _target_cases,
 )
 from lab.grader.api import Case
+from questions.wording import noun
 
 
 def _level3_fixed() -> list[Case]:
@@ -87,8 +88,9 @@ def _check_budget_admission(p: dict[str, Any], reqs: list[dict[str, Any]], got: 
             what = f"its prompt plus the {done} tokens it had produced" if done else "its prompt"
             cancelled = [i for ct, i, ok, *_ in got.get("cancels", []) if ok is True and ct <= t0
                          and any(ev[2] == i and ev[1] == "token" for ev in got["events"])]
-            freed = (f" (request(s) {cancelled} were cancelled while running: their KV is free "
-                     "at once)") if cancelled else ""
+            freed = (f" ({noun(len(cancelled), 'request')} {cancelled} "
+                     f"{noun(len(cancelled), 'was', 'were')} cancelled while running: their KV "
+                     "is free at once)") if cancelled else ""
             raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(c[2])} of {B} rows, leaving "
                         f"{held} of the {budget} KV tokens in use, while request {head} at the "
                         f"head of the queue needed {need} ({what}): it fits, so it joins at this "

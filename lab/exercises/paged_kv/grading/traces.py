@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.grader.api import Verdict
+from questions.wording import noun, plural
 
 
 class Fail(Exception):
@@ -209,15 +210,17 @@ def _check_raised(where: str, op: list[Any], g: Any, e: Any, e_res: Any, g_res: 
     if e and not g:
         if e[0] == "OutOfBlocks":
             need = (_blocks(len(op[2]), bs) if op[0] == "allocate" else 1)
-            raise Fail(f"{where} should raise OutOfBlocks — it needs {need} new block(s) and "
-                       f"only {free} are free — but it returned {g_res!r}: when blocks run out, "
+            raise Fail(f"{where} should raise OutOfBlocks — it needs "
+                       f"{plural(need, 'new block')} and "
+                       f"only {free} {noun(free, 'is', 'are')} free — but it returned "
+                       f"{g_res!r}: when blocks run out, "
                        "raise OutOfBlocks and change nothing, never hand out a block that is "
                        "still in use (a silent overwrite corrupts another sequence's KV)")
         raise Fail(f"{where} should raise {e[0]} ({e[1]}), but it returned {g_res!r}")
     if g and not e:
         hint = ""
         if g[0] == "OutOfBlocks":
-            hint = (f" — {free} block(s) were free"
+            hint = (f" — {plural(free, 'block')} {noun(free, 'was', 'were')} free"
                     + (" (count blocks shared by a fork or reused from the cache once)"
                        if op[0] in ("allocate", "can_allocate", "fork") else ""))
         raise Fail(f"{where} raised {g[0]}({g[1]!r}), but the call is valid here (expected "
@@ -311,8 +314,8 @@ def _apply(where: str, i: int, op: list[Any], res: Any, tables: list[Any], col: 
                            f"{old[-1]}, new last block {block})")
             view.content[block] = list(view.content.get(old[-1], [None] * bs))
         elif shared_partial:
-            raise Fail(f"{where} wrote into block {old[-1]}, which seq(s) "
-                       f"{[s for s in before.tables if s != seq and old[-1] in before.tables[s]]}"
+            sharers = [s for s in before.tables if s != seq and old[-1] in before.tables[s]]
+            raise Fail(f"{where} wrote into block {old[-1]}, which {_holders(sharers)}"
                        " also hold: the first append into a shared, partly filled last block "
                        "must copy it (copy-on-write) and return (src, dst)")
         if n % bs == 0 and block in old:
@@ -347,12 +350,13 @@ def _apply(where: str, i: int, op: list[Any], res: Any, tables: list[Any], col: 
 def _check_len(where: str, seq: int, table: list[int], n: int, bs: int, view: _View) -> None:
     if len(table) != _blocks(n, bs):
         raise Fail(f"{where}: seq {seq} holds {n} tokens, so its table needs ceil({n} / {bs}) = "
-                   f"{_blocks(n, bs)} block(s), but it has {len(table)}: {table}"
+                   f"{plural(_blocks(n, bs), 'block')}, but it has {len(table)}: {table}"
                    + (" — off by one at a block boundary?" if abs(len(table) - _blocks(n, bs))
                       == 1 else ""))
     bad = [b for b in table if not 0 <= b < view.num_blocks]
     if bad:
-        raise Fail(f"{where}: seq {seq}'s table {table} has block id(s) {bad} outside "
+        raise Fail(f"{where}: seq {seq}'s table {table} has {noun(len(bad), 'block id')} {bad} "
+                   f"outside "
                    f"0..{view.num_blocks - 1}")
 
 
@@ -429,7 +433,8 @@ def _compare(where: str, op: list[Any], g_res: Any, e_res: Any, g_free: int, e_f
     if name == "allocate" and g_res != e_res:
         if isinstance(g_res, int) and isinstance(e_res, int) and g_res < e_res:
             raise Fail(f"{where} reused {g_res} cached tokens, expected {e_res}: the first "
-                       f"{e_res // view.bs} full block(s) of this prompt are cached (freed "
+                       f"{plural(e_res // view.bs, 'full block')} of this prompt "
+                       f"{noun(e_res // view.bs, 'is', 'are')} cached (freed "
                        "blocks stay cached until evicted) — walk the prompt's full blocks, "
                        "chaining each block's hash over its parent's, and reuse the longest "
                        "cached prefix")
@@ -455,7 +460,7 @@ def _choice(x: int, y: int, before: _Snap) -> str:
     sx, sy = before.status.get(x, "empty"), before.status.get(y, "empty")
     if sx == "used":
         holders = sorted(s for s, t in before.tables.items() if x in t)
-        return (f"block {x} was still held by seq(s) {holders}: evicting or reusing a block "
+        return (f"block {x} was still held by {_holders(holders)}: evicting or reusing a block "
                 "that is in use corrupts its KV")
     if sx == "cached" and sy == "empty":
         return (f"you evicted cached block {x} while block {y} was empty: a freed full block "
@@ -473,3 +478,8 @@ def _choice(x: int, y: int, before: _Snap) -> str:
     if sx == "empty" and sy == "cached":
         return (f"you took block {x}, but block {y} was the block to use here")
     return f"block {y} was expected where you used block {x}"
+
+
+def _holders(seqs: list[int]) -> str:
+    """'seq 3' or 'seqs [3, 5]' for a message."""
+    return f"seq {seqs[0]}" if len(seqs) == 1 else f"seqs {seqs}"

@@ -14,6 +14,7 @@ import torch
 from lab.exercises.spec_verify import inputs
 from lab.exercises.spec_verify.grading import stats
 from lab.grader.api import Verdict
+from questions.wording import noun, plural
 
 # ---------------------------------------------------------------------------------------------
 # Fixed probability tables (explicit, so a failing case can be replayed by hand)
@@ -162,7 +163,8 @@ def structure(out: Any, draft: list[int], tp: list[list[float]], tq: list[list[f
     if len(out) > m + 1:
         extra = len(out) - m - 1
         where = "the bonus token" if m == k else f"the correction at position {m}"
-        return (f"emitted {extra} token(s) after {where} (block {out}, draft {draft}): a block "
+        return (f"emitted {plural(extra, 'token')} after {where} (block {out}, draft {draft}): "
+                f"a block "
                 f"stops at its first rejection and ends with exactly one target token"
                 + (" (is a bonus token sampled even after a rejection?)" if m < k else ""))
     z = out[m]
@@ -199,7 +201,7 @@ def malformed(counts: list[Counter[tuple[int, ...]]], ks: list[int], violations:
     """The verdict for a run with malformed blocks (named for the likely bug)."""
     examples = " | ".join(violations)
     full = any(len(key) == ks[j] + 1 for j, c in enumerate(counts) for key in c)
-    head = f"{nbad} malformed block(s)"
+    head = plural(nbad, "malformed block")
     if all(NO_BONUS in v for v in violations):
         head = (("blocks that are exactly the k drafted tokens appear while other blocks "
                  "do end with a bonus: a drafted token a correct test accepts (p >= q) was "
@@ -239,7 +241,8 @@ def law_tests(t: dict[str, Any], counts: dict[tuple[int, ...], int], alpha: floa
     pvals: dict[str, float] = {}
 
     def fail(what: str, res: stats.ChiSquare, hint: str) -> Verdict:
-        detail = (f"impossible outcome(s) {list(res.impossible)[:3]} observed" if res.impossible
+        detail = (f"{noun(len(res.impossible), 'impossible outcome')} "
+                  f"{list(res.impossible)[:3]} observed" if res.impossible
                   else f"chi-square {res.stat:.1f} on {res.df} df, p = {res.p_value:.2e} < "
                        f"{alpha:.1e}")
         return Verdict(False, f"{where}{what}: {detail} over {res.n} blocks ({res.table}). {hint}")

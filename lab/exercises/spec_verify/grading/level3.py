@@ -59,6 +59,7 @@ from lab.exercises.spec_verify import inputs
 from lab.exercises.spec_verify.grading import blocks, stats
 from lab.exercises.spec_verify.grading.common import FAMILY_ALPHA
 from lab.grader.api import Case, RunContext, Verdict
+from questions.wording import plural
 
 L3_ROWS_PER_CASE = 20_000
 ONE_ROW_CALLS = 2_000
@@ -119,7 +120,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     calls = got.get("calls") if isinstance(got, dict) else None
     n_calls = int(p.get("calls", 1))
     if not isinstance(calls, list) or len(calls) != n_calls:
-        return Verdict(False, f"expected the rows of {n_calls} call(s), got {calls!r:.80}")
+        return Verdict(False, f"expected the rows of {plural(n_calls, 'call')}, got {calls!r:.80}")
     outs: list[Any] = []
     drafts: list[list[int]] = []
     which: list[int] = []

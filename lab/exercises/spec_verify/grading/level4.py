@@ -61,6 +61,7 @@ from lab.exercises.spec_verify.grading.common import (
 )
 from lab.exercises.spec_verify.lm import CausalLM, Pass
 from lab.grader.api import Case, RunContext, Verdict
+from questions.wording import noun
 
 L4_LAW_RUNS = 1_500
 # (name, T, k, tokens, model params): the untempered case has a flat-ish target sharpened by a
@@ -253,7 +254,8 @@ def _check_law(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
     for what, res in (("the first token", stats.chi_square(first, dict(first_law))),
                       (f"the first {budget} tokens jointly", stats.chi_square(counts, law))):
         if res.impossible or res.p_value < alpha:
-            detail = (f"impossible outcome(s) {list(res.impossible)[:3]}" if res.impossible else
+            detail = (f"{noun(len(res.impossible), 'impossible outcome')} "
+                      f"{list(res.impossible)[:3]}" if res.impossible else
                       f"chi-square {res.stat:.1f} on {res.df} df, p = {res.p_value:.2e} < "
                       f"{alpha:.1e}")
             return Verdict(False, f"at temperature {temp} the sampled tokens do not follow the "

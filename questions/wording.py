@@ -1,8 +1,8 @@
 """English for counts: ordinals ("32nd"), plurals ("1 KV head", "2 bytes") and articles
 ("an 800-token", "a 1.2k", "an LLM"), so no text says "32th", "byte(s)" or "a 800".
 
-Pure standard library; `questions/` and `lab/` texts that need the same should move this
-module somewhere they may import (they never import trainer/).
+Pure standard library, in `questions` so that the bank's loader, the lab's graders (which never
+import `trainer`) and the trainer all word counts the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ def plural_of(noun: str) -> str:
     else:
         word = last + "s"
     return f"{head} {word}" if head else word
+
+
+def noun(count: float, singular: str, many: str | None = None) -> str:
+    """The noun alone, in the form `count` needs: noun(1, "block") == "block", noun(3, ...)
+    == "blocks" (for "request 4" / "requests [4, 7]", where a list follows the word)."""
+    return singular if count == 1 else (many or plural_of(singular))
 
 
 def plural(count: float, noun: str, many: str | None = None) -> str:

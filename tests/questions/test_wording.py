@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainer.core.wording import article, ordinal, plural, with_article
+from questions.wording import article, ordinal, plural, with_article
 
 
 @pytest.mark.parametrize(("n", "text"), [
