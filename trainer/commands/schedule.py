@@ -29,11 +29,10 @@ def _open_store() -> Store:
 
 def _sync_bank(store: Store) -> str | None:
     """Bring cards in line with the question bank; returns a note for the learner, if any."""
-    from questions.bank import load_bank
-    from trainer.core.bank import sync_bank
+    from trainer.core.bank import load_study_bank, sync_bank
 
     try:
-        bank = load_bank()
+        bank = load_study_bank()  # the TUI's bank: retiring cards it serves would skew `due`
     except Exception as exc:  # a broken bank must not hide the learner's schedule
         return f"could not load the question bank ({exc}); showing the cards already known"
     return sync_bank(store, bank)
@@ -117,11 +116,11 @@ def stats(days: int, as_json: bool) -> None:
     were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
     distractors you answered most over the last 30 days.
     """
-    from questions.bank import load_bank
+    from trainer.core.bank import load_study_bank
     from trainer.core.stats import collect, report_json
 
     try:
-        bank = load_bank()  # only to describe the mistakes: the stats never depend on it
+        bank = load_study_bank()  # only to describe the mistakes: the stats never depend on it
     except Exception:  # a broken bank must not hide the learner's stats
         bank = None
     with _open_store() as store:

@@ -61,11 +61,10 @@ class Services:
         now: dt.datetime | None = None,
     ) -> Services:
         """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
-        from questions.bank import load_bank
         from scheduler.store import Store
-        from trainer.core.bank import sync_bank
+        from trainer.core.bank import load_study_bank, sync_bank
 
-        bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
+        bank = load_study_bank(bank_paths)  # every kind: case studies are answered step by step
         store = Store.open(db_path)
         sync_bank(store, bank)  # its note is the bank's errors, which Today shows
         return cls(store, bank, now)

@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from questions.answers import Reask
 from trainer.core.session import GRADE_LABELS, Feedback, Session, choice_label
 from trainer.screens.base import DojoScreen
+from trainer.screens.case import CasePanel, case_summary
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
 from trainer.widgets.keybar import KeyBar
 
@@ -90,6 +91,7 @@ class ReviewScreen(DojoScreen):
             with Horizontal(id="numeric"):
                 yield Input(placeholder="your answer", id="answer")
                 yield Static("", id="unit")
+            yield CasePanel(id="case")
             yield Static("", id="reask")
             with Vertical(id="feedback"):
                 yield Static("", id="verdict")
@@ -123,7 +125,13 @@ class ReviewScreen(DojoScreen):
         self.query_one("#reask", Static).update("")
         self.query_one("#feedback").display = False
         self.query_one("#gradebar").display = False
-        if item.is_mcq:
+        case = self.query_one(CasePanel)
+        case.display = inst.is_case
+        if inst.is_case:  # the scenario above, its steps one at a time in the panel
+            numeric.display = False
+            choices.display = False
+            case.start(self.session)
+        elif item.is_mcq:
             numeric.display = False
             choices.display = True
             choices.set_options(
@@ -164,9 +172,13 @@ class ReviewScreen(DojoScreen):
         else:
             verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
         lines = []
-        if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
-            lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
-        lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
+        if fb.suggested is not None:  # a case study: each step's verdict is shown above
+            lines.append(case_summary(self.session))
+        else:
+            if fb.diagnosis and not fb.correct:  # the named mistake comes first: the lesson
+                lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
+            lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   "
+                         f"you: {escape(fb.given)}")
         if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
@@ -197,6 +209,10 @@ class ReviewScreen(DojoScreen):
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
         self.refresh_bindings()
+
+    @on(CasePanel.Finished)
+    def _case_finished(self, event: CasePanel.Finished) -> None:
+        self.show_feedback(event.feedback)
 
     def _scroll_to_feedback(self) -> None:
         body = self.query_one("#review-body", VerticalScroll)
@@ -235,7 +251,9 @@ class ReviewScreen(DojoScreen):
             self._grade(n)
 
     def action_override(self) -> None:
-        if self.session.can_override:
+        if self.session.case is not None and self.session.feedback is None:
+            self.query_one(CasePanel).override()  # the step showing its verdict
+        elif self.session.can_override:
             self.show_feedback(self.session.override())
 
     def action_default_grade(self) -> None:
