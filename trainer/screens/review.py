@@ -172,13 +172,9 @@ class ReviewScreen(DojoScreen):
         else:
             verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
         lines = []
-        if fb.suggested is not None:  # a case study: each step's verdict is shown above
-            lines.append(case_summary(self.session))
-        else:
-            if fb.diagnosis and not fb.correct:  # the named mistake comes first: the lesson
-                lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
-            lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   "
-                         f"you: {escape(fb.given)}")
+        if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
+            lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
+        lines.append(f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
         if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
@@ -209,10 +205,6 @@ class ReviewScreen(DojoScreen):
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
         self.refresh_bindings()
-
-    @on(CasePanel.Finished)
-    def _case_finished(self, event: CasePanel.Finished) -> None:
-        self.show_feedback(event.feedback)
 
     def _scroll_to_feedback(self) -> None:
         body = self.query_one("#review-body", VerticalScroll)
@@ -255,6 +247,12 @@ class ReviewScreen(DojoScreen):
             self.query_one(CasePanel).override()  # the step showing its verdict
         elif self.session.can_override:
             self.show_feedback(self.session.override())
+
+    @on(CasePanel.Finished)
+    def _case_finished(self, event: CasePanel.Finished) -> None:
+        """The last step is done: grade the card; its steps' verdicts stay in the panel."""
+        self.show_feedback(event.feedback)
+        self.query_one("#verdict", Static).update(case_summary(self.session))
 
     def action_default_grade(self) -> None:
         if self.session.feedback is not None:
