@@ -253,6 +253,15 @@ class ReviewScreen(DojoScreen):
         """The last step is done: grade the card; its steps' verdicts stay in the panel."""
         self.show_feedback(event.feedback)
         self.query_one("#verdict", Static).update(case_summary(self.session))
+        self.call_after_refresh(self._scroll_to_case_feedback)
+
+    def _scroll_to_case_feedback(self, tries: int = 20) -> None:
+        """The panel just folded its step away: scroll once the feedback is laid out (a region
+        read before that is stale and scrolls nowhere)."""
+        if self.query_one("#feedback").virtual_region.height == 0 and tries:
+            self.set_timer(0.02, lambda: self._scroll_to_case_feedback(tries - 1))
+            return
+        self._scroll_to_feedback()
 
     def action_default_grade(self) -> None:
         if self.session.feedback is not None:
