@@ -140,3 +140,25 @@ async def test_an_unreadable_answer_is_reasked_and_t_overrides_the_step(
         assert item is not None and item.question_id == CASE_ID
         assert "Step 1 of 5" in text_of(app, "#case-step")
         assert FlushedStore(app).history(CASE_ID) == []
+
+
+async def test_browse_lists_the_case_and_previews_its_steps(make_app: AppFactory) -> None:
+    from textual.widgets import DataTable
+
+    app = make_app(CASES)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("b")
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        ids = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert CASE_ID in ids
+        table.move_cursor(row=ids.index(CASE_ID))
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        preview = text_of(app, "#browse-card")
+        assert CASE_ID in preview and "· case" in preview
+        assert "1. How many GiB do the weights take?" in preview and "5. " in preview
