@@ -35,10 +35,11 @@ def no_bank(monkeypatch: pytest.MonkeyPatch) -> None:
     """The question bank fails to load: the learner's schedule must still be shown."""
     module = types.ModuleType("questions.bank")
 
-    def load_bank() -> None:
+    def load_bank(*args: object, **kwargs: object) -> None:
         raise RuntimeError("broken install")
 
     module.load_bank = load_bank  # type: ignore[attr-defined]
+    module.ALL_KINDS = frozenset({"mcq", "numeric", "case"})  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "questions.bank", module)
 
 
@@ -53,7 +54,13 @@ def fake_bank(monkeypatch: pytest.MonkeyPatch) -> list[FakeQuestion]:
         questions=questions, study_order=lambda: list(questions), errors=[],
         topics={"kv-cache": types.SimpleNamespace(title="KV cache", note="")},
         get=lambda qid: next((q for q in questions if q.id == qid), None))
-    module.load_bank = lambda: bank  # type: ignore[attr-defined]
+
+    def load_bank(paths: object = None, *, kinds: frozenset[str] = frozenset()) -> object:
+        assert "case" in kinds  # `due` and `stats` load what the TUI serves, case studies too
+        return bank
+
+    module.load_bank = load_bank  # type: ignore[attr-defined]
+    module.ALL_KINDS = frozenset({"mcq", "numeric", "case"})  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "questions.bank", module)
     return questions
 

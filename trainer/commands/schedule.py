@@ -51,15 +51,14 @@ def _open_store(*, browse: bool = False) -> Store:
 
 def _sync_bank(store: Store) -> str | None:
     """Bring cards in line with the question bank; returns a note for the learner, if any."""
-    from questions.bank import load_bank
     from scheduler.errors import ReadOnlyDatabaseError
-    from trainer.core.bank import sync_bank
+    from trainer.core.bank import load_study_bank, sync_bank
 
     if not store.writable:
         return None
 
     try:
-        bank = load_bank()
+        bank = load_study_bank()  # the TUI's bank: retiring cards it serves would skew `due`
     except Exception as exc:  # a broken bank must not hide the learner's schedule
         return f"could not load the question bank ({exc}); showing the cards already known"
     try:
@@ -156,12 +155,12 @@ def stats(days: int, as_json: bool) -> None:
     were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
     distractors you answered most over the last 30 days.
     """
-    from questions.bank import load_bank
     from questions.wording import plural
+    from trainer.core.bank import load_study_bank
     from trainer.core.stats import collect, report_json
 
     try:
-        bank = load_bank()  # only to describe the mistakes: the stats never depend on it
+        bank = load_study_bank()  # only to describe the mistakes: the stats never depend on it
     except Exception:  # a broken bank must not hide the learner's stats
         bank = None
     with _open_store(browse=True) as store:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from questions.bank import Bank
     from scheduler.store import Store
+
+
+def load_study_bank(paths: Sequence[Path | str] | None = None) -> Bank:
+    """The bank every client of the schedule opens (the TUI, `dojo due`, `dojo stats`): every
+    kind, case studies included, so Today's counts, `dojo due` and a session agree and no
+    client retires the cards another one serves."""
+    from questions.bank import ALL_KINDS, load_bank
+
+    return load_bank(list(paths) if paths else None, kinds=ALL_KINDS)
 
 
 def sync_bank(store: Store, bank: Bank) -> str | None:

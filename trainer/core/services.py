@@ -61,12 +61,11 @@ class Services:
         now: dt.datetime | None = None,
     ) -> Services:
         """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
-        from questions.bank import load_bank
         from scheduler.errors import ReadOnlyDatabaseError
         from scheduler.store import Store
-        from trainer.core.bank import sync_bank
+        from trainer.core.bank import load_study_bank, sync_bank
 
-        bank = load_bank(list(bank_paths)) if bank_paths else load_bank()
+        bank = load_study_bank(bank_paths)  # every kind: case studies are answered step by step
         try:
             store = Store.open(db_path)
         except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so

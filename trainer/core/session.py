@@ -3,7 +3,9 @@
 Answers are checked by `questions.answers.check_answer` (the one checker) and scheduled by the
 Store through `scheduler.transition` (the one set of study rules); the session only keeps the
 order of the sitting. A learner who mistyped can count a wrong verdict right before grading
-(`override`): the answer is logged as overridden, so stats can tell it from a real pass.
+(`override`): the answer is logged as overridden, so stats can tell it from a real pass. A case
+study is answered step by step through `case` (`trainer.core.case`); once its last step is done
+(`next_step`) it is graded and recorded once, like any other card.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
+
+from trainer.core.case import CaseProgress
 
 if TYPE_CHECKING:
     from questions.model import Instance, Question
@@ -32,6 +36,7 @@ GRADE_LABELS: dict[int, str] = {
 }
 WRONG_GRADES = (0, 1, 2)
 RIGHT_GRADES = (3, 4, 5)
+ALL_GRADES = (*WRONG_GRADES, *RIGHT_GRADES)  # a case study: suggested from its steps, any grade
 
 
 def choice_label(index: int, text: str) -> str:
@@ -72,14 +77,20 @@ class Feedback:
     diagnosis: str = ""  # what that mistake is, shown first
     accepted: str = ""  # the accepted range, e.g. "accepted 5.10–5.20 s"
     overridden: bool = False  # the learner mistyped and counted a wrong verdict right
+    suggested: int | None = None  # a case study: the grade its steps suggest (any may be chosen)
 
     @property
     def grades(self) -> tuple[int, ...]:
+        if self.suggested is not None:
+            return ALL_GRADES
         return RIGHT_GRADES if self.correct else WRONG_GRADES
 
     @property
     def default_grade(self) -> int:
-        """Enter's grade: 'good' when right (so a re-drill passes), 'recognised' when wrong."""
+        """Enter's grade: 'good' when right (so a re-drill passes), 'recognised' when wrong;
+        a case study's suggested grade."""
+        if self.suggested is not None:
+            return self.suggested
         return 4 if self.correct else 1
 
 
@@ -123,6 +134,7 @@ class Session:
         self._started = time.monotonic()
         self._feedback: Feedback | None = None
         self._given_text = ""
+        self._case: CaseProgress | None = None
         self._refill()
 
     # -- queue ---------------------------------------------------------------------------
@@ -153,8 +165,47 @@ class Session:
 
     @property
     def can_override(self) -> bool:
-        """A wrong verdict is showing and has not been graded: the learner may count it right."""
-        return self._feedback is not None and not self._feedback.correct
+        """A wrong verdict is showing and has not been graded: the learner may count it right
+        (for a case study, the wrong verdict of the step showing: `case.override()`)."""
+        if self._feedback is None:
+            case = self.case
+            return case is not None and case.can_override
+        return not self._feedback.correct and self._feedback.suggested is None
+
+    @property
+    def case(self) -> CaseProgress | None:
+        """The current card's progress when it is a case study (started on first use)."""
+        item = self.current
+        if item is None or not item.instance.is_case:
+            return None
+        if self._case is None or self._case.instance is not item.instance:
+            self._case = CaseProgress(item.instance)
+        return self._case
+
+    def next_step(self) -> Feedback | None:
+        """Move past the case step showing its verdict; after the last step, the card's
+        feedback (explanation, suggested grade), to be graded like any other."""
+        case = self.case
+        if case is None:
+            raise RuntimeError("the current card is not a case study")
+        if self._feedback is not None:
+            return self._feedback
+        if not case.next():
+            return None
+        self._given_text = " | ".join(v.given for v in case.verdicts)
+        right = case.rights
+        self._feedback = Feedback(
+            correct=all(right),
+            expected=" | ".join(v.revealed for v in case.verdicts),
+            given=self._given_text,
+            hint="",
+            explanation=case.instance.explanation,
+            response_ms=int((time.monotonic() - self._shown_at) * 1000),
+            mistake_id=case.mistake_id,
+            overridden=any(v.overridden for v in case.verdicts),
+            suggested=case.suggested_grade(),
+        )
+        return self._feedback
 
     def _refill(self) -> None:
         """When the scheduled cards run out, every card still awaiting re-drill comes back."""
@@ -183,6 +234,8 @@ class Session:
             raise RuntimeError("no card to answer")
         if self._feedback is not None:
             return self._feedback
+        if item.instance.is_case:
+            raise RuntimeError("a case study is answered step by step: use `case`")
         elapsed_ms = int((time.monotonic() - self._shown_at) * 1000)
         if isinstance(answer, int):  # a picked choice: its letter, read by the one checker
             answer = LETTERS[answer] if 0 <= answer < len(LETTERS) else str(answer + 1)
@@ -297,6 +350,7 @@ class Session:
         if needs_redrill(quality) and item.question_id not in self._state.pending:
             self._state.pending.append(item.question_id)
         self._feedback = None
+        self._case = None
         self._refill()
         self.mark_shown()
         return write
@@ -345,6 +399,7 @@ class Session:
         if not self._state.queue or self._state.queue[0] is not item:
             self._state.queue.insert(0, item)
         self._feedback = None
+        self._case = None  # an undone case is answered again from its first step
         self.mark_shown()
         return item
 
@@ -361,6 +416,7 @@ class Session:
         if item.question_id in self._state.pending:
             self._state.pending.remove(item.question_id)
         self._feedback = None
+        self._case = None
         self._refill()
         self.mark_shown()
         return item

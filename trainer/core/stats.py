@@ -102,6 +102,10 @@ def describe_mistake(question: Question | None, mistake_id: str) -> str:
             chosen = " ".join(question.choices[i].split())
             return f"chose “{chosen}”" + (f": {why}" if why else "")
         return mistake_id
+    for step in getattr(question, "steps", ()) or ():  # a case study's `<step name>:<id>`
+        if step.name == kind and index:
+            says = describe_mistake(step.question, index)
+            return f"{step.name}: {says}" if says != index else mistake_id
     for mistake in getattr(question, "mistakes", ()) or ():
         if getattr(mistake, "id", None) == mistake_id:
             return str(getattr(mistake, "says", "") or mistake_id)

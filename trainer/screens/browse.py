@@ -151,6 +151,9 @@ class BrowseScreen(DojoScreen):
                          + "; ".join(_escape(n) for n in row.flags))
         if q.kind == "mcq":
             lines += [f"  {_escape(choice_label(i, c))}" for i, c in enumerate(inst.choices)]
+        elif q.kind == "case":  # its steps in order; a session asks them one at a time
+            lines += [f"  {k}. {_escape(' '.join(step.prompt.replace('**', '').split()))}"
+                      for k, step in enumerate(inst.steps, 1)]
         if history:
             lines.append("\n[b]History[/] (date, mode, grade, answer, interval after)")
             for h in history[-12:]:

@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from questions.answers import Reask
 from trainer.core.session import GRADE_LABELS, Feedback, Item, Session, choice_label
 from trainer.screens.base import DojoScreen
+from trainer.screens.case import CasePanel, case_summary
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
 from trainer.widgets.keybar import KeyBar
 
@@ -90,6 +91,7 @@ class ReviewScreen(DojoScreen):
             with Horizontal(id="numeric"):
                 yield Input(placeholder="your answer", id="answer")
                 yield Static("", id="unit")
+            yield CasePanel(id="case")
             yield Static("", id="reask")
             with Vertical(id="feedback"):
                 yield Static("", id="verdict")
@@ -123,7 +125,13 @@ class ReviewScreen(DojoScreen):
         self.query_one("#reask", Static).update("")
         self.query_one("#feedback").display = False
         self.query_one("#gradebar").display = False
-        if item.is_mcq:
+        case = self.query_one(CasePanel)
+        case.display = inst.is_case
+        if inst.is_case:  # the scenario above, its steps one at a time in the panel
+            numeric.display = False
+            choices.display = False
+            case.start(self.session)
+        elif item.is_mcq:
             numeric.display = False
             choices.display = True
             choices.set_options(
@@ -239,8 +247,25 @@ class ReviewScreen(DojoScreen):
             self._grade(n)
 
     def action_override(self) -> None:
-        if self.session.can_override:
+        if self.session.case is not None and self.session.feedback is None:
+            self.query_one(CasePanel).override()  # the step showing its verdict
+        elif self.session.can_override:
             self.show_feedback(self.session.override())
+
+    @on(CasePanel.Finished)
+    def _case_finished(self, event: CasePanel.Finished) -> None:
+        """The last step is done: grade the card; its steps' verdicts stay in the panel."""
+        self.show_feedback(event.feedback)
+        self.query_one("#verdict", Static).update(case_summary(self.session))
+        self.call_after_refresh(self._scroll_to_case_feedback)
+
+    def _scroll_to_case_feedback(self, tries: int = 20) -> None:
+        """The panel just folded its step away: scroll once the feedback is laid out (a region
+        read before that is stale and scrolls nowhere)."""
+        if self.query_one("#feedback").virtual_region.height == 0 and tries:
+            self.set_timer(0.02, lambda: self._scroll_to_case_feedback(tries - 1))
+            return
+        self._scroll_to_feedback()
 
     def action_default_grade(self) -> None:
         if self.session.feedback is not None:
