@@ -32,8 +32,8 @@ def _kv_per_token(layers: int, kv_heads: float, head_dim: int, nbytes: float) ->
     return 2 * layers * kv_heads * head_dim * nbytes
 
 
-# Constants from shared/notes/serving-facts.md, typed in again here so that a wrong figure in a
-# question's cases fails the test instead of being trusted.
+# Constants from the models' config.json files and the vendors' spec sheets, typed in again here
+# so that a wrong figure in a question's cases fails the test instead of being trusted.
 MODEL_SHAPES = {  # name: (layers, query heads, KV heads, head_dim)
     "Llama-2-7B": (32, 32, 32, 128),
     "Llama-2-13B": (40, 40, 40, 128),
