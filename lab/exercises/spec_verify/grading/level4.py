@@ -168,7 +168,7 @@ def expected(case: Case, ctx: RunContext) -> Any:
         from lab.exercises.spec_verify import drive
         from lab.exercises.spec_verify.grading.common import reference
 
-        return {"out": drive.run(reference(), case, ctx)}
+        return drive.run(reference(), case, ctx)  # raw, like the reference child's timed runs
     if kind == "sampled_structure":
         _, _, _, eos = inputs.models(p, "cpu")
         return {"eos": eos, "V": 64}
@@ -215,7 +215,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
                 return Verdict(False, msg)
         return Verdict(True)
     if kind == "timed":
-        want = expected["out"]
+        want = expected
         if got != want:
             return Verdict(False, f"greedy output differs from the reference's (which equals the "
                                   f"target's plain greedy decoding): expected {want}, "
