@@ -56,11 +56,18 @@ def solution_path(exercise: Exercise, workspace: Path | None = None) -> Path:
     return lab_dir(exercise) / exercise.workspace_file
 
 
-def start(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, bool]:
-    """Copy the stub into the workspace; never overwrites. Returns (path, created)."""
+def start(exercise: Exercise, workspace: Path | None = None,
+          level: int | None = None) -> tuple[Path, bool]:
+    """Copy the stub into the workspace; never overwrites. Returns (path, created).
+
+    `level` (default: the first) is remembered as started, so `dojo lab list` marks only the
+    levels the learner actually opened (one file holds every level of an exercise)."""
     path = solution_path(exercise, workspace)
     state = load_state(exercise)
     state["workspace"] = str(path.parent)
+    opened = set(levels_started(exercise, state))
+    opened.add(level if level is not None else exercise.level_numbers[0])
+    state["levels_started"] = sorted(opened)
     save_state(exercise, state)
     if path.exists():
         return path, False
@@ -109,3 +116,13 @@ def next_hint(exercise: Exercise) -> Hint | None:
 
 def hints_shown(exercise: Exercise) -> list[str]:
     return exercise.hints()[: int(load_state(exercise).get("hints_shown", 0))]
+
+
+def levels_started(exercise: Exercise, state: dict[str, Any] | None = None) -> list[int]:
+    """Levels the learner started (`start --level`); a workspace from before levels were
+    remembered counts as level 1 started."""
+    state = load_state(exercise) if state is None else state
+    remembered = state.get("levels_started")
+    if isinstance(remembered, list):
+        return [n for n in remembered if isinstance(n, int)]
+    return [exercise.level_numbers[0]] if solution_path(exercise).exists() else []

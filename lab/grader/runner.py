@@ -34,6 +34,18 @@ NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
+# A failure that needs no reference answer to explain (the learner's code never answered).
+NO_EXPECTED_KINDS = frozenset({"not_implemented", "forbidden_import", "memory", "timeout",
+                               "crash", "exit", "unsendable", "protocol"})
+# A failure after which the rest of the level is not run: every case would fail the same way.
+STOP_LEVEL_KINDS = frozenset({"not_implemented"})
+
+
+def cheapest_first(cases: list[Case]) -> list[Case]:
+    """Cases in order of cost (`Case.size`), stable, so the first failure comes back fast."""
+    return sorted(cases, key=lambda c: c.size)
+
+
 class UsageError(Exception):
     """Bad arguments (exit status 2 in the CLI)."""
 
@@ -359,10 +371,12 @@ class _Grading:
         return None
 
     # -- one case --------------------------------------------------------------------------
-    def case(self, case: Case, gate: dict[str, float]) -> CaseResult:
+    def case(self, case: Case, gate: dict[str, float], index: int = 1,
+             total: int = 1) -> CaseResult:
         self.emit(events.CaseStarted(
             level=case.level, case=case.id, description=case.description,
             size=case.size, required=case.required, timed=case.timed, params=case.params,
+            index=index, total=total,
         ))
         start = time.monotonic()
         result = self._grade_case(case, gate)
@@ -393,13 +407,18 @@ class _Grading:
                               message=f"not run: your code was already stopped "
                                       f"{len(self.child_losses)} times in this run ({kinds}) — "
                                       "fix that first")
+        # The learner first: a stub or a crash is reported without paying for the reference's
+        # answer (computed lazily, only for a case about to be judged).
+        out = self._learner(case)
+        single_call_s = out.elapsed_s
+        if not out.ok and out.kind in NO_EXPECTED_KINDS:
+            return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
+                              traceback=out.traceback, output=out.output)
         ok, expected = self._expected(case)
         if not ok:
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed on this case ({expected}) — "
                                       "a grader bug, please report it")
-        out = self._learner(case)
-        single_call_s = out.elapsed_s
         if not out.ok:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output,
@@ -428,16 +447,30 @@ class _Grading:
                 result.message = f"correct, but too slow for this level: {missed}"
         return result
 
+    def _skip_rest(self, level: int, rest: list[Case], stopper: CaseResult) -> list[CaseResult]:
+        """The cases after a stopping failure: not run, announced in one event."""
+        if not rest:
+            return []
+        reason = (f"not run: {stopper.case.id} failed with {stopper.kind} "
+                  f"({stopper.message}) — the rest of the level would fail the same way")
+        self.emit(events.CasesSkipped(level=level, cases=[c.id for c in rest], reason=reason,
+                                      required=sum(c.required for c in rest)))
+        return [CaseResult(c, False, kind="skipped", message=reason) for c in rest]
+
     # -- one level -------------------------------------------------------------------------
     def level(self, number: int) -> LevelResult:
         level = self.exercise.level(number)
         start = time.monotonic()
-        cases = self.grading.cases(number, self.seed)
-        results = []
-        for c in cases:
+        cases = cheapest_first(self.grading.cases(number, self.seed))
+        results: list[CaseResult] = []
+        for i, c in enumerate(cases):
             if self.sandbox.cancelled():
                 raise Cancelled()
-            results.append(self.case(c, level.gate))
+            result = self.case(c, level.gate, index=i + 1, total=len(cases))
+            results.append(result)
+            if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
+                results += self._skip_rest(number, cases[i + 1:], result)
+                break
         lvl = LevelResult(number, results, time.monotonic() - start)
         smallest = lvl.smallest_failure()
         self.emit(events.LevelSummary(
@@ -553,5 +586,16 @@ def grade(
         levels={str(lvl.level): lvl.passed for lvl in level_results},
         duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
         store_error=result.store_error,
+        next_level=next_level(exercise, chosen) if result.passed else None,
     ))
     return result
+
+
+def next_level(exercise: Exercise, graded: list[int]) -> dict[str, Any] | None:
+    """The level after the highest one graded ({number, title, command}), None after the last."""
+    later = [n for n in exercise.level_numbers if n > max(graded)]
+    if not later:
+        return None
+    level = exercise.level(later[0])
+    return {"number": level.number, "title": level.title,
+            "command": f"dojo lab start {exercise.id} --level {level.number}"}

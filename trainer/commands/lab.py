@@ -6,6 +6,7 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -70,17 +71,26 @@ def show(exercise_id: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for your file (default: the data dir).",
 )
-def start(exercise_id: str, workspace: Path | None) -> None:
+@click.option("--level", type=int, help="The level you start (default: the first); one file "
+              "holds every level, so this marks it started and grades only it.")
+def start(exercise_id: str, workspace: Path | None, level: int | None) -> None:
     """Copy the stub into your workspace and print its path (never overwrites your work)."""
+    from lab.exercises import ExerciseError
     from lab.workspace import start as start_exercise
 
     ex = _exercise(exercise_id)
-    path, created = start_exercise(ex, workspace)
+    try:
+        chosen = ex.level(level if level is not None else ex.level_numbers[0])
+    except ExerciseError as exc:
+        _usage_error(str(exc))
+    path, created = start_exercise(ex, workspace, chosen.number)
+    what = f"{ex.id} level {chosen.number} ({chosen.title})"
     if created:
-        click.echo(f"Started {ex.id}: edit {path}")
+        click.echo(f"Started {what}: edit {path}")
     else:
-        click.echo(f"{ex.id} already started, your file is untouched: {path}")
-    click.echo(f"Then run: dojo lab grade {ex.id}   (or: dojo lab watch {ex.id})")
+        click.echo(f"{what}: already started, your file is untouched: {path}")
+    only = f" --level {chosen.number}" if level is not None else ""
+    click.echo(f"Then run: dojo lab grade {ex.id}{only}   (or: dojo lab watch {ex.id}{only})")
     click.echo(path)
 
 
@@ -100,9 +110,22 @@ def _grade_once(
         else:
             report(event)
 
-    report = TextReport(click.echo)
+    report = TextReport(click.echo, status=_status_line() if sys.stdout.isatty() else None)
     result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models)
     return result.passed
+
+
+def _status_line() -> Any:
+    """A progress line rewritten in place on the terminal ("" clears it)."""
+    shown = [False]
+
+    def status(text: str) -> None:
+        if text or shown[0]:
+            sys.stdout.write("\r\x1b[2K" + text[: shutil.get_terminal_size().columns - 1])
+            sys.stdout.flush()
+        shown[0] = bool(text)
+
+    return status
 
 
 def _resolve_file(ex: Any, file: Path | None) -> Path:
