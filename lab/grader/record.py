@@ -49,7 +49,8 @@ def attempt_rows(result: GradeResult) -> Iterator[dict[str, Any]]:
             for r in lvl.results
         ]
         yield {"exercise": result.exercise, "level": lvl.level, "device": result.device,
-               "passed": lvl.passed, "cases": cases, "metrics": lvl.metrics(),
+               "passed": lvl.passed, "cases": cases,
+               "metrics": {**lvl.metrics(), **result.attempt_metrics},
                "duration_s": lvl.duration_s}
 
 

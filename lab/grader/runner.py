@@ -101,6 +101,7 @@ class GradeResult:
     store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
     events: list[events.Event] = field(default_factory=list)  # everything grade() emitted
+    attempt_metrics: dict[str, float] = field(default_factory=dict)  # stored with each level
 
     @property
     def passed(self) -> bool:
@@ -506,6 +507,7 @@ def grade(
     models: dict[str, str] | None = None,
     confine: bool | None = None,
     recorder: Recorder | None = None,
+    attempt_metrics: dict[str, float] | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results, with every event it
     emitted (`GradeResult.events`; see events.py).
@@ -517,7 +519,8 @@ def grade(
     unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a machine where they
     get in the way). The result is
     recorded once, here, through `recorder` (default: the learner's database unless
-    `store=False`).
+    `store=False`). `attempt_metrics` (e.g. an interview rehearsal's clock) are stored with
+    every graded level's figures.
     """
     written: list[events.Event] = []
     sink = emit
@@ -574,7 +577,7 @@ def grade(
         run.close()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
-                         events=written)
+                         events=written, attempt_metrics=dict(attempt_metrics or {}))
     if recorder is None and store:
         from lab.grader.record import Recorder
 
