@@ -120,3 +120,35 @@ async def test_the_task_signatures_wrap(make_app: Callable[..., DojoApp],
         for fence in fences:
             assert fence.virtual_size.width <= fence.size.width  # nothing off to the right
             assert _squash(fence.code) in _squash(str(fence.query_one("Label").render()))
+
+
+@pytest.mark.slow
+async def test_interview_rehearsal_clock_no_hints_and_restore(
+    make_app: Callable[..., DojoApp],
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        await pilot.press("s")
+        mine = screen.workspaces["kv-bytes"]
+        mine.write_text(mine.read_text() + "\n# my own work\n")
+        clock = screen.query_one("#lab-clock", Static)
+        assert not clock.display
+
+        await pilot.press("I")
+        await pilot.pause()
+        assert clock.display and "Interview kv-bytes L1: 0:0" in str(clock.render())
+        assert "of 45:00" in str(clock.render())
+        assert "# my own work" not in mine.read_text()
+        await pilot.press("h")
+        assert not any("hint 1/" in line for line in screen.log_lines)
+
+        await pilot.press("g")
+        await _graded(screen, pilot)
+        screen._tick()
+        assert "gradings 1" in str(clock.render())
+
+        await pilot.press("R")
+        await pilot.pause()
+        assert not clock.display and "# my own work" in mine.read_text()

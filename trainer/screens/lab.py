@@ -74,6 +74,7 @@ class LabScreen(DojoScreen):
     AUTO_FOCUS = "#lab-list"
     DEFAULT_CSS = """
     #lab-results-title { height: auto; color: $text-muted; }
+    #lab-clock { height: auto; color: $warning; text-style: bold; }
     """
     BINDINGS = [
         Binding("g,enter", "grade", "Grade", id="lab-grade", tooltip="Grade the selected level"),
@@ -83,6 +84,11 @@ class LabScreen(DojoScreen):
         Binding("i", "statement", "Task", id="lab-statement", tooltip="The exercise statement"),
         Binding("n", "next_level", "Next level", id="lab-next",
                 tooltip="Start the next level of this exercise"),
+        Binding("I", "interview", "Interview", id="lab-interview",
+                tooltip="Rehearse this level: your file aside, a fresh stub, a 45-minute clock, "
+                        "no hints"),
+        Binding("R", "restore", "Restore", id="lab-restore",
+                tooltip="End the interview rehearsal and put your own file back"),
         Binding(
             "x,ctrl+c",
             "cancel",
@@ -114,6 +120,7 @@ class LabScreen(DojoScreen):
                 yield OptionList(id="lab-list")
             with Vertical(id="lab-right"):
                 yield Static("Loading exercises…", id="lab-detail")
+                yield Static("", id="lab-clock")
                 yield Static("", id="lab-results-title")
                 yield ProgressBar(id="lab-progress", show_eta=False)
                 yield DataTable(id="lab-results", cursor_type="row")
@@ -124,7 +131,27 @@ class LabScreen(DojoScreen):
         table = self.query_one("#lab-results", DataTable)
         table.add_columns("lvl", "case", "result", "time", "speed", "message")
         self.query_one(ProgressBar).display = False
+        self.query_one("#lab-clock", Static).display = False
+        self.set_interval(1.0, self._tick)
         self.reload()
+
+    def _tick(self) -> None:
+        """The interview clock of the selected exercise (hidden when none is running)."""
+        clock = self.query_one("#lab-clock", Static)
+        row = self.selected() if self.rows else None
+        session = None
+        if row is not None:
+            from lab.workspace import interview
+
+            session = interview(self.exercises[row.exercise])
+        clock.display = session is not None
+        if session is not None and row is not None:
+            first = session.first_pass_s
+            passed = (f" · first pass at {int(first) // 60}:{int(first) % 60:02d}"
+                      if first is not None else "")
+            clock.update(f"⏱ Interview {row.exercise} L{session.level}: {session.clock()} · "
+                         f"gradings {session.gradings}{passed} · hints off · R restores your "
+                         "file")
 
     def reload(self) -> None:
         self._fetch()
@@ -228,6 +255,7 @@ class LabScreen(DojoScreen):
         level = ex.level(row.level)
         ws = self.workspaces.get(row.exercise)
         self._show_for(row.exercise, row.level)
+        self._tick()
         lines = [
             f"[b]{ex.title}[/] ({ex.id}) · level {row.level}: {level.title}",
             f"{level.summary or ex.summary}",
@@ -256,7 +284,48 @@ class LabScreen(DojoScreen):
             return not running or None
         if action == "next_level":
             return (not running and self._next_row() is not None) or None
+        if action in ("interview", "restore"):
+            row = self.selected() if self.rows else None
+            if row is None or running:
+                return None
+            from lab.workspace import interview
+
+            active = interview(self.exercises[row.exercise]) is not None
+            return (active if action == "restore" else not active) or None
         return True
+
+    def action_interview(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        from lab.workspace import start_interview
+
+        path, session = start_interview(self.exercises[row.exercise], row.level)
+        self.workspaces[row.exercise] = path
+        self.write_log(f"Interview rehearsal: {row.exercise} level {row.level}, "
+                       f"{session.minutes} minutes, hints off. Fresh stub: {path}")
+        if session.moved_aside:
+            self.write_log(f"Your file was moved aside to {session.moved_aside} (R restores it).")
+        self._tick()
+        self.refresh_bindings()
+        self._fetch()
+
+    def action_restore(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        from lab.workspace import end_interview
+
+        try:
+            path, kept = end_interview(self.exercises[row.exercise])
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        if kept is not None:
+            self.write_log(f"The rehearsal's file is kept at {kept}")
+        self.write_log(f"Your file is back: {path}")
+        self._tick()
+        self.refresh_bindings()
 
     def _next_row(self) -> int | None:
         """Index of the level after the selected one, same exercise (None after the last)."""
@@ -283,9 +352,13 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.workspace import next_hint
+        from lab.workspace import HintsOff, next_hint
 
-        hint = next_hint(self.exercises[row.exercise])
+        try:
+            hint = next_hint(self.exercises[row.exercise])
+        except HintsOff as exc:
+            self.notify(str(exc).capitalize(), severity="warning")
+            return
         if hint is None:
             self.notify("No more hints for this exercise.")
             return
@@ -297,8 +370,10 @@ class LabScreen(DojoScreen):
     def action_statement(self) -> None:
         row = self.selected()
         if row is not None:
+            from lab.workspace import statement
+
             ex = self.exercises[row.exercise]
-            self.app.push_screen(TaskScreen(ex.title, ex.statement()))
+            self.app.push_screen(TaskScreen(ex.title, statement(ex)))
 
     def _workspace(self, exercise: str, level: int) -> Path:
         """Copy the stub into the workspace (never overwriting the learner's work) and mark
