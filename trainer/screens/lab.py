@@ -114,7 +114,8 @@ class LabScreen(DojoScreen):
         self._signatures: dict[str, int] = {}  # failures per signature in the level graded
 
     def compose(self) -> ComposeResult:
-        yield Static("Lab · g grade · s start · e edit · h hint · x cancel", classes="titlebar")
+        yield Static("Lab · g grade · s start · e edit · h hint · n next level · I interview · "
+                     "^c cancel", classes="titlebar")
         with Horizontal():
             with Vertical(id="lab-left"):
                 yield OptionList(id="lab-list")
@@ -262,12 +263,14 @@ class LabScreen(DojoScreen):
             f"Status: [b]{row.status}[/]" + (f" (best {row.best})" if row.best else ""),
             f"Workspace: {ws}" if ws else "Workspace: none yet — s creates it from the stub",
         ]
-        from lab.workspace import hints_shown
+        from lab.workspace import hints_shown, interview
 
         shown, total = len(hints_shown(ex)), len(ex.hints())
-        lines.append(
-            f"Hints: {shown}/{total} revealed" + (" (h for the next)" if shown < total else "")
-        )
+        if interview(ex) is not None:
+            lines.append("Hints: off during the interview rehearsal")
+        else:
+            lines.append(f"Hints: {shown}/{total} revealed"
+                         + (" (h for the next)" if shown < total else ""))
         self.query_one("#lab-detail", Static).update("\n".join(lines))
 
     @on(OptionList.OptionSelected, "#lab-list")
@@ -291,7 +294,7 @@ class LabScreen(DojoScreen):
             from lab.workspace import interview
 
             active = interview(self.exercises[row.exercise]) is not None
-            return (active if action == "restore" else not active) or None
+            return active if action == "restore" else not active  # hidden when it does not apply
         return True
 
     def action_interview(self) -> None:
