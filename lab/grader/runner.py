@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 Emit = Callable[[events.Event], None]
 NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
+REFERENCE_PACKAGE = "lab.reference"  # grading.REFERENCE is lab.reference.<exercise package>
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
 
 
@@ -187,15 +189,9 @@ class _Grading:
         self.seed = seed
         self.emit = emit
         self.timing_repeats = timing_repeats
-        self.grading = exercise.grading()
-        self.reference = importlib.import_module(self.grading.REFERENCE)
-        self.boundary = boundary.compute(exercise.module, self.grading.REFERENCE)
-        self.drive: Any = importlib.import_module(self.boundary.drive)
         self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
                               model_paths={**(exercise.model_paths or {}),
                                            **(model_paths or {})} or None)
-        self.deadline = time.monotonic() + run_timeout_s
-        self.run_timeout_s = run_timeout_s
         self.replay = ""
         self.notified = False
         uses_torch_cpu = exercise.needs_torch and device == "cpu"
@@ -207,21 +203,62 @@ class _Grading:
             load_timeout_s=load_timeout_s or exercise.load_timeout_s,
             confine=confine,
         )
-        hide = [h for h in self.boundary.hidden(trusted=False)
-                if Path(h) != solution.resolve()]  # e.g. the stub, graded in place
-        self.sandbox = Sandbox(solution=solution, load=self.boundary.load_message(trusted=False),
-                               hide=hide, **self.sandbox_options)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.load_failure: Outcome | None = None
         self.loaded = False
+        # The learner's child loads (torch, their module) while this process imports the
+        # grading module (torch too): the two imports overlap instead of adding up. The
+        # reference's module name is guessed by convention and checked once grading is loaded.
+        guess = f"{REFERENCE_PACKAGE}.{exercise.module.rsplit('.', 1)[-1]}"
+        self.sandbox = self._learner_sandbox(guess)
+        self._early: threading.Thread | None = None
+        self._early_outcome: Outcome | None = None
+        if exercise.needs_torch:
+            self._early = threading.Thread(target=self._start_early, daemon=True)
+            self._early.start()
+        try:
+            self.grading = exercise.grading()
+            self.reference = importlib.import_module(self.grading.REFERENCE)
+            if guess != self.grading.REFERENCE:
+                self._take_early()
+                self.sandbox.close()
+                self.sandbox = self._learner_sandbox(self.grading.REFERENCE)
+                self._early_outcome = None
+            self.drive: Any = importlib.import_module(self.boundary.drive)
+        except BaseException:
+            self._take_early()
+            self.sandbox.close()
+            raise
+        self.deadline = time.monotonic() + run_timeout_s
+        self.run_timeout_s = run_timeout_s
+
+    def _learner_sandbox(self, reference: str) -> Sandbox:
+        self.boundary = boundary.compute(self.exercise.module, reference)
+        hide = [h for h in self.boundary.hidden(trusted=False)
+                if Path(h) != self.solution.resolve()]  # e.g. the stub, graded in place
+        return Sandbox(solution=self.solution, load=self.boundary.load_message(trusted=False),
+                       hide=hide, **self.sandbox_options)
+
+    def _start_early(self) -> None:
+        self._early_outcome = self._start(self.sandbox, notify=False)
+
+    def _take_early(self) -> Outcome | None:
+        """The early start's outcome (waiting for it), once; None if there was none."""
+        if self._early is None:
+            return None
+        self._early.join()
+        self._early = None
+        outcome, self._early_outcome = self._early_outcome, None
+        return outcome
 
     def close(self) -> None:
+        self._take_early()
         self.sandbox.close()
         if self.reference_sandbox is not None:
             self.reference_sandbox.close()
 
     # -- the learner's side ----------------------------------------------------------------
-    def _start(self, sandbox: Sandbox) -> Outcome:
+    def _start(self, sandbox: Sandbox, notify: bool = True) -> Outcome:
         """Start a child; a load timeout is retried once (a busy machine, not the code)."""
         outcome = sandbox.start()
         if not outcome.ok and outcome.kind == "timeout" and not sandbox.cancelled():
@@ -230,12 +267,16 @@ class _Grading:
             if not outcome.ok and outcome.kind == "timeout":
                 outcome.message += " (twice: the first try was retried in case the machine " \
                                    "was busy)"
+        if notify:
+            self._notice(sandbox, outcome)
+        return outcome
+
+    def _notice(self, sandbox: Sandbox, outcome: Outcome) -> None:
         if outcome.ok and sandbox.missing and not self.notified:
             self.notified = True
             self.emit(events.Notice(message="sandbox: running without "
                                   + "; ".join(sandbox.missing)
                                   + " (see lab/README.md, \"The judge's boundary\")"))
-        return outcome
 
     def _ensure_child(self) -> Outcome | None:
         """A loaded child, or the reason the module cannot be loaded at all."""
@@ -243,7 +284,13 @@ class _Grading:
             return self.load_failure
         if self.loaded and self.sandbox.alive:
             return None
-        outcome = self._start(self.sandbox)
+        outcome = self._take_early()
+        if outcome is not None and outcome.ok and self.sandbox.cancelled():
+            outcome = None  # cancelled meanwhile: the normal start reports it
+        if outcome is not None:
+            self._notice(self.sandbox, outcome)
+        else:
+            outcome = self._start(self.sandbox)
         if not outcome.ok:
             prefix = "your module failed to load: "
             outcome.message = prefix + outcome.message
