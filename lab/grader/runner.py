@@ -78,7 +78,8 @@ class LevelResult:
 
     def smallest_failure(self) -> CaseResult | None:
         failed = [r for r in self.results if not r.passed]
-        failed.sort(key=lambda r: (not r.case.required, r.case.size, r.case.id))
+        failed.sort(key=lambda r: (r.kind == "skipped", not r.case.required, r.case.size,
+                                   r.case.id))  # a case that ran before one that did not
         return failed[0] if failed else None
 
     def metrics(self) -> dict[str, float]:

@@ -46,6 +46,9 @@ def test_a_stub_stops_at_the_first_not_implemented_without_computing_references(
     kinds = [r.kind for r in result.levels[0].results]
     assert kinds == ["not_implemented"] + ["skipped"] * (len(cases) - 1)
     assert calls == []  # no reference answer was computed for the stub
+    summary = next(e for e in seen if isinstance(e, events.LevelSummary))
+    assert summary.smallest_failure is not None
+    assert summary.smallest_failure["case"] == started[0].case  # the one that ran, not a skip
 
 
 def test_cases_run_cheapest_first_on_a_correct_file() -> None:
@@ -153,3 +156,18 @@ def test_list_marks_only_the_levels_started(tmp_path: Path,
     assert marks["L1"] == marks["L3"] == "started" and marks["L2"] == "-"
     bad = runner.invoke(main, ["lab", "start", "spec-verify", "--level", "9"])
     assert bad.exit_code == 2 and "has no level 9" in bad.output
+
+
+def test_auto_device_without_nvidia_nodes_does_not_import_torch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from lab.grader import device
+
+    monkeypatch.setattr(device, "nvidia_device_nodes", lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", None)  # importing it would raise
+    assert device.resolve_device("auto", True) == ("cpu", "auto: no CUDA device")
+    assert device.resolve_device("cpu", True) == ("cpu", "requested")
+    with pytest.raises(ImportError):
+        device.resolve_device("cuda", True)  # cuda asked for: torch must say
