@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +56,18 @@ def solution_path(exercise: Exercise, workspace: Path | None = None) -> Path:
     return lab_dir(exercise) / exercise.workspace_file
 
 
-def start(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, bool]:
-    """Copy the stub into the workspace; never overwrites. Returns (path, created)."""
+def start(exercise: Exercise, workspace: Path | None = None,
+          level: int | None = None) -> tuple[Path, bool]:
+    """Copy the stub into the workspace; never overwrites. Returns (path, created).
+
+    `level` (default: the first) is remembered as started, so `dojo lab list` marks only the
+    levels the learner actually opened (one file holds every level of an exercise)."""
     path = solution_path(exercise, workspace)
     state = load_state(exercise)
     state["workspace"] = str(path.parent)
+    opened = set(levels_started(exercise, state))
+    opened.add(level if level is not None else exercise.level_numbers[0])
+    state["levels_started"] = sorted(opened)
     save_state(exercise, state)
     if path.exists():
         return path, False
@@ -95,8 +102,16 @@ class Hint:
     text: str
 
 
+class HintsOff(Exception):
+    """Hints are disabled during an interview rehearsal."""
+
+
 def next_hint(exercise: Exercise) -> Hint | None:
-    """Reveal the next hint and remember it; None when every hint has been shown."""
+    """Reveal the next hint and remember it; None when every hint has been shown. Raises
+    `HintsOff` during an interview rehearsal."""
+    if interview(exercise) is not None:
+        raise HintsOff(f"hints are off during the interview rehearsal of {exercise.id} "
+                       f"(`dojo lab restore {exercise.id}` ends it)")
     hints = exercise.hints()
     state = load_state(exercise)
     shown = int(state.get("hints_shown", 0))
@@ -109,3 +124,159 @@ def next_hint(exercise: Exercise) -> Hint | None:
 
 def hints_shown(exercise: Exercise) -> list[str]:
     return exercise.hints()[: int(load_state(exercise).get("hints_shown", 0))]
+
+
+def levels_started(exercise: Exercise, state: dict[str, Any] | None = None) -> list[int]:
+    """Levels the learner started (`start --level`); a workspace from before levels were
+    remembered counts as level 1 started."""
+    state = load_state(exercise) if state is None else state
+    remembered = state.get("levels_started")
+    if isinstance(remembered, list):
+        return [n for n in remembered if isinstance(n, int)]
+    return [exercise.level_numbers[0]] if solution_path(exercise).exists() else []
+
+
+# -- interview rehearsal --------------------------------------------------------------------
+# A rehearsal of one level from a blank stub against a clock: the learner's file is moved aside
+# (restorable with `restore`), hints are off, and each grading of the level counts. State lives in
+# state.json under "interview"; what was graded is recorded with the attempt (see
+# `interview_metrics`), so time-to-first-pass and the number of gradings are in lab_attempts.
+
+DEFAULT_INTERVIEW_MINUTES = 45
+
+
+@dataclass(frozen=True)
+class Interview:
+    level: int
+    started_at: float  # epoch seconds
+    minutes: int
+    gradings: int = 0
+    first_pass_s: float | None = None
+    moved_aside: str | None = None  # the learner's file before the rehearsal
+
+    def elapsed_s(self, now: float | None = None) -> float:
+        return max(0.0, (time.time() if now is None else now) - self.started_at)
+
+    def clock(self, now: float | None = None) -> str:
+        """The clock as shown: "12:34 of 45:00" ("47:10 of 45:00, over time")."""
+        elapsed = self.elapsed_s(now)
+        over = ", over time" if elapsed > self.minutes * 60 else ""
+        return f"{_mmss(elapsed)} of {self.minutes}:00{over}"
+
+
+def _mmss(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def interview(exercise: Exercise) -> Interview | None:
+    """The rehearsal in progress for this exercise, if any."""
+    data = load_state(exercise).get("interview")
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Interview(**data)
+    except TypeError:
+        return None
+
+
+def _backup_path(exercise: Exercise, path: Path, tag: str) -> Path:
+    backups = lab_dir(exercise) / "backups"
+    backups.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = backups / f"{path.stem}-{tag}{stamp}{path.suffix}"
+    n = 1
+    while backup.exists():
+        backup = backups / f"{path.stem}-{tag}{stamp}-{n}{path.suffix}"
+        n += 1
+    return backup
+
+
+def start_interview(exercise: Exercise, level: int, minutes: int = DEFAULT_INTERVIEW_MINUTES,
+                    workspace: Path | None = None) -> tuple[Path, Interview]:
+    """Move the learner's file aside (kept under backups/, restorable), put a fresh stub in its
+    place and start the clock. A rehearsal already running is replaced (its file is kept too)."""
+    if minutes <= 0:
+        raise ValueError(f"--minutes must be positive, got {minutes}")
+    path = solution_path(exercise, workspace)
+    previous = interview(exercise)
+    moved: str | None = previous.moved_aside if previous is not None else None
+    if path.exists():
+        aside = _backup_path(exercise, path, "interview-" if previous else "before-interview-")
+        shutil.move(str(path), aside)
+        if previous is None:
+            moved = str(aside)
+    start(exercise, workspace, level)
+    state = load_state(exercise)
+    session = Interview(level=level, started_at=time.time(), minutes=minutes, moved_aside=moved)
+    state["interview"] = asdict(session)
+    save_state(exercise, state)
+    return path, session
+
+
+def count_grading(exercise: Exercise, levels: list[int]) -> Interview | None:
+    """Called before grading the workspace file: one more grading of the rehearsal's level
+    (None when no rehearsal is running or another level is graded)."""
+    session = interview(exercise)
+    if session is None or session.level not in levels:
+        return None
+    session = replace(session, gradings=session.gradings + 1)
+    state = load_state(exercise)
+    state["interview"] = asdict(session)
+    save_state(exercise, state)
+    return session
+
+
+def interview_metrics(session: Interview, now: float | None = None) -> dict[str, float]:
+    """What an attempt graded during a rehearsal stores beside its figures."""
+    return {"interview_elapsed_s": round(session.elapsed_s(now), 1),
+            "interview_grading": float(session.gradings),
+            "interview_minutes": float(session.minutes)}
+
+
+def passed_interview(exercise: Exercise, session: Interview, now: float | None = None
+                     ) -> Interview:
+    """Remember the time of the first pass (later passes keep the first)."""
+    if session.first_pass_s is not None:
+        return session
+    session = replace(session, first_pass_s=round(session.elapsed_s(now), 1))
+    state = load_state(exercise)
+    state["interview"] = asdict(session)
+    save_state(exercise, state)
+    return session
+
+
+def end_interview(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path | None]:
+    """End the rehearsal and put the learner's own file back; the rehearsal's file is kept
+    under backups/. Returns (the workspace file, where the rehearsal file went)."""
+    session = interview(exercise)
+    if session is None:
+        raise ValueError(f"no interview rehearsal of {exercise.id} is running")
+    path = solution_path(exercise, workspace)
+    kept: Path | None = None
+    if path.exists():
+        kept = _backup_path(exercise, path, "interview-")
+        shutil.move(str(path), kept)
+    if session.moved_aside and Path(session.moved_aside).exists():
+        shutil.copy2(session.moved_aside, path)
+    else:
+        shutil.copyfile(exercise.stub_path, path)
+    state = load_state(exercise)
+    state.pop("interview", None)
+    save_state(exercise, state)
+    return path, kept
+
+
+def statement(exercise: Exercise) -> str:
+    """The statement, without its hints sections ("## Hint…") while a rehearsal runs."""
+    text = exercise.statement()
+    if interview(exercise) is None:
+        return text
+    out: list[str] = []
+    hiding = False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            hiding = line.lstrip("#").strip().lower().startswith("hint")
+        if not hiding:
+            out.append(line)
+    return "\n".join(out)

@@ -99,7 +99,10 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
             raise NotEncodable(f"{_where(path)} is a torch tensor of dtype {name} / layout "
                                f"{value.layout}: send dense numeric tensors")
         cpu = value.detach().to("cpu").contiguous()
-        raw = cpu.reshape(-1).view(torch.uint8) if cpu.numel() else cpu.new_empty(0)
+        flat = cpu.reshape(-1)
+        if flat.numel() and flat.stride(-1) != 1:  # torch calls a one-element slice
+            flat = flat.clone(memory_format=torch.contiguous_format)  # (t[::4][:1]) contiguous
+        raw = flat.view(torch.uint8) if cpu.numel() else cpu.new_empty(0)
         bufs.append(bytes(raw.numpy().tobytes()) if cpu.numel() else b"")
         return ["P", name, list(cpu.shape), len(bufs) - 1, value.device.type]
     raise NotEncodable(f"{_where(path)} is a {type(value).__module__}.{type(value).__qualname__}"

@@ -7,7 +7,8 @@ The CLI's human report, `--json` and the TUI consume the same events, in this or
                    gate}], replay}
     notice        {message}  (at most once per run: the sandbox protections that are missing)
     -- per level, per case --
-    case_started  {level, case, description, size, required, timed, params}
+    case_started  {level, case, description, size, required, timed, params, index, total}
+                  (cases run cheapest first; index is 1-based: "case 3/28" for a progress bar)
     metrics       {level, case, metrics: {median_ratio, p95_ratio, learner_median_ms,
                    reference_median_ms, learner_p95_ms, reference_p95_ms, samples}}
                   (only for timed cases; sent before the case's verdict)
@@ -15,14 +16,19 @@ The CLI's human report, `--json` and the TUI consume the same events, in this or
                    message, may be ""), report (show the note in the text report)}
     case_failed   {level, case, required, duration_s, metrics, output, kind, message, traceback,
                    params, size, expected, got, seed, replay}
+    cases_skipped {level, cases: [ids], required (how many of them), reason}  (once, when a
+                  level stops early: after a not_implemented failure, or when the module cannot
+                  be loaded, the rest would fail the same way; they count as failed `skipped`)
     -- per level --
     level_summary {level, title, passed, cases, passed_cases, failed_required, failed_optional,
                    smallest_failure: {case, size, kind, message, params} | null, metrics
                    (worst median_ratio/p95_ratio over the timed cases), case_metrics
                    ({case id: metrics} for cases with timing or Verdict metrics), duration_s}
     summary       {exercise, device, seed, passed, levels: {"1": true, ...}, duration_s, replay,
-                   stored, store_error}   (stored: written to the lab attempts table; else
-                   store_error says why — grading itself never fails for storage)
+                   stored, store_error, next_level}   (stored: written to the lab attempts
+                   table; else store_error says why — grading itself never fails for storage;
+                   next_level: {number, title, command} of the level after the highest one
+                   graded when every graded level passed, else null)
 
 `kind` of a failure: wrong (the answer is wrong), exception, not_implemented, exit (sys.exit),
 memory, timeout, crash (segfault, os._exit), forbidden_import (the reference or another judge
@@ -49,6 +55,7 @@ EVENT_TYPES = (
     "metrics",
     "case_passed",
     "case_failed",
+    "cases_skipped",
     "level_summary",
     "summary",
 )
@@ -122,6 +129,8 @@ class CaseStarted(_Event):
     required: bool
     timed: bool
     params: dict[str, Any]
+    index: int = 1
+    total: int = 1
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,15 @@ class CaseFailed(_Event):
 
 
 @dataclass(frozen=True)
+class CasesSkipped(_Event):
+    EVENT: ClassVar[str] = "cases_skipped"
+    level: int
+    cases: list[str]
+    required: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class LevelSummary(_Event):
     EVENT: ClassVar[str] = "level_summary"
     level: int
@@ -193,12 +211,14 @@ class Summary(_Event):
     replay: str
     stored: bool
     store_error: str
+    next_level: dict[str, Any] | None = None
 
 
-Event = (RunStarted | Notice | CaseStarted | Metrics | CasePassed | CaseFailed | LevelSummary
-         | Summary)
+Event = (RunStarted | Notice | CaseStarted | Metrics | CasePassed | CaseFailed | CasesSkipped
+         | LevelSummary | Summary)
 assert tuple(cls.EVENT for cls in (RunStarted, Notice, CaseStarted, Metrics, CasePassed,
-                                   CaseFailed, LevelSummary, Summary)) == EVENT_TYPES
+                                   CaseFailed, CasesSkipped, LevelSummary,
+                                   Summary)) == EVENT_TYPES
 
 
 def to_json(event: Event | dict[str, Any]) -> str:

@@ -49,7 +49,8 @@ def attempt_rows(result: GradeResult) -> Iterator[dict[str, Any]]:
             for r in lvl.results
         ]
         yield {"exercise": result.exercise, "level": lvl.level, "device": result.device,
-               "passed": lvl.passed, "cases": cases, "metrics": lvl.metrics(),
+               "passed": lvl.passed, "cases": cases,
+               "metrics": {**lvl.metrics(), **result.attempt_metrics},
                "duration_s": lvl.duration_s}
 
 
@@ -128,16 +129,16 @@ def describe(summary: LevelSummary) -> str:
 def level_states(exercise: Any, recorder: Recorder | None = None
                  ) -> dict[int, tuple[str, LevelSummary]]:
     """(status, summary) per level of an `Exercise`, as `dojo lab list` and the lab screen show
-    it: "passing"/"failing" from the attempts table, else "started" when the workspace file
-    exists, else "not started"."""
-    from lab.workspace import solution_path
+    it: "passing"/"failing" from the attempts table, else "started" when the learner started
+    that level (`lab.workspace.levels_started`), else "not started"."""
+    from lab.workspace import levels_started, solution_path
 
     summaries = level_summaries(exercise.id, recorder) or {}
-    started = solution_path(exercise).exists()
+    started = set(levels_started(exercise)) if solution_path(exercise).exists() else set()
     out = {}
     for level in exercise.level_numbers:
         summary = summaries.get(level, LevelSummary("not graded"))
-        status = summary.status if summary.attempts else ("started" if started
+        status = summary.status if summary.attempts else ("started" if level in started
                                                           else "not started")
         out[level] = (status, summary)
     return out

@@ -1,32 +1,91 @@
 """Render the grader's event stream as a human report (the CLI's default output).
 
 Passing cases stay quiet; a failed level shows its smallest failing case in full (input,
-expected, got, why, the learner's traceback and output) and names the others briefly.
+expected, got, why, the learner's traceback and output) once, then groups the other failures
+by how they failed ("27 more failed the same way: …"), so a stub gives one screen, not 38
+tracebacks. Floats are shown without binary noise (`tidy_floats`): 0.066, not
+0.06600000000000004. On a terminal a one-line progress status ("case 3/28: L1-k1 …") is
+rewritten in place while cases run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from lab.grader.events import Event
 
 MAX_OTHER_FAILURES = 8
+FLOAT_NOISE = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
+TRACEBACK_FILE = re.compile(r'File "(?:[^"]*/)?([^"/]+)", line (\d+)')
+
+
+def tidy_floats(text: str) -> str:
+    """Print floats the way a person would write them: 12 significant digits at most, so
+    0.06600000000000004 reads 0.066 and 1.0000000000000002 reads 1.0 (real differences beyond
+    that are far below any tolerance a check uses)."""
+
+    def shorter(match: re.Match[str]) -> str:
+        value = float(match.group(0))
+        short = repr(float(f"{value:.12g}"))
+        return short if len(short) < len(match.group(0)) else match.group(0)
+
+    return FLOAT_NOISE.sub(shorter, text)
+
+
+def failure_signature(failure: dict[str, Any]) -> str:
+    """What makes two failures "the same way": the exception and the line of the learner's code
+    it came from ("NotImplementedError at stub.py:23"), else the kind and message."""
+    tb = str(failure.get("traceback") or "").rstrip().splitlines()
+    if tb:
+        files = TRACEBACK_FILE.findall("\n".join(tb))
+        last = tb[-1].split(":", 1)[0].strip()
+        if files and last:
+            name, line = files[-1]
+            return f"{last} at {name}:{line}"
+    message = tidy_floats(str(failure.get("message") or "")).splitlines()
+    return f"{failure.get('kind')}: {message[0] if message else ''}"
 
 
 def _indent(text: str, prefix: str = "      ") -> str:
     return "\n".join(prefix + line for line in text.rstrip().splitlines())
 
 
-class TextReport:
-    """Callable event sink: `grade(..., emit=TextReport(click.echo))`."""
+def next_step(e: dict[str, Any], key: str = "") -> str:
+    """After a pass, what to do next (from the summary event's `next_level`): "Level 2 passed —
+    next: Level 3 (Batched verification). Run `dojo lab start spec-verify --level 3`." `key`
+    names the TUI's key for it instead of the command."""
+    nxt = e.get("next_level")
+    if not e.get("passed") or not isinstance(nxt, dict):
+        return ""
+    graded = list(e.get("levels", {}))
+    done = f"Level {graded[0]}" if len(graded) == 1 else f"Levels {', '.join(graded)}"
+    how = f"Press {key}." if key else f"Run `{nxt['command']}`."
+    return f"{done} passed — next: Level {nxt['number']} ({nxt['title']}). {how}"
 
-    def __init__(self, write: Callable[[str], None]) -> None:
-        self.write = write
+
+class TextReport:
+    """Callable event sink: `grade(..., emit=TextReport(click.echo))`.
+
+    `status`, when given (a terminal), receives a one-line progress text to show in place
+    ("" clears it); `write` gets every permanent line."""
+
+    def __init__(self, write: Callable[[str], None],
+                 status: Callable[[str], None] | None = None) -> None:
+        self._write = write
+        self.status = status
         self.failures: dict[int, list[dict[str, Any]]] = {}
+        self.skipped: dict[int, dict[str, Any]] = {}
         self.seed: int | None = None
         self.replay = ""
+        self.started = ""
+
+    def write(self, line: str) -> None:
+        if self.status is not None:
+            self.status("")
+        self._write(line)
 
     def __call__(self, event: Event) -> None:
         handler = getattr(self, "_" + event.EVENT, None)
@@ -42,6 +101,11 @@ class TextReport:
     def _notice(self, e: dict[str, Any]) -> None:
         self.write(f"  note:   {e['message']}")
 
+    def _case_started(self, e: dict[str, Any]) -> None:
+        if self.status is not None:
+            self.status(f"  L{e['level']} case {e.get('index', '?')}/{e.get('total', '?')}: "
+                        f"{e['case']} …")
+
     def _metrics(self, e: dict[str, Any]) -> None:
         m = e["metrics"]
         if "median_ratio" in m:
@@ -53,10 +117,13 @@ class TextReport:
 
     def _case_passed(self, e: dict[str, Any]) -> None:
         if e.get("report") and e.get("note"):
-            self.write(f"  ◦ {e['case']}: {e['note']}")
+            self.write(f"  ◦ {e['case']}: {tidy_floats(e['note'])}")
 
     def _case_failed(self, e: dict[str, Any]) -> None:
         self.failures.setdefault(int(e["level"]), []).append(e)
+
+    def _cases_skipped(self, e: dict[str, Any]) -> None:
+        self.skipped[int(e["level"])] = e
 
     def _level_summary(self, e: dict[str, Any]) -> None:
         level, total, ok = int(e["level"]), e["cases"], e["passed_cases"]
@@ -65,33 +132,46 @@ class TextReport:
             optional = f", {e['failed_optional']} optional failed" if e["failed_optional"] else ""
             self.write(f"✓ {head}PASSED ({ok}/{total} cases{optional}, {e['duration_s']:.1f} s)")
         else:
-            self.write(f"✗ {head}FAILED ({ok}/{total} cases passed)")
+            self.write(f"✗ {head}FAILED ({ok}/{total} cases passed, {e['duration_s']:.1f} s)")
         failures = sorted(self.failures.get(level, []),
                           key=lambda f: (not f["required"], f["size"], f["case"]))
-        if not failures:
+        if failures:
+            self._detail(failures[0])
+            self._others(failures[0], failures[1:])
+        skipped = self.skipped.get(level)
+        if skipped:
+            self.write(f"    {len(skipped['cases'])} more not run: the first one failed with "
+                       f"{failures[0]['kind'] if failures else 'an error'}, the rest would fail "
+                       "the same way — fix it and grade again")
+
+    def _others(self, first: dict[str, Any], others: list[dict[str, Any]]) -> None:
+        """The other failures, grouped by how they failed (one line per group)."""
+        if not others:
             return
-        self._detail(failures[0])
-        others = failures[1:]
-        if others:
-            by_kind: dict[str, list[str]] = {}
-            for f in others:
-                by_kind.setdefault(f["kind"], []).append(f["case"])
+        groups: dict[str, list[str]] = {}
+        for f in others:
+            groups.setdefault(failure_signature(f), []).append(f["case"])
+        same = groups.pop(failure_signature(first), [])
+        if same:
+            self.write(f"    {len(same)} more failed the same way ({failure_signature(first)})"
+                       + (":" if groups else ""))
+        else:
             self.write(f"    {len(others)} more failed:")
-            for kind, names in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
-                shown = ", ".join(names[:MAX_OTHER_FAILURES])
-                more = len(names) - MAX_OTHER_FAILURES
-                self.write(f"      {kind} ×{len(names)}: {shown}"
-                           + (f" … (+{more})" if more > 0 else ""))
+        for signature, names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(names[:MAX_OTHER_FAILURES])
+            more = len(names) - MAX_OTHER_FAILURES
+            self.write(f"      ×{len(names)} {signature}: {shown}"
+                       + (f" … (+{more})" if more > 0 else ""))
 
     def _detail(self, f: dict[str, Any]) -> None:
         optional = "" if f["required"] else " (optional)"
         self.write(f"    smallest failing case{optional}: {f['case']} [{f['kind']}]")
-        self.write("      input:    " + json.dumps(f["params"], default=str))
+        self.write("      input:    " + tidy_floats(json.dumps(f["params"], default=str)))
         if f.get("expected"):
-            self.write(f"      expected: {f['expected']}")
+            self.write(f"      expected: {tidy_floats(f['expected'])}")
         if f.get("got"):
-            self.write(f"      got:      {f['got']}")
-        self.write(f"      why:      {f['message']}")
+            self.write(f"      got:      {tidy_floats(f['got'])}")
+        self.write(f"      why:      {tidy_floats(f['message'])}")
         if f.get("traceback"):
             self.write("      traceback (your code):")
             self.write(_indent(f["traceback"], "        "))
@@ -106,3 +186,6 @@ class TextReport:
         self.write(f"{verdict} in {e['duration_s']:.1f} s on {e['device']} · replay: {e['replay']}")
         if e.get("store_error") and "missing" not in e["store_error"]:
             self.write(f"(not saved: {e['store_error']})")
+        step = next_step(e)
+        if step:
+            self.write(step)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +32,20 @@ if TYPE_CHECKING:
 
 Emit = Callable[[events.Event], None]
 NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
+REFERENCE_PACKAGE = "lab.reference"  # grading.REFERENCE is lab.reference.<exercise package>
 MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
+
+
+# A failure that needs no reference answer to explain (the learner's code never answered).
+NO_EXPECTED_KINDS = frozenset({"not_implemented", "forbidden_import", "memory", "timeout",
+                               "crash", "exit", "unsendable", "protocol"})
+# A failure after which the rest of the level is not run: every case would fail the same way.
+STOP_LEVEL_KINDS = frozenset({"not_implemented"})
+
+
+def cheapest_first(cases: list[Case]) -> list[Case]:
+    """Cases in order of cost (`Case.size`), stable, so the first failure comes back fast."""
+    return sorted(cases, key=lambda c: c.size)
 
 
 class UsageError(Exception):
@@ -64,7 +78,8 @@ class LevelResult:
 
     def smallest_failure(self) -> CaseResult | None:
         failed = [r for r in self.results if not r.passed]
-        failed.sort(key=lambda r: (not r.case.required, r.case.size, r.case.id))
+        failed.sort(key=lambda r: (r.kind == "skipped", not r.case.required, r.case.size,
+                                   r.case.id))  # a case that ran before one that did not
         return failed[0] if failed else None
 
     def metrics(self) -> dict[str, float]:
@@ -89,6 +104,7 @@ class GradeResult:
     store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
     events: list[events.Event] = field(default_factory=list)  # everything grade() emitted
+    attempt_metrics: dict[str, float] = field(default_factory=dict)  # stored with each level
 
     @property
     def passed(self) -> bool:
@@ -174,15 +190,9 @@ class _Grading:
         self.seed = seed
         self.emit = emit
         self.timing_repeats = timing_repeats
-        self.grading = exercise.grading()
-        self.reference = importlib.import_module(self.grading.REFERENCE)
-        self.boundary = boundary.compute(exercise.module, self.grading.REFERENCE)
-        self.drive: Any = importlib.import_module(self.boundary.drive)
         self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
                               model_paths={**(exercise.model_paths or {}),
                                            **(model_paths or {})} or None)
-        self.deadline = time.monotonic() + run_timeout_s
-        self.run_timeout_s = run_timeout_s
         self.replay = ""
         self.notified = False
         uses_torch_cpu = exercise.needs_torch and device == "cpu"
@@ -194,21 +204,62 @@ class _Grading:
             load_timeout_s=load_timeout_s or exercise.load_timeout_s,
             confine=confine,
         )
-        hide = [h for h in self.boundary.hidden(trusted=False)
-                if Path(h) != solution.resolve()]  # e.g. the stub, graded in place
-        self.sandbox = Sandbox(solution=solution, load=self.boundary.load_message(trusted=False),
-                               hide=hide, **self.sandbox_options)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.load_failure: Outcome | None = None
         self.loaded = False
+        # The learner's child loads (torch, their module) while this process imports the
+        # grading module (torch too): the two imports overlap instead of adding up. The
+        # reference's module name is guessed by convention and checked once grading is loaded.
+        guess = f"{REFERENCE_PACKAGE}.{exercise.module.rsplit('.', 1)[-1]}"
+        self.sandbox = self._learner_sandbox(guess)
+        self._early: threading.Thread | None = None
+        self._early_outcome: Outcome | None = None
+        if exercise.needs_torch:
+            self._early = threading.Thread(target=self._start_early, daemon=True)
+            self._early.start()
+        try:
+            self.grading = exercise.grading()
+            self.reference = importlib.import_module(self.grading.REFERENCE)
+            if guess != self.grading.REFERENCE:
+                self._take_early()
+                self.sandbox.close()
+                self.sandbox = self._learner_sandbox(self.grading.REFERENCE)
+                self._early_outcome = None
+            self.drive: Any = importlib.import_module(self.boundary.drive)
+        except BaseException:
+            self._take_early()
+            self.sandbox.close()
+            raise
+        self.deadline = time.monotonic() + run_timeout_s
+        self.run_timeout_s = run_timeout_s
+
+    def _learner_sandbox(self, reference: str) -> Sandbox:
+        self.boundary = boundary.compute(self.exercise.module, reference)
+        hide = [h for h in self.boundary.hidden(trusted=False)
+                if Path(h) != self.solution.resolve()]  # e.g. the stub, graded in place
+        return Sandbox(solution=self.solution, load=self.boundary.load_message(trusted=False),
+                       hide=hide, **self.sandbox_options)
+
+    def _start_early(self) -> None:
+        self._early_outcome = self._start(self.sandbox, notify=False)
+
+    def _take_early(self) -> Outcome | None:
+        """The early start's outcome (waiting for it), once; None if there was none."""
+        if self._early is None:
+            return None
+        self._early.join()
+        self._early = None
+        outcome, self._early_outcome = self._early_outcome, None
+        return outcome
 
     def close(self) -> None:
+        self._take_early()
         self.sandbox.close()
         if self.reference_sandbox is not None:
             self.reference_sandbox.close()
 
     # -- the learner's side ----------------------------------------------------------------
-    def _start(self, sandbox: Sandbox) -> Outcome:
+    def _start(self, sandbox: Sandbox, notify: bool = True) -> Outcome:
         """Start a child; a load timeout is retried once (a busy machine, not the code)."""
         outcome = sandbox.start()
         if not outcome.ok and outcome.kind == "timeout" and not sandbox.cancelled():
@@ -217,12 +268,16 @@ class _Grading:
             if not outcome.ok and outcome.kind == "timeout":
                 outcome.message += " (twice: the first try was retried in case the machine " \
                                    "was busy)"
+        if notify:
+            self._notice(sandbox, outcome)
+        return outcome
+
+    def _notice(self, sandbox: Sandbox, outcome: Outcome) -> None:
         if outcome.ok and sandbox.missing and not self.notified:
             self.notified = True
             self.emit(events.Notice(message="sandbox: running without "
                                   + "; ".join(sandbox.missing)
                                   + " (see lab/README.md, \"The judge's boundary\")"))
-        return outcome
 
     def _ensure_child(self) -> Outcome | None:
         """A loaded child, or the reason the module cannot be loaded at all."""
@@ -230,7 +285,13 @@ class _Grading:
             return self.load_failure
         if self.loaded and self.sandbox.alive:
             return None
-        outcome = self._start(self.sandbox)
+        outcome = self._take_early()
+        if outcome is not None and outcome.ok and self.sandbox.cancelled():
+            outcome = None  # cancelled meanwhile: the normal start reports it
+        if outcome is not None:
+            self._notice(self.sandbox, outcome)
+        else:
+            outcome = self._start(self.sandbox)
         if not outcome.ok:
             prefix = "your module failed to load: "
             outcome.message = prefix + outcome.message
@@ -359,10 +420,12 @@ class _Grading:
         return None
 
     # -- one case --------------------------------------------------------------------------
-    def case(self, case: Case, gate: dict[str, float]) -> CaseResult:
+    def case(self, case: Case, gate: dict[str, float], index: int = 1,
+             total: int = 1) -> CaseResult:
         self.emit(events.CaseStarted(
             level=case.level, case=case.id, description=case.description,
             size=case.size, required=case.required, timed=case.timed, params=case.params,
+            index=index, total=total,
         ))
         start = time.monotonic()
         result = self._grade_case(case, gate)
@@ -393,13 +456,18 @@ class _Grading:
                               message=f"not run: your code was already stopped "
                                       f"{len(self.child_losses)} times in this run ({kinds}) — "
                                       "fix that first")
+        # The learner first: a stub or a crash is reported without paying for the reference's
+        # answer (computed lazily, only for a case about to be judged).
+        out = self._learner(case)
+        single_call_s = out.elapsed_s
+        if not out.ok and out.kind in NO_EXPECTED_KINDS:
+            return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
+                              traceback=out.traceback, output=out.output)
         ok, expected = self._expected(case)
         if not ok:
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed on this case ({expected}) — "
                                       "a grader bug, please report it")
-        out = self._learner(case)
-        single_call_s = out.elapsed_s
         if not out.ok:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output,
@@ -428,16 +496,30 @@ class _Grading:
                 result.message = f"correct, but too slow for this level: {missed}"
         return result
 
+    def _skip_rest(self, level: int, rest: list[Case], stopper: CaseResult) -> list[CaseResult]:
+        """The cases after a stopping failure: not run, announced in one event."""
+        if not rest:
+            return []
+        reason = (f"not run: {stopper.case.id} failed with {stopper.kind} "
+                  f"({stopper.message}) — the rest of the level would fail the same way")
+        self.emit(events.CasesSkipped(level=level, cases=[c.id for c in rest], reason=reason,
+                                      required=sum(c.required for c in rest)))
+        return [CaseResult(c, False, kind="skipped", message=reason) for c in rest]
+
     # -- one level -------------------------------------------------------------------------
     def level(self, number: int) -> LevelResult:
         level = self.exercise.level(number)
         start = time.monotonic()
-        cases = self.grading.cases(number, self.seed)
-        results = []
-        for c in cases:
+        cases = cheapest_first(self.grading.cases(number, self.seed))
+        results: list[CaseResult] = []
+        for i, c in enumerate(cases):
             if self.sandbox.cancelled():
                 raise Cancelled()
-            results.append(self.case(c, level.gate))
+            result = self.case(c, level.gate, index=i + 1, total=len(cases))
+            results.append(result)
+            if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
+                results += self._skip_rest(number, cases[i + 1:], result)
+                break
         lvl = LevelResult(number, results, time.monotonic() - start)
         smallest = lvl.smallest_failure()
         self.emit(events.LevelSummary(
@@ -473,6 +555,7 @@ def grade(
     models: dict[str, str] | None = None,
     confine: bool | None = None,
     recorder: Recorder | None = None,
+    attempt_metrics: dict[str, float] | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results, with every event it
     emitted (`GradeResult.events`; see events.py).
@@ -484,7 +567,8 @@ def grade(
     unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a machine where they
     get in the way). The result is
     recorded once, here, through `recorder` (default: the learner's database unless
-    `store=False`).
+    `store=False`). `attempt_metrics` (e.g. an interview rehearsal's clock) are stored with
+    every graded level's figures.
     """
     written: list[events.Event] = []
     sink = emit
@@ -541,7 +625,7 @@ def grade(
         run.close()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
-                         events=written)
+                         events=written, attempt_metrics=dict(attempt_metrics or {}))
     if recorder is None and store:
         from lab.grader.record import Recorder
 
@@ -553,5 +637,16 @@ def grade(
         levels={str(lvl.level): lvl.passed for lvl in level_results},
         duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
         store_error=result.store_error,
+        next_level=next_level(exercise, chosen) if result.passed else None,
     ))
     return result
+
+
+def next_level(exercise: Exercise, graded: list[int]) -> dict[str, Any] | None:
+    """The level after the highest one graded ({number, title, command}), None after the last."""
+    later = [n for n in exercise.level_numbers if n > max(graded)]
+    if not later:
+        return None
+    level = exercise.level(later[0])
+    return {"number": level.number, "title": level.title,
+            "command": f"dojo lab start {exercise.id} --level {level.number}"}

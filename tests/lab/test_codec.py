@@ -83,3 +83,14 @@ def test_malformed_messages_are_rejected(doc: bytes) -> None:
     data = codec._HEAD.pack(len(doc), 1) + codec._LEN.pack(len(buf)) + doc + buf
     with pytest.raises(codec.CodecError):
         codec.decode(data)
+
+
+def test_a_one_element_slice_with_a_stride_round_trips() -> None:
+    """torch calls t[::4][:1] contiguous though its stride is 4: its byte view used to fail,
+    so batch-engine's reference was refused as `unsendable` on one hidden case."""
+    torch = pytest.importorskip("torch")
+    value = torch.arange(8, dtype=torch.int32)[::4][:1]
+    back = codec.roundtrip(value)
+    assert back.tolist() == [0] and back.dtype == torch.int32
+    scalar_view = torch.arange(6, dtype=torch.int64).reshape(2, 3)[:, 1:2][:1]
+    assert codec.roundtrip(scalar_view).tolist() == [[1]]

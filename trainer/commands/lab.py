@@ -1,4 +1,4 @@
-"""`dojo lab …`: list, show, start, grade, watch, hint, reset.
+"""`dojo lab …`: list, show, start (and `--interview`), grade, watch, hint, reset, restore.
 
 Only click and the standard library at top level; the lab core is imported inside each command
 so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage error.
@@ -6,6 +6,7 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -59,8 +60,10 @@ def list_() -> None:
 @click.argument("exercise_id")
 def show(exercise_id: str) -> None:
     """Print the exercise statement."""
+    from lab.workspace import statement
+
     ex = _exercise(exercise_id)
-    click.echo(ex.statement())
+    click.echo(statement(ex))  # without hints sections during an interview rehearsal
 
 
 @lab.command()
@@ -70,17 +73,43 @@ def show(exercise_id: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for your file (default: the data dir).",
 )
-def start(exercise_id: str, workspace: Path | None) -> None:
+@click.option("--level", type=int, help="The level you start (default: the first); one file "
+              "holds every level, so this marks it started and grades only it.")
+@click.option("--interview", is_flag=True, help="Rehearse the level as a coding round: your "
+              "file is moved aside (`dojo lab restore` brings it back), a fresh stub, a clock, "
+              "no hints; time to first pass and gradings are recorded.")
+@click.option("--minutes", type=click.IntRange(1, 600), default=45, show_default=True,
+              help="The interview's clock.")
+def start(exercise_id: str, workspace: Path | None, level: int | None, interview: bool,
+          minutes: int) -> None:
     """Copy the stub into your workspace and print its path (never overwrites your work)."""
+    from lab.exercises import ExerciseError
     from lab.workspace import start as start_exercise
+    from lab.workspace import start_interview
 
     ex = _exercise(exercise_id)
-    path, created = start_exercise(ex, workspace)
+    try:
+        chosen = ex.level(level if level is not None else ex.level_numbers[0])
+    except ExerciseError as exc:
+        _usage_error(str(exc))
+    if interview:
+        path, session = start_interview(ex, chosen.number, minutes, workspace)
+        click.echo(f"Interview rehearsal: {ex.id} level {chosen.number} ({chosen.title}), "
+                   f"{minutes} minutes, hints off. The clock is running.")
+        if session.moved_aside:
+            click.echo(f"Your file was moved aside to {session.moved_aside} "
+                       f"(`dojo lab restore {ex.id}` brings it back).")
+        click.echo(f"Fresh stub: {path}")
+        click.echo(f"Then run: dojo lab grade {ex.id} --level {chosen.number}")
+        return
+    path, created = start_exercise(ex, workspace, chosen.number)
+    what = f"{ex.id} level {chosen.number} ({chosen.title})"
     if created:
-        click.echo(f"Started {ex.id}: edit {path}")
+        click.echo(f"Started {what}: edit {path}")
     else:
-        click.echo(f"{ex.id} already started, your file is untouched: {path}")
-    click.echo(f"Then run: dojo lab grade {ex.id}   (or: dojo lab watch {ex.id})")
+        click.echo(f"{what}: already started, your file is untouched: {path}")
+    only = f" --level {chosen.number}" if level is not None else ""
+    click.echo(f"Then run: dojo lab grade {ex.id}{only}   (or: dojo lab watch {ex.id}{only})")
     click.echo(path)
 
 
@@ -100,9 +129,50 @@ def _grade_once(
         else:
             report(event)
 
-    report = TextReport(click.echo)
-    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models)
+    report = TextReport(click.echo, status=_status_line() if sys.stdout.isatty() else None)
+    session = _interview_grading(ex, path, levels)
+    from lab.workspace import interview_metrics
+
+    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models,
+                   attempt_metrics=interview_metrics(session) if session else None)
+    if session is not None:
+        _interview_line(ex, session, result, as_json)
     return result.passed
+
+
+def _interview_grading(ex: Any, path: Path, levels: list[int] | None) -> Any:
+    """Count this grading in the interview rehearsal, when it grades the rehearsal's file."""
+    from lab.workspace import count_grading, solution_path
+
+    if path.resolve() != solution_path(ex).resolve():
+        return None
+    return count_grading(ex, levels or ex.level_numbers)
+
+
+def _interview_line(ex: Any, session: Any, result: Any, as_json: bool) -> None:
+    from lab.workspace import passed_interview
+
+    level_passed = any(lvl.passed for lvl in result.levels if lvl.level == session.level)
+    if level_passed:
+        session = passed_interview(ex, session)
+    if as_json:
+        return
+    first = session.first_pass_s
+    passed = f" · first pass at {int(first) // 60}:{int(first) % 60:02d}" if first else ""
+    click.echo(f"interview: {session.clock()} · grading {session.gradings}{passed}")
+
+
+def _status_line() -> Any:
+    """A progress line rewritten in place on the terminal ("" clears it)."""
+    shown = [False]
+
+    def status(text: str) -> None:
+        if text or shown[0]:
+            sys.stdout.write("\r\x1b[2K" + text[: shutil.get_terminal_size().columns - 1])
+            sys.stdout.flush()
+        shown[0] = bool(text)
+
+    return status
 
 
 def _resolve_file(ex: Any, file: Path | None) -> Path:
@@ -244,10 +314,14 @@ def watch(
 @click.argument("exercise_id")
 def hint(exercise_id: str) -> None:
     """Reveal the next hint (the count is remembered)."""
-    from lab.workspace import hints_shown, next_hint
+    from lab.workspace import HintsOff, hints_shown, next_hint
 
     ex = _exercise(exercise_id)
-    revealed = next_hint(ex)
+    try:
+        revealed = next_hint(ex)
+    except HintsOff as exc:
+        click.echo(f"No hint: {exc}.", err=True)
+        sys.exit(1)
     if revealed is None:
         shown = hints_shown(ex)
         click.echo(f"No more hints for {ex.id}: all {len(shown)} are shown. The last one:")
@@ -282,6 +356,22 @@ def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     if backup is not None:
         click.echo(f"Backed up your file to {backup}")
     click.echo(f"Fresh stub at {path}")
+
+
+@lab.command()
+@click.argument("exercise_id")
+def restore(exercise_id: str) -> None:
+    """End an interview rehearsal and put your own file back (the rehearsal's file is kept)."""
+    from lab.workspace import end_interview
+
+    ex = _exercise(exercise_id)
+    try:
+        path, kept = end_interview(ex)
+    except ValueError as exc:
+        _usage_error(str(exc))
+    if kept is not None:
+        click.echo(f"The rehearsal's file is kept at {kept}")
+    click.echo(f"Your file is back: {path}")
 
 
 def _add_models_command() -> None:

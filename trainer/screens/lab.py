@@ -22,10 +22,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Log, OptionList, ProgressBar, Static
+from textual.widgets import DataTable, OptionList, ProgressBar, RichLog, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
+from lab.grader.report import failure_signature, next_step, tidy_floats
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
@@ -60,14 +61,34 @@ def _option_label(mark: str, row: LevelRow) -> str:
     return f"{mark} {head} [dim]{escape(title)}[/]" if room > 1 else f"{mark} {head}"
 
 
+class TaskScreen(NoteScreen):
+    """The exercise statement; code blocks wrap (a signature must never be cut off)."""
+
+    DEFAULT_CSS = """
+    TaskScreen MarkdownFence { overflow: hidden hidden; }
+    TaskScreen MarkdownFence > Label { width: 1fr; }
+    """
+
+
 class LabScreen(DojoScreen):
     AUTO_FOCUS = "#lab-list"
+    DEFAULT_CSS = """
+    #lab-results-title { height: auto; color: $text-muted; }
+    #lab-clock { height: auto; color: $warning; text-style: bold; }
+    """
     BINDINGS = [
         Binding("g,enter", "grade", "Grade", id="lab-grade", tooltip="Grade the selected level"),
         Binding("s", "start", "Start", id="lab-start", tooltip="Create your workspace file"),
         Binding("e", "edit", "Edit", id="lab-edit", tooltip="Open the workspace in $EDITOR"),
         Binding("h", "hint", "Hint", id="lab-hint", tooltip="Reveal the next hint"),
         Binding("i", "statement", "Task", id="lab-statement", tooltip="The exercise statement"),
+        Binding("n", "next_level", "Next level", id="lab-next",
+                tooltip="Start the next level of this exercise"),
+        Binding("I", "interview", "Interview", id="lab-interview",
+                tooltip="Rehearse this level: your file aside, a fresh stub, a 45-minute clock, "
+                        "no hints"),
+        Binding("R", "restore", "Restore", id="lab-restore",
+                tooltip="End the interview rehearsal and put your own file back"),
         Binding(
             "x,ctrl+c",
             "cancel",
@@ -88,27 +109,77 @@ class LabScreen(DojoScreen):
         self._proc: asyncio.subprocess.Process | None = None
         self._grading: Worker[int | None] | None = None
         self.last_summary: dict[str, Any] | None = None
+        self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
+        self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
+        self._signatures: dict[str, int] = {}  # failures per signature in the level graded
 
     def compose(self) -> ComposeResult:
-        yield Static("Lab · g grade · s start · e edit · h hint · x cancel", classes="titlebar")
+        yield Static("Lab · g grade · s start · e edit · h hint · n next level · I interview · "
+                     "^c cancel", classes="titlebar")
         with Horizontal():
             with Vertical(id="lab-left"):
                 yield OptionList(id="lab-list")
             with Vertical(id="lab-right"):
                 yield Static("Loading exercises…", id="lab-detail")
+                yield Static("", id="lab-clock")
+                yield Static("", id="lab-results-title")
                 yield ProgressBar(id="lab-progress", show_eta=False)
                 yield DataTable(id="lab-results", cursor_type="row")
-                yield Log(id="lab-log", highlight=False)
+                yield RichLog(id="lab-log", wrap=True, markup=False, highlight=False, min_width=10)
         yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#lab-results", DataTable)
         table.add_columns("lvl", "case", "result", "time", "speed", "message")
         self.query_one(ProgressBar).display = False
+        self.query_one("#lab-clock", Static).display = False
+        self.set_interval(1.0, self._tick)
         self.reload()
+
+    def _tick(self) -> None:
+        """The interview clock of the selected exercise (hidden when none is running)."""
+        clock = self.query_one("#lab-clock", Static)
+        row = self.selected() if self.rows else None
+        session = None
+        if row is not None:
+            from lab.workspace import interview
+
+            session = interview(self.exercises[row.exercise])
+        clock.display = session is not None
+        if session is not None and row is not None:
+            first = session.first_pass_s
+            passed = (f" · first pass at {int(first) // 60}:{int(first) % 60:02d}"
+                      if first is not None else "")
+            clock.update(f"⏱ Interview {row.exercise} L{session.level}: {session.clock()} · "
+                         f"gradings {session.gradings}{passed} · hints off · R restores your "
+                         "file")
 
     def reload(self) -> None:
         self._fetch()
+
+    def write_log(self, line: str) -> None:
+        """One line in the log, wrapped to its width (learner text: never markup)."""
+        self.log_lines.append(line)
+        self.query_one("#lab-log", RichLog).write(Text(line))
+
+    def _grading_now(self) -> bool:
+        return self._grading is not None and self._grading.state in (
+            WorkerState.PENDING, WorkerState.RUNNING)
+
+    def _show_for(self, exercise: str, level: int) -> None:
+        """Results and log on screen belong to (exercise, level) only: moving to another
+        level clears them, unless a grading run is still writing its own (its title says so)."""
+        if self.shown_for != (exercise, level) and not self._grading_now():
+            self._clear_results(exercise, level)
+
+    def _clear_results(self, exercise: str, level: int) -> None:
+        self.shown_for = (exercise, level)
+        self.query_one("#lab-results", DataTable).clear()
+        self.query_one("#lab-log", RichLog).clear()
+        self.log_lines = []
+        self.query_one(ProgressBar).display = False
+        self.query_one("#lab-results-title", Static).update(
+            f"{exercise} L{level}: no results yet — g grades it")
 
     # -- catalogue -----------------------------------------------------------------------------
 
@@ -184,18 +255,22 @@ class LabScreen(DojoScreen):
         ex = self.exercises[row.exercise]
         level = ex.level(row.level)
         ws = self.workspaces.get(row.exercise)
+        self._show_for(row.exercise, row.level)
+        self._tick()
         lines = [
             f"[b]{ex.title}[/] ({ex.id}) · level {row.level}: {level.title}",
             f"{level.summary or ex.summary}",
             f"Status: [b]{row.status}[/]" + (f" (best {row.best})" if row.best else ""),
             f"Workspace: {ws}" if ws else "Workspace: none yet — s creates it from the stub",
         ]
-        from lab.workspace import hints_shown
+        from lab.workspace import hints_shown, interview
 
         shown, total = len(hints_shown(ex)), len(ex.hints())
-        lines.append(
-            f"Hints: {shown}/{total} revealed" + (" (h for the next)" if shown < total else "")
-        )
+        if interview(ex) is not None:
+            lines.append("Hints: off during the interview rehearsal")
+        else:
+            lines.append(f"Hints: {shown}/{total} revealed"
+                         + (" (h for the next)" if shown < total else ""))
         self.query_one("#lab-detail", Static).update("\n".join(lines))
 
     @on(OptionList.OptionSelected, "#lab-list")
@@ -205,15 +280,70 @@ class LabScreen(DojoScreen):
     # -- actions -------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        running = self._grading is not None and self._grading.state in (
-            WorkerState.PENDING,
-            WorkerState.RUNNING,
-        )
+        running = self._grading_now()
         if action == "cancel":
             return running
         if action in ("grade", "start", "edit"):
             return not running or None
+        if action == "next_level":
+            return (not running and self._next_row() is not None) or None
+        if action in ("interview", "restore"):
+            row = self.selected() if self.rows else None
+            if row is None or running:
+                return None
+            from lab.workspace import interview
+
+            active = interview(self.exercises[row.exercise]) is not None
+            return active if action == "restore" else not active  # hidden when it does not apply
         return True
+
+    def action_interview(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        from lab.workspace import start_interview
+
+        path, session = start_interview(self.exercises[row.exercise], row.level)
+        self.workspaces[row.exercise] = path
+        self.write_log(f"Interview rehearsal: {row.exercise} level {row.level}, "
+                       f"{session.minutes} minutes, hints off. Fresh stub: {path}")
+        if session.moved_aside:
+            self.write_log(f"Your file was moved aside to {session.moved_aside} (R restores it).")
+        self._tick()
+        self.refresh_bindings()
+        self._fetch()
+
+    def action_restore(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        from lab.workspace import end_interview
+
+        try:
+            path, kept = end_interview(self.exercises[row.exercise])
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        if kept is not None:
+            self.write_log(f"The rehearsal's file is kept at {kept}")
+        self.write_log(f"Your file is back: {path}")
+        self._tick()
+        self.refresh_bindings()
+
+    def _next_row(self) -> int | None:
+        """Index of the level after the selected one, same exercise (None after the last)."""
+        row = self.selected() if self.rows else None  # check_action runs before the list
+        if row is None:
+            return None
+        return next((i for i, r in enumerate(self.rows)
+                     if r.exercise == row.exercise and r.level == row.level + 1), None)
+
+    def action_next_level(self) -> None:
+        index = self._next_row()
+        if index is None:
+            return
+        self.query_one("#lab-list", OptionList).highlighted = index
+        self.action_start()
 
     def action_back(self) -> None:
         if self._grading is not None and self._grading.is_running:
@@ -225,47 +355,53 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.workspace import next_hint
+        from lab.workspace import HintsOff, next_hint
 
-        hint = next_hint(self.exercises[row.exercise])
+        try:
+            hint = next_hint(self.exercises[row.exercise])
+        except HintsOff as exc:
+            self.notify(str(exc).capitalize(), severity="warning")
+            return
         if hint is None:
             self.notify("No more hints for this exercise.")
             return
-        log = self.query_one("#lab-log", Log)
-        log.write_line(f"── hint {hint.number}/{hint.total} ──")
+        self.write_log(f"── hint {hint.number}/{hint.total} ──")
         for line in hint.text.splitlines():
-            log.write_line(line)
+            self.write_log(line)
         self._describe()
 
     def action_statement(self) -> None:
         row = self.selected()
         if row is not None:
-            ex = self.exercises[row.exercise]
-            self.app.push_screen(NoteScreen(ex.title, ex.statement()))
+            from lab.workspace import statement
 
-    def _workspace(self, exercise: str) -> Path:
-        """Copy the stub into the workspace (never overwriting the learner's work)."""
+            ex = self.exercises[row.exercise]
+            self.app.push_screen(TaskScreen(ex.title, statement(ex)))
+
+    def _workspace(self, exercise: str, level: int) -> Path:
+        """Copy the stub into the workspace (never overwriting the learner's work) and mark
+        `level` started."""
         from lab.workspace import start
 
-        path, created = start(self.exercises[exercise])
+        path, created = start(self.exercises[exercise], level=level)
         self.workspaces[exercise] = path
         if created:
-            self.query_one("#lab-log", Log).write_line(f"Created {path} from the stub.")
+            self.write_log(f"Created {path} from the stub.")
         return path
 
     def action_start(self) -> None:
         row = self.selected()
         if row is None:
             return
-        path = self._workspace(row.exercise)
-        self.notify(f"Workspace: {path}")
+        path = self._workspace(row.exercise, row.level)
+        self.notify(f"{row.exercise} level {row.level} ({row.level_title}): {path}")
         self._fetch()
 
     def action_edit(self) -> None:
         row = self.selected()
         if row is None:
             return
-        path = self._workspace(row.exercise)
+        path = self._workspace(row.exercise, row.level)
         try:
             self.dojo.open_editor(self.dojo, path)
         except Exception as exc:  # e.g. suspend unsupported in this terminal
@@ -288,16 +424,17 @@ class LabScreen(DojoScreen):
 
     @work(exclusive=True, group="lab-grade")
     async def _grade(self, exercise: str, level: int) -> int | None:
-        log = self.query_one("#lab-log", Log)
         table = self.query_one("#lab-results", DataTable)
         bar = self.query_one(ProgressBar)
-        table.clear()
-        log.clear()
+        self._clear_results(exercise, level)
+        self._signatures = {}
+        self.query_one("#lab-results-title", Static).update(
+            f"{exercise} L{level}: grading…")
         bar.update(total=None, progress=0)
         bar.display = True
         self.last_summary = None
         cmd = [*lab_command(self.dojo), "grade", exercise, "--json", "--level", str(level)]
-        log.write_line(f"$ dojo lab grade {exercise} --level {level} --json")
+        self.write_log(f"$ dojo lab grade {exercise} --level {level} --json")
         self._proc = proc = await asyncio.create_subprocess_exec(
             *cmd,
             stdout=asyncio.subprocess.PIPE,
@@ -312,14 +449,14 @@ class LabScreen(DojoScreen):
                 event = _parse(line)
                 if event is None:
                     if line.strip():
-                        log.write_line(line)
+                        self.write_log(line)
                     continue
-                self._on_event(event, log, table, bar)
+                self._on_event(event, table, bar)
             rc = await proc.wait()
         except asyncio.CancelledError:
             _kill_group(proc)
             await proc.wait()
-            log.write_line("Cancelled: the grader was stopped.")
+            self.write_log("Cancelled: the grader was stopped.")
             self.notify("Grading cancelled.")
             bar.display = False
             raise
@@ -327,72 +464,108 @@ class LabScreen(DojoScreen):
             self._proc = None
             self.call_later(self.refresh_bindings)
         if self.last_summary is None:
-            log.write_line(f"The grader exited with status {rc} without a summary.")
+            self.write_log(f"The grader exited with status {rc} without a summary.")
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
 
-    def _on_event(
-        self, ev: dict[str, Any], log: Log, table: DataTable[str | Text], bar: ProgressBar
-    ) -> None:
+    def _on_event(self, ev: dict[str, Any], table: DataTable[str | Text], bar: ProgressBar) -> None:
         kind = ev.get("event")
+        title = self.query_one("#lab-results-title", Static)
         if kind == "run_started":
-            log.write_line(
+            self.write_log(
                 f"Grading {ev.get('exercise')} on {ev.get('device')}"
                 f"{' (' + str(ev['device_note']) + ')' if ev.get('device_note') else ''}"
                 f", seed {ev.get('seed')}"
             )
         elif kind == "notice":
-            log.write_line(f"Note: {ev.get('message')}")
+            self.write_log(f"Note: {ev.get('message')}")
         elif kind == "case_started":
-            log.write_line(f"L{ev.get('level')} {ev.get('case')} …")
+            index, total = ev.get("index"), ev.get("total")
+            if isinstance(index, int) and isinstance(total, int):
+                bar.update(total=total, progress=index - 1)
+                title.update(Text(f"{self._grading_title()}: case {index}/{total} · "
+                                  f"{ev.get('case')} …"))
         elif kind in ("case_passed", "case_failed"):
-            bar.advance(1)
-            passed = kind == "case_passed"
-            metrics = ev.get("metrics") or {}
-            ratio = metrics.get("median_ratio")
-            speed = f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else ""
-            duration = ev.get("duration_s")
-            message = "" if passed else f"{ev.get('kind', '')}: {ev.get('message') or ''}"
-            table.add_row(
-                str(ev.get("level", "")),
-                str(ev.get("case", "")),
-                "[green]pass[/]" if passed else "[red]FAIL[/]",
-                f"{duration:.2f} s" if isinstance(duration, int | float) else "",
-                speed,
-                # learner-controlled text: never parsed as markup ('[/]' crashed the table)
-                Text(message.splitlines()[0][:60] if message else ""),
-            )
-            if not passed:
-                log.write_line(f"✗ {ev.get('case')}: {message}")
-                if ev.get("expected") is not None or ev.get("got") is not None:
-                    log.write_line(f"  expected {ev.get('expected')}  got {ev.get('got')}")
-                if ev.get("traceback"):
-                    for tb in str(ev["traceback"]).splitlines()[-6:]:
-                        log.write_line(f"  {tb}")
+            self._case_row(ev, table, bar)
+        elif kind == "cases_skipped":
+            cases = ev.get("cases") or []
+            bar.update(progress=bar.total or bar.progress)
+            table.add_row(str(ev.get("level", "")), f"{len(cases)} more", "[dim]skipped[/]", "",
+                          "", Text("not run: they would fail the same way"))
+            self.write_log(f"{len(cases)} more not run: they would fail the same way — fix the "
+                           "first one and grade again")
         elif kind == "level_summary":
+            for signature, count in self._signatures.items():
+                if count > 1:
+                    self.write_log(f"{count - 1} more failed the same way ({signature})")
+            self._signatures = {}
             verdict = "PASSED" if ev.get("passed") else "FAILED"
-            log.write_line(
+            self.write_log(
                 f"Level {ev.get('level')}: {verdict} "
                 f"({ev.get('passed_cases')}/{ev.get('cases')} cases)"
             )
             smallest = ev.get("smallest_failure")
             if isinstance(smallest, dict):
-                log.write_line(
+                self.write_log(
                     f"  smallest failing input: {smallest.get('case')} "
-                    f"{json.dumps(smallest.get('params'))[:120]}"
+                    + tidy_floats(json.dumps(smallest.get("params")))
                 )
         elif kind == "summary":
             self.last_summary = ev
             bar.update(total=max(1.0, bar.progress), progress=max(1.0, bar.progress))
             ok = bool(ev.get("passed"))
-            log.write_line(
+            title.update(Text(f"{self._grading_title()}: {'passed' if ok else 'failed'}"))
+            self.write_log(
                 ("All required cases pass." if ok else "Some required cases fail.")
                 + f" ({ev.get('duration_s', 0):.1f} s on {ev.get('device')})"
             )
+            step = next_step(ev, key="n")
+            if step:
+                self.write_log(step)
             self.notify(
-                "Passed!" if ok else "Not yet: see the results.",
+                step or ("Passed!" if ok else "Not yet: see the results."),
                 severity="information" if ok else "warning",
             )
+            self.call_later(self.refresh_bindings)
+
+    def _grading_title(self) -> str:
+        return f"{self.shown_for[0]} L{self.shown_for[1]}" if self.shown_for else "grading"
+
+    def _case_row(self, ev: dict[str, Any], table: DataTable[str | Text],
+                  bar: ProgressBar) -> None:
+        """A table row per case; in the log, the first failure of each kind in full and the
+        others with the same signature only counted (38 identical tracebacks help nobody)."""
+        passed = ev.get("event") == "case_passed"
+        metrics = ev.get("metrics") or {}
+        ratio = metrics.get("median_ratio")
+        speed = f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else ""
+        duration = ev.get("duration_s")
+        message = "" if passed else tidy_floats(f"{ev.get('kind', '')}: {ev.get('message') or ''}")
+        if bar.total is None:
+            bar.advance(1)
+        else:
+            bar.update(progress=min(bar.total, bar.progress + 1))
+        table.add_row(
+            str(ev.get("level", "")),
+            str(ev.get("case", "")),
+            "[green]pass[/]" if passed else "[red]FAIL[/]",
+            f"{duration:.2f} s" if isinstance(duration, int | float) else "",
+            speed,
+            # learner-controlled text: never parsed as markup ('[/]' crashed the table)
+            Text(message.splitlines()[0][:60] if message else ""),
+        )
+        if passed:
+            return
+        signature = failure_signature(ev)
+        self._signatures[signature] = self._signatures.get(signature, 0) + 1
+        if self._signatures[signature] > 1:
+            return
+        self.write_log(f"✗ {ev.get('case')}: {message}")
+        if ev.get("expected") or ev.get("got"):
+            self.write_log(tidy_floats(f"  expected {ev.get('expected')}  got {ev.get('got')}"))
+        if ev.get("traceback"):
+            for tb in str(ev["traceback"]).splitlines()[-6:]:
+                self.write_log(f"  {tb}")
 
 
 def _parse(line: str) -> dict[str, Any] | None:
