@@ -39,6 +39,7 @@ def _brute_year(sc: dict[str, Any], demand: list[int]) -> dict[str, Any]:
     return {"infeasible": "year"} if best is None else {"owned": best[1], "rented": best[2]}
 
 
+@pytest.mark.slow
 def test_planners_match_a_brute_force() -> None:
     rng = random.Random(2026)
     for _ in range(40):

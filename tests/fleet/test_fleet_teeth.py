@@ -11,6 +11,7 @@ from lab.grader.testing import assert_fails, assert_passes, reference_as_solutio
 from tests.fleet.conftest import BROKEN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_reference_passes(tmp_path: Path, level: int) -> None:
     assert_passes("fleet", reference_as_solution("fleet", tmp_path), level=level, seed=1)
@@ -51,5 +52,6 @@ def test_stub_fails_as_not_implemented() -> None:
         ("own_the_peak", 3, r"the idle check fails"),
     ],
 )
+@pytest.mark.slow
 def test_broken_implementation_is_caught(broken: str, level: int, match: str) -> None:
     assert_fails("fleet", BROKEN / f"{broken}.py", level, match=match, kind="wrong")

@@ -56,6 +56,7 @@ def test_exercise_folder_is_complete(ex: object) -> None:
     assert importlib.util.find_spec(module) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ex", EXERCISES, ids=[e.id for e in EXERCISES])
 def test_cases_are_seeded_unique_and_json(ex: object) -> None:
     from lab.exercises import Exercise

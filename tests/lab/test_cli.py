@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.lab.conftest import BROKEN, ROOT, SOLUTIONS
 
 
@@ -22,6 +24,7 @@ def dojo(*args: str, input: str | None = None) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow
 def test_start_grade_hint_reset_loop(dojo_home: Path) -> None:
     listed = dojo("list")
     assert listed.returncode == 0
@@ -73,6 +76,7 @@ def test_start_grade_hint_reset_loop(dojo_home: Path) -> None:
     assert "raise NotImplementedError" in path.read_text()
 
 
+@pytest.mark.slow
 def test_workspace_option_is_remembered(tmp_path: Path) -> None:
     started = dojo("start", "kv-bytes", "--workspace", str(tmp_path / "ws"))
     path = tmp_path / "ws" / "kv_bytes.py"
@@ -86,6 +90,7 @@ def test_workspace_option_is_remembered(tmp_path: Path) -> None:
     assert "expected: {'value': 32}" in graded.stdout and "got:      {'value': 16}" in graded.stdout
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert dojo("grade", "nope").returncode == 2
     no_file = dojo("grade", "kv-bytes")
@@ -101,6 +106,7 @@ def test_show_prints_the_statement() -> None:
     assert shown.returncode == 0 and "Packing rule" in shown.stdout
 
 
+@pytest.mark.slow
 def test_json_stream_is_one_event_per_line_even_with_garbage_output() -> None:
     graded = dojo("grade", "kv-bytes", "--level", "1", "--seed", "5", "--json",
                   "--file", str(SOLUTIONS / "prints_garbage.py"))
@@ -115,6 +121,7 @@ def test_json_stream_is_one_event_per_line_even_with_garbage_output() -> None:
     assert all("noise on stderr" in e["output"] for e in events if e["event"] == "case_passed")
 
 
+@pytest.mark.slow
 def test_json_failure_events_carry_the_replay_data() -> None:
     graded = dojo("grade", "kv-bytes", "--level", "1", "--seed", "8", "--json",
                   "--file", str(SOLUTIONS / "calls_sys_exit.py"))
@@ -126,6 +133,7 @@ def test_json_failure_events_carry_the_replay_data() -> None:
     assert {"params", "expected", "got", "message", "traceback", "output"} <= set(failed[0])
 
 
+@pytest.mark.slow
 def test_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
@@ -159,6 +167,7 @@ def test_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             proc.wait()
 
 
+@pytest.mark.slow
 def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text(

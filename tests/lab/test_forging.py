@@ -119,6 +119,7 @@ def test_the_judge_files_cannot_be_read_as_text(tmp_path: Path) -> None:
 
 
 # -- the result pipe carries data only ----------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("confine", [True, False])
 def test_a_class_written_into_the_install_tree_cannot_come_back(
     tmp_path: Path, confine: bool, app_tree: None,
@@ -151,6 +152,7 @@ def test_a_class_written_into_the_install_tree_cannot_come_back(
             target.unlink()
 
 
+@pytest.mark.slow
 def test_a_forged_frame_on_the_result_pipe_is_a_protocol_failure(tmp_path: Path) -> None:
     path = _solution(tmp_path, "", (
         "import os, struct, sys\n"
@@ -220,6 +222,7 @@ def test_skipping_the_work_while_timed_is_caught(tmp_path: Path) -> None:
 
 
 # -- the sandbox cannot reach the learner's records, the network or outlive the run -------------
+@pytest.mark.slow
 @needs_namespaces
 def test_the_database_and_state_json_cannot_be_written(
     tmp_path: Path, dojo_home: Path, app_tree: None,
@@ -259,6 +262,7 @@ def test_the_database_and_state_json_cannot_be_written(
     assert state.read_text() == '{"hints_shown": 1}'
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_a_detached_process_with_a_clean_environment_does_not_outlive_grading(
     tmp_path: Path, dojo_home: Path,
@@ -283,6 +287,7 @@ def test_a_detached_process_with_a_clean_environment_does_not_outlive_grading(
     assert not late.exists()
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_no_network_from_the_sandbox(tmp_path: Path) -> None:
     listener = socket.socket()
@@ -306,6 +311,7 @@ def test_no_network_from_the_sandbox(tmp_path: Path) -> None:
     listener.close()
 
 
+@pytest.mark.slow
 @needs_namespaces
 def test_dev_shm_is_private_and_capped(tmp_path: Path) -> None:
     name = f"dojo-shm-{uuid.uuid4().hex}"
@@ -325,6 +331,7 @@ def test_dev_shm_is_private_and_capped(tmp_path: Path) -> None:
     assert not os.path.exists(f"/dev/shm/{name}")  # and gone with the sandbox
 
 
+@pytest.mark.slow
 def test_a_correct_solution_still_passes_confined_and_not() -> None:
     for confine in (True, False):
         run = grade_file("kv-bytes", SOLUTIONS / "correct.py", confine=confine)

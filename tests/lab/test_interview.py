@@ -24,6 +24,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_interview_round_trip(home: Path) -> None:
     runner = CliRunner()
     ex = get("kv-bytes")
@@ -75,6 +76,7 @@ def test_hints_sections_are_hidden_during_a_rehearsal(home: Path,
     assert statement(ex) == "# T\nbody\n## Levels\nL1"
 
 
+@pytest.mark.slow
 def test_other_levels_and_other_files_are_not_counted(home: Path) -> None:
     runner = CliRunner()
     ex = get("kv-bytes")

@@ -16,6 +16,7 @@ def _kinds(run: object) -> set[str]:
     return {f["kind"] for f in run.failures}  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_infinite_loop_times_out_and_the_rest_is_skipped() -> None:
     start = time.monotonic()
     run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1,
@@ -28,6 +29,7 @@ def test_infinite_loop_times_out_and_the_rest_is_skipped() -> None:
     assert _my_sandboxes() == []  # every looping child was killed
 
 
+@pytest.mark.slow
 def test_runaway_allocation_is_killed_at_the_memory_cap() -> None:
     run = assert_fails("kv-bytes", SOLUTIONS / "allocates_forever.py", 1,
                        match=r"over the sandbox memory cap of 200 MiB", kind="memory",
@@ -35,6 +37,7 @@ def test_runaway_allocation_is_killed_at_the_memory_cap() -> None:
     assert _kinds(run) <= {"memory", "skipped"}
 
 
+@pytest.mark.slow
 def test_one_huge_allocation_is_refused_by_the_data_limit(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text(
@@ -45,6 +48,7 @@ def test_one_huge_allocation_is_refused_by_the_data_limit(tmp_path: Path) -> Non
                  memory_mb=200)
 
 
+@pytest.mark.slow
 def test_sys_exit_fails_each_case_but_keeps_the_child() -> None:
     run = assert_fails("kv-bytes", SOLUTIONS / "calls_sys_exit.py", 1,
                        match=r"your code called sys.exit\(3\) \(calls_sys_exit.py:8", kind="exit")
@@ -61,6 +65,7 @@ def test_sys_exit_fails_each_case_but_keeps_the_child() -> None:
         ("os_exit.py", r"exited with status 7 without answering"),
     ],
 )
+@pytest.mark.slow
 def test_hard_crashes_are_reported(name: str, match: str) -> None:
     run = assert_fails("kv-bytes", SOLUTIONS / name, 1, match=match, kind="crash")
     assert _kinds(run) == {"crash", "skipped"}
@@ -128,6 +133,7 @@ def test_syntax_error_fails_every_case_with_the_line(tmp_path: Path) -> None:
     assert "line 1" in run.failures[0]["traceback"]
 
 
+@pytest.mark.slow
 def test_wrong_answers_run_in_one_child(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
@@ -144,6 +150,7 @@ def test_learner_folder_does_not_shadow_real_modules(tmp_path: Path) -> None:
     assert_passes("kv-bytes", tmp_path / "kv_bytes.py", level=1)
 
 
+@pytest.mark.slow
 def test_run_budget_stops_the_whole_run() -> None:
     start = time.monotonic()
     run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1, match=r"no answer within",
@@ -153,6 +160,7 @@ def test_run_budget_stops_the_whole_run() -> None:
     assert "budget ran out" in run.failures[-1]["message"]
 
 
+@pytest.mark.slow
 def test_a_flood_of_output_is_trimmed_to_its_tail(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text(
@@ -172,6 +180,7 @@ def test_a_flood_of_output_is_trimmed_to_its_tail(tmp_path: Path) -> None:
     assert "line 0\n" not in output and len(output) < 2600
 
 
+@pytest.mark.slow
 def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
     import threading
 
@@ -209,6 +218,7 @@ def _my_sandboxes() -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_load_timeout_is_retried_once(tmp_path: Path) -> None:
     """A busy machine can make one import miss its budget: the load is tried a second time."""
     solution = tmp_path / "kv_bytes.py"
@@ -224,6 +234,7 @@ def test_a_load_timeout_is_retried_once(tmp_path: Path) -> None:
     assert run.result.sandboxes_started == 2
 
 
+@pytest.mark.slow
 def test_a_load_that_times_out_twice_fails_and_says_so(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text("import time\ntime.sleep(30)\n")

@@ -11,10 +11,12 @@ from lab.grader.testing import assert_fails, assert_passes, reference_as_solutio
 from tests.lab.conftest import BROKEN, SOLUTIONS
 
 
+@pytest.mark.slow
 def test_reference_passes_every_level(tmp_path: Path) -> None:
     assert_passes("kv-bytes", reference_as_solution("kv-bytes", tmp_path), seed=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3, 4])
 def test_independent_solution_agrees_with_the_reference(seed: int) -> None:
     assert_passes("kv-bytes", SOLUTIONS / "correct.py", seed=seed)
@@ -44,6 +46,7 @@ def test_stub_fails_both_levels_as_not_implemented(tmp_path: Path) -> None:
         ("weights_not_split", 2, r"each holds ceil\(weight_bytes / tp\)"),
     ],
 )
+@pytest.mark.slow
 def test_broken_implementation_is_caught(broken: str, level: int, match: str) -> None:
     assert_fails("kv-bytes", BROKEN / f"{broken}.py", level, match=match)
     if level == 2:  # a capacity bug leaves level 1 intact

@@ -85,6 +85,7 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
     assert "could not store the attempt: OSError: disk on fire" in summary.store_error
 
 
+@pytest.mark.slow
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
+
 from lab.exercises.meter import grading, streams
 from lab.grader.api import Case
 from lab.reference import meter
@@ -83,6 +85,7 @@ def test_streams_are_deterministic_and_keep_their_promises() -> None:
     assert any(e["attempt"] > 1 for e in first)
 
 
+@pytest.mark.slow
 def test_cases_replay_per_seed_and_hidden_cases_change() -> None:
     assert grading.cases(2, 5) == grading.cases(2, 5)
     hidden = [c for c in grading.cases(3, 5) if c.id.startswith("hidden")]

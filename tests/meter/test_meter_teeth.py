@@ -11,6 +11,7 @@ from lab.grader.testing import assert_fails, assert_passes, reference_as_solutio
 from tests.meter.conftest import BROKEN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_reference_passes(tmp_path: Path, level: int) -> None:
     assert_passes("meter", reference_as_solution("meter", tmp_path), level=level, seed=1)
@@ -49,6 +50,7 @@ def test_stub_fails_as_not_implemented() -> None:
         ("chargeback_full", 3, r"split in half: the reader pays the owner half"),
     ],
 )
+@pytest.mark.slow
 def test_broken_implementation_is_caught(broken: str, level: int, match: str) -> None:
     assert_fails("meter", BROKEN / f"{broken}.py", level, match=match, kind="wrong")
     if level > 1:  # a later level's mistake leaves the earlier levels intact

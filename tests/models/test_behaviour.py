@@ -22,6 +22,7 @@ def _held_out_sources(pair: Any) -> list[str]:
     return [(stdlib_root() / n).read_text(encoding="utf-8") for n in names[:5]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", TRICKY)
 def test_tokenizer_round_trips_tricky_text(pair: Any, text: str) -> None:
     ids = pair.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -36,6 +37,7 @@ def test_tokenizer_round_trips_held_out_source(pair: Any) -> None:
         assert len(ids) < len(src) / 2.5  # it really compresses code
 
 
+@pytest.mark.slow
 def test_greedy_generation_is_deterministic_and_matches_argmax(pair: Any) -> None:
     import torch
 
@@ -60,6 +62,7 @@ def test_greedy_generation_is_deterministic_and_matches_argmax(pair: Any) -> Non
         assert torch.equal(first[0, : manual.size(1)], manual[0])
 
 
+@pytest.mark.slow
 def test_pair_works_with_hf_assisted_generation(pair: Any) -> None:
     """The labs' oracle: greedy assisted generation with the draft equals plain target greedy."""
     import torch

@@ -59,6 +59,7 @@ def test_shipped_weights_are_half_precision_and_small() -> None:
     assert total < 30 * 1024 * 1024
 
 
+@pytest.mark.slow
 def test_pair_loads_offline_in_a_fresh_process() -> None:
     """No network: proxies point at a closed port, so any hub access would raise."""
     code = (

@@ -114,6 +114,7 @@ _TYPED = st.text(alphabet=st.sampled_from(list("0123456789.,eE+-$%kKMBGTmiIbsx /
 @given(text=st.one_of(_TYPED, st.text(max_size=12)),
        unit=st.sampled_from(["", "%", "x", "$", "ms", "s", "GiB", "GB", "KiB", "tok/s",
                              "Gb/s", "tokens", "FLOP/B"]))
+@pytest.mark.slow
 def test_any_typed_text_is_read_as_a_finite_number_or_reasked(text: str, unit: str) -> None:
     """Nothing a learner types crashes the checker or is graded as nan/inf."""
     try:

@@ -93,6 +93,7 @@ def victim() -> Iterator[subprocess.Popen[bytes]]:
         ("os.kill(-1, 0)", "every process"),
     ],
 )
+@pytest.mark.slow
 def test_the_learners_code_cannot_signal_processes_outside_its_sandbox(
     tmp_path: Path, victim: subprocess.Popen[bytes], call: str, target: str
 ) -> None:
@@ -111,6 +112,7 @@ def test_the_learners_code_cannot_signal_processes_outside_its_sandbox(
     assert victim.poll() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("escape", ["", "os.setsid()\n        "])
 def test_the_learner_may_signal_what_it_started(tmp_path: Path, escape: str) -> None:
     path = solution(tmp_path, (
@@ -149,6 +151,7 @@ def test_a_result_of_the_learners_own_type_gets_a_clear_message(tmp_path: Path) 
                for f in run.failures), run.describe()
 
 
+@pytest.mark.slow
 def test_a_crafted_pickle_cannot_run_code_in_the_grader(tmp_path: Path) -> None:
     """The result crosses a pipe as a pickle; one that calls eval() on loading must not run
     in the grader's process (it could compute or fake anything there)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from trainer.cli import main
@@ -39,6 +40,7 @@ def dojo(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_a_pack_saved_with_a_utf8_bom_imports(tmp_path: Path, dojo_home: Path) -> None:
     """Windows editors save a BOM; it used to fail as 'Invalid statement (line 1, column 1)'."""
     pack = tmp_path / "my-notes.toml"
@@ -50,6 +52,7 @@ def test_a_pack_saved_with_a_utf8_bom_imports(tmp_path: Path, dojo_home: Path) -
     assert code == 0 and "my-notes-001" in out
 
 
+@pytest.mark.slow
 def test_due_says_when_a_pack_is_left_out(dojo_home: Path) -> None:
     """A broken file in the packs folder used to vanish from `dojo due` without a word."""
     packs = dojo_home / "packs"
@@ -74,6 +77,7 @@ def _pack_file(tmp_path: Path) -> Path:
     return pack
 
 
+@pytest.mark.slow
 def test_an_imported_pack_is_in_todays_new_cards_on_a_fresh_install(tmp_path: Path) -> None:
     """The learner imported it to study it: it used to come last of 13 topics, after the
     day's 10 new cards were spent on built-in topics."""
@@ -81,6 +85,7 @@ def test_an_imported_pack_is_in_todays_new_cards_on_a_fresh_install(tmp_path: Pa
     assert "my-notes-001" in _due_ids()
 
 
+@pytest.mark.slow
 def test_a_pack_imported_later_is_interleaved_with_the_remaining_new_cards(
     tmp_path: Path,
 ) -> None:
@@ -208,6 +213,7 @@ explanation = "Tails matter; merge histograms before taking percentiles."
 '''
 
 
+@pytest.mark.slow
 def test_a_pack_without_mistakes_or_whys_is_refused_naming_file_line_field(
         tmp_path: Path, dojo_home: Path) -> None:
     """The bank's rules hold for packs: a numeric question names its mistakes, a distractor
@@ -229,6 +235,7 @@ def test_a_pack_without_mistakes_or_whys_is_refused_naming_file_line_field(
         " is accepted as right" in out, out
 
 
+@pytest.mark.slow
 def test_an_imported_pack_s_mistakes_are_each_diagnosed(tmp_path: Path, dojo_home: Path) -> None:
     from questions.bank import load_bank
     from tests.questions.feeding import allowed_coincidences, feed_mistakes

@@ -46,6 +46,7 @@ def run_core(grades: list[int]) -> list[tuple[Fraction, int, int]]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 5), min_size=1, max_size=60))
 def test_pure_core_matches_the_notes(grades: list[int]) -> None:
@@ -102,6 +103,7 @@ MODE_STEP = st.tuples(st.sampled_from(["review", "review", "review", "redrill", 
                       st.integers(0, 5))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(MODE_STEP, min_size=1, max_size=60), st.integers(1, 8))
 def test_transition_matches_the_notes(steps: list[tuple[str, int]], leech_lapses: int) -> None:
@@ -125,6 +127,7 @@ STEP = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(STEP, min_size=1, max_size=40), st.integers(0, 23))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from questions.bank import load_bank
 
 
+@pytest.mark.slow
 def test_study_order_interleaves_topics_and_starts_easy() -> None:
     bank = load_bank()
     order = bank.study_order()

@@ -528,6 +528,7 @@ def _numeric_parameterised(bank: Any) -> list[Any]:
     ]
 
 
+@pytest.mark.slow
 def test_every_parameterised_numeric_question_has_a_rederivation(bank: Any) -> None:
     ids = {q.id for q in _numeric_parameterised(bank)}
     assert sorted(ids - REDERIVE.keys()) == [], "add an independent re-derivation"
@@ -573,6 +574,7 @@ def test_answer_matches_rederivation_at_every_corner(bank: Any, qid: str) -> Non
 _ANSWER_SPEC = re.compile(r"\{answer(?::([^}]*))?\}")
 
 
+@pytest.mark.slow
 def test_explanations_show_the_answer_within_its_tolerance(bank: Any) -> None:
     """A learner who types the answer exactly as the explanation prints it must be marked right."""
     for question in _numeric_parameterised(bank):

@@ -185,6 +185,7 @@ def bank() -> Any:
     return load_bank(kinds=ALL_KINDS)
 
 
+@pytest.mark.slow
 def test_there_are_twenty_hard_case_studies_each_rederived(bank: Any) -> None:
     cases = [q for q in bank.questions if q.kind == "case"]
     assert len(cases) >= 20
@@ -241,6 +242,7 @@ def test_suggested_grade_needs_a_step() -> None:
         suggested_grade([])
 
 
+@pytest.mark.slow
 def test_single_answer_clients_never_get_a_case(bank: Any) -> None:
     default = load_bank()
     assert all(q.kind in ("mcq", "numeric") for q in default.questions)
@@ -373,6 +375,7 @@ def test_hidden_drawn_value_in_a_step_is_refused(tmp_path: Path) -> None:
                for p in _problems(path))
 
 
+@pytest.mark.slow
 def test_builtin_case_file_passes_the_full_check() -> None:
     path = BUILTIN_DIR / "case-studies.toml"
     context = [p for p in builtin_files() if p != path]

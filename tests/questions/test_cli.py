@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from trainer.cli import main
@@ -21,6 +22,7 @@ def dojo(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_check_valid_files_exits_0() -> None:
     code, out = dojo("questions", "check", str(VALID))
     assert code == 0, out
@@ -37,6 +39,7 @@ def test_check_broken_files_exits_1_naming_file_line_field() -> None:
     assert "2 problem(s)" in out
 
 
+@pytest.mark.slow
 def test_check_as_a_real_process_sets_the_exit_status() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ok = subprocess.run([sys.executable, "-m", "trainer", "questions", "check", str(VALID)],
@@ -53,6 +56,7 @@ def test_check_missing_path_is_a_usage_error() -> None:
     assert code == 2 and "does not exist" in out
 
 
+@pytest.mark.slow
 def test_import_validates_copies_and_lists(dojo_home: Path) -> None:
     code, out = dojo("questions", "import", str(VALID / "fixture-spec.toml"))
     assert code == 0, out
@@ -67,6 +71,7 @@ def test_import_validates_copies_and_lists(dojo_home: Path) -> None:
     assert code == 0 and "already imported" in out
 
 
+@pytest.mark.slow
 def test_import_refuses_a_broken_pack_and_writes_nothing(dojo_home: Path) -> None:
     code, out = dojo("questions", "import", str(BROKEN / "mcq-key.toml"))
     assert code == 1
@@ -74,6 +79,7 @@ def test_import_refuses_a_broken_pack_and_writes_nothing(dojo_home: Path) -> Non
     assert not (dojo_home / "packs" / "mcq-key.toml").exists()
 
 
+@pytest.mark.slow
 def test_import_never_overwrites_a_different_pack_silently(dojo_home: Path,
                                                             tmp_path: Path) -> None:
     original = VALID / "fixture-spec.toml"
@@ -91,6 +97,7 @@ def test_import_never_overwrites_a_different_pack_silently(dojo_home: Path,
     assert dest.read_bytes() == edited.read_bytes()
 
 
+@pytest.mark.slow
 def test_checking_an_imported_pack_while_editing_it_reports_its_own_errors(
     dojo_home: Path, tmp_path: Path
 ) -> None:
@@ -110,6 +117,7 @@ def test_checking_an_imported_pack_while_editing_it_reports_its_own_errors(
     assert "1 problem(s)" in out
 
 
+@pytest.mark.slow
 def test_import_refuses_ids_that_collide_with_an_installed_pack(dojo_home: Path,
                                                                 tmp_path: Path) -> None:
     assert dojo("questions", "import", str(VALID / "fixture-kv.toml"))[0] == 0
@@ -120,6 +128,7 @@ def test_import_refuses_ids_that_collide_with_an_installed_pack(dojo_home: Path,
     assert not (dojo_home / "packs" / "my-kv.toml").exists()
 
 
+@pytest.mark.slow
 def test_list_prints_topics_with_counts(dojo_home: Path) -> None:
     assert dojo("questions", "import", str(VALID / "fixture-kv.toml"))[0] == 0
     code, out = dojo("questions", "list")
@@ -130,6 +139,7 @@ def test_list_prints_topics_with_counts(dojo_home: Path) -> None:
     assert "total:" in out
 
 
+@pytest.mark.slow
 def test_show_renders_a_draw_and_grades_an_answer(dojo_home: Path) -> None:
     assert dojo("questions", "import", str(VALID / "fixture-kv.toml"))[0] == 0
     code, out = dojo("questions", "show", "fixture-kv-003", "--seed", "5", "--answer", "2 GB")
@@ -142,6 +152,7 @@ def test_show_renders_a_draw_and_grades_an_answer(dojo_home: Path) -> None:
     assert code == 1 and "no question" in out
 
 
+@pytest.mark.slow
 def test_show_renders_markdown_as_plain_text_when_piped() -> None:
     """Issue 19 item 12: no raw `**` markers, no escape codes when the output is not a terminal."""
     code, out = dojo("questions", "show", "kv-cache-001", "--seed", "3")
@@ -162,6 +173,7 @@ def test_show_renders_markdown_with_rich_on_a_terminal() -> None:
     assert "\x1b[1m" in text and "**" not in text and "Mistral-7B v0.1" in text
 
 
+@pytest.mark.slow
 def test_show_a_case_study_renders_every_step_and_suggests_a_grade() -> None:
     code, out = dojo("questions", "show", "case-studies-001", "--seed", "0",
                      "--answer", "14.96 GiB", "--answer", "64 KiB", "--answer", "57",
@@ -178,6 +190,7 @@ def test_show_a_case_study_renders_every_step_and_suggests_a_grade() -> None:
     assert code == 1 and "at most 5 --answer" in out
 
 
+@pytest.mark.slow
 def test_list_counts_case_studies() -> None:
     code, out = dojo("questions", "list")
     assert code == 0

@@ -3,6 +3,8 @@ lab (paged KV, metering, the fleet) link there, not to a lab that practises some
 
 from __future__ import annotations
 
+import pytest
+
 from questions.bank import load_bank
 
 # topic -> the lab its questions practise, and the few that practise another lab on purpose
@@ -14,6 +16,7 @@ HOME_LAB = {
 }
 
 
+@pytest.mark.slow
 def test_topics_with_their_own_lab_link_to_it() -> None:
     bank = load_bank()
     for question in bank.questions:
@@ -27,6 +30,7 @@ def test_topics_with_their_own_lab_link_to_it() -> None:
                 f"{question.id} links to {question.lab.exercise}, not {lab}")
 
 
+@pytest.mark.slow
 def test_prefix_caching_questions_link_to_the_prefix_caching_level() -> None:
     bank = load_bank()
     levels = {q.lab.level for q in bank.questions

@@ -94,6 +94,7 @@ def test_a_bad_question_does_not_take_its_topic_down(tmp_path: Path) -> None:
     assert "fixture-kv" in bank.topics
 
 
+@pytest.mark.slow
 def test_packs_are_loaded_after_the_builtin_bank(dojo_home: Path) -> None:
     packs = dojo_home / "packs"
     packs.mkdir()

@@ -191,6 +191,7 @@ actions = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(actions)

@@ -50,6 +50,7 @@ def assert_consistent(db: Path) -> int:
         return rows
 
 
+@pytest.mark.slow
 def test_killed_inside_the_answer_transaction_leaves_no_half_answer(db_path: Path) -> None:
     with Store.open(db_path) as store:
         store.sync_cards([("c0", "t"), ("c1", "t")])
@@ -87,6 +88,7 @@ def test_killed_at_random_moments_while_answering(db_path: Path) -> None:
     assert total > 0
 
 
+@pytest.mark.slow
 def test_two_processes_answering_at_once_lose_nothing(db_path: Path) -> None:
     n = 30
     with Store.open(db_path) as store:
@@ -125,6 +127,7 @@ def test_damaged_header_is_refused_untouched(db_path: Path) -> None:
     _refused(db_path, CorruptDatabaseError, "not a readable SQLite database")
 
 
+@pytest.mark.slow
 def test_damaged_page_is_caught_by_the_daily_check(db_path: Path) -> None:
     with Store.open(db_path) as store:
         store.sync_cards([(f"question-{i:05}", "topic " * 10) for i in range(3000)])
@@ -136,6 +139,7 @@ def test_damaged_page_is_caught_by_the_daily_check(db_path: Path) -> None:
     _refused(db_path, CorruptDatabaseError, "integrity check")
 
 
+@pytest.mark.slow
 def test_damage_found_later_is_a_clear_error(db_path: Path) -> None:
     with Store.open(db_path) as store:
         store.sync_cards([(f"question-{i:05}", "topic " * 10) for i in range(3000)])

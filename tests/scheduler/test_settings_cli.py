@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from trainer.cli import main
@@ -12,6 +13,7 @@ def dojo(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_settings_show_change_and_persist() -> None:
     code, out = dojo("settings")
     assert code == 0 and "new_limit      10" in out and "timezone       local" in out

@@ -119,6 +119,7 @@ def _dial(spec: InputSpec) -> st.SearchStrategy[object]:
     return st.floats(spec.min, top_f, allow_nan=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sim", SIMS.values(), ids=list(SIMS))
 def test_any_dial_setting_in_range_gives_a_finite_result_or_a_clear_error(sim: Sim) -> None:
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

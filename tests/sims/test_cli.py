@@ -97,6 +97,7 @@ def test_help_lists_dials_and_presets() -> None:
     assert "shiny-chip-bet:" in out
 
 
+@pytest.mark.slow
 def test_real_subprocess_python_m_trainer_sim() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(

@@ -54,6 +54,7 @@ def test_power_of_a_known_shift_matches_its_simulation() -> None:
     assert abs(hits / 400 - predicted) < 0.08, (hits / 400, predicted)
 
 
+@pytest.mark.slow
 def test_a_correct_sampler_fails_a_test_at_about_its_alpha() -> None:
     """Pooled Pearson on the workhorse table is calibrated: blocks drawn from the exact law fail
     the joint test at a rate close to alpha (here 5 %, to measure it with few runs)."""

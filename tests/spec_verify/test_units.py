@@ -111,6 +111,7 @@ def test_interface_rejects_bad_input_clearly(tiny: tuple[CausalLM, CausalLM]) ->
     assert lm.cache_len == 0
 
 
+@pytest.mark.slow
 def test_reference_greedy_equals_plain_greedy_for_every_k(tiny: tuple[CausalLM, CausalLM]) -> None:
     from lab.reference.spec_verify import speculative_generate
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import Input, OptionList
 
 from tests.tui.conftest import BROKEN, FlushedStore, ready, right_keys, text_of
@@ -33,6 +34,7 @@ def _right_key(item: Item) -> str:
     return "abcd"[item.instance.correct_index]
 
 
+@pytest.mark.slow
 async def test_first_run_explains_the_app_and_enter_starts(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -46,6 +48,7 @@ async def test_first_run_explains_the_app_and_enter_starts(make_app: AppFactory)
         assert "Left today 3" in text_of(app, "#summary-body")
 
 
+@pytest.mark.slow
 async def test_mcq_right_then_wrong(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -89,6 +92,7 @@ async def test_mcq_right_then_wrong(make_app: AppFactory) -> None:
         assert (again.question_id, again.mode) == ("kv-cache-002", "redrill")
 
 
+@pytest.mark.slow
 async def test_numeric_garbage_is_reasked_then_the_right_value_passes(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -109,6 +113,7 @@ async def test_numeric_garbage_is_reasked_then_the_right_value_passes(make_app: 
         assert [r.quality for r in store.history(item.question_id)] == [5]
 
 
+@pytest.mark.slow
 async def test_redrill_until_four_then_summary(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -136,6 +141,7 @@ async def test_redrill_until_four_then_summary(make_app: AppFactory) -> None:
         assert "Today 4" in text_of(app, "#today-counts")
 
 
+@pytest.mark.slow
 async def test_undo_several_answers(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -156,6 +162,7 @@ async def test_undo_several_answers(make_app: AppFactory) -> None:
         assert store.history(first.question_id) == []
 
 
+@pytest.mark.slow
 async def test_cram_leaves_the_schedule_unchanged(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -182,6 +189,7 @@ async def test_cram_leaves_the_schedule_unchanged(make_app: AppFactory) -> None:
         assert "New 3" in text_of(app, "#today-counts")
 
 
+@pytest.mark.slow
 async def test_a_broken_question_file_is_shown_and_the_rest_works(make_app: AppFactory) -> None:
     app = make_app(BROKEN)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -192,6 +200,7 @@ async def test_a_broken_question_file_is_shown_and_the_rest_works(make_app: AppF
         assert _item(app).question_id == "batching-001"
 
 
+@pytest.mark.slow
 async def test_help_and_palette_list_the_screen_actions(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:

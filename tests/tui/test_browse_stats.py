@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import DataTable
 
 from tests.tui.conftest import FlushedStore, ready, text_of, wrong_keys
@@ -23,6 +24,7 @@ async def _loaded(app: DojoApp, pilot) -> None:  # type: ignore[no-untyped-def]
         await pilot.pause()
 
 
+@pytest.mark.slow
 async def test_browse_search_filter_preview_and_suspend(make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -64,6 +66,7 @@ async def test_browse_search_filter_preview_and_suspend(make_app: Callable[..., 
         assert _ids(table) == ["kv-cache-001", "kv-cache-002"]
 
 
+@pytest.mark.slow
 async def test_stats_show_accuracy_distributions_and_forecast(
     make_app: Callable[..., DojoApp],
 ) -> None:
@@ -92,6 +95,7 @@ async def test_stats_show_accuracy_distributions_and_forecast(
         assert forecast.values[1] == 2  # type: ignore[attr-defined]  # both due tomorrow
 
 
+@pytest.mark.slow
 async def test_browse_filters_flagged_questions_and_shows_the_note(
     make_app: Callable[..., DojoApp],
 ) -> None:

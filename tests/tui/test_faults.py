@@ -32,6 +32,7 @@ async def _settle(app: DojoApp, pilot: object) -> None:
         await pilot.pause()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_a_card_answered_in_another_window_is_said_and_skipped(
     make_app: AppFactory,
 ) -> None:
@@ -53,6 +54,7 @@ async def test_a_card_answered_in_another_window_is_said_and_skipped(
         assert app.screen.session.current is not item  # moved on
 
 
+@pytest.mark.slow
 async def test_an_answer_on_a_full_disk_says_it_was_not_saved(
     make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -112,6 +114,7 @@ async def test_bad_settings_are_named_on_the_home_screen(make_app: AppFactory) -
         assert "new_limit" in errors and "timezone" in errors and "defaults" in errors
 
 
+@pytest.mark.slow
 async def test_a_slow_stale_fetch_never_paints_over_a_newer_one(make_app: AppFactory) -> None:
     """Item 10: a fetch started before the session ended must not repaint old counts."""
     app = make_app()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.tui.conftest import ready, text_of
 from trainer.app import DojoApp
 from trainer.screens.help import HelpScreen
@@ -11,6 +13,7 @@ from trainer.screens.help import HelpScreen
 AppFactory = Callable[..., DojoApp]
 
 
+@pytest.mark.slow
 async def test_review_help_lists_its_actions_first_and_no_editing_keys(
     make_app: AppFactory,
 ) -> None:
@@ -29,6 +32,7 @@ async def test_review_help_lists_its_actions_first_and_no_editing_keys(
             assert editing.lower() not in keys.lower(), editing
 
 
+@pytest.mark.slow
 async def test_today_help_opens_with_its_own_keys(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:

@@ -86,6 +86,7 @@ async def test_a_pass_names_the_next_level_and_n_starts_it(
         assert row.status == "started"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(100, 30), (60, 20)])
 async def test_hints_and_the_log_wrap_instead_of_being_cut(
     make_app: Callable[..., DojoApp], size: tuple[int, int],
@@ -105,6 +106,7 @@ async def test_hints_and_the_log_wrap_instead_of_being_cut(
             assert _squash(hint) in _squash("".join(shown))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(100, 30), (60, 20)])
 async def test_the_task_signatures_wrap(make_app: Callable[..., DojoApp],
                                         size: tuple[int, int]) -> None:

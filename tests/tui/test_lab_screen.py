@@ -74,6 +74,7 @@ async def test_grade_kv_bytes_stub_then_a_correct_file(make_app: Callable[..., D
         assert screen.rows[0].status == "passing"
 
 
+@pytest.mark.slow
 async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None:
     slow = [sys.executable, str(FIXTURES / "lab" / "slow_grader.py")]
     app = make_app(lab_command=slow)
@@ -100,6 +101,7 @@ async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None
         assert any("Cancelled" in line for line in screen.log_lines)
 
 
+@pytest.mark.slow
 async def test_hints_one_at_a_time(make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -112,6 +114,7 @@ async def test_hints_one_at_a_time(make_app: Callable[..., DojoApp]) -> None:
         assert "hint 2/" in "\n".join(screen.log_lines)
 
 
+@pytest.mark.slow
 async def test_edit_opens_the_workspace_in_the_editor_hook(dojo_home: Path) -> None:
     """`e` creates the workspace if needed and hands its path to the (replaceable) editor."""
     from tests.tui.conftest import BANK

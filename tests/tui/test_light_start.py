@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -19,6 +21,7 @@ print(json.dumps(sorted(m for m in ("torch", "transformers", "sqlalchemy", "ques
 """
 
 
+@pytest.mark.slow
 def test_the_app_and_home_screen_import_nothing_heavy() -> None:
     out = subprocess.run(
         [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, check=True,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+import pytest
+
 from questions.model import LabLink
 from tests.tui.conftest import ready, right_keys
 from trainer.app import DojoApp
@@ -15,6 +17,7 @@ from trainer.screens.review import ReviewScreen
 AppFactory = Callable[..., DojoApp]
 
 
+@pytest.mark.slow
 async def test_the_lab_link_opens_the_named_level(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -38,6 +41,7 @@ async def test_the_lab_link_opens_the_named_level(make_app: AppFactory) -> None:
         assert row is not None and (row.exercise, row.level) == ("batch-engine", 2)
 
 
+@pytest.mark.slow
 async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> None:
     """Item 9: a card passed yesterday (interval 1) shows 6d on every pass, and ↻ on the 3
     that brings it back today."""
@@ -62,6 +66,7 @@ async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> N
         assert "(Enter = 4)" in bar
 
 
+@pytest.mark.slow
 async def test_a_related_question_is_one_key_away_and_back(make_app: AppFactory) -> None:
     """Item 4: `r` lists them, `1` opens the first with its answer, Esc, Esc: the card."""
     from trainer.screens.modals import QuestionScreen, RelatedScreen

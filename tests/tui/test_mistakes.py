@@ -130,6 +130,7 @@ async def test_a_typo_is_counted_right_with_one_key_and_shown_in_history(
         assert "KV-cache sizing (1, 1 mistyped)" in text_of(app, "#stats-topics")
 
 
+@pytest.mark.slow
 async def test_a_right_answer_cannot_be_overridden(make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import Input
 
 from tests.tui.conftest import ready, text_of
@@ -11,6 +12,7 @@ from trainer.app import DojoApp
 from trainer.screens.sim import SimScreen
 
 
+@pytest.mark.slow
 async def test_dials_recompute_and_bad_input_is_named(make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -32,6 +34,7 @@ async def test_dials_recompute_and_bad_input_is_named(make_app: Callable[..., Do
         assert text_of(app, "#sim-error") == ""
 
 
+@pytest.mark.slow
 async def test_a_question_links_to_its_sim(make_app: Callable[..., DojoApp]) -> None:
     from tests.tui.conftest import right_keys
     from trainer.screens.review import ReviewScreen
@@ -51,6 +54,7 @@ async def test_a_question_links_to_its_sim(make_app: Callable[..., DojoApp]) -> 
         assert isinstance(app.screen, ReviewScreen)  # back to grade the card
 
 
+@pytest.mark.slow
 async def test_a_concept_note_links_to_its_topics_sim(make_app: Callable[..., DojoApp]) -> None:
     from tests.tui.conftest import right_keys
     from trainer.screens.modals import NoteScreen

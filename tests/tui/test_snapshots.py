@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import textual
 
 from tests.tui.conftest import ready, right_keys, wrong_keys
@@ -27,6 +28,7 @@ def _right_key(app: DojoApp) -> str:
     return "abcd"[item.instance.correct_index]
 
 
+@pytest.mark.slow
 def test_home(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
 
@@ -36,6 +38,7 @@ def test_home(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
 
+@pytest.mark.slow
 def test_question(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
 
@@ -47,6 +50,7 @@ def test_question(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
 
+@pytest.mark.slow
 def test_feedback(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
 
@@ -59,6 +63,7 @@ def test_feedback(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
 
+@pytest.mark.slow
 def test_stats(snap_compare: Snap, make_app: Callable[..., DojoApp]) -> None:
     app = make_app()
 
