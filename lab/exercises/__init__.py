@@ -25,6 +25,8 @@ grading module (which may need torch) is imported on demand by `Exercise.grading
     number = 1
     title = "..."
     summary = "..."
+    needs_torch = false          # optional: this level of a torch exercise never touches torch,
+                                 # so grading only such levels starts no torch (a faster child)
     [level.gate]                 # optional: "<metric>_max" / "<metric>_min" bounds, e.g.
     p95_ratio_max = 1.5          # every timed case's p95 time ratio to the reference <= 1.5
 """
@@ -56,6 +58,7 @@ class Level:
     title: str
     summary: str = ""
     gate: dict[str, float] = field(default_factory=dict)
+    needs_torch: bool | None = None  # None: as the exercise says
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,11 @@ class Exercise:
     @property
     def stub_path(self) -> Path:
         return self.path / "stub.py"
+
+    def needs_torch_for(self, levels: list[int]) -> bool:
+        """Whether grading `levels` needs torch: the exercise does, and one of them does not
+        opt out (pure-Python levels of a model lab then skip the child's torch import)."""
+        return self.needs_torch and any(self.level(n).needs_torch is not False for n in levels)
 
     @property
     def level_numbers(self) -> list[int]:
@@ -134,6 +142,8 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
                         title=str(lvl["title"]),
                         summary=str(lvl.get("summary", "")),
                         gate={str(k): float(v) for k, v in lvl.get("gate", {}).items()},
+                        needs_torch=(bool(lvl["needs_torch"]) if "needs_torch" in lvl
+                                     else None),
                     )
                     for lvl in data["level"]
                 ),

@@ -9,6 +9,7 @@ file, unavailable device).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import secrets
@@ -585,6 +586,8 @@ def grade(
             exercise.level(n)
     except ExerciseError as exc:
         raise UsageError(str(exc)) from exc
+    if exercise.needs_torch and not exercise.needs_torch_for(chosen):
+        exercise = dataclasses.replace(exercise, needs_torch=False)
     if not solution.is_file():
         raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
     if solution.resolve().parent == REFERENCE_DIR:

@@ -82,3 +82,16 @@ def test_stub_imports_and_fails_cleanly() -> None:
     spec.loader.exec_module(module)
     with pytest.raises(NotImplementedError):
         module.kv_bytes_per_token({"num_hidden_layers": 1}, "fp16")
+
+
+def test_pure_python_levels_of_a_model_lab_need_no_torch() -> None:
+    """paged-kv levels 1-3 are pure Python: grading them alone starts a child without torch
+    (seconds faster); level 4 runs the model, so any run that includes it imports torch."""
+    from lab.exercises import get
+
+    paged = get("paged-kv")
+    assert paged.needs_torch
+    assert not paged.needs_torch_for([1]) and not paged.needs_torch_for([1, 2, 3])
+    assert paged.needs_torch_for([4]) and paged.needs_torch_for([1, 4])
+    assert get("spec-verify").needs_torch_for([1])  # no opt-out: as the exercise says
+    assert not get("kv-bytes").needs_torch_for([1])
