@@ -354,61 +354,84 @@ class _Grading:
         msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
         return sandbox.request(msg, timeout)
 
+    def _calibrate(self, child: Sandbox, case: Case, seed: int) -> tuple[int, float] | Outcome:
+        """Calls per batch for `child`: one discarded warm-up call (first calls pay for caches
+        and page faults), then batches grown until one lasts BATCH_TARGET_S. Returns the size
+        and the per-call time, or the failed Outcome."""
+        warm = self._batch(child, case, [seed], self._timeout(case))
+        if not warm.ok:
+            return warm
+        calls: int | None = 1
+        while True:
+            assert calls is not None
+            probe = self._batch(child, case, [seed] * calls, self._timeout(case))
+            if not probe.ok:
+                return probe
+            grown = next_batch_size(calls, probe.elapsed_s)
+            if grown is None:
+                return calls, probe.elapsed_s / calls
+            calls = grown
+
     def _time(self, case: Case, single_call_s: float) -> dict[str, float] | CaseResult:
         """Round trips of batches to the learner's child and to a reference child, ABBA, each
-        output checked (a child that skips the work to look fast fails); ratios of medians."""
+        output checked (a child that skips the work to look fast fails); ratios of per-call
+        medians, each side's batch sized for its own speed."""
         ref = self._reference_child()
         if isinstance(ref, str):
             return CaseResult(case, False, kind="grader_error", message=ref)
         first_seed = self.seed * 1000 + 1
-        calls: int | None = 1
-        while True:
-            assert calls is not None
-            probe = self._batch(ref, case, [first_seed] * calls, self._timeout(case))
-            if not probe.ok:
-                return CaseResult(case, False, kind="grader_error",
-                                  message=f"the reference failed while timing: {probe.message}")
-            grown = next_batch_size(calls, probe.elapsed_s)
-            if grown is None:
-                break
-            calls = grown
-        per_call = probe.elapsed_s / calls
-        per_batch = self._timeout(case) + 4 * calls * max(single_call_s, per_call)
+        sizes: dict[str, int] = {}
+        per_call = single_call_s
+        for who, child in (("reference", ref), ("learner", self.sandbox)):
+            got = self._calibrate(child, case, first_seed)
+            if isinstance(got, Outcome):
+                return self._timing_failure(case, who, got)
+            sizes[who], child_call_s = got
+            per_call = max(per_call, child_call_s)
+        # the reference answers at least every seed the learner is sent, so each learner value
+        # is checked (a batch padded with fast wrong answers would otherwise look quick)
+        most = sizes["reference"] = max(sizes.values())
+        per_batch = self._timeout(case) + 4 * most * per_call
         learner: list[float] = []
         reference: list[float] = []
         warmup = self.exercise.timing_warmup
         for i in range(warmup + self.timing_repeats):
-            seeds = [first_seed + 1 + i * calls + j for j in range(calls)]
+            seeds = [first_seed + 1 + i * most + j for j in range(most)]
             results: dict[str, Outcome] = {}
             for who in interleaved_order(i):
                 child = self.sandbox if who == "learner" else ref
                 limit = min(per_batch, max(0.0, self.deadline - time.monotonic()))
-                out = self._batch(child, case, seeds, limit)
+                out = self._batch(child, case, seeds[: sizes[who]], limit)
                 if not out.ok:
-                    if who == "reference":
-                        return CaseResult(case, False, kind="grader_error",
-                                          message=f"the reference failed while timing: "
-                                                  f"{out.message}")
-                    self._lost(out)
-                    return CaseResult(case, False, kind=out.kind or "exception",
-                                      message=f"while timing: {out.message}",
-                                      traceback=out.traceback, output=out.output)
+                    return self._timing_failure(case, who, out)
                 results[who] = out
-            wrong = self._check_batch(case, seeds, results["learner"], results["reference"])
+            wrong = self._check_batch(case, seeds, sizes, results["learner"],
+                                      results["reference"])
             if wrong is not None:
                 return wrong
             if i >= warmup:
                 learner.append(results["learner"].elapsed_s)
                 reference.append(results["reference"].elapsed_s)
-        return summarize(learner, reference, calls)
+        return summarize(learner, reference, sizes["learner"], sizes["reference"])
 
-    def _check_batch(self, case: Case, seeds: list[int], got: Outcome,
+    def _timing_failure(self, case: Case, who: str, out: Outcome) -> CaseResult:
+        if who == "reference":
+            return CaseResult(case, False, kind="grader_error",
+                              message=f"the reference failed while timing: {out.message}")
+        self._lost(out)
+        return CaseResult(case, False, kind=out.kind or "exception",
+                          message=f"while timing: {out.message}",
+                          traceback=out.traceback, output=out.output)
+
+    def _check_batch(self, case: Case, seeds: list[int], sizes: dict[str, int], got: Outcome,
                      want: Outcome) -> CaseResult | None:
-        if len(got.values) != len(seeds) or len(want.values) != len(seeds):
+        """Each side must answer every call it was sent; every learner value is checked against
+        the reference's for the same seed (the learner's seeds prefix the reference's)."""
+        n = sizes["learner"]
+        if len(got.values) != n or len(want.values) != sizes["reference"]:
             return CaseResult(case, False, kind="protocol",
-                              message=f"while timing: {len(got.values)} results for "
-                                      f"{len(seeds)} calls")
-        for seed, g, w in zip(seeds, got.values, want.values, strict=True):
+                              message=f"while timing: {len(got.values)} results for {n} calls")
+        for seed, g, w in zip(seeds[:n], got.values, want.values[:n], strict=True):
             try:
                 verdict = self.grading.check(case, g, w)
             except Exception as exc:

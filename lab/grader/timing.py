@@ -3,9 +3,10 @@
 The grader times round trips of *batches* of calls to a sandbox child (`Sandbox.request`
 measures from sending to the reply), never anything the child reports: a learner's process can
 patch its own clock but not the grader's. The reference runs in a sandbox child of the same kind,
-batches are sized so one reference batch lasts at least `BATCH_TARGET_S` (short calls are what
-scheduler latency inflates; see `next_batch_size`), learner and reference batches alternate (ABBA
-order) and the figures are ratios of medians. The child synchronises CUDA at the end of each batch.
+batches are sized so one batch lasts at least `BATCH_TARGET_S` (short calls are what
+scheduler latency inflates; see `next_batch_size`; each side is sized for its own speed, after a
+discarded warm-up call), learner and reference batches alternate (ABBA order) and the figures are
+ratios of per-call medians. The child synchronises CUDA at the end of each batch.
 """
 
 from __future__ import annotations
@@ -65,21 +66,25 @@ def p95(values: list[float]) -> float:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-def summarize(learner: list[float], reference: list[float], calls: int = 1) -> dict[str, float]:
-    """Ratios learner/reference (>1 means slower than the reference) and the medians per call
-    (`calls` per measured batch)."""
-    l_med, r_med = statistics.median(learner), statistics.median(reference)
-    l_p95, r_p95 = p95(learner), p95(reference)
-    tiny = 1e-9
+def summarize(learner: list[float], reference: list[float], learner_calls: int = 1,
+              reference_calls: int = 1) -> dict[str, float]:
+    """Ratios learner/reference per call (>1 means slower than the reference) of the batch
+    times measured, `learner_calls` and `reference_calls` calls per batch (each side's batches
+    are sized for its own speed: see `next_batch_size`)."""
+    lc, rc = max(1, learner_calls), max(1, reference_calls)
+    l_med, r_med = statistics.median(learner) / lc, statistics.median(reference) / rc
+    l_p95, r_p95 = p95(learner) / lc, p95(reference) / rc
+    tiny = 1e-12
     return {
         "median_ratio": l_med / max(r_med, tiny),
         "p95_ratio": l_p95 / max(r_p95, tiny),
-        "learner_median_ms": l_med * 1e3 / calls,
-        "reference_median_ms": r_med * 1e3 / calls,
-        "learner_p95_ms": l_p95 * 1e3 / calls,
-        "reference_p95_ms": r_p95 * 1e3 / calls,
+        "learner_median_ms": l_med * 1e3,
+        "reference_median_ms": r_med * 1e3,
+        "learner_p95_ms": l_p95 * 1e3,
+        "reference_p95_ms": r_p95 * 1e3,
         "samples": float(len(learner)),
-        "batch_calls": float(calls),
+        "batch_calls": float(rc),
+        "learner_batch_calls": float(lc),
     }
 
 

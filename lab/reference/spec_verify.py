@@ -124,8 +124,11 @@ def verify_batch(
         q_x = draft_probs.gather(-1, x.unsqueeze(-1)).squeeze(-1).double()
         accepted = u[:, :k] * q_x < p_x
         n = accepted.long().cumprod(dim=1).sum(dim=1)
-        q_pad = torch.cat([draft_probs, draft_probs.new_zeros(b, 1, v)], dim=1)
-        dist = _residual(target_probs[rows, n], q_pad[rows, n])  # n == k: p_{k+1} - 0 = p_{k+1}
+        # q at each row's stopping position, 0 where all k were accepted (p_{k+1} - 0 = p_{k+1});
+        # gathered per row, never padded: copying [B, k, V] would cost more than the verify
+        q_n = draft_probs[rows, n.clamp_max(k - 1)]
+        q_n = torch.where((n < k).unsqueeze(-1), q_n, q_n.new_zeros(()))
+        dist = _residual(target_probs[rows, n], q_n)
     else:
         n = torch.zeros(b, dtype=torch.long, device=dev)
         dist = target_probs[:, 0]
