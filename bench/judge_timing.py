@@ -1,30 +1,59 @@
 """Does the speed gate flake under load? Grade a vectorised solution and a Python loop over the
 vocabulary N times each while CPU burners run, and count wrong verdicts.
 
-    python bench/judge_timing.py [-n 10] [--burners 2]
+    python bench/judge_timing.py [-n 10] [--burners 2]            # the fixture (seconds each)
+    python bench/judge_timing.py --real [-n 10] [--burners 0]     # spec-verify L3's timed case
 
 The fixture (tests/lab/fixtures/vocab_demo) gates at 15x the reference's median; the loop is
-~40x, the vectorised solution ~1x. A wrong verdict is the loop passing or the vectorised solution
-failing. The issue's bar is 0 wrong in 50 of each; the figure printed is what this run measured.
+~40x, the vectorised solution ~1x. `--real` grades only the timed case of spec-verify level 3
+(V = 32,000, gate 15x) with the reference copied as the solution and the vocabulary-loop bug of
+tests/spec_verify/broken. A wrong verdict is the loop passing or the vectorised solution failing.
+The issue's bar is 0 wrong in 50 of each; the figure printed is what this run measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import statistics
 import sys
+import tempfile
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lab.exercises import load_exercise  # noqa: E402
+from lab.exercises import Exercise, get, load_exercise  # noqa: E402
 from lab.grader.runner import grade  # noqa: E402
+from lab.grader.testing import reference_as_solution  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "lab" / "fixtures" / "vocab_demo"
 SOLUTIONS = ROOT / "tests" / "lab" / "solutions" / "vocab"
+REAL_CASE = "L3-large-vocab"
+
+
+class _TimedCaseOnly(Exercise):
+    """spec-verify with level 3 cut to its timed case (the law cases take ~40 s per grading and
+    do not touch the gate)."""
+
+    def grading(self):  # type: ignore[no-untyped-def]
+        module = super().grading()
+        proxy = types.SimpleNamespace(**vars(module))
+        proxy.cases = lambda level, seed: [c for c in module.cases(level, seed)
+                                           if c.id == REAL_CASE]
+        return proxy
+
+
+def _real() -> tuple[Exercise, dict[str, Path], list[int]]:
+    ex = get("spec-verify")
+    one = _TimedCaseOnly(**{f.name: getattr(ex, f.name) for f in dataclasses.fields(ex)})
+    folder = Path(tempfile.mkdtemp(prefix="judge-timing-"))
+    solutions = {"vectorised": reference_as_solution(ex, folder),
+                 "loop": ROOT / "tests" / "spec_verify" / "broken" / "l3_vocab_loop.py"}
+    return one, solutions, [3]
 
 
 def _burn(stop: multiprocessing.synchronize.Event) -> None:
@@ -38,8 +67,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=10, help="gradings per solution")
     parser.add_argument("--burners", type=int, default=2, help="CPU-burning processes")
+    parser.add_argument("--real", action="store_true",
+                        help="spec-verify level 3's timed case instead of the fixture")
     args = parser.parse_args()
-    exercise = load_exercise(FIXTURE, module="tests.lab.fixtures.vocab_demo")
+    if args.real:
+        exercise, solutions, levels = _real()
+    else:
+        exercise = load_exercise(FIXTURE, module="tests.lab.fixtures.vocab_demo")
+        solutions = {name: SOLUTIONS / f"{name}.py" for name in ("vectorised", "loop")}
+        levels = None
     stop = multiprocessing.Event()
     burners = [multiprocessing.Process(target=_burn, args=(stop,), daemon=True)
                for _ in range(args.burners)]
@@ -51,8 +87,8 @@ def main() -> int:
     try:
         for i in range(args.n):
             for name in ("vectorised", "loop"):
-                result = grade(exercise, SOLUTIONS / f"{name}.py", device="cpu", seed=i,
-                               store=False)
+                result = grade(exercise, solutions[name], levels=levels, device="cpu",
+                               seed=i, store=False)
                 case = result.levels[0].results[0]
                 ratio = case.metrics.get("median_ratio", float("nan"))
                 ratios[name].append(ratio)

@@ -9,6 +9,7 @@ file, unavailable device).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -16,6 +17,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,6 +208,10 @@ class _Grading:
             confine=confine,
         )
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
+        self.any_passed = False
+        self._reference_start: threading.Thread | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
+        self._pending: list[Future[tuple[bool, object]]] = []
         self.load_failure: Outcome | None = None
         self.loaded = False
         # The learner's child loads (torch, their module) while this process imports the
@@ -253,8 +259,22 @@ class _Grading:
         outcome, self._early_outcome = self._early_outcome, None
         return outcome
 
+    def _ahead(self, case: Case) -> Future[tuple[bool, object]]:
+        future = self._pool.submit(self._expected, case)
+        self._pending.append(future)
+        return future
+
+    def _settle(self) -> None:
+        """Wait for reference answers still being computed (a case the learner failed)."""
+        for future in self._pending:
+            with contextlib.suppress(Exception):
+                future.result()
+        self._pending.clear()
+
     def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self._take_early()
+        self._join_reference_start()
         self.sandbox.close()
         if self.reference_sandbox is not None:
             self.reference_sandbox.close()
@@ -338,6 +358,23 @@ class _Grading:
         finally:
             restore()
 
+    def _prestart_reference(self) -> None:
+        """Start the reference's child (a torch import, seconds) while the learner's untimed
+        cases still run, so the first timed case does not wait for it."""
+        if self._reference_start is None and self.reference_sandbox is None:
+            self._reference_start = threading.Thread(target=self._reference_quietly, daemon=True)
+            self._reference_start.start()
+
+    def _reference_quietly(self) -> None:
+        # a failure (or a cancel) shows when the timed case asks for the child itself
+        with contextlib.suppress(BaseException):
+            self._reference_child()
+
+    def _join_reference_start(self) -> None:
+        if self._reference_start is not None:
+            self._reference_start.join()
+            self._reference_start = None
+
     def _reference_child(self) -> Sandbox | str:
         if self.reference_sandbox is not None and self.reference_sandbox.alive:
             return self.reference_sandbox
@@ -376,6 +413,7 @@ class _Grading:
         """Round trips of batches to the learner's child and to a reference child, ABBA, each
         output checked (a child that skips the work to look fast fails); ratios of per-call
         medians, each side's batch sized for its own speed."""
+        self._join_reference_start()
         ref = self._reference_child()
         if isinstance(ref, str):
             return CaseResult(case, False, kind="grader_error", message=ref)
@@ -454,6 +492,7 @@ class _Grading:
         start = time.monotonic()
         result = self._grade_case(case, gate)
         result.duration_s = time.monotonic() - start
+        self.any_passed = self.any_passed or result.passed
         common: dict[str, Any] = dict(
             level=case.level, case=case.id, required=case.required,
             duration_s=round(result.duration_s, 4), metrics=result.metrics, output=result.output,
@@ -481,13 +520,16 @@ class _Grading:
                                       f"{len(self.child_losses)} times in this run ({kinds}) — "
                                       "fix that first")
         # The learner first: a stub or a crash is reported without paying for the reference's
-        # answer (computed lazily, only for a case about to be judged).
+        # answer (computed lazily, only for a case about to be judged). Once some case has
+        # passed, the learner is past the stub, and the answer is computed here on another
+        # thread while their child runs (a second core; the child is a separate process).
+        ahead = self._ahead(case) if self.any_passed else None
         out = self._learner(case)
         single_call_s = out.elapsed_s
         if not out.ok and out.kind in NO_EXPECTED_KINDS:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output)
-        ok, expected = self._expected(case)
+        ok, expected = ahead.result() if ahead is not None else self._expected(case)
         if not ok:
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed on this case ({expected}) — "
@@ -507,6 +549,7 @@ class _Grading:
                             expected=events.short_repr(expected),
                             got=events.short_repr(out.value), metrics=dict(verdict.metrics))
         if verdict.passed and case.timed:
+            self._settle()  # nothing of the grader's may run beside a measurement
             timing = self._time(case, single_call_s)
             if isinstance(timing, CaseResult):
                 return timing
@@ -541,6 +584,8 @@ class _Grading:
                 raise Cancelled()
             result = self.case(c, level.gate, index=i + 1, total=len(cases))
             results.append(result)
+            if result.passed and any(later.timed for later in cases[i + 1:]):
+                self._prestart_reference()
             if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
                 results += self._skip_rest(number, cases[i + 1:], result)
                 break
