@@ -7,4 +7,4 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff"; ruff check .
 echo "== mypy"; mypy
 echo "== import-linter"; lint-imports
-echo "== pytest"; pytest -q "$@"
+echo "== pytest"; pytest -q --durations=25 "$@"

@@ -22,6 +22,14 @@ def test_summary_ratios_and_nearest_rank_p95() -> None:
     assert p95(list(range(1, 21))) == 19
 
 
+def test_ratios_are_per_call_when_each_side_has_its_own_batch_size() -> None:
+    """A learner batch of 1 call lasting 2 s against reference batches of 4 calls lasting 1 s:
+    0.25 s per reference call, so 8x (not the 2x a ratio of batch times would say)."""
+    m = summarize([2.0, 2.0, 2.0], [1.0, 1.0, 1.0], learner_calls=1, reference_calls=4)
+    assert m["median_ratio"] == 8.0 and m["reference_median_ms"] == 250.0
+    assert m["learner_batch_calls"] == 1 and m["batch_calls"] == 4
+
+
 def test_gate_bounds() -> None:
     assert check_gate({"median_ratio_max": 1.5}, {"median_ratio": 1.2}) == ""
     assert check_gate({"median_ratio_max": 1.5}, {"median_ratio": 1.8}) == "median_ratio 1.80 > 1.5"
@@ -46,7 +54,11 @@ def test_slow_solution_fails_the_speed_gate() -> None:
                        match=r"correct, but too slow for this level: median_ratio \d+\.\d+ > 5",
                        kind="gate", timing_repeats=3)
     failed = run.failures[0]
-    assert failed["metrics"]["learner_median_ms"] >= 50
+    m = failed["metrics"]
+    assert m["learner_median_ms"] >= 50
+    # each side's batch lasts >= 100 ms: the 50 ms learner needs 2-3 calls, the ~1 ms reference
+    # many more; the learner's batch never outgrows the reference's (each value is checked)
+    assert 2 <= m["learner_batch_calls"] < m["batch_calls"]
 
 
 def test_cuda_request_without_cuda_is_a_usage_error() -> None:
