@@ -142,27 +142,27 @@ class Metrics(_Event):
 
 
 @dataclass(frozen=True)
-class CasePassed(_Event):
-    EVENT: ClassVar[str] = "case_passed"
+class _CaseEnded(_Event):
+    """What every finished case reports, passed or not."""
+
     level: int
     case: str
     required: bool
     duration_s: float
     metrics: dict[str, float]
     output: str
+
+
+@dataclass(frozen=True)
+class CasePassed(_CaseEnded):
+    EVENT: ClassVar[str] = "case_passed"
     note: str
     report: bool
 
 
 @dataclass(frozen=True)
-class CaseFailed(_Event):
+class CaseFailed(_CaseEnded):
     EVENT: ClassVar[str] = "case_failed"
-    level: int
-    case: str
-    required: bool
-    duration_s: float
-    metrics: dict[str, float]
-    output: str
     kind: str
     message: str
     traceback: str
