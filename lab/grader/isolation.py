@@ -172,11 +172,41 @@ class Sandbox:
         self.capture: Any = None
         self.peak_rss_mb = 0.0
         self.spawned = 0
+        self.ready = False  # spawned and warmed by `prepare`, the learner's module not loaded
         self.cancelled: Callable[[], bool] = lambda: False
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Outcome:
-        """Spawn a child and load the learner's module into it."""
+        """Load the learner's module into a child: the one `prepare` spawned ahead, if it is
+        still waiting, else a fresh one."""
+        if not (self.ready and self.alive):
+            hello = self._spawn()
+            if not hello.ok and hello.kind:
+                return hello
+        self.ready = False
+        return self.request(
+            {**self.load, "solution": str(self.solution), "module_name": self.module_name,
+             "torch_threads": self.torch_threads},
+            self.load_timeout_s,
+        )
+
+    def prepare(self) -> Outcome:
+        """Spawn the child before its grading and import the exercise's trusted modules into it
+        (the drive: torch and the lab's helpers), so that `start` then only loads the learner's
+        file — read at that moment, so edits made meanwhile count."""
+        out = self._spawn()
+        if not out.ok and out.kind:
+            return out
+        out = self.request({"op": "warm", "drive": self.load["drive"],
+                            "torch_threads": self.torch_threads}, self.load_timeout_s)
+        if out.ok:
+            self.ready = True
+        else:
+            self.close()
+        return out
+
+    def _spawn(self) -> Outcome:
+        """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
@@ -221,14 +251,7 @@ class Sandbox:
         self.wfd = to_child_w
         self.reader = protocol.Reader(from_child_r)
         self.pid = self.proc.pid
-        hello = self.request({"op": "hello"}, self.load_timeout_s, send=False)
-        if not hello.ok and hello.kind:
-            return hello
-        return self.request(
-            {**self.load, "solution": str(self.solution), "module_name": self.module_name,
-             "torch_threads": self.torch_threads},
-            self.load_timeout_s,
-        )
+        return self.request({"op": "hello"}, self.load_timeout_s, send=False)
 
     @property
     def shm_mb(self) -> int:
@@ -256,6 +279,7 @@ class Sandbox:
 
     def close(self) -> None:
         """Ask the child to exit, then make sure it did; release the pipes and capture file."""
+        self.ready = False
         if self.proc is not None:
             if self.proc.poll() is None:
                 try:

@@ -167,6 +167,134 @@ def check_gate(gate: dict[str, float], metrics: dict[str, float]) -> str:
     return ", ".join(missed)
 
 
+def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
+                    load_timeout_s: float | None, confine: bool) -> dict[str, Any]:
+    """What shapes a learner's (or the reference's) child for this exercise and device."""
+    uses_torch_cpu = exercise.needs_torch and device == "cpu"
+    return dict(
+        module_name=Path(exercise.workspace_file).stem,
+        memory_mb=memory_mb,
+        torch_threads=1 if uses_torch_cpu else None,
+        data_limit=device == "cpu",
+        load_timeout_s=load_timeout_s or exercise.load_timeout_s,
+        confine=confine,
+    )
+
+
+def reference_guess(exercise: Exercise) -> str:
+    """The reference module by convention (checked against grading.REFERENCE once that module
+    is imported): known before the grading module, so the child can start first."""
+    return f"{REFERENCE_PACKAGE}.{exercise.module.rsplit('.', 1)[-1]}"
+
+
+def learner_sandbox(exercise: Exercise, solution: Path, reference: str,
+                    options: dict[str, Any]) -> tuple[boundary.Boundary, Sandbox]:
+    found = boundary.compute(exercise.module, reference)
+    hide = [h for h in found.hidden(trusted=False)
+            if Path(h) != solution.resolve()]  # e.g. the stub, graded in place
+    return found, Sandbox(solution=solution, load=found.load_message(trusted=False), hide=hide,
+                          **options)
+
+
+def child_key(exercise: Exercise, solution: Path, device: str, reference: str,
+              options: dict[str, Any]) -> tuple[Any, ...]:
+    return (exercise.id, exercise.needs_torch, str(solution.resolve()), device, reference,
+            tuple(sorted(options.items())))
+
+
+@dataclass
+class Prepared:
+    """A learner's child spawned and warmed (torch imported) before its grading, on a thread:
+    `grade(..., prepared=)` adopts it when nothing that shapes the child differs (else closes
+    it). It never holds the learner's code: the file is loaded when the grading starts."""
+
+    key: tuple[Any, ...]
+    boundary: boundary.Boundary
+    sandbox: Sandbox
+    thread: threading.Thread
+    outcome: Outcome | None = None
+
+    def wait(self) -> Outcome | None:
+        self.thread.join()
+        return self.outcome
+
+    def close(self) -> None:
+        self.wait()
+        self.sandbox.close()
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """grade()'s arguments resolved: what both a grading and a prepared child depend on."""
+
+    exercise: Exercise
+    levels: list[int]
+    device: str
+    device_note: str
+    memory_mb: int
+    models: dict[str, str]
+    confine: bool
+
+
+def _plan(exercise: Exercise, solution: Path, levels: list[int] | None, device: str,
+          memory_mb: int | None, models: dict[str, str] | None, confine: bool | None) -> _Plan:
+    """Check and resolve grade()'s arguments (UsageError says what is wrong)."""
+    chosen = levels or exercise.level_numbers
+    try:
+        for n in chosen:
+            exercise.level(n)
+    except ExerciseError as exc:
+        raise UsageError(str(exc)) from exc
+    if exercise.needs_torch and not exercise.needs_torch_for(chosen):
+        exercise = dataclasses.replace(exercise, needs_torch=False)
+    if not solution.is_file():
+        raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
+    if solution.resolve().parent == REFERENCE_DIR:
+        raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
+                         "compares against it. Grade your own file (dojo lab start "
+                         f"{exercise.id}), or a copy of this one outside lab/reference/")
+    checked = check_models(exercise, models or {})
+    from lab.grader.device import DeviceError
+
+    try:
+        resolved, note = resolve_device(device, exercise.needs_torch)
+    except DeviceError as exc:
+        raise UsageError(str(exc)) from exc
+    return _Plan(exercise, chosen, resolved, note,
+                 memory_mb or exercise.memory_mb + checkpoint_allowance_mb(checked), checked,
+                 os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine)
+
+
+def prepare(exercise: Exercise, solution: Path, *, levels: list[int] | None = None,
+            device: str = "auto", memory_mb: int | None = None,
+            models: dict[str, str] | None = None, confine: bool | None = None,
+            load_timeout_s: float | None = None) -> Prepared | None:
+    """Start the learner's child for a grading that is likely to come (`dojo lab watch`
+    between saves, the TUI's grader between presses of g): the next grading with the same
+    arguments then skips the child's start and its torch import. None when there is nothing
+    to gain (no torch) or the arguments would not grade."""
+    try:
+        plan = _plan(exercise, solution, levels, device, memory_mb, models, confine)
+    except UsageError:
+        return None
+    if not plan.exercise.needs_torch:
+        return None  # a pure-Python child starts in a fraction of a second anyway
+    options = sandbox_options(plan.exercise, plan.device, plan.memory_mb, load_timeout_s,
+                              plan.confine)
+    guess = reference_guess(plan.exercise)
+    found, sandbox = learner_sandbox(plan.exercise, solution, guess, options)
+    prepared = Prepared(child_key(plan.exercise, solution, plan.device, guess, options), found,
+                        sandbox, threading.Thread(daemon=True))
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
+            prepared.outcome = sandbox.prepare()
+
+    prepared.thread = threading.Thread(target=run, daemon=True)
+    prepared.thread.start()
+    return prepared
+
+
 class _Grading:
     """State of one grading run (kept out of `grade()` to keep each step small)."""
 
@@ -184,6 +312,7 @@ class _Grading:
         model_paths: dict[str, str] | None = None,
         load_timeout_s: float | None = None,
         confine: bool = True,
+        prepared: Prepared | None = None,
     ) -> None:
         self.exercise = exercise
         self.case_timeout_s = case_timeout_s
@@ -198,15 +327,8 @@ class _Grading:
                                            **(model_paths or {})} or None)
         self.replay = ""
         self.notified = False
-        uses_torch_cpu = exercise.needs_torch and device == "cpu"
-        self.sandbox_options: dict[str, Any] = dict(
-            module_name=Path(exercise.workspace_file).stem,
-            memory_mb=memory_mb,
-            torch_threads=1 if uses_torch_cpu else None,
-            data_limit=device == "cpu",
-            load_timeout_s=load_timeout_s or exercise.load_timeout_s,
-            confine=confine,
-        )
+        self.sandbox_options = sandbox_options(exercise, device, memory_mb, load_timeout_s,
+                                               confine)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
@@ -217,18 +339,29 @@ class _Grading:
         # The learner's child loads (torch, their module) while this process imports the
         # grading module (torch too): the two imports overlap instead of adding up. The
         # reference's module name is guessed by convention and checked once grading is loaded.
-        guess = f"{REFERENCE_PACKAGE}.{exercise.module.rsplit('.', 1)[-1]}"
-        self.sandbox = self._learner_sandbox(guess)
+        # A child prepared ahead (`prepare`: spawned, torch imported) is adopted when nothing
+        # that shapes it differs; it then only loads the learner's file.
+        guess = reference_guess(exercise)
         self._early: threading.Thread | None = None
         self._early_outcome: Outcome | None = None
-        if exercise.needs_torch:
-            self._early = threading.Thread(target=self._start_early, daemon=True)
-            self._early.start()
+        self._prepared: Prepared | None = None
+        key = child_key(exercise, solution, device, guess, self.sandbox_options)
+        if prepared is not None and prepared.key == key:
+            self.boundary, self.sandbox, self._prepared = (prepared.boundary, prepared.sandbox,
+                                                           prepared)
+        else:
+            if prepared is not None:
+                prepared.close()
+            self.sandbox = self._learner_sandbox(guess)
+            if exercise.needs_torch:
+                self._early = threading.Thread(target=self._start_early, daemon=True)
+                self._early.start()
         try:
             self.grading = exercise.grading()
             self.reference = importlib.import_module(self.grading.REFERENCE)
             if guess != self.grading.REFERENCE:
                 self._take_early()
+                self._take_prepared()
                 self.sandbox.close()
                 self.sandbox = self._learner_sandbox(self.grading.REFERENCE)
                 self._early_outcome = None
@@ -241,11 +374,16 @@ class _Grading:
         self.run_timeout_s = run_timeout_s
 
     def _learner_sandbox(self, reference: str) -> Sandbox:
-        self.boundary = boundary.compute(self.exercise.module, reference)
-        hide = [h for h in self.boundary.hidden(trusted=False)
-                if Path(h) != self.solution.resolve()]  # e.g. the stub, graded in place
-        return Sandbox(solution=self.solution, load=self.boundary.load_message(trusted=False),
-                       hide=hide, **self.sandbox_options)
+        self.boundary, sandbox = learner_sandbox(self.exercise, self.solution, reference,
+                                                 self.sandbox_options)
+        return sandbox
+
+    def _take_prepared(self) -> None:
+        """Wait for the prepared child's warm-up (if it failed, the sandbox is closed and the
+        normal start spawns a fresh one)."""
+        if self._prepared is not None:
+            self._prepared.wait()
+            self._prepared = None
 
     def _start_early(self) -> None:
         self._early_outcome = self._start(self.sandbox, notify=False)
@@ -274,6 +412,7 @@ class _Grading:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._take_early()
+        self._take_prepared()
         self._join_reference_start()
         self.sandbox.close()
         if self.reference_sandbox is not None:
@@ -306,6 +445,7 @@ class _Grading:
             return self.load_failure
         if self.loaded and self.sandbox.alive:
             return None
+        self._take_prepared()
         outcome = self._take_early()
         if outcome is not None and outcome.ok and self.sandbox.cancelled():
             outcome = None  # cancelled meanwhile: the normal start reports it
@@ -625,6 +765,7 @@ def grade(
     confine: bool | None = None,
     recorder: Recorder | None = None,
     attempt_metrics: dict[str, float] | None = None,
+    prepared: Prepared | None = None,
 ) -> GradeResult:
     """Grade `solution` on `levels` (default: all) and return the results, with every event it
     emitted (`GradeResult.events`; see events.py).
@@ -648,38 +789,26 @@ def grade(
             sink(event)
 
     all_levels = exercise.level_numbers
-    chosen = levels or all_levels
     try:
-        for n in chosen:
-            exercise.level(n)
-    except ExerciseError as exc:
-        raise UsageError(str(exc)) from exc
-    if exercise.needs_torch and not exercise.needs_torch_for(chosen):
-        exercise = dataclasses.replace(exercise, needs_torch=False)
-    if not solution.is_file():
-        raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
-    if solution.resolve().parent == REFERENCE_DIR:
-        raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
-                         "compares against it. Grade your own file (dojo lab start "
-                         f"{exercise.id}), or a copy of this one outside lab/reference/")
-    models = check_models(exercise, models or {})
-    from lab.grader.device import DeviceError
-
-    try:
-        resolved, note = resolve_device(device, exercise.needs_torch)
-    except DeviceError as exc:
-        raise UsageError(str(exc)) from exc
+        plan = _plan(exercise, solution, levels, device, memory_mb, models, confine)
+    except UsageError:
+        if prepared is not None:
+            prepared.close()
+        raise
+    exercise, chosen, resolved, note = plan.exercise, plan.levels, plan.device, plan.device_note
+    models = plan.models
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     started = time.monotonic()
     run = _Grading(
         exercise, solution, resolved, seed, write_event,
-        memory_mb=memory_mb or exercise.memory_mb + checkpoint_allowance_mb(models),
+        memory_mb=plan.memory_mb,
         run_timeout_s=run_timeout_s or exercise.run_timeout_s,
         timing_repeats=timing_repeats or exercise.timing_repeats,
         case_timeout_s=case_timeout_s,
         load_timeout_s=load_timeout_s,
         model_paths=models,
-        confine=os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine,
+        confine=plan.confine,
+        prepared=prepared,
     )
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if cancel is not None:

@@ -167,11 +167,25 @@ class Child:
         return {"ok": False, "kind": "exception", "traceback": tb,
                 "message": f"{type(exc).__name__}{where}: {exc}"}
 
-    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def warm(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Import the exercise's drive (torch and the trusted helpers it uses) before the
+        learner's file is loaded: a child prepared ahead of its grading. `load` imports the
+        same module after installing the guard, so what this imports is what a cold load
+        would have imported, and the guard's scan checks it all the same."""
+        self._threads(msg)
+        if self.guard is None and self.solution is None:
+            importlib.import_module(str(msg["drive"]))
+        return {"ok": True}
+
+    @staticmethod
+    def _threads(msg: dict[str, Any]) -> None:
         if msg.get("torch_threads"):
             import torch
 
             torch.set_num_threads(int(msg["torch_threads"]))
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._threads(msg)
         if not msg.get("trusted"):
             self.guard = ImportGuard(list(msg["roots"]), dict(msg["allowed"]),
                                      list(msg["guarded_paths"]), str(msg["reference"]),
@@ -214,7 +228,8 @@ class Child:
         """Answer one request; returns the encoded frame (a value that cannot be sent becomes
         an error reply that says why)."""
         op = msg.get("op")
-        handler = {"load": self.load, "run": self.run, "batch": self.batch}.get(str(op))
+        handler = {"warm": self.warm, "load": self.load, "run": self.run,
+                   "batch": self.batch}.get(str(op))
         if handler is None:
             reply: dict[str, Any] = {"ok": False, "kind": "protocol",
                                      "message": f"unknown op {op!r}"}

@@ -115,9 +115,10 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
 
 def _grade_once(
     ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
-    models: dict[str, str] | None = None,
+    models: dict[str, str] | None = None, prepared: Any = None,
 ) -> bool:
-    """Run the grader (which records the attempt) and print the report or the JSON events."""
+    """Run the grader (which records the attempt) and print the report or the JSON events;
+    `prepared`: a child started ahead by `lab.grader.runner.prepare` (watch, serve)."""
     from lab.grader.events import Event, to_json
     from lab.grader.report import TextReport
     from lab.grader.runner import grade
@@ -134,7 +135,8 @@ def _grade_once(
     from lab.workspace import interview_metrics
 
     result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models,
-                   attempt_metrics=interview_metrics(session) if session else None)
+                   attempt_metrics=interview_metrics(session) if session else None,
+                   prepared=prepared)
     if session is not None:
         _interview_line(ex, session, result, as_json)
     return result.passed
@@ -288,16 +290,19 @@ def watch(
     interval: float,
 ) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
-    from lab.grader.runner import UsageError
+    from lab.grader.runner import UsageError, prepare
 
     ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
+    prepared = None
     try:
         while True:
             stamp = _stamp(path)
             try:
-                _grade_once(ex, path, levels, device, seed, as_json, models)
+                _grade_once(ex, path, levels, device, seed, as_json, models, prepared)
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
+            # the next grading's child starts (torch imported) while you edit
+            prepared = prepare(ex, path, levels=levels, device=device, models=models)
             if not as_json:
                 click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
             while _stamp(path) == stamp or _stamp(path) is None:
@@ -308,6 +313,9 @@ def watch(
         if not as_json:
             click.echo("\nStopped watching.")
         sys.exit(0)
+    finally:
+        if prepared is not None:
+            prepared.close()
 
 
 @lab.command()

@@ -50,7 +50,7 @@ def lab_command(app: DojoApp) -> list[str]:
     return list(app.lab_command or [sys.executable, "-m", "trainer", "lab"])
 
 
-LIST_TEXT_WIDTH = 30  # characters inside #lab-list (app.tcss: #lab-left width 34)
+LIST_TEXT_WIDTH = 28  # inside #lab-list: #lab-left width 34 less border, padding, scrollbar
 
 
 def _option_label(mark: str, row: LevelRow) -> str:

@@ -1,0 +1,67 @@
+"""A child prepared ahead of its grading (`lab.grader.runner.prepare`: spawned, torch imported):
+the next grading adopts it and only loads the learner's file, read at that moment."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lab.exercises import load_exercise
+from lab.grader.events import CaseFailed
+from lab.grader.runner import grade, prepare
+from tests.lab.conftest import HERE, SOLUTIONS
+
+pytest.importorskip("torch")
+TIMED = load_exercise(HERE / "fixtures" / "timed_demo", module="tests.lab.fixtures.timed_demo")
+KV = HERE.parents[1] / "lab" / "exercises" / "kv_bytes"
+
+pytestmark = pytest.mark.slow
+
+
+def _stub(path: Path) -> Path:
+    path.write_text("def square_sum(a):\n    raise NotImplementedError\n")
+    return path
+
+
+def test_an_adopted_child_loads_the_file_as_it_is_when_grading_starts(tmp_path: Path) -> None:
+    solution = _stub(tmp_path / "timed_demo.py")
+    prepared = prepare(TIMED, solution, device="cpu", confine=False)
+    assert prepared is not None
+    prepared.wait()
+    assert prepared.sandbox.ready and prepared.sandbox.alive  # warmed, no learner code yet
+    shutil.copyfile(SOLUTIONS / "timed" / "fast.py", solution)  # edited after the prepare
+    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared,
+                   timing_repeats=3, confine=False)
+    assert result.passed  # the stub it was prepared beside would have failed
+    assert result.sandboxes_started == 1  # the prepared child, not a second one
+    assert not prepared.sandbox.alive  # closed with the grading
+
+
+def test_a_stub_fails_through_a_prepared_child_like_a_cold_one(tmp_path: Path) -> None:
+    solution = _stub(tmp_path / "timed_demo.py")
+    prepared = prepare(TIMED, solution, device="cpu", confine=False)
+    assert prepared is not None
+    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared, confine=False)
+    failures = [e for e in result.events if isinstance(e, CaseFailed)]
+    assert not result.passed and failures
+    assert failures[0].kind == "not_implemented"
+
+
+def test_a_child_prepared_for_other_arguments_is_closed_not_adopted(tmp_path: Path) -> None:
+    solution = _stub(tmp_path / "timed_demo.py")
+    (tmp_path / "other").mkdir()
+    other = _stub(tmp_path / "other" / "timed_demo.py")
+    prepared = prepare(TIMED, other, device="cpu", confine=False)  # another file
+    assert prepared is not None
+    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared, confine=False)
+    assert not prepared.sandbox.alive
+    assert not result.passed and result.sandboxes_started == 1  # its own, fresh child
+
+
+def test_nothing_is_prepared_where_nothing_would_be_gained_or_graded(tmp_path: Path) -> None:
+    kv = load_exercise(KV)
+    assert prepare(kv, _stub(tmp_path / "kv_bytes.py"), device="cpu") is None  # no torch
+    assert prepare(TIMED, tmp_path / "missing.py", device="cpu") is None  # no file
+    assert prepare(TIMED, _stub(tmp_path / "timed_demo.py"), levels=[9], device="cpu") is None
