@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from trainer.core.stats import Mistake, collect
 
 if TYPE_CHECKING:
+    from lab.rebuild import DueRebuild
     from scheduler.records import Card, LabAttempt
     from trainer.core.services import Services
 
@@ -32,6 +33,7 @@ class TodayView:
     topics: list[tuple[str, str]]  # (id, title)
     bank_errors: list[str]
     warnings: tuple[str, ...] = ()
+    rebuilds: tuple[DueRebuild, ...] = ()  # passed lab levels due for a rebuild (lab.rebuild)
 
     @property
     def to_do(self) -> int:
@@ -39,6 +41,8 @@ class TodayView:
 
 
 def today_view(services: Services) -> TodayView:
+    from lab.rebuild import due_rebuilds
+
     store, now = services.store, services.now
     queue = store.today_queue(now)
     per_day = store.reviews_per_day(84, now)
@@ -58,6 +62,7 @@ def today_view(services: Services) -> TodayView:
         topics=sorted((tid, t.title) for tid, t in services.bank.topics.items()),
         bank_errors=services.bank_errors(),
         warnings=tuple(services.warnings()),
+        rebuilds=tuple(due_rebuilds(store, now)),
     )
 
 

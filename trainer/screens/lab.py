@@ -465,6 +465,8 @@ class LabScreen(DojoScreen):
             self.call_later(self.refresh_bindings)
         if self.last_summary is None:
             self.write_log(f"The grader exited with status {rc} without a summary.")
+        elif self.last_summary.get("passed"):
+            self._card_note(exercise, level)
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
 
@@ -527,6 +529,23 @@ class LabScreen(DojoScreen):
                 severity="information" if ok else "warning",
             )
             self.call_later(self.refresh_bindings)
+
+    def _card_note(self, exercise: str, level: int) -> None:
+        """After a pass: when the level's lab card comes back (the grader created or graded
+        it, `lab.rebuild`)."""
+        services = self.dojo.services
+        if services is None:
+            return
+        from lab.rebuild import comes_back
+
+        try:
+            card = services.store.lab_card(exercise, level)
+            today = services.day()
+        except Exception:  # the note is a courtesy: the grading itself is stored
+            return
+        back = comes_back(card, today)
+        if back:
+            self.write_log(f"{exercise} L{level} comes back as a lab card: {back}.")
 
     def _grading_title(self) -> str:
         return f"{self.shown_for[0]} L{self.shown_for[1]}" if self.shown_for else "grading"
