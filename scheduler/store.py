@@ -1034,6 +1034,13 @@ class Store:
             card = _lab_card(row)
         return LabCardResult(card, created, graded, quality, why)
 
+    def lab_levels_passed(self) -> set[tuple[str, int]]:
+        """(exercise, level) of every level with a passing attempt."""
+        with self._read() as s:
+            return {(e, int(lv)) for e, lv in s.execute(
+                select(LabAttemptRow.exercise, LabAttemptRow.level)
+                .where(LabAttemptRow.passed).distinct()).all()}
+
     def lab_cards(self) -> list[LabCard]:
         """Every lab card, by exercise and level."""
         with self._read() as s:

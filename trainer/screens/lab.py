@@ -317,16 +317,21 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.workspace import end_interview
+        from lab.rebuild import comes_back, restore
 
-        try:
-            path, kept = end_interview(self.exercises[row.exercise])
+        services = self.dojo.services
+        try:  # a rebuild ended without a pass grades its lab card a lapse
+            path, kept, lapse = restore(self.exercises[row.exercise],
+                                        store=services.store if services else None)
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
             return
         if kept is not None:
             self.write_log(f"The rehearsal's file is kept at {kept}")
         self.write_log(f"Your file is back: {path}")
+        if lapse is not None and lapse.graded and services is not None:
+            self.write_log(f"The rebuild ended without a pass: a lapse; "
+                           f"{comes_back(lapse.card, services.day())}.")
         self._tick()
         self.refresh_bindings()
 
