@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from textual.widgets import OptionList
@@ -54,7 +55,7 @@ async def test_a_due_lab_card_is_a_today_row_and_r_starts_its_rebuild(
         assert session is not None and session.rebuild and session.level == 1
         assert mine.read_text() == ex.stub_path.read_text()  # the blank stub
         assert session.moved_aside is not None
-        assert "# my own work" in open(session.moved_aside).read()  # kept, restorable
+        assert "# my own work" in Path(session.moved_aside).read_text()  # kept, restorable
 
 
 async def test_no_row_before_the_card_is_due(make_app: Callable[..., DojoApp]) -> None:
