@@ -156,8 +156,8 @@ def due(as_json: bool, show_list: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the stats as JSON.")
 def stats(days: int, as_json: bool) -> None:
-    """Show streak, answers per day, true retention, per-topic accuracy, forecast and your
-    recurring mistakes.
+    """Show streak, answers per day, true retention, per-topic accuracy, forecast, your
+    recurring mistakes and your interview-rehearsal times per lab level.
 
     True retention counts the first answer of the day on mature cards (interval of at
     least 21 days); per-topic accuracy counts scheduled answers only, and says how many
@@ -210,6 +210,12 @@ def stats(days: int, as_json: bool) -> None:
         click.echo("Your recurring mistakes (last 30 days; the topic's concept note explains):")
         for m in report.mistakes:
             click.echo(f"  ×{m.count} {m.says}  [{m.question_id}, topic {m.topic}]")
+    if report.rehearsals:
+        from trainer.core.stats import rehearsal_line
+
+        click.echo("Interview rehearsals, time to first pass (a bar each, oldest first):")
+        for r in report.rehearsals:
+            click.echo(f"  {rehearsal_line(r)}")
 
 
 @click.command()

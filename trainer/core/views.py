@@ -4,10 +4,10 @@ thread, from the store and the bank."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainer.core.stats import Mistake, collect
+from trainer.core.stats import Mistake, collect, rehearsal_line
 
 if TYPE_CHECKING:
     from lab.rebuild import DueRebuild
@@ -173,6 +173,7 @@ class StatsView:
     lab: list[tuple[str, int, bool, int, str]]  # (exercise, level, passed ever, attempts, best)
     overridden: int  # answers counted right after a typo, last 365 days
     mistakes: list[Mistake]  # recurring mistakes, last 30 days
+    rehearsals: list[str] = field(default_factory=list)  # a chart line per rehearsed level
 
 
 def stats_view(services: Services) -> StatsView:
@@ -209,4 +210,5 @@ def stats_view(services: Services) -> StatsView:
         lab=lab_rows,
         overridden=report.overridden,
         mistakes=report.mistakes,
+        rehearsals=[rehearsal_line(r) for r in report.rehearsals],
     )
