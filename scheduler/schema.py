@@ -76,6 +76,15 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
 	last_pass_s DOUBLE, last_pass_gradings INTEGER, PRIMARY KEY (exercise, level))"""
     )
     conn.execute("CREATE INDEX ix_lab_cards_due ON lab_cards (due)")
+    # Levels passed before lab cards existed become cards too, as if the first pass had been
+    # graded 4 on its UTC day (EF 2.50, n 1, due the next day): they come back for a rebuild.
+    conn.execute(
+        """INSERT INTO lab_cards (exercise, level, ef, repetitions, interval, due, lapses, leech,
+	created_ms, last_reviewed_ms, last_reviewed_day, last_passed_ms)
+	SELECT exercise, level, 250, 1, 1, date(MIN(created_ms) / 1000, 'unixepoch', '+1 day'),
+	0, 0, MIN(created_ms), MIN(created_ms), date(MIN(created_ms) / 1000, 'unixepoch'),
+	MAX(created_ms) FROM lab_attempts WHERE passed GROUP BY exercise, level"""
+    )
 
 
 # UPGRADES[v] takes a database from version v to v + 1.

@@ -193,9 +193,13 @@ def test_upgrading_a_v3_file_keeps_every_row(tmp_path: Path) -> None:
         "INSERT INTO reviews VALUES (1, 'u1', 'q1', 2000, '2026-02-23', 'review', 3, 1, 'x', 9,"
         " NULL, 250, 2, 6, '2026-02-23', 1, 0, 1500, 236, 3, 15, '2026-03-10', 1, 0, 'm1', 1)")
     conn.execute("INSERT INTO settings VALUES ('new_limit', '7')")
+    conn.execute("INSERT INTO settings VALUES ('timezone', '\"UTC\"')")
     conn.execute("INSERT INTO flags VALUES (1, 'q1', 'looks wrong', 3000)")
-    conn.execute("INSERT INTO lab_attempts VALUES (1, 'a1', 'kv-bytes', 1, 'cpu', 1, '[]', "
-                 "'{}', 1.5, 4000)")
+    passed_ms = int(at(1).timestamp() * 1000)  # 2026-03-01 noon UTC
+    conn.executemany(
+        "INSERT INTO lab_attempts VALUES (?, ?, ?, ?, 'cpu', ?, '[]', '{}', 1.5, ?)",
+        [(1, "a1", "kv-bytes", 1, 0, passed_ms - 1000), (2, "a2", "kv-bytes", 1, 1, passed_ms),
+         (3, "a3", "kv-bytes", 1, 1, passed_ms + 86_400_000), (4, "a4", "kv-bytes", 2, 0, 1)])
     conn.execute("PRAGMA user_version = 3")
     conn.commit()
     before = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()
@@ -203,8 +207,16 @@ def test_upgrading_a_v3_file_keeps_every_row(tmp_path: Path) -> None:
     conn.close()
 
     with Store.open(path) as upgraded:
-        assert upgraded.lab_cards() == []
-        upgraded.grade_lab_card("kv-bytes", 1, 5, passed=True, rebuild=False, now=at(1))
+        # a level passed before lab cards existed comes back (as a grade-4 first pass)
+        [card] = upgraded.lab_cards()  # L2 was never passed: no card
+        assert (card.exercise, card.level, card.due) == ("kv-bytes", 1, dt.date(2026, 3, 2))
+        assert (card.state.repetitions, card.state.interval, card.state.ef_hundredths) == (
+            1, 1, 250)
+        assert card.last_passed_at == at(2)  # the latest pass
+        assert [c.level for c in upgraded.due_lab_cards(at(2))] == [1]
+        rebuilt = upgraded.grade_lab_card("kv-bytes", 1, 5, passed=True, rebuild=True,
+                                          now=at(2))
+        assert rebuilt.graded and rebuilt.card is not None and rebuilt.card.state.interval == 6
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 4
     after = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before}
