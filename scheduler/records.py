@@ -239,3 +239,5 @@ class ImportSummary:
     lab_attempts_added: int
     lab_attempts_skipped: int
     flags_added: int = 0
+    lab_cards_added: int = 0
+    lab_cards_updated: int = 0

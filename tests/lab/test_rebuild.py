@@ -175,6 +175,29 @@ def test_rebuild_moves_the_solution_aside_and_restore_brings_it_back(
     assert lapse is not None and lapse.graded and lapse.card.lapses == 1
 
 
+# ---------------------------------------------------------------------- export / import
+def test_lab_cards_travel_in_export_and_import(tmp_path: Path, store: Store) -> None:
+    store.grade_lab_card("kv-bytes", 1, 5, passed=True, rebuild=False, pass_s=600.0,
+                         gradings=1, now=at(1))
+    store.grade_lab_card("kv-bytes", 1, 4, passed=True, rebuild=True, now=at(2))
+    data = store.export_history()
+    assert [(c["exercise"], c["level"], c["interval"]) for c in data["lab_cards"]] == [
+        ("kv-bytes", 1, 6)]
+    with Store.open(tmp_path / "other.sqlite3") as other:
+        first = other.import_history(data)
+        assert (first.lab_cards_added, first.lab_cards_updated) == (1, 0)
+        assert other.lab_cards() == store.lab_cards()
+        again = other.import_history(data)  # idempotent
+        assert (again.lab_cards_added, again.lab_cards_updated) == (0, 0)
+        older = {**data, "lab_cards": []}  # a file from before schema v4 still imports
+        assert other.import_history(older).lab_cards_added == 0
+    from scheduler.errors import HistoryFormatError
+
+    bad = {**data, "lab_cards": [{**data["lab_cards"][0], "last_pass_s": -1}]}
+    with pytest.raises(HistoryFormatError, match=r"lab_cards\[0\]\.last_pass_s"):
+        store.import_history(bad)
+
+
 # ------------------------------------------------------------------------ schema v3 -> v4
 def test_upgrading_a_v3_file_keeps_every_row(tmp_path: Path) -> None:
     import sqlite3

@@ -281,6 +281,8 @@ def import_(file: Path) -> None:
         f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
         f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
         f"updated, {summary.lab_attempts_added} lab attempts."
+        + (f" Lab cards: {summary.lab_cards_added} new, {summary.lab_cards_updated} updated."
+           if summary.lab_cards_added or summary.lab_cards_updated else "")
     )
 
 
