@@ -272,6 +272,7 @@ def test_cli_pass_comes_back_and_the_rebuild_grades_once(
     assert "Rebuild: kv-bytes L1 — last passed yesterday in 1 grading" in due.output
     assert "dojo lab rebuild kv-bytes --level 1" in due.output
     assert "kv-bytes L1" in runner.invoke(main, ["lab", "due"]).output
+    assert "rebuild due" in runner.invoke(main, ["lab", "list"]).output
 
     started = runner.invoke(main, ["lab", "rebuild", "kv-bytes", "--level", "1"])
     assert started.exit_code == 0, started.output
@@ -287,6 +288,7 @@ def test_cli_pass_comes_back_and_the_rebuild_grades_once(
         card = s.lab_card("kv-bytes", 1)
     assert card is not None and (card.state.repetitions, card.due) == (2, dt.date(2026, 3, 8))
     assert "No lab level is due" in runner.invoke(main, ["lab", "due"]).output
+    assert "rebuild 2026-03-08" in runner.invoke(main, ["lab", "list"]).output
 
     restored = runner.invoke(main, ["lab", "restore", "kv-bytes"])
     assert restored.exit_code == 0 and "lapse" not in restored.output  # it passed

@@ -45,6 +45,7 @@ def list_() -> None:
 
     exercises = discover()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
+    comes_back = _rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
         states = level_states(ex)
@@ -52,9 +53,25 @@ def list_() -> None:
             status, summary = states[level.number]
             figures = describe(summary)
             gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
-            extra = f" · {figures}" if figures else ""
+            back = comes_back.get((ex.id, level.number))
+            extra = (f" · {figures}" if figures else "") + (f" · {back}" if back else "")
             gated = f" [gate: {gate}]" if gate else ""
             click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
+
+
+def _rebuild_days() -> dict[tuple[str, int], str]:
+    """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
+    (empty when the database cannot be read: the list never depends on it)."""
+    try:
+        from scheduler.days import utc_now
+
+        with _store() as store:
+            today = store.study_day(utc_now())
+            cards = store.lab_cards()
+    except Exception:
+        return {}
+    return {(c.exercise, c.level): "rebuild due" if c.due is not None and c.due <= today
+            else f"rebuild {c.due.isoformat()}" for c in cards if c.due is not None}
 
 
 @lab.command()
