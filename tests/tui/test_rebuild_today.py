@@ -30,6 +30,7 @@ def _passed(days_before: int) -> None:
                              gradings=2, now=NOW - dt.timedelta(days=days_before))
 
 
+@pytest.mark.slow
 async def test_a_due_lab_card_is_a_today_row_and_r_starts_its_rebuild(
         make_app: Callable[..., DojoApp]) -> None:
     ex = get("kv-bytes")
@@ -58,6 +59,7 @@ async def test_a_due_lab_card_is_a_today_row_and_r_starts_its_rebuild(
         assert "# my own work" in Path(session.moved_aside).read_text()  # kept, restorable
 
 
+@pytest.mark.slow
 async def test_no_row_before_the_card_is_due(make_app: Callable[..., DojoApp]) -> None:
     _passed(0)  # passed today: due tomorrow
     app = make_app()
@@ -67,6 +69,7 @@ async def test_no_row_before_the_card_is_due(make_app: Callable[..., DojoApp]) -
         assert "Rebuild" not in str(app.screen.query_one("KeyBar").render())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 async def test_the_rebuild_row_fits(make_app: Callable[..., DojoApp],
                                     size: tuple[int, int]) -> None:

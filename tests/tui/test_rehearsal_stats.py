@@ -57,6 +57,7 @@ def _rehearsed() -> None:
                 now=NOW - dt.timedelta(days=10 - day))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 async def test_stats_shows_the_rehearsal_chart(make_app: Callable[..., DojoApp],
                                                size: tuple[int, int]) -> None:
@@ -75,6 +76,7 @@ async def test_stats_shows_the_rehearsal_chart(make_app: Callable[..., DojoApp],
         _keybar_keeps_help(app)
 
 
+@pytest.mark.slow
 def test_dojo_stats_prints_the_rehearsals() -> None:
     _rehearsed()
     runner = CliRunner()
