@@ -153,6 +153,7 @@ class Interview:
     gradings: int = 0
     first_pass_s: float | None = None
     moved_aside: str | None = None  # the learner's file before the rehearsal
+    rebuild: bool = False  # a due lab card's rebuild: its pass grades the card (lab.rebuild)
 
     def elapsed_s(self, now: float | None = None) -> float:
         return max(0.0, (time.time() if now is None else now) - self.started_at)
@@ -193,9 +194,11 @@ def _backup_path(exercise: Exercise, path: Path, tag: str) -> Path:
 
 
 def start_interview(exercise: Exercise, level: int, minutes: int = DEFAULT_INTERVIEW_MINUTES,
-                    workspace: Path | None = None) -> tuple[Path, Interview]:
+                    workspace: Path | None = None, *, rebuild: bool = False
+                    ) -> tuple[Path, Interview]:
     """Move the learner's file aside (kept under backups/, restorable), put a fresh stub in its
-    place and start the clock. A rehearsal already running is replaced (its file is kept too)."""
+    place and start the clock. A rehearsal already running is replaced (its file is kept too).
+    `rebuild` flags a due lab card's rebuild (`lab.rebuild.start_rebuild`)."""
     if minutes <= 0:
         raise ValueError(f"--minutes must be positive, got {minutes}")
     path = solution_path(exercise, workspace)
@@ -208,7 +211,8 @@ def start_interview(exercise: Exercise, level: int, minutes: int = DEFAULT_INTER
             moved = str(aside)
     start(exercise, workspace, level)
     state = load_state(exercise)
-    session = Interview(level=level, started_at=time.time(), minutes=minutes, moved_aside=moved)
+    session = Interview(level=level, started_at=time.time(), minutes=minutes, moved_aside=moved,
+                        rebuild=rebuild)
     state["interview"] = asdict(session)
     save_state(exercise, state)
     return path, session
@@ -231,7 +235,9 @@ def interview_metrics(session: Interview, now: float | None = None) -> dict[str,
     """What an attempt graded during a rehearsal stores beside its figures."""
     return {"interview_elapsed_s": round(session.elapsed_s(now), 1),
             "interview_grading": float(session.gradings),
-            "interview_minutes": float(session.minutes)}
+            "interview_minutes": float(session.minutes),
+            "interview_level": float(session.level),
+            "rebuild": 1.0 if session.rebuild else 0.0}
 
 
 def passed_interview(exercise: Exercise, session: Interview, now: float | None = None

@@ -45,6 +45,10 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
   `interval_distribution()`.
 * Lab attempts: `record_lab_attempt(exercise, level, device, passed, cases, metrics,
   duration_s) -> id`, `lab_attempts(exercise=None)` oldest first.
+* Lab cards (schema v4): `grade_lab_card(exercise, level, quality, passed=, rebuild=, pass_s=,
+  gradings=)` — a level's first pass creates its card (its first review), after that only a
+  rebuild grades it, once a day and not before due; `lab_cards()`, `lab_card(ex, level)`,
+  `due_lab_cards()`, `lab_levels_passed()`. The grade comes from `lab.rebuild.pass_quality`.
 * Safety: `Store.open` refuses (untouched) a corrupted, foreign or newer-version file with
   CorruptDatabaseError / NewerDatabaseError (both StoreError); older schemas are upgraded in
   one transaction after a backup copy; the first open each UTC day runs quick_check and makes

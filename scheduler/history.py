@@ -1,6 +1,7 @@
 """Export and import of the review history as JSON.
 
-The document carries every card's schedule, the whole answer log and the lab attempts. Log
+The document carries every card's schedule, the whole answer log, the lab attempts and the
+lab cards (schema v4; optional on import, so older files still read). Log
 rows and lab attempts carry a stable `uid`, so importing the same file twice adds nothing.
 A card's schedule is taken from the file only when the file has seen a later review of it
 than this database has. Everything is validated before anything is written.
@@ -17,7 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scheduler.errors import HistoryFormatError
-from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow
+from scheduler.models import CardRow, FlagRow, LabAttemptRow, LabCardRow, ReviewRow
 from scheduler.records import MODES, ImportSummary
 from scheduler.sm2 import MIN_EF
 
@@ -62,9 +63,19 @@ def export_history(s: Session) -> dict[str, Any]:
         {"question_id": f.question_id, "note": f.note, "created_ms": f.created_ms}
         for f in s.scalars(select(FlagRow).order_by(FlagRow.id))
     ]
+    lab_cards = [
+        {"exercise": c.exercise, "level": c.level, "ef_hundredths": c.ef,
+         "repetitions": c.repetitions, "interval": c.interval, "due": _day(c.due),
+         "lapses": c.lapses, "leech": c.leech, "created_ms": c.created_ms,
+         "last_reviewed_ms": c.last_reviewed_ms, "last_reviewed_day": _day(c.last_reviewed_day),
+         "last_passed_ms": c.last_passed_ms, "last_pass_s": c.last_pass_s,
+         "last_pass_gradings": c.last_pass_gradings}
+        for c in s.scalars(select(LabCardRow).order_by(LabCardRow.exercise, LabCardRow.level))
+    ]
     return {"format": FORMAT, "version": VERSION,
             "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "cards": cards, "reviews": reviews, "lab_attempts": labs, "flags": flags}
+            "cards": cards, "reviews": reviews, "lab_attempts": labs, "flags": flags,
+            "lab_cards": lab_cards}
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,7 @@ class Document:
     reviews: list[dict[str, Any]]
     lab_attempts: list[dict[str, Any]]
     flags: tuple[dict[str, Any], ...] = ()  # optional key: files from before flags were kept
+    lab_cards: tuple[dict[str, Any], ...] = ()  # optional key: files from before schema v4
 
 
 class _Checker:
@@ -143,7 +155,7 @@ def validate(data: Any) -> Document:
     if doc.get("version") != VERSION:
         raise c.fail("version", f"this app reads version {VERSION}, got {doc.get('version')!r}")
     lists = {}
-    for key in ("cards", "reviews", "lab_attempts", "flags"):
+    for key in ("cards", "reviews", "lab_attempts", "flags", "lab_cards"):
         value = doc.get(key, [])
         if not isinstance(value, list):
             raise c.fail(key, "expected a list")
@@ -222,8 +234,26 @@ def validate(data: Any) -> Document:
             raise c.fail(f"{where}.question_id", f"no card {qid!r} in this file")
         c.str_(flag, "note", where, empty=False)
         c.int_(flag, "created_ms", where, low=-(2**62))
+    levels: set[tuple[str, int]] = set()
+    for i, card in enumerate(lists["lab_cards"]):
+        where = f"lab_cards[{i}]"
+        level_key = (c.str_(card, "exercise", where, empty=False),
+                     int(c.int_(card, "level", where, low=-(2**62)) or 0))
+        if level_key in levels:
+            raise c.fail(f"{where}.level", f"duplicate lab card {level_key[0]} L{level_key[1]}")
+        levels.add(level_key)
+        c.state(card, where)
+        c.int_(card, "created_ms", where, low=-(2**62))
+        for name in ("last_reviewed_ms", "last_passed_ms"):
+            c.int_(card, name, where, low=-(2**62), nullable=True)
+        c.day(card, "last_reviewed_day", where)
+        c.int_(card, "last_pass_gradings", where, nullable=True)
+        seconds = c.field(card, "last_pass_s", where)
+        if seconds is not None and (isinstance(seconds, bool)
+                                    or not isinstance(seconds, int | float) or seconds < 0):
+            raise c.fail(f"{where}.last_pass_s", f"expected seconds >= 0 or null, got {seconds!r}")
     return Document(lists["cards"], lists["reviews"], lists["lab_attempts"],
-                    tuple(lists["flags"]))
+                    tuple(lists["flags"]), tuple(lists["lab_cards"]))
 
 
 def _state_columns(card: dict[str, Any]) -> dict[str, Any]:
@@ -289,6 +319,7 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
             metrics=json.dumps(at["metrics"], sort_keys=True),
             duration_s=float(at["duration_s"]), created_ms=at["created_ms"]))
         labs_added += 1
+    lab_cards_added, lab_cards_updated = _import_lab_cards(s, doc.lab_cards)
     have: set[tuple[str, str, int]] = {
         (q, n, int(ms)) for q, n, ms in s.execute(
             select(FlagRow.question_id, FlagRow.note, FlagRow.created_ms)).all()}
@@ -304,4 +335,36 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
         cards_added=cards_added, cards_updated=cards_updated, reviews_added=reviews_added,
         reviews_skipped=len(doc.reviews) - reviews_added, lab_attempts_added=labs_added,
         lab_attempts_skipped=len(doc.lab_attempts) - labs_added,
+        lab_cards_added=lab_cards_added, lab_cards_updated=lab_cards_updated,
     )
+
+
+def _import_lab_cards(s: Session, cards: tuple[dict[str, Any], ...]) -> tuple[int, int]:
+    """Add the lab cards this database lacks; take a card's schedule from the file when the
+    file has graded it later, and its "last passed" when the file passed it later."""
+    added = updated = 0
+    for card in cards:
+        row = s.get(LabCardRow, (card["exercise"], card["level"]))
+        schedule = {"ef": card["ef_hundredths"], "repetitions": card["repetitions"],
+                    "interval": card["interval"], "due": _parse_day(card["due"]),
+                    "lapses": card["lapses"], "leech": card["leech"],
+                    "last_reviewed_ms": card["last_reviewed_ms"],
+                    "last_reviewed_day": _parse_day(card["last_reviewed_day"])}
+        passed = {"last_passed_ms": card["last_passed_ms"], "last_pass_s": card["last_pass_s"],
+                  "last_pass_gradings": card["last_pass_gradings"]}
+        if row is None:
+            s.add(LabCardRow(exercise=card["exercise"], level=card["level"],
+                             created_ms=card["created_ms"], **schedule, **passed))
+            added += 1
+            continue
+        changed = False
+        if (card["last_reviewed_ms"] or -1) > (row.last_reviewed_ms or -1):
+            for key, value in schedule.items():
+                setattr(row, key, value)
+            changed = True
+        if (card["last_passed_ms"] or -1) > (row.last_passed_ms or -1):
+            for key, value in passed.items():
+                setattr(row, key, value)
+            changed = True
+        updated += changed
+    return added, updated

@@ -117,3 +117,28 @@ class LabAttemptRow(Base):
     created_ms: Mapped[int] = mapped_column(Integer)
 
     __table_args__ = (Index("ix_lab_attempts_exercise", "exercise", "id"),)
+
+
+class LabCardRow(Base):
+    """A passed lab level as a card (schema v4): the same SM-2 fields as `CardRow`, keyed by
+    exercise and level. Created by the level's first pass; a rebuild's pass or abandon grades
+    it. `last_pass_s`/`last_pass_gradings` describe the latest pass ("in 14 min")."""
+
+    __tablename__ = "lab_cards"
+
+    exercise: Mapped[str] = mapped_column(String, primary_key=True)
+    level: Mapped[int] = mapped_column(Integer, primary_key=True)
+    ef: Mapped[int] = mapped_column(Integer, default=250)  # hundredths
+    repetitions: Mapped[int] = mapped_column(Integer, default=0)
+    interval: Mapped[int] = mapped_column(Integer, default=0)
+    due: Mapped[dt.date | None] = mapped_column(default=None)
+    lapses: Mapped[int] = mapped_column(Integer, default=0)
+    leech: Mapped[bool] = mapped_column(default=False)
+    created_ms: Mapped[int] = mapped_column(Integer)
+    last_reviewed_ms: Mapped[int | None] = mapped_column(Integer, default=None)
+    last_reviewed_day: Mapped[dt.date | None] = mapped_column(default=None)
+    last_passed_ms: Mapped[int | None] = mapped_column(Integer, default=None)
+    last_pass_s: Mapped[float | None] = mapped_column(default=None)
+    last_pass_gradings: Mapped[int | None] = mapped_column(Integer, default=None)
+
+    __table_args__ = (Index("ix_lab_cards_due", "due"),)

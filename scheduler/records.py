@@ -159,6 +159,38 @@ class LabAttempt:
 
 
 @dataclass(frozen=True)
+class LabCard:
+    """A passed lab level on the SM-2 schedule (see `Store.grade_lab_card`)."""
+
+    exercise: str
+    level: int
+    state: CardState
+    due: dt.date | None
+    lapses: int
+    leech: bool
+    created_at: dt.datetime
+    last_reviewed_day: dt.date | None
+    last_passed_at: dt.datetime | None
+    last_pass_s: float | None  # time to pass in the latest timed pass (a rehearsal)
+    last_pass_gradings: int | None
+
+    @property
+    def scheduled(self) -> Scheduled:
+        return Scheduled(self.state, self.due, self.lapses, self.leech)
+
+
+@dataclass(frozen=True)
+class LabCardResult:
+    """What one lab pass (or abandoned rebuild) did to its card."""
+
+    card: LabCard | None  # None: an abandoned rebuild of a level that has no card
+    created: bool  # the level's first pass made the card
+    graded: bool  # the schedule moved (creation counts: the first pass is the first review)
+    quality: int
+    why_not: str = ""  # when not graded: why the schedule stayed as it was
+
+
+@dataclass(frozen=True)
 class Retention:
     passed: int
     total: int
@@ -207,3 +239,5 @@ class ImportSummary:
     lab_attempts_added: int
     lab_attempts_skipped: int
     flags_added: int = 0
+    lab_cards_added: int = 0
+    lab_cards_updated: int = 0

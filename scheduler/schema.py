@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scheduler.errors import CorruptDatabaseError, NewerDatabaseError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Version 1: the scheduler's own tables, as first released.
 V1_DDL = (
@@ -65,8 +65,31 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE reviews ADD COLUMN overridden BOOLEAN DEFAULT 0 NOT NULL")
 
 
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: a passed lab level becomes a card on the SM-2 schedule (`lab_cards`)."""
+    conn.execute(
+        """CREATE TABLE lab_cards (
+	exercise VARCHAR NOT NULL, level INTEGER NOT NULL, ef INTEGER NOT NULL,
+	repetitions INTEGER NOT NULL, interval INTEGER NOT NULL, due DATE,
+	lapses INTEGER NOT NULL, leech BOOLEAN NOT NULL, created_ms INTEGER NOT NULL,
+	last_reviewed_ms INTEGER, last_reviewed_day DATE, last_passed_ms INTEGER,
+	last_pass_s DOUBLE, last_pass_gradings INTEGER, PRIMARY KEY (exercise, level))"""
+    )
+    conn.execute("CREATE INDEX ix_lab_cards_due ON lab_cards (due)")
+    # Levels passed before lab cards existed become cards too, as if the first pass had been
+    # graded 4 on its UTC day (EF 2.50, n 1, due the next day): they come back for a rebuild.
+    conn.execute(
+        """INSERT INTO lab_cards (exercise, level, ef, repetitions, interval, due, lapses, leech,
+	created_ms, last_reviewed_ms, last_reviewed_day, last_passed_ms)
+	SELECT exercise, level, 250, 1, 1, date(MIN(created_ms) / 1000, 'unixepoch', '+1 day'),
+	0, 0, MIN(created_ms), MIN(created_ms), date(MIN(created_ms) / 1000, 'unixepoch'),
+	MAX(created_ms) FROM lab_attempts WHERE passed GROUP BY exercise, level"""
+    )
+
+
 # UPGRADES[v] takes a database from version v to v + 1.
-UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 assert sorted(UPGRADES) == list(range(1, SCHEMA_VERSION))
 
 

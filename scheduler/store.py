@@ -36,7 +36,7 @@ from scheduler.errors import (
     StoreError,
     UnknownCardError,
 )
-from scheduler.models import CardRow, FlagRow, LabAttemptRow, ReviewRow, SettingRow
+from scheduler.models import CardRow, FlagRow, LabAttemptRow, LabCardRow, ReviewRow, SettingRow
 from scheduler.paths import data_dir
 from scheduler.records import (
     MODES,
@@ -44,6 +44,8 @@ from scheduler.records import (
     Flag,
     ImportSummary,
     LabAttempt,
+    LabCard,
+    LabCardResult,
     MistakeCount,
     Mode,
     Queue,
@@ -151,6 +153,22 @@ def _lab_attempt(row: LabAttemptRow) -> LabAttempt:
         metrics=json.loads(row.metrics),
         duration_s=row.duration_s,
         created_at=from_ms(row.created_ms),
+    )
+
+
+def _lab_card(row: LabCardRow) -> LabCard:
+    return LabCard(
+        exercise=row.exercise,
+        level=row.level,
+        state=CardState(row.ef, row.repetitions, row.interval),
+        due=row.due,
+        lapses=row.lapses,
+        leech=row.leech,
+        created_at=from_ms(row.created_ms),
+        last_reviewed_day=row.last_reviewed_day,
+        last_passed_at=None if row.last_passed_ms is None else from_ms(row.last_passed_ms),
+        last_pass_s=row.last_pass_s,
+        last_pass_gradings=row.last_pass_gradings,
     )
 
 
@@ -953,6 +971,94 @@ class Store:
             query = query.where(LabAttemptRow.exercise == exercise)
         with self._read() as s:
             return [_lab_attempt(r) for r in s.scalars(query)]
+
+    # ----------------------------------------------------------------------------- lab cards
+    def grade_lab_card(
+        self,
+        exercise: str,
+        level: int,
+        quality: int,
+        *,
+        passed: bool,
+        rebuild: bool,
+        pass_s: float | None = None,
+        gradings: int | None = None,
+        now: dt.datetime | None = None,
+    ) -> LabCardResult:
+        """Apply a lab level's pass (or an abandoned rebuild, `passed=False`) to its card.
+
+        The level's first pass creates the card, and is its first review (graded `quality` by
+        the same `transition.apply` as a question). After that only a rebuild (`rebuild=True`)
+        grades the card, and only once a study day and not before it is due: any other pass
+        just updates "last passed" (`pass_s`: time to pass when timed; `gradings` needed).
+        """
+        quality = check_quality(quality)
+        if isinstance(level, bool) or not isinstance(level, int):
+            raise ValueError(f"level must be an int, got {level!r}")
+        moment = now or utc_now()
+        cfg = self.settings()
+        day = self.study_day(moment, cfg)
+        created = graded = False
+        why = ""
+        with self._write() as s:
+            row = s.get(LabCardRow, (exercise, level))
+            if row is None:
+                if not passed:
+                    return LabCardResult(None, False, False, quality,
+                                         f"{exercise} L{level} was never passed: no card yet")
+                row = LabCardRow(exercise=exercise, level=level, ef=CardState.new().ef_hundredths,
+                                 repetitions=0, interval=0, due=None, lapses=0, leech=False,
+                                 created_ms=to_ms(moment))
+                s.add(row)
+                created = True
+            if passed:
+                row.last_passed_ms = to_ms(moment)
+                row.last_pass_s = None if pass_s is None else round(float(pass_s), 1)
+                row.last_pass_gradings = gradings
+            if not created and not rebuild:
+                why = "a pass outside a rebuild leaves the schedule as it was"
+            elif not created and row.last_reviewed_day == day:
+                why = "already graded today"
+            elif not created and row.due is not None and row.due > day:
+                why = f"not due until {row.due.isoformat()}: practice, the schedule is unchanged"
+            else:
+                old = transition.Scheduled(CardState(row.ef, row.repetitions, row.interval),
+                                           row.due, row.lapses, row.leech)
+                new, _ = transition.apply(old, quality, "review", day, cfg)
+                row.ef, row.repetitions, row.interval = (
+                    new.state.ef_hundredths, new.state.repetitions, new.state.interval)
+                row.due, row.lapses, row.leech = new.due, new.lapses, new.leech
+                row.last_reviewed_ms, row.last_reviewed_day = to_ms(moment), day
+                graded = True
+            s.flush()
+            card = _lab_card(row)
+        return LabCardResult(card, created, graded, quality, why)
+
+    def lab_levels_passed(self) -> set[tuple[str, int]]:
+        """(exercise, level) of every level with a passing attempt."""
+        with self._read() as s:
+            return {(e, int(lv)) for e, lv in s.execute(
+                select(LabAttemptRow.exercise, LabAttemptRow.level)
+                .where(LabAttemptRow.passed).distinct()).all()}
+
+    def lab_cards(self) -> list[LabCard]:
+        """Every lab card, by exercise and level."""
+        with self._read() as s:
+            return [_lab_card(r) for r in s.scalars(
+                select(LabCardRow).order_by(LabCardRow.exercise, LabCardRow.level))]
+
+    def lab_card(self, exercise: str, level: int) -> LabCard | None:
+        with self._read() as s:
+            row = s.get(LabCardRow, (exercise, level))
+            return None if row is None else _lab_card(row)
+
+    def due_lab_cards(self, now: dt.datetime | None = None) -> list[LabCard]:
+        """Lab cards due by today's study day, most overdue first: the levels to rebuild."""
+        day = self.study_day(now)
+        with self._read() as s:
+            return [_lab_card(r) for r in s.scalars(
+                select(LabCardRow).where(LabCardRow.due <= day)
+                .order_by(LabCardRow.due, LabCardRow.exercise, LabCardRow.level))]
 
     # ----------------------------------------------------------------------- export/import
     def export_history(self) -> dict[str, Any]:

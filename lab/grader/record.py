@@ -59,13 +59,27 @@ class Recorder:
 
     def __init__(self, open_store: OpenStore = default_store) -> None:
         self.open_store = open_store
+        # What the last `record` did to the passing levels' lab cards (lab.rebuild), and why
+        # that failed when it did (the attempts are stored all the same).
+        self.card_results: list[Any] = []
+        self.card_error = ""
 
     def record(self, result: GradeResult) -> tuple[bool, str]:
-        """Store every graded level of `result` in one transaction-per-row; (stored, why not)."""
+        """Store every graded level of `result` in one transaction-per-row; (stored, why not).
+        Then each passing level's lab card is created or graded (`lab.rebuild.record_passes`)."""
+        from lab.rebuild import record_passes
+
+        self.card_results, self.card_error = [], ""
         try:
             with self.open_store() as store:
-                for row in attempt_rows(result):
+                rows = list(attempt_rows(result))
+                for row in rows:
                     store.record_lab_attempt(**row)
+                if hasattr(store, "grade_lab_card"):
+                    try:
+                        self.card_results = record_passes(store, rows)
+                    except Exception as exc:  # the attempt is stored: say so, lose nothing
+                        self.card_error = f"the lab card was not updated: {exc}"
         except Exception as exc:  # storage trouble must not cost the learner their report
             return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
         return True, ""

@@ -1,4 +1,5 @@
-"""`dojo lab …`: list, show, start (and `--interview`), grade, watch, hint, reset, restore.
+"""`dojo lab …`: list, show, start (and `--interview`), grade, watch, hint, reset, restore,
+due and rebuild (labs that come back: `lab.rebuild`).
 
 Only click and the standard library at top level; the lab core is imported inside each command
 so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage error.
@@ -44,6 +45,7 @@ def list_() -> None:
 
     exercises = discover()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
+    comes_back = _rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
         states = level_states(ex)
@@ -51,9 +53,25 @@ def list_() -> None:
             status, summary = states[level.number]
             figures = describe(summary)
             gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
-            extra = f" · {figures}" if figures else ""
+            back = comes_back.get((ex.id, level.number))
+            extra = (f" · {figures}" if figures else "") + (f" · {back}" if back else "")
             gated = f" [gate: {gate}]" if gate else ""
             click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
+
+
+def _rebuild_days() -> dict[tuple[str, int], str]:
+    """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
+    (empty when the database cannot be read: the list never depends on it)."""
+    try:
+        from scheduler.days import utc_now
+
+        with _store() as store:
+            today = store.study_day(utc_now())
+            cards = store.lab_cards()
+    except Exception:
+        return {}
+    return {(c.exercise, c.level): "rebuild due" if c.due is not None and c.due <= today
+            else f"rebuild {c.due.isoformat()}" for c in cards if c.due is not None}
 
 
 @lab.command()
@@ -132,14 +150,49 @@ def _grade_once(
 
     report = TextReport(click.echo, status=_status_line() if sys.stdout.isatty() else None)
     session = _interview_grading(ex, path, levels)
+    from lab.grader.record import Recorder
     from lab.workspace import interview_metrics
 
+    recorder = Recorder()
     result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models,
                    attempt_metrics=interview_metrics(session) if session else None,
-                   prepared=prepared)
+                   recorder=recorder, prepared=prepared)
     if session is not None:
         _interview_line(ex, session, result, as_json)
+    if not as_json:
+        _card_lines(ex, recorder, session)
     return result.passed
+
+
+def _card_lines(ex: Any, recorder: Any, session: Any) -> None:
+    """What the passes did to their lab cards: created, graded ("next rebuild in 6 days")."""
+    from lab.rebuild import comes_back
+    from scheduler.days import utc_now
+
+    if recorder.card_error:
+        click.echo(f"note: {recorder.card_error}", err=True)
+    for r in recorder.card_results:
+        if r.card is None:
+            continue
+        with _store() as store:
+            today = store.study_day(utc_now())
+        name = f"{r.card.exercise} L{r.card.level}"
+        back = comes_back(r.card, today)
+        if r.created:
+            click.echo(f"{name} is now a lab card (quality {r.quality}): {back}.")
+        elif r.graded:
+            click.echo(f"Rebuild of {name} graded {r.quality}: {back}.")
+        elif session is not None and session.rebuild and session.level == r.card.level:
+            click.echo(f"Rebuild of {name} passed; not graded ({r.why_not}): {back}.")
+    if session is not None and session.rebuild and any(
+            r.card is not None and r.card.level == session.level for r in recorder.card_results):
+        click.echo(f"Your own file is kept: `dojo lab restore {ex.id}` brings it back.")
+
+
+def _store() -> Any:
+    from scheduler.store import Store
+
+    return Store.open()
 
 
 def _interview_grading(ex: Any, path: Path, levels: list[int] | None) -> Any:
@@ -370,16 +423,82 @@ def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
 @click.argument("exercise_id")
 def restore(exercise_id: str) -> None:
     """End an interview rehearsal and put your own file back (the rehearsal's file is kept)."""
-    from lab.workspace import end_interview
+    from lab.rebuild import comes_back
+    from lab.rebuild import restore as end_rehearsal
+    from scheduler.days import utc_now
 
     ex = _exercise(exercise_id)
     try:
-        path, kept = end_interview(ex)
+        path, kept, graded = end_rehearsal(ex)
     except ValueError as exc:
         _usage_error(str(exc))
     if kept is not None:
         click.echo(f"The rehearsal's file is kept at {kept}")
     click.echo(f"Your file is back: {path}")
+    if graded is not None and graded.graded and graded.card is not None:
+        with _store() as store:
+            back = comes_back(graded.card, store.study_day(utc_now()))
+        click.echo(f"The rebuild ended without a pass: a lapse (quality {graded.quality}); "
+                   f"{back}.")
+
+
+@lab.command()
+@click.argument("exercise_id")
+@click.option("--level", type=int, required=True, help="The passed level to rebuild.")
+@click.option("--minutes", type=click.IntRange(1, 600), default=45, show_default=True,
+              help="The rebuild's clock (the quality counts passing within it).")
+def rebuild(exercise_id: str, level: int, minutes: int) -> None:
+    """Rebuild a passed level from a blank stub: its lab card is graded by the pass.
+
+    Your file is moved aside (kept; `dojo lab restore` brings it back), the level starts from
+    a fresh stub with the clock running and hints off, as an interview rehearsal. Passing it
+    grades the level's card (first grading within the clock: 5; few gradings: 4; more: 3);
+    restoring before a pass is a lapse. `dojo lab due` lists the levels due.
+    """
+    from lab.exercises import ExerciseError
+    from lab.rebuild import RebuildError, start_rebuild
+    from scheduler.days import utc_now
+
+    ex = _exercise(exercise_id)
+    try:
+        ex.level(level)
+        path, session, card = start_rebuild(ex, level, minutes)
+    except (ExerciseError, RebuildError) as exc:
+        _usage_error(str(exc))
+    click.echo(f"Rebuild: {ex.id} level {level} ({ex.level(level).title}), {minutes} minutes, "
+               "hints off. The clock is running.")
+    with _store() as store:
+        today = store.study_day(utc_now())
+    if card.due is not None and card.due > today:
+        click.echo(f"Not due until {card.due.isoformat()}: this is practice and leaves the "
+                   "schedule as it is.")
+    if session.moved_aside:
+        click.echo(f"Your file was moved aside to {session.moved_aside} "
+                   f"(`dojo lab restore {ex.id}` brings it back).")
+    click.echo(f"Fresh stub: {path}")
+    click.echo(f"Then run: dojo lab grade {ex.id} --level {level}")
+
+
+@lab.command("due")
+@click.option("--json", "as_json", is_flag=True, help="Print the due lab cards as JSON.")
+def due_cmd(as_json: bool) -> None:
+    """Passed levels due for a rebuild today (the lab half of `dojo due`)."""
+    import json
+
+    from lab.rebuild import due_rebuilds
+    from trainer.commands.schedule import _open_store, _read
+
+    with _open_store(browse=True) as store:
+        rows = _read(lambda: due_rebuilds(store))
+    if as_json:
+        click.echo(json.dumps([{"exercise": r.exercise, "level": r.level,
+                                "due": r.due.isoformat(), "text": r.line,
+                                "command": r.command} for r in rows], indent=2))
+        return
+    if not rows:
+        click.echo("No lab level is due for a rebuild today.")
+    for r in rows:
+        click.echo(f"  {r.line}   ({r.command})")
 
 
 def _add_models_command() -> None:

@@ -91,15 +91,19 @@ def _pct(value: float | None) -> str:
     help="List the question ids, not only the counts.",
 )
 def due(as_json: bool, show_list: bool) -> None:
-    """Show what is due today: reviews, new cards and re-drill.
+    """Show what is due today: reviews, new cards, re-drill and lab rebuilds.
 
     Reviews come oldest first, then new cards up to the daily new-card limit, then the
-    cards answered below 4 today that need re-drilling. The study day starts at the
-    rollover hour (default 4 AM local).
+    cards answered below 4 today that need re-drilling, then passed lab levels due for a
+    rebuild (`dojo lab rebuild`). The study day starts at the rollover hour (default 4 AM
+    local).
     """
+    from lab.rebuild import due_rebuilds
+
     with _open_store(browse=True) as store:
         note = _sync_bank(store)
         queue = _read(store.today_queue)
+        labs = _read(lambda: due_rebuilds(store))
     if note:
         click.echo(f"note: {note}", err=True)
     if as_json:
@@ -120,6 +124,9 @@ def due(as_json: bool, show_list: bool) -> None:
                     "new": len(queue.new),
                     "redrill": len(queue.redrill),
                     "items": items,
+                    "labs": [{"exercise": r.exercise, "level": r.level,
+                              "due": r.due.isoformat(), "text": r.line, "command": r.command}
+                             for r in labs],
                 },
                 indent=2,
             )
@@ -129,12 +136,14 @@ def due(as_json: bool, show_list: bool) -> None:
         f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
         f"{len(queue.new)} new, {len(queue.redrill)} to re-drill."
     )
-    if not len(queue):
+    if not len(queue) and not labs:
         click.echo("Nothing due. Come back tomorrow.")
     if show_list:
         for item in queue.items:
             since = f"  (due {item.due.isoformat()})" if item.due else ""
             click.echo(f"  {item.kind:<8} {item.question_id}  [{item.topic}]{since}")
+    for r in labs:  # passed lab levels that come back (lab.rebuild)
+        click.echo(f"  {r.line}   ({r.command})")
 
 
 @click.command()
@@ -147,8 +156,8 @@ def due(as_json: bool, show_list: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the stats as JSON.")
 def stats(days: int, as_json: bool) -> None:
-    """Show streak, answers per day, true retention, per-topic accuracy, forecast and your
-    recurring mistakes.
+    """Show streak, answers per day, true retention, per-topic accuracy, forecast, your
+    recurring mistakes and your interview-rehearsal times per lab level.
 
     True retention counts the first answer of the day on mature cards (interval of at
     least 21 days); per-topic accuracy counts scheduled answers only, and says how many
@@ -201,6 +210,12 @@ def stats(days: int, as_json: bool) -> None:
         click.echo("Your recurring mistakes (last 30 days; the topic's concept note explains):")
         for m in report.mistakes:
             click.echo(f"  ×{m.count} {m.says}  [{m.question_id}, topic {m.topic}]")
+    if report.rehearsals:
+        from trainer.core.stats import rehearsal_line
+
+        click.echo("Interview rehearsals, time to first pass (a bar each, oldest first):")
+        for r in report.rehearsals:
+            click.echo(f"  {rehearsal_line(r)}")
 
 
 @click.command()
@@ -266,6 +281,8 @@ def import_(file: Path) -> None:
         f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
         f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
         f"updated, {summary.lab_attempts_added} lab attempts."
+        + (f" Lab cards: {summary.lab_cards_added} new, {summary.lab_cards_updated} updated."
+           if summary.lab_cards_added or summary.lab_cards_updated else "")
     )
 
 

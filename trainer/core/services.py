@@ -117,6 +117,22 @@ class Services:
     def bury(self, question_id: str) -> None:
         self.store.bury(question_id, self.now)
 
+    # -- labs that come back -------------------------------------------------------------
+
+    def start_rebuild(self, exercise: str, level: int) -> tuple[Path, Any]:
+        """Start rebuilding a due lab level (`lab.rebuild.start_rebuild`): the learner's file
+        moved aside (restorable), a blank stub, the clock. Returns (stub path, the rehearsal).
+        Raises ValueError (an unknown exercise, a level never passed) saying why."""
+        from lab.exercises import ExerciseError, get
+        from lab.rebuild import start_rebuild
+
+        try:
+            chosen = get(exercise)
+        except ExerciseError as exc:
+            raise ValueError(str(exc)) from exc
+        path, session, _card = start_rebuild(chosen, level, store=self.store)
+        return path, session
+
     # -- sessions ------------------------------------------------------------------------
 
     def draw(

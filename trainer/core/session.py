@@ -78,6 +78,7 @@ class Feedback:
     accepted: str = ""  # the accepted range, e.g. "accepted 5.10–5.20 s"
     overridden: bool = False  # the learner mistyped and counted a wrong verdict right
     suggested: int | None = None  # a case study: the grade its steps suggest (any may be chosen)
+    lab: str = ""  # a miss whose lab level is not passed yet: "Practise this in the lab: ..."
 
     @property
     def grades(self) -> tuple[int, ...]:
@@ -105,6 +106,7 @@ class Summary:
     redrilled: int = 0
     cram: bool = False
     left_today: int = 0  # cards still queued when the session ended (Enter at home resumes)
+    labs: list[str] = field(default_factory=list)  # lab levels suggested by misses, in order
 
     @property
     def accuracy(self) -> float | None:
@@ -135,6 +137,8 @@ class Session:
         self._feedback: Feedback | None = None
         self._given_text = ""
         self._case: CaseProgress | None = None
+        self._passed_labs: set[tuple[str, int]] | None = None  # read once, at the first miss
+        self._labs: list[str] = []
         self._refill()
 
     # -- queue ---------------------------------------------------------------------------
@@ -256,8 +260,27 @@ class Session:
             mistake_id=getattr(outcome, "mistake_id", None),
             diagnosis=getattr(outcome, "diagnosis", None) or "",
             accepted=getattr(outcome, "accepted", "") or "",
+            lab="" if outcome.correct else self._lab_suggestion(item),
         )
         return self._feedback
+
+    def _lab_suggestion(self, item: Item) -> str:
+        """For a miss: the question's lab level, when the learner has not passed it yet."""
+        link = getattr(item.question, "lab", None)
+        if link is None:
+            return ""
+        if self._passed_labs is None:
+            try:
+                self._passed_labs = self.services.store.lab_levels_passed()
+            except Exception:  # a suggestion is a courtesy: never stop the answer for it
+                return ""
+        if (link.exercise, link.level) in self._passed_labs:
+            return ""
+        text = (f"Practise this in the lab: dojo lab start {link.exercise} "
+                f"--level {link.level}")
+        if text not in self._labs:
+            self._labs.append(text)
+        return text
 
     def next_intervals(self) -> dict[int, int | None]:
         """For each grade the showing verdict offers, the days until the card is next due if
@@ -430,6 +453,7 @@ class Session:
         s = replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics))
         s.seconds = time.monotonic() - self._started
         s.left_today = len(self._state.queue) + len(self._state.pending)
+        s.labs = list(self._labs)
         if not self.cram:
             forecast = self.services.store.forecast(365, self.services.now)
             today = self.services.day()

@@ -8,17 +8,74 @@ explains it.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from questions.bank import Bank
     from questions.model import Question
-    from scheduler.records import Card, Retention, TopicAccuracy
+    from scheduler.records import Card, LabAttempt, Retention, TopicAccuracy
     from scheduler.store import Store
 
 MISTAKE_DAYS = 30
+SPARKS = "▁▂▃▄▅▆▇█"
+REHEARSAL_SPARKS = 12  # the latest rehearsals a chart line shows
+
+
+@dataclass(frozen=True)
+class Rehearsals:
+    """Interview rehearsals of one lab level: the time to first pass of each, oldest first."""
+
+    exercise: str
+    level: int
+    times: list[tuple[dt.datetime, float]]  # (when it passed, seconds from the clock's start)
+
+    @property
+    def best_s(self) -> float:
+        return min(t for _, t in self.times)
+
+    @property
+    def latest_s(self) -> float:
+        return self.times[-1][1]
+
+
+def rehearsal_times(attempts: list[LabAttempt]) -> list[Rehearsals]:
+    """Per exercise and level, each rehearsal's time to first pass (rebuilds included).
+
+    An attempt graded in a rehearsal carries `interview_elapsed_s` (and, since lab cards,
+    `interview_level`); one rehearsal's attempts share the clock's start (created_at less the
+    elapsed time), so the first passing attempt of each start is its time to first pass."""
+    firsts: dict[tuple[str, int], dict[int, tuple[dt.datetime, float]]] = {}
+    for a in attempts:
+        elapsed = a.metrics.get("interview_elapsed_s")
+        level = a.metrics.get("interview_level", a.level)
+        if not a.passed or not isinstance(elapsed, int | float) or level != a.level:
+            continue
+        started = round((a.created_at.timestamp() - float(elapsed)) / 5)  # same clock: +-5 s
+        runs = firsts.setdefault((a.exercise, a.level), {})
+        if not any(abs(started - s) <= 1 for s in runs):
+            runs[started] = (a.created_at, float(elapsed))
+    return [Rehearsals(ex, lvl, sorted(runs.values()))
+            for (ex, lvl), runs in sorted(firsts.items())]
+
+
+def mmss(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def rehearsal_line(r: Rehearsals) -> str:
+    """One chart line: "kv-bytes L2  ▇▅▃  best 6:12 · latest 8:40 · 3 rehearsals" (a bar per
+    rehearsal, oldest first, the tallest the slowest of those shown)."""
+    from questions.wording import plural
+
+    shown = [t for _, t in r.times[-REHEARSAL_SPARKS:]]
+    peak = max(shown) or 1.0
+    spark = "".join(SPARKS[min(len(SPARKS) - 1, int(t / peak * (len(SPARKS) - 1)))]
+                    for t in shown)
+    return (f"{r.exercise} L{r.level}  {spark}  best {mmss(r.best_s)} · latest "
+            f"{mmss(r.latest_s)} · {plural(len(r.times), 'rehearsal')}")
 
 
 @dataclass(frozen=True)
@@ -48,6 +105,7 @@ class StatsReport:
     cards: list[Card]
     overridden: int  # answers counted right after a typo, in the window
     mistakes: list[Mistake]  # over the last MISTAKE_DAYS days, most frequent first
+    rehearsals: list[Rehearsals] = field(default_factory=list)  # interview times per level
 
 
 def collect(
@@ -67,6 +125,7 @@ def collect(
         cards=store.cards(),
         overridden=store.overrides(days, now),
         mistakes=recurring_mistakes(store, bank, now),
+        rehearsals=rehearsal_times(store.lab_attempts()),
     )
 
 
@@ -132,5 +191,10 @@ def report_json(report: StatsReport) -> dict[str, Any]:
             {"question_id": m.question_id, "topic": m.topic, "mistake_id": m.mistake_id,
              "says": m.says, "count": m.count, "last_day": m.last_day.isoformat()}
             for m in report.mistakes
+        ],
+        "rehearsals": [
+            {"exercise": r.exercise, "level": r.level, "best_s": r.best_s,
+             "times": [{"passed_at": when.isoformat(), "seconds": t} for when, t in r.times]}
+            for r in report.rehearsals
         ],
     }

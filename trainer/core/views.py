@@ -4,12 +4,13 @@ thread, from the store and the bank."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainer.core.stats import Mistake, collect
+from trainer.core.stats import Mistake, collect, rehearsal_line
 
 if TYPE_CHECKING:
+    from lab.rebuild import DueRebuild
     from scheduler.records import Card, LabAttempt
     from trainer.core.services import Services
 
@@ -32,6 +33,7 @@ class TodayView:
     topics: list[tuple[str, str]]  # (id, title)
     bank_errors: list[str]
     warnings: tuple[str, ...] = ()
+    rebuilds: tuple[DueRebuild, ...] = ()  # passed lab levels due for a rebuild (lab.rebuild)
 
     @property
     def to_do(self) -> int:
@@ -39,6 +41,8 @@ class TodayView:
 
 
 def today_view(services: Services) -> TodayView:
+    from lab.rebuild import due_rebuilds
+
     store, now = services.store, services.now
     queue = store.today_queue(now)
     per_day = store.reviews_per_day(84, now)
@@ -58,6 +62,7 @@ def today_view(services: Services) -> TodayView:
         topics=sorted((tid, t.title) for tid, t in services.bank.topics.items()),
         bank_errors=services.bank_errors(),
         warnings=tuple(services.warnings()),
+        rebuilds=tuple(due_rebuilds(store, now)),
     )
 
 
@@ -168,6 +173,7 @@ class StatsView:
     lab: list[tuple[str, int, bool, int, str]]  # (exercise, level, passed ever, attempts, best)
     overridden: int  # answers counted right after a typo, last 365 days
     mistakes: list[Mistake]  # recurring mistakes, last 30 days
+    rehearsals: list[str] = field(default_factory=list)  # a chart line per rehearsed level
 
 
 def stats_view(services: Services) -> StatsView:
@@ -204,4 +210,5 @@ def stats_view(services: Services) -> StatsView:
         lab=lab_rows,
         overridden=report.overridden,
         mistakes=report.mistakes,
+        rehearsals=[rehearsal_line(r) for r in report.rehearsals],
     )

@@ -17,6 +17,9 @@ ctrl+p opens the command palette (every action); ctrl+q quits from anywhere."""
 
 
 _NOTES = {
+    "TodayScreen": "\n\n[b]Labs that come back[/]\n"
+    "  A lab level you passed is a card too: when it is due it is listed here, and r\n"
+    "  rebuilds it from a blank stub (your file kept; R on the Lab screen restores it).",
     "BrowseScreen": "\n\n[b]Browsing[/]\n"
     "  / search, t topic, f status (Enter picks), Esc back to the table;\n"
     "  arrows move the preview; s suspends or unsuspends the card.",

@@ -317,16 +317,21 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.workspace import end_interview
+        from lab.rebuild import comes_back, restore
 
-        try:
-            path, kept = end_interview(self.exercises[row.exercise])
+        services = self.dojo.services
+        try:  # a rebuild ended without a pass grades its lab card a lapse
+            path, kept, lapse = restore(self.exercises[row.exercise],
+                                        store=services.store if services else None)
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
             return
         if kept is not None:
             self.write_log(f"The rehearsal's file is kept at {kept}")
         self.write_log(f"Your file is back: {path}")
+        if lapse is not None and lapse.graded and services is not None:
+            self.write_log(f"The rebuild ended without a pass: a lapse; "
+                           f"{comes_back(lapse.card, services.day())}.")
         self._tick()
         self.refresh_bindings()
 
@@ -465,6 +470,8 @@ class LabScreen(DojoScreen):
             self.call_later(self.refresh_bindings)
         if self.last_summary is None:
             self.write_log(f"The grader exited with status {rc} without a summary.")
+        elif self.last_summary.get("passed"):
+            self._card_note(exercise, level)
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
 
@@ -527,6 +534,23 @@ class LabScreen(DojoScreen):
                 severity="information" if ok else "warning",
             )
             self.call_later(self.refresh_bindings)
+
+    def _card_note(self, exercise: str, level: int) -> None:
+        """After a pass: when the level's lab card comes back (the grader created or graded
+        it, `lab.rebuild`)."""
+        services = self.dojo.services
+        if services is None:
+            return
+        from lab.rebuild import comes_back
+
+        try:
+            card = services.store.lab_card(exercise, level)
+            today = services.day()
+        except Exception:  # the note is a courtesy: the grading itself is stored
+            return
+        back = comes_back(card, today)
+        if back:
+            self.write_log(f"{exercise} L{level} comes back as a lab card: {back}.")
 
     def _grading_title(self) -> str:
         return f"{self.shown_for[0]} L{self.shown_for[1]}" if self.shown_for else "grading"

@@ -187,6 +187,8 @@ class ReviewScreen(DojoScreen):
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
             lines.append(f"[yellow]{escape(fb.hint)}[/]")
+        if fb.lab:  # a miss whose lab level is not passed yet (l opens it)
+            lines.append(f"[cyan]{escape(fb.lab)}[/]")
         self.query_one("#verdict", Static).update("\n".join(lines))
         self.query_one("#explanation", Static).update(_markdown(fb.explanation))
         q = item.question

@@ -68,6 +68,10 @@ class StatsScreen(DojoScreen):
             with Vertical(classes="panel wide"):
                 yield Static("Lab progress", classes="panel-title")
                 yield Static("", id="stats-lab")
+            with Vertical(classes="panel wide"):
+                yield Static("Interview rehearsals: time to first pass (oldest → latest)",
+                             classes="panel-title")
+                yield Static("", id="stats-rehearsals")
         yield KeyBar()
 
     mistakes: list[Mistake] = []
@@ -168,6 +172,10 @@ class StatsScreen(DojoScreen):
                 for ex, lvl, ok, n, best in v.lab
             )
             or "No lab attempts yet (l on the home screen)."
+        )
+        self.query_one("#stats-rehearsals", Static).update(
+            "\n".join(escape(line) for line in v.rehearsals)
+            or "No rehearsal passed yet (I on the Lab screen, or r on Today for a rebuild)."
         )
 
 

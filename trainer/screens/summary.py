@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -40,6 +41,8 @@ class SummaryScreen(Screen[None]):
                 f"{t} ×{n}" for t, n in sorted(s.missed_topics.items(), key=lambda kv: -kv[1])
             )
             lines.append(f"Missed     {missed}")
+        for lab in s.labs:  # misses whose lab level is not passed yet
+            lines.append(f"Lab        {escape(lab)}")
         if s.left_today and not s.cram:
             lines.append(f"Left today [b]{s.left_today}[/]  (Enter on the home screen resumes)")
         if not s.cram:

@@ -6,11 +6,12 @@ import datetime as dt
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
 from questions.wording import plural
 from trainer.screens.base import DojoScreen
@@ -35,6 +36,8 @@ class TodayScreen(DojoScreen):
         Binding(
             "c", "app.cram", "Cram", id="cram", tooltip="Practise without touching the schedule"
         ),
+        Binding("r", "rebuild", "Rebuild", id="rebuild",
+                tooltip="Rebuild the highlighted lab level from a blank stub"),
         Binding("b", "app.browse", "Browse", id="browse"),
         Binding("s", "app.stats", "Stats", id="stats"),
         Binding("l", "app.lab()", "Lab", id="lab"),
@@ -50,6 +53,9 @@ class TodayScreen(DojoScreen):
         with VerticalScroll(id="today-body"):
             yield Static("Loading your cards…", id="today-headline")
             yield Static("", id="today-counts")
+            rebuilds = OptionList(id="today-rebuilds")
+            rebuilds.display = False  # shown when a passed lab level is due
+            yield rebuilds
             with Horizontal(id="today-charts"):
                 with Vertical(classes="panel", id="heatmap-panel"):
                     yield Static("Reviews, last 12 weeks", classes="panel-title")
@@ -59,6 +65,36 @@ class TodayScreen(DojoScreen):
                     yield BarChart(height=5, bars=14, id="forecast")
             yield Static("", id="today-errors")
         yield KeyBar()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "rebuild":
+            return bool(self.view is not None and self.view.rebuilds)  # hidden when none
+        return True
+
+    @on(OptionList.OptionSelected, "#today-rebuilds")
+    def _rebuild_selected(self, event: OptionList.OptionSelected) -> None:
+        self._start_rebuild(event.option_index)
+
+    def action_rebuild(self) -> None:
+        self._start_rebuild(self.query_one("#today-rebuilds", OptionList).highlighted or 0)
+
+    def _start_rebuild(self, index: int) -> None:
+        """Start the due lab level's rebuild (blank stub, the learner's file kept aside) and
+        open the Lab screen on it, where the clock runs and `g` grades."""
+        services = self.dojo.services
+        if self.view is None or services is None or not 0 <= index < len(self.view.rebuilds):
+            return
+        due = self.view.rebuilds[index]
+        try:
+            path, session = services.start_rebuild(due.exercise, due.level)
+        except (ValueError, OSError) as exc:
+            self.notify(str(exc), severity="error")
+            return
+        moved = (f" Your file is kept at {session.moved_aside} (R on the Lab screen restores it)."
+                 if session.moved_aside else "")
+        self.notify(f"Rebuild {due.exercise} L{due.level}: a fresh stub at {path}, "
+                    f"{session.minutes} minutes, hints off.{moved}")
+        self.dojo.action_lab(due.exercise, due.level)
 
     def on_resize(self) -> None:
         # Side by side the two charts need ~76 columns; below that they stack, so neither
@@ -106,6 +142,9 @@ class TodayScreen(DojoScreen):
             head.update(f"[b]Welcome.[/] {WELCOME}")
         elif view.to_do:
             head.update(f"[b]{plural(view.to_do, 'card')} today.[/] Press [b]Enter[/] to start.")
+        elif view.rebuilds:
+            head.update(f"[b]{plural(len(view.rebuilds), 'lab level')} to rebuild today.[/] "
+                        "Press [b]r[/] to start the highlighted one.")
         else:
             head.update(
                 "[b]All done for today.[/] Cram (c) practises without touching the schedule."
@@ -116,6 +155,15 @@ class TodayScreen(DojoScreen):
             f"Streak [b]{view.streak}[/] d   Today [b]{view.reviews_today}[/]   "
             f"Retention 30 d [b]{retention}[/]"
         )
+        rebuilds = self.query_one("#today-rebuilds", OptionList)
+        rebuilds.set_options(
+            Option(f"[b]{escape(r.line)}[/]  [dim](r)[/]", id=f"{r.exercise}:{r.level}")
+            for r in view.rebuilds
+        )
+        rebuilds.display = bool(view.rebuilds)
+        if view.rebuilds:
+            rebuilds.highlighted = 0
+        self.refresh_bindings()
         today = view.day
         self.query_one(Heatmap).update(view.per_day, today)
         labels = [
