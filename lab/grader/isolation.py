@@ -48,6 +48,7 @@ class Outcome:
     traceback: str = ""
     output: str = ""
     elapsed_s: float = 0.0  # round trip measured here, from sending the request to the reply
+    cpu_s: float = 0.0  # CPU time the kernel charged the child meanwhile (see `cpu_s`)
     values: list[Any] = field(default_factory=list)
 
     @property
@@ -93,6 +94,22 @@ def rss_mb(pid: int) -> float:
     except (OSError, ValueError):
         pass
     return 0.0
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds the kernel has charged to a process: user + system of all its threads, plus
+    the children it waited for (0 when it is gone). Read from outside, so the process cannot
+    misreport it; a tick is 1/CLK_TCK s (10 ms), small against a >= 100 ms timed batch."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(")") + 2:].split()  # the name may contain spaces
+        return sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime stime cutime cstime
+    except (OSError, ValueError):
+        return 0.0
 
 
 def describe_exit(returncode: int | None) -> str:
@@ -327,6 +344,7 @@ class Sandbox:
         reply; the round trip is measured here, so the child cannot misreport it."""
         assert self.proc is not None and self.reader is not None
         self.capture.truncate(0)  # each request's output on its own; the file never grows
+        cpu_start = cpu_s(self.pid) if send else 0.0
         start = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         try:
@@ -334,6 +352,7 @@ class Sandbox:
                 protocol.send(self.wfd, msg)
             reply = self.reader.recv(deadline, poll=self._check_memory)
             elapsed = time.perf_counter() - start
+            cpu = cpu_s(self.pid) - cpu_start if send else 0.0
             if not isinstance(reply, dict):
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
@@ -378,6 +397,7 @@ class Sandbox:
                 message=str(reply.get("message", "")),
                 traceback=str(reply.get("traceback", "")),
                 elapsed_s=elapsed,
+                cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],
             )
         outcome.output = self._output()

@@ -4,9 +4,10 @@ The grader times round trips of *batches* of calls to a sandbox child (`Sandbox.
 measures from sending to the reply), never anything the child reports: a learner's process can
 patch its own clock but not the grader's. The reference runs in a sandbox child of the same kind,
 batches are sized so one batch lasts at least `BATCH_TARGET_S` (short calls are what
-scheduler latency inflates; see `next_batch_size`; each side is sized for its own speed, after a
-discarded warm-up call), learner and reference batches alternate (ABBA order) and the figures are
-ratios of per-call medians. The child synchronises CUDA at the end of each batch.
+scheduler latency inflates; see `next_batch_size`; each side is calibrated after a discarded
+warm-up call, then both batches are matched to last about as long: `matched_batches`), learner
+and reference batches alternate (ABBA order) and the figures are ratios of per-call medians, in
+wall-clock and in CPU time. The child synchronises CUDA at the end of each batch.
 """
 
 from __future__ import annotations
@@ -42,6 +43,21 @@ def next_batch_size(calls: int, elapsed_s: float) -> int | None:
     return min(MAX_BATCH, calls * grow)
 
 
+def matched_batches(calls: dict[str, int], call_s: dict[str, float]) -> dict[str, int]:
+    """Calls per batch for "learner" and "reference" so both batches last about as long as the
+    longer one. A load spike then falls on both alike: a 100 ms reference batch beside a 1 s
+    learner batch would catch spikes the long one averages out, and a 50x bug would measure
+    20x on a busy machine. The learner is never sent more calls than the reference (its every
+    value is checked against the reference's for the same seed)."""
+    span = max(calls[w] * call_s[w] for w in ("learner", "reference"))
+
+    def lasting(who: str) -> int:
+        return min(MAX_BATCH, max(calls[who], math.ceil(span / max(call_s[who], 1e-9))))
+
+    learner = lasting("learner")
+    return {"reference": max(lasting("reference"), learner), "learner": learner}
+
+
 def interleaved_order(i: int) -> tuple[str, str]:
     """ABBA: learner first on even pairs, reference first on odd ones (drift cancels)."""
     return ("learner", "reference") if i % 2 == 0 else ("reference", "learner")
@@ -66,11 +82,20 @@ def p95(values: list[float]) -> float:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
+MIN_CPU_S = 0.05  # below this the reference's CPU time (10 ms ticks) is too coarse to divide by
+
+
 def summarize(learner: list[float], reference: list[float], learner_calls: int = 1,
-              reference_calls: int = 1) -> dict[str, float]:
+              reference_calls: int = 1, learner_cpu: list[float] | None = None,
+              reference_cpu: list[float] | None = None) -> dict[str, float]:
     """Ratios learner/reference per call (>1 means slower than the reference) of the batch
     times measured, `learner_calls` and `reference_calls` calls per batch (each side's batches
-    are sized for its own speed: see `next_batch_size`)."""
+    are sized for its own speed: see `next_batch_size`).
+
+    With the CPU seconds the kernel charged each batch, the same ratios of CPU time too
+    (`cpu_median_ratio`, `cpu_p95_ratio`): on a loaded machine both children wait for a core,
+    and waits inflate a short reference batch more than a long learner batch, so wall-clock
+    ratios shrink toward 1 while CPU-time ratios do not; a gate holds both (`check_gate`)."""
     lc, rc = max(1, learner_calls), max(1, reference_calls)
     l_med, r_med = statistics.median(learner) / lc, statistics.median(reference) / rc
     l_p95, r_p95 = p95(learner) / lc, p95(reference) / rc
@@ -85,7 +110,17 @@ def summarize(learner: list[float], reference: list[float], learner_calls: int =
         "samples": float(len(learner)),
         "batch_calls": float(rc),
         "learner_batch_calls": float(lc),
+        **_cpu_ratios(learner_cpu, reference_cpu, lc, rc),
     }
+
+
+def _cpu_ratios(learner: list[float] | None, reference: list[float] | None, lc: int,
+                rc: int) -> dict[str, float]:
+    if not learner or not reference or statistics.median(reference) < MIN_CPU_S:
+        return {}
+    r_med, r_p95 = statistics.median(reference) / rc, max(p95(reference) / rc, 1e-12)
+    return {"cpu_median_ratio": statistics.median(learner) / lc / r_med,
+            "cpu_p95_ratio": p95(learner) / lc / r_p95}
 
 
 def cpu_threads_one(device: str, uses_torch: bool) -> Callable[[], None]:

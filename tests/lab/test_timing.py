@@ -3,12 +3,16 @@ torch runs in the sandbox under the memory limit with one thread on CPU."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from lab.exercises import load_exercise
+from lab.grader.isolation import cpu_s
 from lab.grader.runner import check_gate
 from lab.grader.testing import assert_fails, assert_passes
-from lab.grader.timing import p95, summarize
+from lab.grader.timing import MAX_BATCH, MIN_CPU_S, matched_batches, p95, summarize
 from tests.lab.conftest import HERE, SOLUTIONS
 
 pytest.importorskip("torch")
@@ -28,6 +32,42 @@ def test_ratios_are_per_call_when_each_side_has_its_own_batch_size() -> None:
     m = summarize([2.0, 2.0, 2.0], [1.0, 1.0, 1.0], learner_calls=1, reference_calls=4)
     assert m["median_ratio"] == 8.0 and m["reference_median_ms"] == 250.0
     assert m["learner_batch_calls"] == 1 and m["batch_calls"] == 4
+
+
+def test_batches_are_matched_to_last_as_long_as_the_longer_side() -> None:
+    """A 1 s learner call beside 20 ms reference calls: 50 reference calls per batch, so a load
+    spike cannot inflate one short side alone; the learner never gets more calls than the
+    reference (each of its values is checked); MAX_BATCH caps both."""
+    assert matched_batches({"learner": 1, "reference": 5},
+                           {"learner": 1.0, "reference": 0.02}) == {"learner": 1, "reference": 50}
+    assert matched_batches({"learner": 10, "reference": 5},
+                           {"learner": 0.01, "reference": 0.02}) == {"learner": 10,
+                                                                     "reference": 10}
+    assert matched_batches({"learner": 1, "reference": 1},
+                           {"learner": 0.15, "reference": 0.12}) == {"learner": 1, "reference": 2}
+    huge = matched_batches({"learner": 1, "reference": 1}, {"learner": 60.0, "reference": 1e-6})
+    assert huge == {"learner": 1, "reference": MAX_BATCH}
+
+
+def test_cpu_time_ratios_and_the_gate_holds_both() -> None:
+    m = summarize([1.0] * 3, [1.0] * 3, learner_cpu=[0.9] * 3, reference_cpu=[0.1] * 3)
+    assert m["median_ratio"] == 1.0 and m["cpu_median_ratio"] == pytest.approx(9.0)
+    assert check_gate({"median_ratio_max": 5.0}, m) == (
+        "median_ratio 9.00 > 5 in CPU time (wall clock 1.00: a busy machine)")
+    coarse = summarize([1.0], [1.0], learner_cpu=[0.5], reference_cpu=[MIN_CPU_S / 2])
+    assert "cpu_median_ratio" not in coarse  # a few clock ticks are not divided by
+    assert check_gate({"median_ratio_max": 5.0}, {"median_ratio": 6.0,
+                                                  "cpu_median_ratio": 1.0}) == (
+        "median_ratio 6.00 > 5")  # the wall clock alone can fail a solution too
+
+
+def test_cpu_seconds_are_read_from_the_kernel() -> None:
+    before = cpu_s(os.getpid())
+    deadline = time.process_time() + 0.1
+    while time.process_time() < deadline:
+        pass
+    assert cpu_s(os.getpid()) - before >= 0.05
+    assert cpu_s(2**22 + 12345) == 0.0  # no such process
 
 
 def test_gate_bounds() -> None:
