@@ -194,3 +194,21 @@ def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path)
 def test_watch_with_a_bad_level_exits_2_at_once() -> None:
     watched = dojo("watch", "kv-bytes", "--file", str(SOLUTIONS / "correct.py"), "--level", "7")
     assert watched.returncode == 2 and "no level 7" in watched.stderr
+
+
+@pytest.mark.slow
+def test_serve_grades_one_request_a_line_and_says_when_each_is_done(dojo_home: Path) -> None:
+    """The TUI's grading server: JSON events per request, closed by {"event": "served", "rc"}
+    with `dojo lab grade`'s exit status; a bad request is answered 2 and the server goes on."""
+    assert dojo("start", "kv-bytes").returncode == 0
+    requests = [{"exercise": "kv-bytes", "level": 1}, {"exercise": "nope"}, "not json",
+                {"exercise": "kv-bytes", "level": "1"}, {"exercise": "kv-bytes", "level": 1}]
+    lines = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in requests)
+    served = dojo("serve", input=lines)
+    assert served.returncode == 0, served.stderr  # its input ended: it stops
+    events = [json.loads(line) for line in served.stdout.splitlines() if line.startswith("{")]
+    rcs = [e["rc"] for e in events if e["event"] == "served"]
+    assert rcs == [1, 2, 2, 2, 1]  # the stub fails; three bad requests; the stub again
+    assert sum(e["event"] == "summary" for e in events) == 2
+    assert "unknown exercise 'nope'" in served.stderr
+    assert served.stderr.count("not a grade request") == 2

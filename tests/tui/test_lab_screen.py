@@ -1,5 +1,6 @@
-"""The lab screen: start a workspace, grade through the real `lab grade --json` subprocess,
-cancel a run with one key (the subprocess is killed), reveal hints one at a time."""
+"""The lab screen: start a workspace, grade through the real `dojo lab serve` subprocess (kept
+warm between gradings, stopped with the screen), cancel a run with one key (the subprocess is
+killed), reveal hints one at a time."""
 
 from __future__ import annotations
 
@@ -63,15 +64,21 @@ async def test_grade_kv_bytes_stub_then_a_correct_file(make_app: Callable[..., D
         await pilot.pause()
         assert screen.rows[0].status == "failing"
 
+        server = screen._server  # `dojo lab serve`: kept between gradings
+        assert server is not None and server.returncode is None
         path.write_text(REFERENCE.read_text())  # the reference passes, by definition
         await pilot.press("g")
         await _graded(screen, pilot)
         assert screen.last_summary is not None and screen.last_summary["passed"] is True
+        assert screen._server is server  # the same warm process graded the edited file
         results = [str(table.get_row_at(i)[2]) for i in range(table.row_count)]
         assert results and all("pass" in r for r in results)
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert screen.rows[0].status == "passing"
+        await pilot.press("escape")  # leaving the screen stops the server
+        await pilot.pause()
+        assert server.returncode is not None
 
 
 @pytest.mark.slow

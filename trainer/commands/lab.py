@@ -7,6 +7,7 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -366,6 +367,63 @@ def watch(
         if not as_json:
             click.echo("\nStopped watching.")
         sys.exit(0)
+    finally:
+        if prepared is not None:
+            prepared.close()
+
+
+def _served(rc: int) -> None:
+    click.echo(json.dumps({"event": "served", "rc": rc}))
+    sys.stdout.flush()
+
+
+def _serve_one(line: str, prepared: Any) -> tuple[int, Any]:
+    """Grade one request line; returns the exit status `dojo lab grade` would have had and
+    the arguments to prepare the next child with (None after a bad request)."""
+    from lab.grader.runner import UsageError
+
+    try:
+        request = json.loads(line)
+        exercise_id, level = str(request["exercise"]), request.get("level")
+        if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
+            raise TypeError("level")
+    except (ValueError, KeyError, TypeError):
+        click.echo(f"Error: not a grade request: {line.strip()[:80]!r}", err=True)
+        if prepared is not None:
+            prepared.close()
+        return 2, None
+    try:
+        ex, path, levels, models = _setup(exercise_id, level, None, None, None)
+        passed = _grade_once(ex, path, levels, "auto", None, True, models, prepared)
+    except (SystemExit, UsageError) as exc:
+        if prepared is not None:
+            prepared.close()
+        if isinstance(exc, UsageError):
+            click.echo(f"Error: {exc}", err=True)
+            return 2, None
+        return (exc.code if isinstance(exc.code, int) else 2), None  # _setup printed why
+    return (0 if passed else 1), (ex, path, levels, models)
+
+
+@lab.command(hidden=True)
+def serve() -> None:
+    """For the TUI: grade requests read from stdin, one JSON object a line ({"exercise": ID,
+    "level": N}), each answered with the `--json` events of `dojo lab grade` and a closing
+    {"event": "served", "rc": 0|1|2}. Imports stay warm between requests, and the next
+    grading's child is started (torch imported) while you edit."""
+    from lab.grader.runner import prepare
+
+    prepared = None
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            rc, again = _serve_one(line, prepared)
+            prepared = None
+            _served(rc)
+            if again is not None:
+                ex, path, levels, models = again
+                prepared = prepare(ex, path, levels=levels, models=models)
     finally:
         if prepared is not None:
             prepared.close()

@@ -106,7 +106,8 @@ class LabScreen(DojoScreen):
         self.rows: list[LevelRow] = []
         self.exercises: dict[str, Any] = {}
         self.workspaces: dict[str, Path] = {}
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: asyncio.subprocess.Process | None = None  # the server while it grades
+        self._server: asyncio.subprocess.Process | None = None  # `dojo lab serve`, kept warm
         self._grading: Worker[int | None] | None = None
         self.last_summary: dict[str, Any] | None = None
         self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
@@ -438,17 +439,13 @@ class LabScreen(DojoScreen):
         bar.update(total=None, progress=0)
         bar.display = True
         self.last_summary = None
-        cmd = [*lab_command(self.dojo), "grade", exercise, "--json", "--level", str(level)]
         self.write_log(f"$ dojo lab grade {exercise} --level {level} --json")
-        self._proc = proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+        self._proc = proc = await self._grader()
+        rc: int | None = None
         try:
-            assert proc.stdout is not None
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write((json.dumps({"exercise": exercise, "level": level}) + "\n").encode())
+            await proc.stdin.drain()
             async for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip("\n")
                 event = _parse(line)
@@ -456,11 +453,15 @@ class LabScreen(DojoScreen):
                     if line.strip():
                         self.write_log(line)
                     continue
+                if event["event"] == "served":
+                    rc = int(event.get("rc", 1))
+                    break
                 self._on_event(event, table, bar)
-            rc = await proc.wait()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server is gone: its exit status says why, below
         except asyncio.CancelledError:
-            _kill_group(proc)
-            await proc.wait()
+            self._server = None
+            await _stop(proc)
             self.write_log("Cancelled: the grader was stopped.")
             self.notify("Grading cancelled.")
             bar.display = False
@@ -468,12 +469,37 @@ class LabScreen(DojoScreen):
         finally:
             self._proc = None
             self.call_later(self.refresh_bindings)
+        if rc is None:  # the server ended (crashed, killed): the next grading starts another
+            rc = await proc.wait()
+            self._server = None
         if self.last_summary is None:
             self.write_log(f"The grader exited with status {rc} without a summary.")
         elif self.last_summary.get("passed"):
             self._card_note(exercise, level)
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
+
+    async def _grader(self) -> asyncio.subprocess.Process:
+        """This screen's grading server (`dojo lab serve`), started on first use and kept: its
+        imports stay warm and it starts the next grading's child while you edit, so the first
+        failure of a torch lab comes back in about a second, not after a torch import."""
+        if self._server is None or self._server.returncode is not None:
+            self._server = await asyncio.create_subprocess_exec(
+                *lab_command(self.dojo), "serve",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        return self._server
+
+    async def on_unmount(self) -> None:
+        """Stop the server: between gradings it holds nothing to save, and its prepared child
+        dies with it (PR_SET_PDEATHSIG); a grading still running is killed too."""
+        server, self._server = self._server, None
+        if server is not None:
+            await _stop(server)
 
     def _on_event(self, ev: dict[str, Any], table: DataTable[str | Text], bar: ProgressBar) -> None:
         kind = ev.get("event")
@@ -600,6 +626,14 @@ def _parse(line: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return event if isinstance(event, dict) and "event" in event else None
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Kill a grading server (and everything it started) and wait for it, its pipes closed."""
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+    _kill_group(proc)
+    await proc.wait()
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
