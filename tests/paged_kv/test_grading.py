@@ -61,6 +61,8 @@ BROKEN_CASES = [
     ("free_unknown_silent", 1, r"free\(seq 9\) should raise ValueError"),
     ("can_allocate_ignores_partial", 1, r"can_allocate\(1 tokens\) returned True, expected False"),
     ("hit_not_counted_in_ref", 3, r"a block counted free while still in a table"),
+    ("can_allocate_touches_lru", 3, r"table is \[2, 3, 1\], expected \[2, 3, 0\] — you evicted "
+                                    r"block 1 \(released at op 3\) before block 0"),
     ("gather_wrong_offset", 4, r"wrong block offset: a flat pool index is block \* block_size"),
     ("gather_no_mask", 4, r"no mask: table slots past context_len"),
     ("gather_gqa_tiled", 4, r"GQA heads were tiled"),

@@ -16,6 +16,8 @@ Boundaries and interacting features, one case each (block_size 4 unless said):
 - two blocks that fill with the same tokens after the same prefix (two requests, or a fork and
   its parent, appending the same tokens): the first one registered stays the cached one, the
   second is not registered (`duplicate-full-block`);
+- can_allocate is a query: it does not refresh the blocks it would hit, so the least recently
+  released block is still evicted first after it (`can-allocate-changes-nothing`);
 - can_allocate counts a free cached block it would reuse once; a hit on a block another live
   sequence holds needs no free block at all;
 - a report workload (system prompts, chats, a small cache): hit rate and blocks saved;
@@ -92,6 +94,12 @@ def cases(seed: int) -> list[Case]:
             "append the same tokens: the block registered first under a hash stays the cached "
             "one (a later identical block is not registered and does not replace it)", 10,
             _duplicate()),
+        _l3("can-allocate-changes-nothing", "two cached prompts freed in turn; can_allocate "
+            "of the first one is only a question: the next eviction still takes the least "
+            "recently released block (the first prompt's)", 4,
+            [["allocate", 0, toks(4, 94)], ["allocate", 1, toks(4, 95)], ["free", 0],
+             ["free", 1], ["can_allocate", toks(4, 94)], ["allocate", 2, toks(12, 96)],
+             ["allocate", 3, toks(4, 95)]]),
         _l3("block-size-1-cache", "block_size 1: every token is a full block, so every cached "
             "prefix token is a hit", 10,
             [["allocate", 0, toks(5, 81)], ["free", 0], ["allocate", 1, toks(3, 81)],
