@@ -51,6 +51,8 @@ def test_stub_fails_as_not_implemented() -> None:
         ("untagged_rounded_share", 3, r"untagged_ok: expected False, got True — the check "
                                       r"compares the exact dollars"),
         ("empty_owner_credited", 3, r"chargeback has unexpected entries \[''\]"),
+        ("reader_raw_tag", 3, r"chargeback has unexpected entries \[''\] \(expected keys "
+                              r"\['ads'\]\)"),
         ("half_up_floor", 3, r"chargeback\.support: expected -0\.14, got -0\.13 — ROUND_HALF_UP "
                              r"rounds a half away from zero"),
         ("transfer_before_dedup", 3, r"chargeback\.ads: expected 11\.29, got 24\.79 — a "

@@ -24,7 +24,8 @@ Boundaries each level covers with a case (ids in brackets):
   [zero-dollars]; untagged small by requests but large by dollars [untagged-by-dollars]; '' is
   untagged [empty-tag]; shared prefix read by another tenant, by the untagged line, by its owner,
   and an owner with no requests that month; an owner of '' (nobody); a shared-prefix event
-  redelivered (moves money once); a credit of exactly -$0.135 (rounds away from zero to -$0.14)
+  redelivered (moves money once); a reader tagged '' (its charge is untagged) [prefix-empty-tag-
+  reader]; a credit of exactly -$0.135 (rounds away from zero to -$0.14)
   [prefix-*].
 - Level 4: an empty stream; a redelivery 9,999 events after the first (inside the window); 10^6
   events under the memory cap; a timed stream of 10^5 events against the reference.
@@ -239,6 +240,11 @@ def _level3_fixed() -> list[Case]:
         _ledger(3, "prefix-untagged-reader", "an untagged request reads ads' prefix",
                 [ev("u", 20_000, 0, 20_000, tenant=None, owner="ads"),
                  ev("a", 100, 100, tenant="ads")]),
+        _ledger(3, "prefix-empty-tag-reader", "a request tagged '' (untagged) reads ads' prefix: "
+                "the charge lands on the untagged line",
+                [ev("e", 20_000, 0, 20_000, tenant="", owner="ads"),
+                 ev("a", 100, 100, tenant="ads")],
+                hint="a reader tagged '' is untagged: its charge goes to chargeback_untagged"),
         _ledger(3, "prefix-owner-idle", "support owns the prefix but sent nothing this month",
                 [ev("r", 30_000, 10, 30_000, tier="frontier", tenant="ads", owner="support")]),
         _ledger(3, "prefix-owner-empty", "cached tokens with prefix_owner '' (no owner), read "

@@ -16,7 +16,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
          chargeback_full=False, list_everything=False, unbounded_seen=False, slow=False,
          untagged_rounded_share=False, empty_owner=False, half_up_floor=False,
          sum_rounded_lines=False, blended_rounded_total=False, window_short=False,
-         transfer_before_dedup=False, retry_first_month=False, discount_at_fraction=False):
+         transfer_before_dedup=False, retry_first_month=False, discount_at_fraction=False,
+         reader_raw_tag=False):
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
 
     def q(x, step="0.01"):
@@ -129,7 +130,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
             else:
                 m["tenants"][tenant] = m["tenants"].get(tenant, zero) + spent
             if not transfer_before_dedup:
-                transfer(m, e, tenant)
+                transfer(m, e, e.get("tenant") if reader_raw_tag else tenant)
         out = {}
         for month, m in sorted(months.items()):
             total = m["first"] + m["retries"]
