@@ -103,6 +103,16 @@ BROKEN_CASES = [
                               r"from inside the call"),
     ("poison_resets_cache", 4, r"re-fed \d+ tokens? .* after a poison request failed, rerun "
                                r"the others with their cache"),
+    ("wait_from_pickup", 1, r"dispatched only at t=\S+ s, \d+ ms after max_wait \(50 ms\) ran out "
+                            r"with the engine idle"),
+    ("stop_seq_spans_prompt", 1, r"was matched across the prompt: stop sequences match generated "
+                                 r"tokens only"),
+    ("admit_ignores_growth", 3, r"leaves \d+ KV tokens in the cache, over the budget"),
+    ("preempt_at_budget", 3, r"preempted request \d+ \(and recomputed it at once\), but the batch "
+                             r"with it, grown by its next token, holds 60 of the 60 KV tokens"),
+    ("preempt_oldest", 3, r"preempted request 3 while a newer request was kept running"),
+    ("cancel_id_zero", 4, r"cancel\(0\) at t=\S+ s returned False, but the request was still "
+                          r"queued or running"),
 ]
 
 
@@ -129,6 +139,9 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("abort_at_next_step", 4, "cancel-running", r"sent no finish event from inside the call"),
     ("poison_resets_cache", 4, "poison-joins-a-running-batch", r"rerun the others with their "
                                                                r"cache"),
+    ("stop_seq_spans_prompt", 1, "stop-sequence-output-only", r"matched across the prompt"),
+    ("preempt_at_budget", 3, "budget-exact-growth", r"holds 24 of the 24 KV tokens: it fits"),
+    ("cancel_id_zero", 4, "cancel-id-zero", r"cancel\(0\) at t=\S+ s returned False"),
 ]
 
 

@@ -50,8 +50,26 @@ def test_stub_fails_as_not_implemented() -> None:
         ("no_api_for_remainder", 2, r"let the API take a remainder"),
         ("greedy_year", 3, r"within 0\.5% passes.*owning more cards"),
         ("own_the_peak", 3, r"the idle check fails"),
+        ("float_math", 1, r"a float rounding error: .* compute exactly with fractions\.Fraction"),
+        ("api_share_dollars", 1, r"api_share: expected 0\.1, got 0\.189"),
+        ("blended_margin_ratio", 1, r"the blended check's margin: expected 0\.0465 \(limit − "
+                                    r"figure\), got 0\.2325"),
+        ("rented_first", 1, r"owned_tokens: expected 4\.7304e\+11, got 4\.4744e\+11"),
+        ("prorated_rent", 1, r"rented_cost: expected 6750, got 3462\.3"),
+        ("no_rented_check", 1, r"should raise ValueError here \(rented must be a non-negative"),
+        ("hours_720", 1, r"tokens_per_card_month: expected 2\.628e\+10, got 2\.592e\+10"),
+        ("max_rented_falsy", 2, r"1 rented cards, over max_rented 0 — infeasible not detected"),
+        ("owned_below_need", 2, r"19 owned \+ 0 rented \(\$47,500\.00\) is cheaper"),
+        ("year_no_blended", 3, r"the blended check fails .* every check must pass in every month, "
+                               r"the blended cost included"),
     ],
 )
 @pytest.mark.slow
 def test_broken_implementation_is_caught(broken: str, level: int, match: str) -> None:
     assert_fails("fleet", BROKEN / f"{broken}.py", level, match=match, kind="wrong")
+
+
+@pytest.mark.slow
+def test_floats_also_fail_the_cheapest_plan_at_the_blended_limit() -> None:
+    assert_fails("fleet", BROKEN / "float_math.py", 2, match=r"its blended check is exactly at "
+                 r"the limit, which passes", kind="wrong")

@@ -44,6 +44,15 @@ def test_stub_fails_both_levels_as_not_implemented(tmp_path: Path) -> None:
         ("no_block_rounding", 2, r"the cache is paged"),
         ("no_reserve", 2, r"subtract reserve_bytes"),
         ("weights_not_split", 2, r"each holds ceil\(weight_bytes / tp\)"),
+        ("kv_heads_zero_is_mha", 1, r"should raise ValueError here \(num_key_value_heads must be "
+                                    r"a positive int, got 0\)"),
+        ("head_dim_zero_derived", 1, r"should raise ValueError here \(head_dim must be a "
+                                     r"positive int, got 0\)"),
+        ("hidden_checked_first", 1, r"raised ValueError\('hidden % heads'\) but the input is "
+                                    r"valid: expected 6144"),
+        ("replicas_unchecked", 2, r"should raise ValueError here \(4 KV heads cannot be "
+                                  r"replicated over 6 GPUs\)"),
+        ("weights_floor", 2, r"expected 0, got 1 — each GPU holds ceil\(weight_bytes / tp\)"),
     ],
 )
 @pytest.mark.slow

@@ -48,6 +48,19 @@ def test_stub_fails_as_not_implemented() -> None:
         ("untagged_ge", 3, r"untagged_ok: expected True, got False — .* exactly 10% passes"),
         ("empty_tag_tenant", 3, r"an empty tenant tag \(''\) is untagged"),
         ("chargeback_full", 3, r"split in half: the reader pays the owner half"),
+        ("untagged_rounded_share", 3, r"untagged_ok: expected False, got True — the check "
+                                      r"compares the exact dollars"),
+        ("empty_owner_credited", 3, r"chargeback has unexpected entries \[''\]"),
+        ("reader_raw_tag", 3, r"chargeback has unexpected entries \[''\] \(expected keys "
+                              r"\['ads'\]\)"),
+        ("half_up_floor", 3, r"chargeback\.support: expected -0\.14, got -0\.13 — ROUND_HALF_UP "
+                             r"rounds a half away from zero"),
+        ("transfer_before_dedup", 3, r"chargeback\.ads: expected 11\.29, got 24\.79 — a "
+                                     r"redelivered event is dropped before anything is counted"),
+        ("sum_rounded_lines", 1, r"tiers\.fast\.total: expected 0\.07, got 0\.08"),
+        ("blended_rounded_total", 1, r"blended_per_m is rounded from the exact total"),
+        ("retry_first_month", 2, r"ledger\.months\.2026-02 is missing"),
+        ("discount_at_fraction", 1, r"cached_discount: expected 0\.0054, got 0\.0006"),
     ],
 )
 @pytest.mark.slow
@@ -76,3 +89,31 @@ def test_slow_stream_fails_the_time_gate() -> None:
     # the 10^6-event case may time out for this solution; the 30 s cap keeps the test short
     assert_fails("meter", BROKEN / "slow.py", 4, match=r"too slow for this level: median_ratio",
                  kind="gate", case_timeout_s=30.0)
+
+
+@pytest.mark.slow
+def test_a_window_one_event_short_bills_the_latest_redelivery_twice() -> None:
+    """The far-redelivery case alone, in process (grading all of level 4 streams 10^6 events)."""
+    import importlib
+    import importlib.util
+    import sys
+
+    from lab.exercises.meter import drive, grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(4, 1) if c.id == "far-redelivery")
+    ctx = RunContext(seed=1)
+    want = grading.expected(case, ctx)
+    reference = importlib.import_module(grading.REFERENCE)
+    assert grading.check(case, drive.run(reference, case, ctx), want).passed
+    spec = importlib.util.spec_from_file_location("_window_short", BROKEN / "window_short.py")
+    assert spec is not None and spec.loader is not None
+    sys.path.insert(0, str(BROKEN))
+    try:
+        broken = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(broken)
+    finally:
+        sys.path.remove(str(BROKEN))
+    verdict = grading.check(case, drive.run(broken, case, ctx), want)
+    assert not verdict.passed
+    assert "remember each (request_id, attempt) for the 10,000 events" in verdict.message

@@ -11,15 +11,19 @@ Boundaries each level covers with a case (ids in brackets):
 - Level 1: no owned cards (idle 0) [no-owned]; idle exactly 15% (passes) and one token short of it
   (fails) [idle-at-limit, idle-over-limit]; API share exactly 10% [api-at-limit]; blended exactly
   75% of the API [blended-at-limit]; rented capacity left idle [rented-idle]; demand an exact
-  multiple of a card-month and one token over [cards-exact, cards-one-over]; demand 0 and a
-  negative card count raise ValueError [zero-demand, negative-owned].
+  multiple of a card-month and one token over [cards-exact, cards-one-over]; blended exactly at
+  the limit where float arithmetic lands a hair over it (B200s at $8,278.20) [blended-at-limit-
+  float]; demand 0 and a negative card count raise ValueError [zero-demand, negative-owned,
+  negative-rented].
 - Level 2: the optimum sits exactly at the idle limit [optimum-at-idle-limit]; a tie between plans
   (renting costs as much as owning) [tie-*]; a small overflow cheaper on the API than on a card
   [api-cheaper-than-a-card]; infeasible because every plan costs too much [infeasible-blended] and
   because a rental cap leaves no plan within the API limit [infeasible-api-share]; a rental cap
-  that forces owning more [rental-cap].
+  that forces owning more [rental-cap]; the only plan sits exactly at the blended limit, which
+  float arithmetic calls infeasible [optimum-at-blended-limit].
 - Level 3: a flat year, growth, peaks, a year where owning more than the quietest month's whole
-  cards is optimal [greedy-trap].
+  cards is optimal [greedy-trap]; a peak that premium rentals make too expensive (the blended
+  check binds in one month: own more cards) [peak-blended-binds].
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ H100_8B: dict[str, Any] = {
 PER_CARD = 10_000 * 3600 * 730  # 26.28B tokens per H100 card-month on the 8B
 B200_70B = {**H100_8B, "tokens_per_second": 1680, "card_month_cost": "6000",
             "api_price_per_m": "2.50"}
+# $8,278.20 a card-month is exactly 75% of $2.50 per 1M at full use, and float arithmetic puts
+# the blended rate a hair over the limit (whichever way the division is ordered)
+B200_AT_LIMIT = {**B200_70B, "card_month_cost": "8278.20"}
+B200_PER_CARD = 1680 * 3600 * 730
 A100_8B = {**H100_8B, "tokens_per_second": 4500, "card_month_cost": "1600"}
 SCENARIOS = (H100_8B, B200_70B, A100_8B)
 CHECK_NAMES = ("idle", "blended", "api_share")
@@ -86,8 +94,11 @@ def _level1_fixed() -> list[Case]:
               B200_70B),
         _eval("used-a100", "the used-chip bargain: 19 A100s at 0.45x", 500 * 10**9, 19, 24,
               A100_8B),
+        _eval("blended-at-limit-float", "12 full B200s at $8,278.20: blended exactly 75% of "
+              "$2.50 (floats land a hair over)", 12 * B200_PER_CARD, 12, 0, B200_AT_LIMIT),
         _eval("zero-demand", "demand 0 is invalid", 0, 1, 0),
         _eval("negative-owned", "owned -1 is invalid", 10**9, -1, 0),
+        _eval("negative-rented", "rented -1 is invalid", 10**9, 1, -1),
     ]
 
 
@@ -144,6 +155,9 @@ def _level2_fixed() -> list[Case]:
         _plan("rental-cap", "at most 1 rented card: own the rest", 500 * 10**9,
               {**H100_8B, "max_rented": 1}),
         _plan("b200-70b", "100B tokens of 70B on B200s", 100 * 10**9, B200_70B),
+        _plan("optimum-at-blended-limit", "12 card-months on B200s at $8,278.20: owning 12 "
+              "lands exactly on the blended limit (passes); anything else costs more",
+              12 * B200_PER_CARD, B200_AT_LIMIT),
         _plan("used-a100", "500B tokens on used A100s", 500 * 10**9, A100_8B),
     ]
 
@@ -182,12 +196,17 @@ def _level3_fixed() -> list[Case]:
     peaks[10] = peaks[11] = 640 * 10**9
     trap = [int(PER_CARD * c) for c in (20.3, 21.0, 20.9, 22.5, 21.7, 20.4, 23.0, 22.0, 21.1,
                                         20.6, 22.8, 21.9)]
+    spike = [int(PER_CARD * 20.2)] * 12
+    spike[6] = int(PER_CARD * 26.2)
     return [
         _year("flat-year", "500B tokens every month", flat),
         _year("growth", "300B tokens growing 5% a month", growth),
         _year("peaks", "400B tokens with a 1.6x peak in November and December", peaks),
         _year("greedy-trap", "owning only the quietest month's whole cards is not optimal",
               trap),
+        _year("peak-blended-binds", "a July peak: 6 cards rented at 2.5x cost more than the "
+              "blended limit allows that month, so the optimum owns 22 cards",
+              spike, {**H100_8B, "card_month_cost": "3300", "rent_premium": "2.5"}),
         _year("b200-70b-growth", "70B on B200s, 60B tokens growing 5% a month",
               [int(60 * 10**9 * 1.05**m) for m in range(12)], B200_70B),
     ]
@@ -310,6 +329,17 @@ def _explain(case: Case, key: str, got: Any) -> str:
     return ""
 
 
+def _float_margin(got: Any, want: float) -> str:
+    """A margin that should be exactly 0 came back as a rounding error's worth off."""
+    if want != 0 or isinstance(got, bool) or not isinstance(got, int | float) or got == 0:
+        return ""
+    if abs(got) > 1e-9:
+        return ""
+    return (f"your margin is {got!r}, a float rounding error: the exact figure is at the limit "
+            "(margin 0), and a check exactly at its limit passes — compute exactly with "
+            "fractions.Fraction (floats make this boundary fail)")
+
+
 def _check_figures(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
     if not isinstance(got, dict):
         return Verdict(False, f"evaluate_plan must return a dict of figures, got {got!r}")
@@ -336,7 +366,8 @@ def _check_figures(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
             return Verdict(False, f"checks[{name!r}] must be a dict with 'passed' and 'margin', "
                                   f"got {c!r}")
         if c["passed"] is not w["passed"]:
-            why = _explain(case, f"checks.{name}.passed", c["passed"])
+            why = _float_margin(c.get("margin"), w["margin"]) or _explain(
+                case, f"checks.{name}.passed", c["passed"])
             return Verdict(False, f"the {name} check: expected passed={w['passed']} (margin "
                                   f"{w['margin']:.6g}), got passed={c['passed']!r}"
                                   + (f" — {why}" if why else ""))
@@ -379,6 +410,17 @@ def _month_costs(case: Case, owned: int, rented: list[int]) -> tuple[float, str]
     return float(total), ""
 
 
+def _at_limit(case: Case, owned: int, rented: int) -> str:
+    """The name of a check the (reference's) month plan meets with margin exactly 0, or ''."""
+    from fractions import Fraction
+
+    from lab.reference import fleet as ref
+
+    fig = ref.evaluate(ref.Scenario(case.params["scenario"]), Fraction(case.params["demand"]),
+                       owned, Fraction(rented))
+    return next((n for n in CHECK_NAMES if fig["checks"][n]["margin"] == 0), "")
+
+
 def _plan_shape(got: Any, months: int | None) -> str:
     if not isinstance(got, dict):
         return f"a plan is a dict, got {got!r}"
@@ -412,9 +454,12 @@ def _check_plan(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
                               f"not: {failing or 'it passes?'} — infeasible not detected")
     best, _ = _month_costs(case, want["owned"], [want["rented"]])
     if "infeasible" in got:
+        at = _at_limit(case, want["owned"], want["rented"])
         return Verdict(False, f"a plan passes every check: {want['owned']} owned + "
                               f"{want['rented']} rented (${best:,.2f}); you said infeasible "
-                              f"({got['infeasible']!r})")
+                              f"({got['infeasible']!r})"
+                       + (f" — its {at} check is exactly at the limit, which passes: compare "
+                          "exactly (fractions.Fraction), floats land a hair over" if at else ""))
     cost, failing = _month_costs(case, got["owned"], [got["rented"]])
     if failing:
         return Verdict(False, f"your plan {got['owned']} owned + {got['rented']} rented fails: "
@@ -441,7 +486,10 @@ def _check_year(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
                               f"(${best:,.2f} for the year); you said infeasible")
     cost, failing = _month_costs(case, got["owned"], got["rented"])
     if failing:
-        return Verdict(False, f"your plan ({got['owned']} owned) fails: {failing}")
+        hint = (" — every check must pass in every month, the blended cost included: when a "
+                "peak covered by premium rentals costs too much, own more cards"
+                if "the blended check fails" in failing else "")
+        return Verdict(False, f"your plan ({got['owned']} owned) fails: {failing}{hint}")
     excess = cost / best - 1
     metrics = {"cost_over_optimum": excess}
     if excess > COST_SLACK:

@@ -89,6 +89,14 @@ def _level1_fixed() -> list[Case]:
                     "fp16"), "indivisible-hidden-size", "hidden_size 1000 / 12 heads, no head_dim"),
         _named(_bpt({**LLAMA3_8B, "num_hidden_layers": 0}, "bf16"), "zero-layers",
                "num_hidden_layers = 0 is invalid"),
+        _named(_bpt({**LLAMA3_8B, "num_key_value_heads": 0}, "bf16"), "zero-kv-heads",
+               "num_key_value_heads = 0 is invalid (not 'unset': that is a missing key or None)"),
+        _named(_bpt({**GEMMA_7B, "head_dim": 0}, "bf16"), "zero-head-dim",
+               "head_dim = 0 is invalid (not 'unset': that is a missing key or None)"),
+        _named(_bpt({"num_hidden_layers": 2, "num_attention_heads": 12, "hidden_size": 1000,
+                     "head_dim": 64}, "fp16"), "explicit-head-dim-indivisible-hidden",
+               "head_dim 64 set, hidden_size 1000 / 12 heads does not divide: valid, the "
+               "divisibility rule applies only when head_dim is derived"),
     ]
 
 
@@ -173,6 +181,15 @@ def _level2_fixed() -> list[Case]:
         ("tp-does-not-divide", "8 KV heads cannot be split over 3 GPUs",
          _capacity("max_concurrent_seqs", LLAMA3_8B, "bf16", gpu_mem_bytes=h100,
                    weight_bytes=w8b, reserve_bytes=0, context_len=1024, tensor_parallel=3)),
+        ("tp-does-not-replicate", "4 KV heads cannot be replicated over 6 GPUs (6 is not a "
+         "multiple of 4)",
+         _capacity("max_concurrent_seqs", {**LLAMA2_7B, "num_key_value_heads": 4}, "bf16",
+                   gpu_mem_bytes=h100, weight_bytes=w8b, reserve_bytes=0, context_len=1024,
+                   tensor_parallel=6)),
+        ("weights-split-rounds-up", "3 bytes of weights on 2 GPUs: each holds ceil(3 / 2) = 2, "
+         "leaving one byte short of a block",
+         _capacity("max_concurrent_seqs", tiny, "fp16", gpu_mem_bytes=2 + 16 * 32 - 1,
+                   weight_bytes=3, reserve_bytes=0, context_len=16, tensor_parallel=2)),
         ("zero-context", "context_len 0 is invalid",
          _capacity("max_concurrent_seqs", LLAMA3_8B, "bf16", gpu_mem_bytes=h100,
                    weight_bytes=w8b, reserve_bytes=0, context_len=0)),
@@ -261,7 +278,8 @@ def _capacity_variant(fn: str, args: dict[str, Any], bug: str) -> float | None:
     if per_token is None or per_token <= 0:
         return None
     tp = args.get("tensor_parallel", 1)
-    weights = args["weight_bytes"] if bug == "weights_tp" else -(-args["weight_bytes"] // tp)
+    weights = (args["weight_bytes"] if bug == "weights_tp" else args["weight_bytes"] // tp
+               if bug == "weights_floor" else -(-args["weight_bytes"] // tp))
     reserve = 0 if bug == "no_reserve" else args["reserve_bytes"]
     free = args["gpu_mem_bytes"] - weights - reserve
     if free <= 0:
@@ -284,6 +302,8 @@ CAPACITY_BUGS = [
     ("no_reserve", "subtract reserve_bytes (activations, CUDA context) from the free memory"),
     ("weights_tp", "with tensor_parallel GPUs each holds ceil(weight_bytes / tp) of the weights "
                    "and kv_heads / tp KV heads"),
+    ("weights_floor", "each GPU holds ceil(weight_bytes / tp) of the weights: a byte that does "
+                      "not split evenly still takes room (round up, not down)"),
 ]
 
 

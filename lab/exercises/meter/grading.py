@@ -18,10 +18,15 @@ Boundaries each level covers with a case (ids in brackets):
   [month-boundary]; a retry in the next month, whose month has no first attempt (increase
   undefined) [retry-across-months]; leap day [leap-day].
 - Level 3: untagged exactly 10% of dollars (passes) and one token over (fails)
-  [untagged-exactly-10pct, untagged-just-over]; 0 dollars (share undefined, passes)
+  [untagged-exactly-10pct, untagged-just-over]; over 10% by less than the reported share shows
+  (0.10000009 reads 0.1000 and fails) [untagged-rounds-to-10pct]; 0 dollars (share undefined,
+  passes)
   [zero-dollars]; untagged small by requests but large by dollars [untagged-by-dollars]; '' is
   untagged [empty-tag]; shared prefix read by another tenant, by the untagged line, by its owner,
-  and an owner with no requests that month [prefix-*].
+  and an owner with no requests that month; an owner of '' (nobody); a shared-prefix event
+  redelivered (moves money once); a reader tagged '' (its charge is untagged) [prefix-empty-tag-
+  reader]; a credit of exactly -$0.135 (rounds away from zero to -$0.14)
+  [prefix-*].
 - Level 4: an empty stream; a redelivery 9,999 events after the first (inside the window); 10^6
   events under the memory cap; a timed stream of 10^5 events against the reference.
 """
@@ -31,7 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import random
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from lab.exercises.meter import streams
@@ -79,10 +84,13 @@ def ev(rid: str, prompt: int, out: int, cached: int = 0, *, tier: str = "flagshi
 
 
 def _ledger(level: int, cid: str, description: str, events: list[dict[str, Any]],
-            prices: dict[str, Any] | None = None) -> Case:
+            prices: dict[str, Any] | None = None, hint: str | None = None) -> Case:
+    """`hint`: the rule this case is about, added to a mismatch no known mistake explains."""
+    params: dict[str, Any] = {"function": "ledger", "events": events, "prices": prices or PRICES}
+    if hint:
+        params["hint"] = hint
     return Case(id=cid, level=level, description=description, timeout_s=CASE_TIMEOUT_S,
-                size=len(events), params={"function": "ledger", "events": events,
-                                          "prices": prices or PRICES})
+                size=len(events), params=params)
 
 
 def _request(level: int, cid: str, description: str, event: dict[str, Any]) -> Case:
@@ -213,6 +221,12 @@ def _level3_fixed() -> list[Case]:
         _ledger(3, "untagged-exactly-10pct", "untagged dollars exactly 10% of the month: passes",
                 tenth),
         _ledger(3, "untagged-just-over", "one token more untagged: 10.0090% fails", over),
+        _ledger(3, "untagged-rounds-to-10pct", "untagged $3.000003 of $30.000003: 10.000009% "
+                "(reported as 0.1000) is over 10% and fails",
+                [ev(f"m{i}", 1_000_000, 0) for i in range(9)]
+                + [ev("u", 1_000_001, 0, tenant=None)],
+                hint="the check compares the exact dollars (untagged ≤ 10% × total), not the "
+                     "share rounded to 4 places"),
         _ledger(3, "untagged-by-dollars", "1% of requests untagged but 12% of dollars", agent),
         _ledger(3, "zero-dollars", "only 0-token events: no share, the check passes",
                 [ev("z", 0, 0, tenant=None), ev("y", 0, 0)]),
@@ -226,8 +240,31 @@ def _level3_fixed() -> list[Case]:
         _ledger(3, "prefix-untagged-reader", "an untagged request reads ads' prefix",
                 [ev("u", 20_000, 0, 20_000, tenant=None, owner="ads"),
                  ev("a", 100, 100, tenant="ads")]),
+        _ledger(3, "prefix-empty-tag-reader", "a request tagged '' (untagged) reads ads' prefix: "
+                "the charge lands on the untagged line",
+                [ev("e", 20_000, 0, 20_000, tenant="", owner="ads"),
+                 ev("a", 100, 100, tenant="ads")],
+                hint="a reader tagged '' is untagged: its charge goes to chargeback_untagged"),
         _ledger(3, "prefix-owner-idle", "support owns the prefix but sent nothing this month",
                 [ev("r", 30_000, 10, 30_000, tier="frontier", tenant="ads", owner="support")]),
+        _ledger(3, "prefix-owner-empty", "cached tokens with prefix_owner '' (no owner), read "
+                "by ads and by an untagged request: nothing moves",
+                [ev("a", 12_000, 500, 10_000, tenant="ads", owner=""),
+                 ev("u", 12_000, 500, 10_000, tenant=None, owner=""),
+                 ev("s", 100, 100, tenant="search")],
+                hint="a prefix with no owner (None or '') moves nothing"),
+        _ledger(3, "prefix-redelivered", "ads' read of search's prefix is delivered three "
+                "times: billed once, and half the saving moves once",
+                [ev("s", 1_200_000, 500, 1_000_000, tier="frontier", tenant="search"),
+                 *(ev("a", 1_200_000, 500, 1_000_000, tier="frontier", tenant="ads",
+                      owner="search", received=JAN + 86400 + lag) for lag in (0, 30, 90))],
+                hint="a redelivered event is dropped before anything is counted, the "
+                     "chargeback included"),
+        _ledger(3, "prefix-credit-half-cent", "ads reads 100,000 flagship tokens of support's "
+                "prefix: support (idle) is credited exactly $0.135, reported -0.14",
+                [ev("r", 100_000, 0, 100_000, tenant="ads", owner="support")],
+                hint="ROUND_HALF_UP rounds a half away from zero: a credit of -$0.135 is "
+                     "-$0.14 (quantize with decimal.ROUND_HALF_UP)"),
     ]
 
 
@@ -251,10 +288,12 @@ TIMED = 20_000
 
 
 def _stream(cid: str, description: str, spec: dict[str, Any], *, timed: bool = False,
-            timeout_s: float = CASE_TIMEOUT_S) -> Case:
+            timeout_s: float = CASE_TIMEOUT_S, hint: str | None = None) -> Case:
+    params: dict[str, Any] = {"function": "ledger", "stream": spec, "prices": PRICES}
+    if hint:
+        params["hint"] = hint
     return Case(id=cid, level=4, description=description, size=int(spec["n"]), timed=timed,
-                timeout_s=timeout_s,
-                params={"function": "ledger", "stream": spec, "prices": PRICES})
+                timeout_s=timeout_s, params=params)
 
 
 def _level4(seed: int) -> list[Case]:
@@ -263,7 +302,9 @@ def _level4(seed: int) -> list[Case]:
     return [
         _stream("empty-stream", "a generator that yields nothing", {"seed": seed, "n": 0}),
         _stream("far-redelivery", "an event redelivered 9,999 events after its first delivery",
-                {"seed": seed, "n": 12_000, **mix, "far_dup": True}),
+                {"seed": seed, "n": 12_000, **mix, "far_dup": True},
+                hint="a redelivery arrives up to 9,999 events after the first delivery: "
+                     "remember each (request_id, attempt) for the 10,000 events that follow it"),
         _stream("million-events", "10^6 events: one pass, bounded memory",
                 {"seed": seed, "n": BIG, **mix}, timeout_s=120.0),
         _stream("timed-stream", "2·10^4 events, timed side by side with the reference",
@@ -430,6 +471,28 @@ def _graded(value: Any, level: int, function: str) -> Any:
                            if isinstance(fig, dict) else fig) for m, fig in months.items()}}
 
 
+def _figure_hint(path: str, got: Any, want: Any) -> str:
+    """A figure computed from another rounded figure instead of its own exact value."""
+    month = _pick(want, path.rsplit(".", 1)[0])
+    here = _pick(got, path)
+    if not isinstance(month, dict):
+        return ""
+    try:
+        if path.endswith(".blended_per_m") and month.get("tokens") and here is not None:
+            from_rounded = (Decimal(month["total"]) / month["tokens"] * 1_000_000).quantize(
+                Decimal("0.0001"), rounding=ROUND_HALF_UP)
+            if Decimal(here) == from_rounded:
+                return ("blended_per_m is rounded from the exact total ÷ tokens, not computed "
+                        "from the rounded total")
+        if (path.endswith(".untagged_ok") and month.get("untagged_share") is not None
+                and here is (Decimal(month["untagged_share"]) <= Decimal("0.10"))):
+            return ("the check compares the exact dollars (untagged ≤ 10% × total), not the "
+                    "share rounded to 4 places")
+    except (InvalidOperation, TypeError, ValueError):
+        return ""
+    return ""
+
+
 def check(case: Case, got: Any, expected: Any) -> Verdict:
     fn = case.params["function"]
     if not isinstance(got, dict) or not isinstance(expected, dict):
@@ -451,5 +514,6 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
             why = _request_diagnosis(case, miss.path, _pick(value, miss.path))
         else:
             why = _diagnose(case, miss.path, value, want)
+            why = why or _figure_hint(miss.path, value, want) or case.params.get("hint", "")
         return Verdict(False, str(miss) + (f" — {why}" if why else ""))
     return Verdict(True)

@@ -10,20 +10,32 @@ CHECKS = ("idle", "blended", "api_share")
 def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, strict_limit=False,
          no_premium=False, api_share_of_overflow=False, greedy=False, no_infeasible=False,
          always_blended=False, tie_most_owned=False, greedy_year=False, own_the_peak=False,
-         no_api_for_remainder=False):
+         no_api_for_remainder=False, float_math=False, api_share_dollars=False,
+         blended_margin_ratio=False, rented_first=False, prorated_rent=False,
+         max_rented_falsy=False, year_no_blended=False, no_rented_check=False,
+         owned_below_need=False, hours_720=False):
+    num = float if float_math else F
+
     def setup(sc):
-        per = F(sc["tokens_per_second"]) * 3600 * 730
-        rent = F(sc["card_month_cost"]) * (1 if no_premium else F(sc["rent_premium"]))
-        return per, F(sc["card_month_cost"]), rent, F(sc["api_price_per_m"])
+        per = num(sc["tokens_per_second"]) * 3600 * (720 if hours_720 else 730)
+        rent = num(sc["card_month_cost"]) * (1 if no_premium else num(sc["rent_premium"]))
+        return per, num(sc["card_month_cost"]), rent, num(sc["api_price_per_m"])
+
+    def cap_of(sc):
+        cap = sc.get("max_rented")
+        return (cap or None) if max_rented_falsy else cap
 
     def month(sc, demand, owned, rented):
-        if demand <= 0 or owned < 0 or rented < 0:
+        if demand <= 0 or owned < 0 or (rented < 0 and not no_rented_check):
             raise ValueError("demand must be positive and card counts non-negative")
         per, own_cost, rent_cost, api = setup(sc)
-        d = F(demand)
+        d = num(demand)
         ocap, rcap = owned * per, rented * per
         otok = min(d, ocap)
         rtok = min(d - otok, rcap)
+        if rented_first:  # rented cards serve first, owned take the overflow
+            rtok = min(d, rcap)
+            otok = min(d - rtok, ocap)
         atok = d - otok - rtok
         if rented_as_owned:
             cap = ocap + rcap
@@ -35,17 +47,24 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
         share = atok / (d - otok) if api_share_of_overflow and d > otok else atok / d
         if api_share_of_overflow and d == otok:
             share = F(0)
-        total = owned * own_cost + rented * rent_cost + atok * api / 1_000_000
+        rented_cost = rented * rent_cost
+        if prorated_rent:  # pays rented cards for the tokens they carried only
+            rented_cost = rtok / per * rent_cost
+        total = owned * own_cost + rented_cost + atok * api / 1_000_000
+        if api_share_dollars:  # the API's share of the bill, not of the tokens
+            share = (atok * api / 1_000_000) / total if total else num(0)
         blended = total / d * 1_000_000
-        margins = {"idle": F(sc["max_idle"]) - idle,
-                   "blended": F(sc["max_cost_vs_api"]) * api - blended,
-                   "api_share": F(sc["max_api_share"]) - share}
+        margins = {"idle": num(sc["max_idle"]) - idle,
+                   "blended": num(sc["max_cost_vs_api"]) * api - blended,
+                   "api_share": num(sc["max_api_share"]) - share}
+        if blended_margin_ratio:  # the margin as a ratio to the API price, not in $ per 1M
+            margins["blended"] = num(sc["max_cost_vs_api"]) - blended / api
         cards = math.floor(d / per) if floor_cards else math.ceil(d / per)
         return {
             "tokens_per_card_month": per, "cards_needed": cards, "owned_capacity": ocap,
             "rented_capacity": rcap, "owned_tokens": otok, "rented_tokens": rtok,
             "api_tokens": atok, "idle_share": idle, "api_share": share,
-            "owned_cost": owned * own_cost, "rented_cost": rented * rent_cost,
+            "owned_cost": owned * own_cost, "rented_cost": rented_cost,
             "api_cost": atok * api / 1_000_000, "total_cost": total, "blended_per_m": blended,
             "cost_vs_api": blended / api,
             "checks": {k: {"passed": (m > 0 if strict_limit else m >= 0), "margin": m}
@@ -56,7 +75,7 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
         return month(scenario, demand, plan["owned"], plan["rented"])
 
     def ok(sc, d, owned, rented, skip=(), figures=None):
-        cap = sc.get("max_rented")
+        cap = cap_of(sc)
         if cap is not None and rented > cap:
             return False
         checks = (figures or month(sc, d, owned, rented))["checks"]
@@ -78,7 +97,7 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
         spare = 1 - F(scenario["max_idle"])  # more owned cards than this fails the idle check
         most = need if spare <= 0 else min(need, max(math.floor(F(demand) / per),
                                                      math.floor(F(demand) / (per * spare))))
-        for owned in range(most + 1):
+        for owned in range(most if owned_below_need and most == need else most + 1):
             for rented in options(scenario, demand, owned):
                 fig = month(scenario, demand, owned, rented)
                 if ok(scenario, demand, owned, rented, ("blended",), fig):
@@ -114,7 +133,7 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
                 found = None
                 for r in options(scenario, d, owned):
                     fig = month(scenario, d, owned, r)
-                    if ok(scenario, d, owned, r, (), fig):
+                    if ok(scenario, d, owned, r, ("blended",) if year_no_blended else (), fig):
                         cost = fig["total_cost"]
                         if found is None or cost < found[0]:
                             found = (cost, r)

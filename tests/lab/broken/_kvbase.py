@@ -12,7 +12,9 @@ BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16"
 
 def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=False,
          fp8_two_bytes=False, accept_unknown_dtype=False, kv_key_required=False,
-         no_blocks=False, no_reserve=False, weights_not_split=False):
+         no_blocks=False, no_reserve=False, weights_not_split=False, kv_zero_falsy=False,
+         head_dim_zero_falsy=False, hidden_checked_first=False, replicas_unchecked=False,
+         weights_floor=False):
     def kv_bytes_per_token(config, dtype, tensor_parallel=1):
         if dtype not in BYTES:
             if not accept_unknown_dtype:
@@ -26,21 +28,30 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
         heads = config["num_attention_heads"]
         if layers < 1:
             raise ValueError("layers")
-        if kv_key_required:
-            kv = config["num_key_value_heads"] or heads
-        else:
-            kv = config.get("num_key_value_heads") or heads
+        kv = config["num_key_value_heads"] if kv_key_required else config.get("num_key_value_heads")
+        if kv_zero_falsy:  # `or`: a count of 0 reads as "not set"
+            kv = kv or heads
+        elif kv is None:
+            kv = heads
+        elif kv < 1:
+            raise ValueError("num_key_value_heads must be positive")
         if heads % kv:
             raise ValueError("heads % kv")
         if query_heads:
             kv = heads
+        if hidden_checked_first and config["hidden_size"] % heads:
+            raise ValueError("hidden % heads")
         hd = config.get("head_dim")
+        if head_dim_zero_falsy:
+            hd = hd or None
+        if hd is not None and hd < 1:
+            raise ValueError("head_dim must be positive")
         if hd is None or ignore_head_dim:
             if config["hidden_size"] % heads:
                 raise ValueError("hidden % heads")
             hd = config["hidden_size"] // heads
         tp = tensor_parallel
-        if tp < 1 or (kv % tp and tp % kv):
+        if tp < 1 or (kv % tp if kv >= tp else 0 if replicas_unchecked else tp % kv):
             raise ValueError("tp")
         kv = kv // tp if kv >= tp else 1
         vector = hd * per_value if fractional else math.ceil(hd * per_value)
@@ -50,7 +61,7 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
         if min(gpu, weights, reserve) < 0 or block_size < 1:
             raise ValueError("bad sizes")
         per_token = kv_bytes_per_token(config, dtype, tp)
-        w = weights if weights_not_split else -(-weights // tp)
+        w = weights if weights_not_split else weights // tp if weights_floor else -(-weights // tp)
         free = gpu - w - (0 if no_reserve else reserve)
         return max(0, free), per_token
 

@@ -5,7 +5,7 @@ With no flag set it passes every level (tests/meter/test_meter_teeth.py checks t
 import copy
 from collections import deque
 from datetime import UTC, datetime
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
 WINDOW = 10_000
 
@@ -13,7 +13,11 @@ WINDOW = 10_000
 def make(float_money=False, cached_free=False, half_even=False, round_each_event=False,
          blended_fresh_only=False, retry_once=False, dup_twice=False, received_month=False,
          retry_share_swapped=False, untagged_ge=False, empty_tag_tenant=False,
-         chargeback_full=False, list_everything=False, unbounded_seen=False, slow=False):
+         chargeback_full=False, list_everything=False, unbounded_seen=False, slow=False,
+         untagged_rounded_share=False, empty_owner=False, half_up_floor=False,
+         sum_rounded_lines=False, blended_rounded_total=False, window_short=False,
+         transfer_before_dedup=False, retry_first_month=False, discount_at_fraction=False,
+         reader_raw_tag=False):
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
 
     def q(x, step="0.01"):
@@ -21,6 +25,10 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
             return None
         if float_money:
             return Decimal(repr(round(float(x), len(step) - 2)))
+        if half_up_floor:  # floor(x / step + 1/2) * step: "half up" toward +infinity
+            unit = Decimal(step)
+            return ((Decimal(x) / unit + Decimal("0.5")).to_integral_value(ROUND_FLOOR)
+                    * unit).quantize(unit)
         return Decimal(x).quantize(Decimal(step), rounding=mode)
 
     def num(s):
@@ -42,7 +50,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
         f = fresh * rin / 1_000_000
         c = cached * rin * cf / 1_000_000
         o = event["output_tokens"] * rout / 1_000_000
-        d = cached * rin * (1 - frac) / 1_000_000
+        d = cached * rin * (frac if discount_at_fraction else 1 - frac) / 1_000_000
         if round_each_event:
             f, c, o, d = q(f), q(c), q(o), q(d)
         return f, c, o, d
@@ -65,14 +73,42 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
             events = list(events)
         seen, window = set(), deque()
         months = {}
+        first_month = {}
+        span = WINDOW - 1 if window_short else WINDOW
+
+        def month_of(e):
+            ts = e["received_ts"] if received_month else e["ts"]
+            month = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m")
+            if retry_first_month:
+                if e["attempt"] == 1:
+                    first_month[e["request_id"]] = month
+                return first_month.get(e["request_id"], month)
+            return month
+
+        def transfer(m, e, tenant):
+            owner = e.get("prefix_owner") if empty_owner else tag(e.get("prefix_owner"))
+            if e["cached_tokens"] and owner is not None and owner != tenant:
+                rin = tiers[e["tier"]][0]
+                moved = e["cached_tokens"] * rin * (1 - frac) / 1_000_000
+                if not chargeback_full:
+                    moved = moved / 2
+                m["transfer"][tenant] = m["transfer"].get(tenant, zero) + moved
+                m["transfer"][owner] = m["transfer"].get(owner, zero) - moved
+
+        def month_entry(month):
+            return months.setdefault(month, {"tiers": {}, "tokens": 0, "fresh_tokens": 0,
+                                             "first": zero, "retries": zero, "tenants": {},
+                                             "untagged": zero, "transfer": {}})
         for i, e in enumerate(events):
             if slow:  # a defensive deep copy per event, three times over
                 for _ in range(3):
                     e = copy.deepcopy(e)
             key = e["request_id"] if retry_once else (e["request_id"], e["attempt"])
+            if transfer_before_dedup:  # the chargeback pass sees every delivery
+                transfer(month_entry(month_of(e)), e, tag(e.get("tenant")))
             if not dup_twice:
                 if not unbounded_seen:
-                    while window and window[0][0] <= i - WINDOW:
+                    while window and window[0][0] <= i - span:
                         seen.discard(window.popleft()[1])
                 if key in seen:
                     continue
@@ -80,11 +116,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                 if not unbounded_seen:
                     window.append((i, key))
             f, c, o, d = cost(e, tiers, frac)
-            ts = e["received_ts"] if received_month else e["ts"]
-            month = datetime.fromtimestamp(ts, UTC).strftime("%Y-%m")
-            m = months.setdefault(month, {"tiers": {}, "tokens": 0, "fresh_tokens": 0,
-                                          "first": zero, "retries": zero, "tenants": {},
-                                          "untagged": zero, "transfer": {}})
+            m = month_entry(month_of(e))
             t = m["tiers"].setdefault(e["tier"], [zero] * 4)
             for j, x in enumerate((f, c, o, d)):
                 t[j] += x
@@ -97,14 +129,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                 m["untagged"] += spent
             else:
                 m["tenants"][tenant] = m["tenants"].get(tenant, zero) + spent
-            owner = tag(e.get("prefix_owner"))
-            if e["cached_tokens"] and owner is not None and owner != tenant:
-                rin = tiers[e["tier"]][0]
-                moved = e["cached_tokens"] * rin * (1 - frac) / 1_000_000
-                if not chargeback_full:
-                    moved = moved / 2
-                m["transfer"][tenant] = m["transfer"].get(tenant, zero) + moved
-                m["transfer"][owner] = m["transfer"].get(owner, zero) - moved
+            if not transfer_before_dedup:
+                transfer(m, e, e.get("tenant") if reader_raw_tag else tenant)
         out = {}
         for month, m in sorted(months.items()):
             total = m["first"] + m["retries"]
@@ -119,12 +145,22 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                     charge[k] = v
             limit = num("0.10") * total
             ok = not (m["untagged"] >= limit and total) if untagged_ge else m["untagged"] <= limit
+            if untagged_rounded_share:  # the check on the reported (4-place) share
+                ok = not total or q(m["untagged"] / total, "0.0001") <= num("0.10")
+            lines = {t: (q(f), q(c), q(o), q(d)) for t, (f, c, o, d) in m["tiers"].items()}
+            if sum_rounded_lines:  # totals added up from the rounded lines
+                tier_total = {t: f + c + o for t, (f, c, o, d) in lines.items()}
+                month_total = sum(tier_total.values(), zero)
+            else:
+                tier_total = {t: q(f + c + o) for t, (f, c, o, d) in m["tiers"].items()}
+                month_total = q(total)
+            blended = (q(total) if blended_rounded_total else total)
             out[month] = {
-                "tiers": {t: {"fresh_input": q(f), "cached_input": q(c), "output": q(o),
-                              "cached_discount": q(d), "total": q(f + c + o)}
-                          for t, (f, c, o, d) in m["tiers"].items()},
-                "total": q(total), "tokens": m["tokens"],
-                "blended_per_m": q(total / moved_tokens * 1_000_000, "0.0001")
+                "tiers": {t: {"fresh_input": f, "cached_input": c, "output": o,
+                              "cached_discount": d, "total": tier_total[t]}
+                          for t, (f, c, o, d) in lines.items()},
+                "total": month_total, "tokens": m["tokens"],
+                "blended_per_m": q(blended / moved_tokens * 1_000_000, "0.0001")
                 if moved_tokens else None,
                 "first_attempts": q(m["first"]), "retries": q(m["retries"]),
                 "retry_spend_increase": q(inc, "0.0001"), "retry_share_of_bill": q(shr, "0.0001"),

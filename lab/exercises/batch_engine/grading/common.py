@@ -305,6 +305,13 @@ def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
     if len(got) > n and want[:n] == got[:n] and want and want[-1] == 0:
         return (" — it should have stopped at token id 0, a stop id like any other (`if token:` "
                 "is False for id 0)")
+    if len(got) < len(want) and want[:len(got)] == got:
+        whole = [*reqs[i]["prompt"], *got]
+        for stop in reqs[i].get("stop_seqs", ()):
+            if (stop and whole[-len(stop):] == list(stop)
+                    and got[-len(stop):] != list(stop)):
+                return (f" — the stop sequence {list(stop)} was matched across the prompt: stop "
+                        "sequences match generated tokens only")
     if want[:n] == got[:n]:
         return ""  # a prefix: _diff already says which end is wrong
     for j, (other, _) in expected.items():

@@ -12,7 +12,8 @@ Boundaries, special values and feature pairs, and the case that covers each:
   one-token prompt; token id vocab_size - 1 (accepted) and vocab_size (rejected)
   (max-positions-boundary); empty prompt, max_tokens -1 (bad-requests-rejected);
 - stop token first / mid / on the max_tokens-th token (stop wins over length), a stop sequence
-  spanning two tokens, also on the last allowed token (conventions-stop-and-length);
+  spanning two tokens, also on the last allowed token (conventions-stop-and-length); a stop
+  sequence whose first token ends the prompt is not matched across it (stop-sequence-output-only);
 - id 0: a stop token of id 0 (the shipped target's EOS is 0) and id 0 inside a prompt
   (eos-id-zero: the probe emits 0 there as a real token);
 - static + a request arriving mid-batch: it waits for the whole batch (static-runs-to-completion);
@@ -67,6 +68,17 @@ def _stop_on_last_token_requests(k0: int) -> list[dict[str, Any]]:
     return out
 
 
+def _stop_output_only_requests() -> list[dict[str, Any]]:
+    """Request 0's stop sequence is (its prompt's last token, its first output token): only
+    generated tokens count, so it runs on to max_tokens; request 1's stop sequence is its second
+    and third output tokens, which do stop it."""
+    first, second = _req(0, 5, 8), _req(1, 4, 8)
+    out0, out1 = probe.solo(first["prompt"], 8)[0], probe.solo(second["prompt"], 8)[0]
+    assert [first["prompt"][-1], out0[0]] not in [out0[i:i + 2] for i in range(len(out0) - 1)]
+    return [{**first, "stop_seqs": [[first["prompt"][-1], out0[0]]]},
+            {**second, "stop_seqs": [out1[1:3]]}]
+
+
 def _zero_requests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Requests and probe settings where the probe emits id 0 as the third token of request 0
     (its stop token), and request 1's prompt holds a 0."""
@@ -104,6 +116,9 @@ def _level1_fixed() -> list[Case]:
               "stop token and a stop sequence on the max_tokens-th token finish with `stop`",
               [_req(0, 4, 0), _req(1, 3, 1), *_stop_case_requests(2),
                *_stop_on_last_token_requests(6)]),
+        _case("stop-sequence-output-only", 1, "a stop sequence made of the prompt's last token "
+              "and the first generated one does not stop the request: stop sequences match "
+              "generated tokens only", _stop_output_only_requests()),
         _case("bad-requests-rejected", 1, "empty prompt, max_tokens < 0, a token id outside the "
               "vocabulary and prompt + max_tokens over the model's positions raise ValueError in "
               "submit; the good requests around them are unaffected",

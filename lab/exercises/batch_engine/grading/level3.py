@@ -6,6 +6,7 @@ Boundaries, special values and feature pairs, and the case that covers each:
 - the head of the queue fitting exactly (held + what it feeds = budget: it joins at that step)
   (budget-exact-fit), and not fitting by one: it waits for KV, not for a slot
   (budget-admission);
+- a running batch that grows to exactly the budget: nobody is preempted (budget-exact-growth);
 - preemption: forced by growth (budget-forces-preemption), while other requests wait: the
   preempted request goes back to the front and resumes before them (preempt-while-others-wait);
   a preempted request keeps the tokens it streamed (every preemption case: outputs equal solo);
@@ -51,6 +52,10 @@ def _level3_fixed() -> list[Case]:
               "front of the queue and resumes before them",
               [_req(0, 6, 14), _req(1, 6, 14), _req(2, 4, 4, t=0.001), _req(3, 4, 4, t=0.001)],
               B=2, budget=30, checks=("reformed", "preempts")),
+        _case("budget-exact-growth", 3, "KV budget 24: two 8-token prompts decode 5 tokens "
+              "each and end holding exactly 12 + 12 = 24: the batch fits, so nobody is "
+              "preempted", [_req(0, 8, 5), _req(1, 8, 5)], B=2, budget=24,
+              checks=("reformed",)),
         _case("budget-too-small-rejected", 3, "a request that could never fit the budget alone is "
               "rejected by submit", [_req(0, 30, 20), _req(1, 4, 4)], B=2, budget=40,
               checks=("rejects:0",)),
@@ -99,6 +104,37 @@ def _check_budget_admission(p: dict[str, Any], reqs: list[dict[str, Any]], got: 
                         f"reserve room for tokens not generated yet){freed}")
 
 
+def _check_needless_preemption(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
+                               rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
+    """A decoding request (it fed one token in the previous call, so it feeds one in this one)
+    leaves the batch unfinished, or restarts from an empty row, only when the batch cannot grow:
+    if the KV the call left plus what that request held and its one new token fit the budget,
+    the preemption was needless (a cancelled request may leave, level 4)."""
+    budget = p["kv_budget_tokens"]
+    cancelled = {i for _ct, i, ok, *_ in got.get("cancels", []) if ok is True}
+
+    def held_by(n: int, k: int = 2) -> dict[int, int]:
+        return dict(zip(rows_of[n], (r[k] for r in calls[n][2] if r[0] in got["index"]),
+                        strict=False))
+
+    for n in range(1, len(calls)):
+        t0 = calls[n][0]
+        before, now, fed = held_by(n - 1), held_by(n), held_by(n - 1, 1)
+        for r in rows_of[n - 1]:
+            restarted = r in now and now[r] <= before.get(r, 0)  # its KV dropped, recomputed
+            if ((r in rows_of[n] and not restarted) or r in cancelled
+                    or finish_t.get(r, math.inf) <= t0 or fed.get(r) != 1):
+                continue
+            others = sum(r2[2] for r2 in calls[n][2]) - now.get(r, 0)
+            grown = others + before.get(r, 0) + 1
+            if grown <= budget:
+                raise _Fail(f"model call {n} at t={t0:.3f} s preempted request {r}"
+                            + (" (and recomputed it at once)" if restarted else "")
+                            + f", but the batch with it, grown by its next token, holds {grown} "
+                            f"of the {budget} KV tokens: it fits — preempt only when the running "
+                            "batch cannot grow within the budget (exactly at the budget fits)")
+
+
 def cases(seed: int) -> list[Case]:
     return (_level3_fixed() + _hidden_probe(3, seed) + [_load_case(3, seed, 35.0)]
             + _target_cases(3, seed))
@@ -116,6 +152,7 @@ def check_budget(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, A
                         f"budget of {p['kv_budget_tokens']} — admit only what fits and "
                         "preempt the newest when the running batch cannot grow")
     if p["continuous"]:
+        _check_needless_preemption(p, got, calls, rows_of, finish_t)
         _check_budget_admission(p, reqs, got, calls, rows_of, finish_t)
     if "preempts" in p["checks"] and not recomputed and not _dropped(calls, rows_of, finish_t):
         raise _Fail(f"no request was ever preempted, but these {len(reqs)} requests cannot "

@@ -1,6 +1,7 @@
 """Level 4: cancellation and poison requests.
 
 Boundaries, special values and feature pairs, and the case that covers each:
+- cancel request id 0 while it runs (cancel-id-zero: `if not request_id` is false for 0);
 - cancel a queued request (cancel-queued), a running one (cancel-running), a finished one and an
   id no request has (cancel-finished-or-unknown: False, no event); the abort is sent from inside
   `cancel()` (checked by event order in every cancel case, not by time);
@@ -39,6 +40,9 @@ def _level4_fixed() -> list[Case]:
               "next step and the queued request takes the slot",
               [_req(0, 4, 20), _req(1, 6, 20), _req(2, 2, 20), _req(3, 3, 6, t=0.001)], B=3,
               cancels=[(0.08, 1)], checks=("reformed",)),
+        _case("cancel-id-zero", 4, "cancel request 0 (the first id, 0) while it runs: True, one "
+              "`abort`, and request 1 runs on alone", [_req(0, 4, 20), _req(1, 3, 6)], B=2,
+              cancels=[(0.03, 0)], checks=("reformed",)),
         _case("cancel-finished-or-unknown", 4, "cancel a finished request or an unknown id: "
               "returns False, no event", [_req(0, 3, 2)], B=1, wait=0.0,
               cancels=[(0.2, 0), (0.2, -1)]),

@@ -13,6 +13,11 @@ Boundaries and interacting features, one case each (block_size 4 unless said):
   exact;
 - fork + prefix cache (a forked child's copy-on-write and the blocks it fills become cached);
   eviction + fork (blocks a live child still holds are never evicted);
+- two blocks that fill with the same tokens after the same prefix (two requests, or a fork and
+  its parent, appending the same tokens): the first one registered stays the cached one, the
+  second is not registered (`duplicate-full-block`);
+- can_allocate is a query: it does not refresh the blocks it would hit, so the least recently
+  released block is still evicted first after it (`can-allocate-changes-nothing`);
 - can_allocate counts a free cached block it would reuse once; a hit on a block another live
   sequence holds needs no free block at all;
 - a report workload (system prompts, chats, a small cache): hit rate and blocks saved;
@@ -85,6 +90,16 @@ def cases(seed: int) -> list[Case]:
              ["allocate", 2, toks(8, 78)], ["can_allocate", toks(8, 78)],
              ["allocate", 3, toks(8, 78)], ["allocate", 4, toks(8, 79)], ["free", 2],
              ["free", 3], ["free", 1], ["free", 4]]),
+        _l3("duplicate-full-block", "two requests with the same 6-token prompt, then a fork, "
+            "append the same tokens: the block registered first under a hash stays the cached "
+            "one (a later identical block is not registered and does not replace it)", 10,
+            _duplicate()),
+        _l3("can-allocate-changes-nothing", "two cached prompts freed in turn; can_allocate "
+            "of the first one is only a question: the next eviction still takes the least "
+            "recently released block (the first prompt's)", 4,
+            [["allocate", 0, toks(4, 94)], ["allocate", 1, toks(4, 95)], ["free", 0],
+             ["free", 1], ["can_allocate", toks(4, 94)], ["allocate", 2, toks(12, 96)],
+             ["allocate", 3, toks(4, 95)]]),
         _l3("block-size-1-cache", "block_size 1: every token is a full block, so every cached "
             "prefix token is a hit", 10,
             [["allocate", 0, toks(5, 81)], ["free", 0], ["allocate", 1, toks(3, 81)],
@@ -113,6 +128,17 @@ def _chat(a: Appender) -> list[list[Any]]:
         ops.append(["free", sid])
         history += [op[2] for op in reply] + toks(5, f"chat-u{turn + 2}")
     return ops
+
+
+def _duplicate() -> list[list[Any]]:
+    prompt, tail = toks(6, 90), toks(2, 91)
+    same = [["append", s, t] for s in (0, 1) for t in tail]
+    return [["allocate", 0, prompt], ["allocate", 1, prompt], *same, ["free", 0],
+            ["allocate", 2, prompt + tail + toks(1, 92)], ["free", 1], ["free", 2],
+            ["allocate", 3, prompt], ["fork", 3, 4], *[["append", s, t] for s in (4, 3)
+                                                       for t in tail],
+            ["free", 3], ["allocate", 5, prompt + tail], ["free", 4], ["free", 5],
+            ["allocate", 6, toks(24, 93)], ["allocate", 7, prompt + tail]]
 
 
 def _cycle() -> list[list[Any]]:

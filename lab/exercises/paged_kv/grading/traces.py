@@ -444,8 +444,14 @@ def _compare(where: str, op: list[Any], g_res: Any, e_res: Any, g_free: int, e_f
         g, e = g_tables[k], e_tables[k]
         if e is None or g == e:
             continue
-        for x, y in zip(g, e, strict=False):
+        for idx, (x, y) in enumerate(zip(g, e, strict=False)):
             if x != y:
+                if name == "allocate" and seq == op[1] and idx < (e_res or 0) // view.bs:
+                    raise Fail(f"{where}: seq {seq}'s table is {g}, expected {e} — block {x} "
+                               f"holds this prefix too, but block {y} was cached under that "
+                               "hash first: a block that fills with a hash already cached is "
+                               "not registered again (the first one stays the block hits "
+                               "reuse)")
                 raise Fail(f"{where}: seq {seq}'s table is {g}, expected {e} — " +
                            (_choice(x, y, before) if before else ""))
         raise Fail(f"{where}: seq {seq}'s table is {g}, expected {e}")
@@ -467,6 +473,10 @@ def _choice(x: int, y: int, before: _Snap) -> str:
                 "stays cached, and is evicted only when no empty block is left")
     if sx == "cached" and sy == "cached":
         rx, ry = before.released.get(x, (-1, 0)), before.released.get(y, (-1, 0))
+        if rx[0] == ry[0]:
+            return (f"you evicted block {x} before block {y}, both released by the free at op "
+                    f"{rx[0]}: free releases a table from its last block to its first, so block "
+                    f"{y} (nearer the tail) is the least recently used and goes first")
         if rx > ry:
             return (f"you evicted block {x} (released at op {rx[0]}) before block {y} (released "
                     f"at op {ry[0]}, earlier): evict the least recently used first — and free "
