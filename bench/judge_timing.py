@@ -95,7 +95,8 @@ def main() -> int:
                 should_pass = name == "vectorised"
                 if result.passed != should_pass:
                     wrong[name] += 1
-                print(f"  {i:3d} {name:<10} ratio {ratio:6.2f}  "
+                cpu = case.metrics.get("cpu_median_ratio", float("nan"))
+                print(f"  {i:3d} {name:<10} ratio {ratio:6.2f} (CPU time {cpu:6.2f})  "
                       f"{'PASS' if result.passed else 'FAIL'} ({case.kind or 'ok'})", flush=True)
     finally:
         stop.set()
