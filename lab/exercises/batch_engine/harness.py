@@ -21,6 +21,21 @@ from lab.exercises.batch_engine.runtime import Request
 TICK_S = 0.001
 UNKNOWN_ID = 987_654_321  # what the harness cancels for "an id no request has"
 MAX_STEPS = 60_000
+STEPS_PER_TOKEN = 20  # a step moves at least one token; 20x covers chunking and re-prefills
+SPARE_STEPS = 5_000
+
+
+def step_budget(arrivals: list[Arrival], max_wait_s: float, tick: float,
+                cap: int = MAX_STEPS, until: float = 0.0) -> int:
+    """Steps after which an engine that has not finished is stuck: the idle ticks the arrivals,
+    scheduled events (`until`: the last cancel or shutdown) and batching waits can take, plus
+    STEPS_PER_TOKEN per prompt or output token, plus spare (a livelocked engine is named after
+    seconds, not after 60,000 steps)."""
+    last = max([a.t for a in arrivals] + [until])
+    waits = len(arrivals) * max(max_wait_s, 0.0)
+    tokens = sum(len(a.request.prompt) + a.request.max_tokens for a in arrivals)
+    idle = math.ceil((last + waits) / max(tick, 1e-9))
+    return min(cap, idle + STEPS_PER_TOKEN * tokens + SPARE_STEPS)
 
 
 class FakeClock:
@@ -98,6 +113,8 @@ def replay(
     """Drive `engine_cls` through `arrivals`; returns the record. `advance=None` means a wall
     clock (idle steps sleep instead). `cancels`: (time, request index) pairs; index -1 cancels an
     id no request has."""
+    scheduled = [t for t, _ in cancels or []] + ([shutdown_at] if shutdown_at else [])
+    max_steps = step_budget(arrivals, max_wait_s, tick, max_steps, max(scheduled, default=0.0))
     fake = None
     if clock is None:
         fake = FakeClock()
