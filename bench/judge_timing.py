@@ -14,13 +14,11 @@ The issue's bar is 0 wrong in 50 of each; the figure printed is what this run me
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import multiprocessing
 import statistics
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,28 +26,16 @@ sys.path.insert(0, str(ROOT))
 
 from lab.exercises import Exercise, get, load_exercise  # noqa: E402
 from lab.grader.runner import grade  # noqa: E402
-from lab.grader.testing import reference_as_solution  # noqa: E402
+from lab.grader.testing import only_cases, reference_as_solution  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "lab" / "fixtures" / "vocab_demo"
 SOLUTIONS = ROOT / "tests" / "lab" / "solutions" / "vocab"
 REAL_CASE = "L3-large-vocab"
 
 
-class _TimedCaseOnly(Exercise):
-    """spec-verify with level 3 cut to its timed case (the law cases take ~40 s per grading and
-    do not touch the gate)."""
-
-    def grading(self):  # type: ignore[no-untyped-def]
-        module = super().grading()
-        proxy = types.SimpleNamespace(**vars(module))
-        proxy.cases = lambda level, seed: [c for c in module.cases(level, seed)
-                                           if c.id == REAL_CASE]
-        return proxy
-
-
 def _real() -> tuple[Exercise, dict[str, Path], list[int]]:
     ex = get("spec-verify")
-    one = _TimedCaseOnly(**{f.name: getattr(ex, f.name) for f in dataclasses.fields(ex)})
+    one = only_cases(ex, REAL_CASE)
     folder = Path(tempfile.mkdtemp(prefix="judge-timing-"))
     solutions = {"vectorised": reference_as_solution(ex, folder),
                  "loop": ROOT / "tests" / "spec_verify" / "broken" / "l3_vocab_loop.py"}

@@ -15,8 +15,10 @@ Everything runs through the real sandbox (a subprocess per run). Grading is reco
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,28 @@ class GradeRun:
 
 def _exercise(exercise: str | Exercise) -> Exercise:
     return exercise if isinstance(exercise, Exercise) else get(exercise)
+
+
+@dataclass(frozen=True)
+class _OnlyCases(Exercise):
+    """An exercise whose levels keep only the named cases (benches and tests of one case)."""
+
+    only: frozenset[str] = frozenset()
+
+    def grading(self) -> Any:
+        module = super().grading()
+        proxy = types.SimpleNamespace(**vars(module))
+        proxy.cases = lambda level, seed: [c for c in module.cases(level, seed)
+                                           if c.id in self.only]
+        return proxy
+
+
+def only_cases(exercise: str | Exercise, *case_ids: str) -> Exercise:
+    """`exercise` with only these cases in its levels: a timed case graded without the law
+    cases around it, when those are not what a test or bench is about."""
+    ex = _exercise(exercise)
+    fields = {f.name: getattr(ex, f.name) for f in dataclasses.fields(ex)}
+    return _OnlyCases(**fields, only=frozenset(case_ids))
 
 
 def reference_as_solution(exercise: str | Exercise, directory: Path) -> Path:

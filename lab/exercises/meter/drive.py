@@ -41,8 +41,17 @@ def _events(params: dict[str, Any]) -> Iterator[dict[str, Any]]:
     return iter(copy.deepcopy(params["events"]))
 
 
+def call_params(case: Case, ctx: RunContext) -> dict[str, Any]:
+    """The case's params for this call: a timed case's calls each stream other events (their
+    own ctx.seed), so no bill can be replayed from an earlier call."""
+    if not case.timed or "stream" not in case.params:
+        return case.params
+    stream = case.params["stream"]
+    return {**case.params, "stream": {**stream, "seed": f"{stream['seed']}/{ctx.seed}"}}
+
+
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
-    params = case.params
+    params = call_params(case, ctx)
     name = params["function"]
     fn = getattr(solution, name, None)
     if not callable(fn):

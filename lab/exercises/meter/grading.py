@@ -328,7 +328,7 @@ def expected(case: Case, ctx: RunContext) -> Any:
     from lab.reference import meter as reference
 
     if "stream" in case.params:
-        return _stream_expected(json.dumps(case.params, sort_keys=True))
+        return _stream_expected(json.dumps(drive.call_params(case, ctx), sort_keys=True))
     return drive.run(reference, case, ctx)
 
 

@@ -9,6 +9,7 @@ Every call gets fresh model wrappers (empty caches, a new pass ledger), so the s
 
 from __future__ import annotations
 
+import random
 from types import ModuleType
 from typing import Any
 
@@ -38,7 +39,7 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     if case.level == 2:
         return _level2(solution, p)
     if case.level == 3:
-        return _level3(solution, p)
+        return _level3(solution, p, ctx.seed)
     if case.level == 4:
         return _level4(solution, p, ctx)
     if case.level == 5:
@@ -97,13 +98,18 @@ def _level2(solution: ModuleType, p: dict[str, Any]) -> Any:
                        for d in drafts]}
 
 
-def _level3(solution: ModuleType, p: dict[str, Any]) -> Any:
+def _level3(solution: ModuleType, p: dict[str, Any], call_seed: int) -> Any:
     if p["kind"] == "large":
-        x, tq, tp = inputs.large_inputs(int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"]))
-        g = torch.Generator().manual_seed(int(p["seed"]) + 1)
+        shape = int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"])
+        _, tq, tp = inputs.large_inputs(*shape)
         # tq, tp are shared by every run in this process (not copied: 10^7 floats of copying
-        # would dominate a timed round trip); the checked run is the first, so it sees them intact
-        return {"rows": plain(solution.verify_batch(x.clone(), tq, tp, g))}
+        # would dominate a timed round trip); the checked run is the first, so it sees them
+        # intact. Each call (its own ctx.seed) drafts afresh and seeds its own generator, so no
+        # two timed calls ask the same question: an answer cached from an earlier call is wrong.
+        g = torch.Generator().manual_seed(call_seed)
+        x = inputs.large_drafts(*shape, g)
+        return {"rows": plain(solution.verify_batch(x.clone(), tq, tp, g)),
+                "drafts": x.tolist()}
     if p["kind"] == "repro_batch":
         x, tq, tp, _ = inputs.batch_inputs(p["rows"], REPRO_ROWS, 3)
         return _probe(lambda g: plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(),
@@ -130,8 +136,14 @@ def _level4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
                                                   eos_token_id=eos))
         return {"out": out, "ledger": ledger_rows(t_lm)} if with_ledger else out
 
-    if kind in ("greedy", "timed"):
-        return call(None, with_ledger=kind == "greedy")
+    if kind == "timed":  # each call (its own ctx.seed) extends the prompt by 3 drawn tokens:
+        # no two timed calls ask the same question, so no answer can be replayed from a cache
+        extra = random.Random(ctx.seed)
+        vocab = int(target.config.vocab_size)
+        prompt = [*prompt, *(extra.randrange(vocab) for _ in range(3))]
+        return call(None)
+    if kind == "greedy":
+        return call(None, with_ledger=True)
     if kind == "repro":
         return _probe(call)
     if kind in ("law", "sampled_structure"):

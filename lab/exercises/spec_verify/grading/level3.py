@@ -116,7 +116,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     if p["kind"] == "repro_batch":
         return blocks.repro(got)
     if p["kind"] == "large":
-        return _check_large(p, got)
+        return _check_large(p, got, expected)
     calls = got.get("calls") if isinstance(got, dict) else None
     n_calls = int(p.get("calls", 1))
     if not isinstance(calls, list) or len(calls) != n_calls:
@@ -136,13 +136,18 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     return blocks.judge_tables(p["rows"], outs, drafts, which, float(p["alpha"]), batch=True)
 
 
-def _check_large(p: dict[str, Any], got: Any) -> Verdict:
+def _check_large(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
+    """Structure against the drafts of this call (the reference's run for the same seed says
+    which drafts those were: the learner's child cannot choose them)."""
     out = got.get("rows") if isinstance(got, dict) else None
     b, k, v = int(p["B"]), int(p["k"]), int(p["V"])
     if not isinstance(out, list) or len(out) != b:
         return Verdict(False, f"verify_batch must return B = {b} lists")
-    x, _, _ = inputs.large_inputs(int(p["seed"]), b, k, v)
-    for bi, (row, d) in enumerate(zip(out, x.tolist(), strict=True)):
+    drafts = expected.get("drafts") if isinstance(expected, dict) else None
+    if not isinstance(drafts, list) or got.get("drafts") != drafts:
+        return Verdict(False, "this call's drafts are not the ones the grader drew (a result "
+                              "from another call?)")
+    for bi, (row, d) in enumerate(zip(out, drafts, strict=True)):
         if not isinstance(row, list) or not 1 <= len(row) <= k + 1:
             return Verdict(False, f"row {bi}: a block has 1..k+1 = {k + 1} tokens, got {row!r:.80}")
         if any(not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < v for t in row):
@@ -150,4 +155,29 @@ def _check_large(p: dict[str, Any], got: Any) -> Verdict:
         if row[:-1] != d[: len(row) - 1]:
             return Verdict(False, f"row {bi}: tokens before the last must be the accepted draft "
                                   f"prefix {d[: len(row) - 1]}, got {row[:-1]} (padding leaked?)")
+        impossible = _impossible(p, bi, d, row)
+        if impossible:
+            return Verdict(False, f"row {bi}: {impossible} — no correct verifier can return that")
     return Verdict(True)
+
+
+def _impossible(p: dict[str, Any], bi: int, drafts: list[int], row: list[int]) -> str:
+    """What a correct verifier can never output for this row, whatever its coins: a draft with
+    p >= q is always accepted (u < 1 <= p/q), one with p = 0 never; a token after a rejection
+    comes from max(0, p - q) (so p > q there), a bonus from p (so p > 0)."""
+    _, tq, tp = inputs.large_inputs(int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"]))
+    m, k = len(row) - 1, int(p["k"])
+    for j in range(m):
+        if float(tp[bi, j, drafts[j]]) <= 0.0:
+            return f"draft {j} (token {drafts[j]}) has p = 0 but was accepted"
+    last = row[-1]
+    if m == k:
+        return "" if float(tp[bi, k, last]) > 0.0 else f"the bonus token {last} has p = 0"
+    p_x, q_x = float(tp[bi, m, drafts[m]]), float(tq[bi, m, drafts[m]])
+    if p_x >= q_x:
+        return (f"draft {m} (token {drafts[m]}) has p {p_x:.3g} >= q {q_x:.3g}, so it is always "
+                "accepted, but the block stopped there")
+    if float(tp[bi, m, last]) <= float(tq[bi, m, last]):
+        return (f"the token after the rejection ({last}) has p <= q there: it must come from "
+                "max(0, p - q)")
+    return ""
