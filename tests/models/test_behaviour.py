@@ -29,6 +29,7 @@ def test_tokenizer_round_trips_tricky_text(pair: Any, text: str) -> None:
     assert pair.tokenizer.decode(ids) == text
 
 
+@pytest.mark.slow
 def test_tokenizer_round_trips_held_out_source(pair: Any) -> None:
     for src in _held_out_sources(pair):
         ids = pair.tokenizer(src, add_special_tokens=False)["input_ids"]

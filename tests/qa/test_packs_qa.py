@@ -97,6 +97,7 @@ def test_a_pack_imported_later_is_interleaved_with_the_remaining_new_cards(
     assert "my-notes-001" in _due_ids()
 
 
+@pytest.mark.slow
 def test_a_bad_param_range_is_reported_once_not_as_a_cascade(tmp_path: Path) -> None:
     """min > max used to add 'unfilled placeholder {step}' and 'undefined name step' errors
     that point away from the one real mistake."""

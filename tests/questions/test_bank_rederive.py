@@ -589,6 +589,7 @@ def test_explanations_show_the_answer_within_its_tolerance(bank: Any) -> None:
                 )
 
 
+@pytest.mark.slow
 def test_draws_vary_so_answers_cannot_be_memorised(bank: Any) -> None:
     for question in _numeric_parameterised(bank):
         answers = {round(question.draw(seed).answer, 9) for seed in range(40)}

@@ -29,6 +29,7 @@ def test_check_valid_files_exits_0() -> None:
     assert "6 valid question(s) in 2 topic(s); all checks passed" in out
 
 
+@pytest.mark.slow
 def test_check_broken_files_exits_1_naming_file_line_field() -> None:
     code, out = dojo("questions", "check", str(BROKEN / "mcq-key.toml"),
                      str(BROKEN / "unit-unknown.toml"))

@@ -33,6 +33,7 @@ def test_any_text_is_either_a_number_or_a_reask(text: str, unit: str) -> None:
     st.sampled_from(QUESTION_UNITS),
     st.booleans(),
 )
+@pytest.mark.slow
 def test_a_displayed_answer_reads_back_as_itself(value: float, unit: str, negative: bool) -> None:
     """What feedback shows ('$1,125', '16.7%', '320 KiB') is also valid input for that unit."""
     value = -value if negative else value

@@ -96,6 +96,7 @@ async def test_a_far_future_dojo_now_is_refused_on_the_home_screen(
         assert "DOJO_NOW" in headline and "OverflowError" not in headline
 
 
+@pytest.mark.slow
 async def test_bad_settings_are_named_on_the_home_screen(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:

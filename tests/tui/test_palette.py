@@ -21,6 +21,7 @@ def _titles(app: DojoApp) -> list[str]:
     return [c.title for c in app.get_system_commands(app.screen)]
 
 
+@pytest.mark.slow
 async def test_today_palette_reaches_questions_labs_sims_export_backup(
     make_app: AppFactory,
 ) -> None:
