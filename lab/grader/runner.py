@@ -222,8 +222,16 @@ class Prepared:
     key: tuple[Any, ...]
     boundary: boundary.Boundary
     sandbox: Sandbox
-    thread: threading.Thread
     outcome: Outcome | None = None
+    thread: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.thread = threading.Thread(target=self._warm, daemon=True)
+        self.thread.start()
+
+    def _warm(self) -> None:
+        with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
+            self.outcome = self.sandbox.prepare()
 
     def wait(self) -> Outcome | None:
         self.thread.join()
@@ -294,16 +302,8 @@ def prepare(exercise: Exercise, solution: Path, *, levels: list[int] | None = No
                               plan.confine)
     guess = reference_guess(plan.exercise)
     found, sandbox = learner_sandbox(plan.exercise, solution, guess, options)
-    prepared = Prepared(child_key(plan.exercise, solution, plan.device, guess, options), found,
-                        sandbox, threading.Thread(daemon=True))
-
-    def run() -> None:
-        with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
-            prepared.outcome = sandbox.prepare()
-
-    prepared.thread = threading.Thread(target=run, daemon=True)
-    prepared.thread.start()
-    return prepared
+    return Prepared(child_key(plan.exercise, solution, plan.device, guess, options), found,
+                    sandbox)
 
 
 class _Grading:
