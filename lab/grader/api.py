@@ -6,6 +6,8 @@ An exercise package has a child side and a parent side::
                  lab.grader.api and the modules it lists in CHILD_MODULES)
         CHILD_MODULES = ("lab.exercises.<pkg>.helper", ...)      # optional
         def run(solution: ModuleType, case: Case, ctx: RunContext) -> Data   # plain outputs
+        def warm(device: str) -> None      # optional: load what every case needs (models),
+                                           # in a child or grader prepared ahead of a grading
 
     grading.py  (parent only: never importable in the child)
         REFERENCE = "lab.reference.<module>"
@@ -92,3 +94,12 @@ class DriveModule(Protocol):
     """What the platform expects from `lab/exercises/<id>/drive.py` (child side)."""
 
     def run(self, solution: Any, case: Case, ctx: RunContext) -> object: ...
+
+
+def warm_drive(drive: Any, device: object) -> None:
+    """Call the drive's optional `warm(device)`: a process prepared ahead of its grading (the
+    learner's child, or the grader computing the reference's answers) then loads the models
+    before the learner presses grade instead of during the first case that needs them."""
+    fn = getattr(drive, "warm", None)
+    if callable(fn) and isinstance(device, str):
+        fn(device)

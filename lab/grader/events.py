@@ -78,17 +78,73 @@ FAILURE_KINDS = (
 REPR_LIMIT = 400
 
 
+class _Full(Exception):
+    """The text reached its limit: stop walking the value."""
+
+
 def short_repr(value: object, limit: int = REPR_LIMIT) -> str:
-    """repr() cut to `limit`; never raises (a learner's value may be a 5000-digit int, over
-    Python's int-to-str limit, or have a __repr__ that throws)."""
+    """repr() cut to `limit`, in time proportional to `limit`, not to the value: lists, tuples
+    and dicts are walked only until the text is long enough, and a large tensor or array is
+    described by its shape (a passing case's record of 8,000 tensors would otherwise take
+    seconds to print just to be cut). Never raises (a learner's value may be a 5000-digit int,
+    over Python's int-to-str limit, or have a __repr__ that throws)."""
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> None:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        if size > limit:
+            raise _Full
+
+    def walk(v: object) -> None:
+        kind = type(v)
+        if isinstance(v, list | tuple) and kind in (list, tuple):
+            put("[" if kind is list else "(")
+            for i, item in enumerate(v):
+                if i:
+                    put(", ")
+                walk(item)
+            put("]" if kind is list else ("," if len(v) == 1 else "") + ")")
+        elif isinstance(v, dict) and kind is dict:
+            put("{")
+            for i, (key, value) in enumerate(v.items()):
+                if i:
+                    put(", ")
+                walk(key)
+                put(": ")
+                walk(value)
+            put("}")
+        else:
+            put(_leaf(v, limit))
+
     try:
-        text = repr(value)
+        walk(value)
+    except _Full:
+        pass
+    except RecursionError:
+        parts.append("…")
+    text = "".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _leaf(value: object, limit: int) -> str:
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[:limit])
+    shape, numel = getattr(value, "shape", None), getattr(value, "size", None)
+    module = type(value).__module__.split(".")[0]
+    if module in ("torch", "numpy") and shape is not None:
+        count = value.numel() if module == "torch" else numel  # type: ignore[attr-defined]
+        if isinstance(count, int) and count > 64:
+            return (f"{'tensor' if module == 'torch' else 'array'}(shape={tuple(shape)}, "
+                    f"dtype={getattr(value, 'dtype', '?')})")
+    try:
+        return repr(value)
     except Exception as exc:
         if isinstance(value, int):
-            text = f"<int with about {value.bit_length() * 0.30103:.0f} digits>"
-        else:
-            text = f"<{type(value).__name__} whose repr() failed: {type(exc).__name__}>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+            return f"<int with about {value.bit_length() * 0.30103:.0f} digits>"
+        return f"<{type(value).__name__} whose repr() failed: {type(exc).__name__}>"
 
 
 @dataclass(frozen=True)

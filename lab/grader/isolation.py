@@ -207,14 +207,15 @@ class Sandbox:
             self.load_timeout_s,
         )
 
-    def prepare(self) -> Outcome:
+    def prepare(self, device: str | None = None) -> Outcome:
         """Spawn the child before its grading and import the exercise's trusted modules into it
-        (the drive: torch and the lab's helpers), so that `start` then only loads the learner's
-        file — read at that moment, so edits made meanwhile count."""
+        (the drive: torch and the lab's helpers; with `device`, the drive's `warm` loads its
+        models too), so that `start` then only loads the learner's file — read at that moment,
+        so edits made meanwhile count."""
         out = self._spawn()
         if not out.ok and out.kind:
             return out
-        out = self.request({"op": "warm", "drive": self.load["drive"],
+        out = self.request({"op": "warm", "drive": self.load["drive"], "device": device,
                             "torch_threads": self.torch_threads}, self.load_timeout_s)
         if out.ok:
             self.ready = True
@@ -295,15 +296,10 @@ class Sandbox:
         kill_tagged(TOKEN_VAR, self.token)
 
     def close(self) -> None:
-        """Ask the child to exit, then make sure it did; release the pipes and capture file."""
+        """Kill the child (it holds nothing to save: a polite exit of a torch process costs a
+        tenth of a second per child) and release the pipes and capture file."""
         self.ready = False
         if self.proc is not None:
-            if self.proc.poll() is None:
-                try:
-                    protocol.send(self.wfd, {"op": "exit"})
-                    self.proc.wait(timeout=2)
-                except (OSError, subprocess.TimeoutExpired):
-                    pass
             self.kill()
             self.proc = None
         if self.reader is not None:

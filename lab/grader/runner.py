@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from lab.exercises import Exercise, ExerciseError
 from lab.grader import boundary, codec, events
-from lab.grader.api import Case, RunContext, Verdict, to_wire
+from lab.grader.api import Case, RunContext, Verdict, to_wire, warm_drive
 from lab.grader.boundary import REFERENCE_DIR
 from lab.grader.device import resolve_device
 from lab.grader.isolation import Cancelled, Outcome, Sandbox
@@ -222,20 +222,43 @@ class Prepared:
     key: tuple[Any, ...]
     boundary: boundary.Boundary
     sandbox: Sandbox
+    exercise: Exercise | None = None
+    device: str | None = None
     outcome: Outcome | None = None
     thread: threading.Thread = field(init=False)
+    imports: threading.Thread = field(init=False)
 
     def __post_init__(self) -> None:
         self.thread = threading.Thread(target=self._warm, daemon=True)
         self.thread.start()
+        # This process imports what the grading will (the grading module, the reference and
+        # its drive: torch) while the child warms on the other core.
+        self.imports = threading.Thread(target=self._import, daemon=True)
+        self.imports.start()
 
     def _warm(self) -> None:
         with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
-            self.outcome = self.sandbox.prepare()
+            self.outcome = self.sandbox.prepare(self.device)
+
+    def _import(self) -> None:
+        if self.exercise is None:
+            return
+        with contextlib.suppress(Exception):  # the grading imports again and reports a failure
+            grading = self.exercise.grading()
+            importlib.import_module(grading.REFERENCE)
+            warm_drive(importlib.import_module(self.boundary.drive), self.device)
 
     def wait(self) -> Outcome | None:
+        """Block until the child is warm and this process's imports are done."""
         self.thread.join()
+        self.imports.join()
         return self.outcome
+
+    @property
+    def usable(self) -> bool:
+        """Still worth adopting: warming, or warmed and neither used by a grading nor dead."""
+        return self.thread.is_alive() or (self.outcome is not None and self.outcome.ok
+                                          and self.sandbox.ready and self.sandbox.alive)
 
     def close(self) -> None:
         self.wait()
@@ -287,23 +310,32 @@ def _plan(exercise: Exercise, solution: Path, levels: list[int] | None, device: 
 def prepare(exercise: Exercise, solution: Path, *, levels: list[int] | None = None,
             device: str = "auto", memory_mb: int | None = None,
             models: dict[str, str] | None = None, confine: bool | None = None,
-            load_timeout_s: float | None = None) -> Prepared | None:
+            load_timeout_s: float | None = None,
+            current: Prepared | None = None) -> Prepared | None:
     """Start the learner's child for a grading that is likely to come (`dojo lab watch`
-    between saves, the TUI's grader between presses of g): the next grading with the same
-    arguments then skips the child's start and its torch import. None when there is nothing
-    to gain (no torch) or the arguments would not grade."""
+    between saves, the TUI's grader between presses of g, or as soon as a torch lab is
+    selected): the next grading with the same arguments then skips the child's start and both
+    processes' torch imports. None when there is nothing to gain (no torch) or the arguments
+    would not grade. `current`, an earlier Prepared, is returned as it is when it would serve
+    the same grading, else closed."""
     try:
         plan = _plan(exercise, solution, levels, device, memory_mb, models, confine)
     except UsageError:
+        plan = None
+    if plan is None or not plan.exercise.needs_torch:
+        if current is not None:  # a pure-Python child starts in a fraction of a second anyway
+            current.close()
         return None
-    if not plan.exercise.needs_torch:
-        return None  # a pure-Python child starts in a fraction of a second anyway
     options = sandbox_options(plan.exercise, plan.device, plan.memory_mb, load_timeout_s,
                               plan.confine)
     guess = reference_guess(plan.exercise)
+    key = child_key(plan.exercise, solution, plan.device, guess, options)
+    if current is not None:
+        if current.key == key and current.usable:
+            return current
+        current.close()
     found, sandbox = learner_sandbox(plan.exercise, solution, guess, options)
-    return Prepared(child_key(plan.exercise, solution, plan.device, guess, options), found,
-                    sandbox)
+    return Prepared(key, found, sandbox, plan.exercise, plan.device)
 
 
 class _Grading:

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from lab.grader import codec, confine, protocol, signal_guard
-from lab.grader.api import case_from_wire, ctx_from_wire
+from lab.grader.api import case_from_wire, ctx_from_wire, warm_drive
 from lab.grader.timing import synchronize
 
 REFERENCE_PACKAGE = "lab.reference"
@@ -174,7 +174,8 @@ class Child:
         would have imported, and the guard's scan checks it all the same."""
         self._threads(msg)
         if self.guard is None and self.solution is None:
-            importlib.import_module(str(msg["drive"]))
+            drive = importlib.import_module(str(msg["drive"]))
+            warm_drive(drive, msg.get("device"))
         return {"ok": True}
 
     @staticmethod

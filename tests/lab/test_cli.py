@@ -212,3 +212,28 @@ def test_serve_grades_one_request_a_line_and_says_when_each_is_done(dojo_home: P
     assert sum(e["event"] == "summary" for e in events) == 2
     assert "unknown exercise 'nope'" in served.stderr
     assert served.stderr.count("not a grade request") == 2
+
+
+@pytest.mark.slow
+def test_serve_prepares_a_started_torch_lab_ahead_of_its_grading(dojo_home: Path) -> None:
+    """{"prepare": true} (the TUI sends it when a started lab is selected) warms the child the
+    next grading adopts and says when it is ready; a lab not started, or one without torch,
+    prepares nothing and prints no error into the screen's log."""
+    assert dojo("start", "spec-verify", "--level", "1").returncode == 0
+    assert dojo("start", "kv-bytes").returncode == 0
+    requests = [{"exercise": "batch-engine", "level": 1, "prepare": True},  # not started
+                {"exercise": "kv-bytes", "level": 1, "prepare": True},  # pure Python
+                {"exercise": "spec-verify", "level": 1, "prepare": True},
+                {"exercise": "spec-verify", "level": 1, "prepare": True},  # the same: kept
+                {"exercise": "spec-verify", "level": 1}]
+    lines = "".join(json.dumps(r) + "\n" for r in requests)
+    served = dojo("serve", input=lines)
+    assert served.returncode == 0, served.stderr
+    assert "Error" not in served.stderr
+    events = [json.loads(line) for line in served.stdout.splitlines() if line.startswith("{")]
+    ready = [e["ready"] for e in events if e["event"] == "prepared"]
+    assert ready == [False, False, True, True]
+    assert [e["kept"] for e in events if e["event"] == "prepared"] == [False, False, False, True]
+    failed = [e for e in events if e["event"] == "case_failed"]
+    assert failed and failed[0]["kind"] == "not_implemented"
+    assert [e["rc"] for e in events if e["event"] == "served"] == [1]

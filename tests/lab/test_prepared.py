@@ -65,3 +65,25 @@ def test_nothing_is_prepared_where_nothing_would_be_gained_or_graded(tmp_path: P
     assert prepare(kv, _stub(tmp_path / "kv_bytes.py"), device="cpu") is None  # no torch
     assert prepare(TIMED, tmp_path / "missing.py", device="cpu") is None  # no file
     assert prepare(TIMED, _stub(tmp_path / "timed_demo.py"), levels=[9], device="cpu") is None
+
+
+def test_a_matching_prepared_child_is_kept_and_any_other_replaced(tmp_path: Path) -> None:
+    """`prepare(current=)`: asked again for the same grading (the TUI re-selecting a lab), the
+    warm child is kept; for another file, or once a grading has used it, a fresh one starts."""
+    solution = _stub(tmp_path / "timed_demo.py")
+    first = prepare(TIMED, solution, device="cpu", confine=False)
+    assert first is not None
+    assert prepare(TIMED, solution, device="cpu", confine=False, current=first) is first
+    first.wait()
+    assert first.usable and first.exercise is TIMED
+    (tmp_path / "other").mkdir()
+    other = prepare(TIMED, _stub(tmp_path / "other" / "timed_demo.py"), device="cpu",
+                    confine=False, current=first)
+    assert other is not None and other is not first and not first.sandbox.alive
+    grade(TIMED, other.sandbox.solution, device="cpu", store=False, prepared=other,
+          confine=False)
+    assert not other.usable  # its child ran a grading
+    again = prepare(TIMED, other.sandbox.solution, device="cpu", confine=False, current=other)
+    assert again is not None and again is not other
+    assert prepare(TIMED, tmp_path / "missing.py", device="cpu", current=again) is None
+    assert not again.sandbox.alive  # nothing to grade: the warm child is not kept either

@@ -139,3 +139,51 @@ async def test_edit_opens_the_workspace_in_the_editor_hook(dojo_home: Path) -> N
         assert opened[0].is_relative_to(dojo_home)
     assert app.services is not None
     app.services.close()
+
+
+@pytest.mark.slow
+async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
+        make_app: Callable[..., DojoApp], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Selecting a started torch lab and staying on it sends the server one prepare request
+    (its child imports torch before g is pressed); a pure-Python lab, a lab not started and a
+    row passed over quickly send none."""
+    import trainer.screens.lab as lab_screen
+
+    requests = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("DOJO_TEST_REQUESTS", str(requests))
+    monkeypatch.setattr(lab_screen, "PREPARE_AFTER_S", 0.2)
+    app = make_app(lab_command=[sys.executable, str(FIXTURES / "lab" / "recording_server.py")])
+
+    def sent() -> list[dict[str, object]]:
+        import json
+
+        return [json.loads(x) for x in requests.read_text().splitlines()] if requests.exists() \
+            else []
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        listing = screen.query_one("#lab-list")
+        rows = [(r.exercise, r.level) for r in screen.rows]
+        await pilot.press("s")  # kv-bytes L1: started, but no torch
+        for key in (("spec-verify", 1), ("spec-verify", 2), ("batch-engine", 1)):
+            listing.highlighted = rows.index(key)  # type: ignore[attr-defined]
+            await pilot.pause()
+            await pilot.press("s")
+        await pilot.pause(0.6)
+        assert sent() == [{"exercise": "batch-engine", "level": 1, "prepare": True}]
+        listing.highlighted = rows.index(("spec-verify", 2))  # type: ignore[attr-defined]
+        await pilot.pause()
+        listing.highlighted = rows.index(("spec-verify", 1))  # type: ignore[attr-defined]
+        await pilot.pause(0.6)  # spec-verify L2 was passed over: only L1 is prepared
+        assert [(r["exercise"], r["level"]) for r in sent()] == [
+            ("batch-engine", 1), ("spec-verify", 1)]
+        listing.highlighted = rows.index(("paged-kv", 4))  # type: ignore[attr-defined]
+        await pilot.pause(0.6)  # paged-kv not started: nothing to prepare
+        listing.highlighted = rows.index(("kv-bytes", 1))  # type: ignore[attr-defined]
+        await pilot.pause(0.6)
+        assert len(sent()) == 2
+        await pilot.press("g")  # the grading request follows on the same server
+        await _graded(screen, pilot)
+        assert sent()[-1] == {"exercise": "kv-bytes", "level": 1}

@@ -377,23 +377,27 @@ def _served(rc: int) -> None:
     sys.stdout.flush()
 
 
-def _serve_one(line: str, prepared: Any) -> tuple[int, Any]:
-    """Grade one request line; returns the exit status `dojo lab grade` would have had and
-    the arguments to prepare the next child with (None after a bad request)."""
+def _request(line: str) -> dict[str, Any] | None:
+    """A serve request: {"exercise": ID, "level": N or null, "prepare": bool}; None if not."""
+    try:
+        request = json.loads(line)
+        level = request.get("level")
+        if (not isinstance(request, dict) or not isinstance(request.get("exercise"), str)
+                or (level is not None and (not isinstance(level, int) or isinstance(level, bool)))):
+            raise TypeError("request")
+    except (ValueError, AttributeError, TypeError):
+        return None
+    return request
+
+
+def _serve_one(request: dict[str, Any], prepared: Any) -> tuple[int, Any]:
+    """Grade one request; returns the exit status `dojo lab grade` would have had and the
+    arguments to prepare the next child with (None after a bad request)."""
     from lab.grader.runner import UsageError
 
     try:
-        request = json.loads(line)
-        exercise_id, level = str(request["exercise"]), request.get("level")
-        if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
-            raise TypeError("level")
-    except (ValueError, KeyError, TypeError):
-        click.echo(f"Error: not a grade request: {line.strip()[:80]!r}", err=True)
-        if prepared is not None:
-            prepared.close()
-        return 2, None
-    try:
-        ex, path, levels, models = _setup(exercise_id, level, None, None, None)
+        ex, path, levels, models = _setup(request["exercise"], request.get("level"), None, None,
+                                          None)
         passed = _grade_once(ex, path, levels, "auto", None, True, models, prepared)
     except (SystemExit, UsageError) as exc:
         if prepared is not None:
@@ -405,12 +409,47 @@ def _serve_one(line: str, prepared: Any) -> tuple[int, Any]:
     return (0 if passed else 1), (ex, path, levels, models)
 
 
+def _serve_prepare(request: dict[str, Any], prepared: Any) -> Any:
+    """Start (or keep) the child for a likely grading of the request's exercise and level, and
+    say {"event": "prepared", "ready": bool} once it is warm; silent about a lab not started
+    (there is nothing to grade yet, so nothing to prepare)."""
+    from lab.exercises import ExerciseError, get
+    from lab.grader.runner import prepare
+    from lab.workspace import solution_path
+
+    started, kept = time.monotonic(), False
+    try:
+        ex = get(request["exercise"])
+        path = solution_path(ex)
+        level = request.get("level")
+        if level is not None:
+            ex.level(level)
+    except ExerciseError:
+        ex = None
+    if ex is None or not path.is_file():
+        if prepared is not None:
+            prepared.close()
+        prepared = None
+    else:
+        earlier = prepared
+        prepared = prepare(ex, path, levels=[level] if level is not None else None,
+                           current=prepared)
+        kept = prepared is not None and prepared is earlier
+    ready = prepared is not None and prepared.wait() is not None and prepared.usable
+    click.echo(json.dumps({"event": "prepared", "ready": ready, "kept": kept,
+                           "seconds": round(time.monotonic() - started, 3)}))
+    sys.stdout.flush()
+    return prepared
+
+
 @lab.command(hidden=True)
 def serve() -> None:
-    """For the TUI: grade requests read from stdin, one JSON object a line ({"exercise": ID,
-    "level": N}), each answered with the `--json` events of `dojo lab grade` and a closing
-    {"event": "served", "rc": 0|1|2}. Imports stay warm between requests, and the next
-    grading's child is started (torch imported) while you edit."""
+    """For the TUI: requests read from stdin, one JSON object a line. {"exercise": ID,
+    "level": N} grades, answered with the `--json` events of `dojo lab grade` and a closing
+    {"event": "served", "rc": 0|1|2}; with "prepare": true it only starts the child that
+    grading would use (torch imported in both processes) and answers {"event": "prepared"}.
+    Imports stay warm between requests, and the next grading's child is started while you
+    edit."""
     from lab.grader.runner import prepare
 
     prepared = None
@@ -418,7 +457,15 @@ def serve() -> None:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            rc, again = _serve_one(line, prepared)
+            request = _request(line)
+            if request is None:
+                click.echo(f"Error: not a grade request: {line.strip()[:80]!r}", err=True)
+                _served(2)
+                continue
+            if request.get("prepare"):
+                prepared = _serve_prepare(request, prepared)
+                continue
+            rc, again = _serve_one(request, prepared)
             prepared = None
             _served(rc)
             if again is not None:

@@ -32,6 +32,8 @@ from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from trainer.app import DojoApp
 
 
@@ -50,6 +52,7 @@ def lab_command(app: DojoApp) -> list[str]:
     return list(app.lab_command or [sys.executable, "-m", "trainer", "lab"])
 
 
+PREPARE_AFTER_S = 1.0  # a selection held this long starts the grading child ahead
 LIST_TEXT_WIDTH = 28  # inside #lab-list: #lab-left width 34 less border, padding, scrollbar
 
 
@@ -113,6 +116,8 @@ class LabScreen(DojoScreen):
         self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
         self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
         self._signatures: dict[str, int] = {}  # failures per signature in the level graded
+        self._prepare_timer: Timer | None = None
+        self._prepared_for: tuple[str, int] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Lab · g grade · s start · e edit · h hint · n next level · I interview · "
@@ -273,6 +278,39 @@ class LabScreen(DojoScreen):
             lines.append(f"Hints: {shown}/{total} revealed"
                          + (" (h for the next)" if shown < total else ""))
         self.query_one("#lab-detail", Static).update("\n".join(lines))
+        self._prepare_soon(row)
+
+    def _prepare_soon(self, row: LevelRow) -> None:
+        """A started torch lab that stays selected for a moment gets its grading child started
+        (torch imported) in the background, so the first g answers in about a second. Moving on
+        quickly through the list starts nothing."""
+        if self._prepare_timer is not None:
+            self._prepare_timer.stop()
+            self._prepare_timer = None
+        ex = self.exercises[row.exercise]
+        key = (row.exercise, row.level)
+        if key == self._prepared_for or not ex.needs_torch_for([row.level]):
+            return
+        from lab.workspace import solution_path
+
+        if solution_path(ex).is_file():
+            self._prepare_timer = self.set_timer(PREPARE_AFTER_S,
+                                                 lambda: self._send_prepare(*key))
+
+    @work(exclusive=True, group="lab-prepare")
+    async def _send_prepare(self, exercise: str, level: int) -> None:
+        if self._grading_now():
+            return  # the server prepares the graded level's next child by itself
+        server = await self._grader()
+        if server.stdin is None:
+            return
+        request = {"exercise": exercise, "level": level, "prepare": True}
+        try:
+            server.stdin.write((json.dumps(request) + "\n").encode())
+            await server.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the next grading starts a new server
+        self._prepared_for = (exercise, level)
 
     @on(OptionList.OptionSelected, "#lab-list")
     def _selected(self) -> None:
@@ -476,6 +514,8 @@ class LabScreen(DojoScreen):
             self.write_log(f"The grader exited with status {rc} without a summary.")
         elif self.last_summary.get("passed"):
             self._card_note(exercise, level)
+        if self._server is not None:
+            self._prepared_for = (exercise, level)  # the server prepares its next grading
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
 
@@ -484,6 +524,7 @@ class LabScreen(DojoScreen):
         imports stay warm and it starts the next grading's child while you edit, so the first
         failure of a torch lab comes back in about a second, not after a torch import."""
         if self._server is None or self._server.returncode is not None:
+            self._prepared_for = None
             self._server = await asyncio.create_subprocess_exec(
                 *lab_command(self.dojo), "serve",
                 stdin=asyncio.subprocess.PIPE,

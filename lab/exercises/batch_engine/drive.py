@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from lab.exercises.batch_engine import harness, probe
-from lab.exercises.batch_engine.targets import resolve_requests
+from lab.exercises.batch_engine.targets import prompt_tokens, resolve_requests
 from lab.grader.api import Case, RunContext
 
 CHILD_MODULES = (
@@ -29,6 +29,15 @@ CHILD_MODULES = (
     "lab.models",
     "lab.models.loading",
 )
+
+
+def warm(device: str) -> None:
+    """Load the shipped target and its tokenised prompts ahead of a grading (the transformers
+    imports take seconds)."""
+    from lab.exercises.batch_engine.runtime import load_target
+
+    load_target(device, "float32")
+    prompt_tokens(None)
 
 
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> dict[str, Any]:
