@@ -215,7 +215,8 @@ def format_number(value: float) -> str:
 
 def format_range(lo: float, hi: float, expected: float, unit: str, *, whole: bool = False) -> str:
     """An accepted range as the learner would type it, '5.10–5.20 s': the fewest significant
-    digits (3 or more) at which the shown ends still lie inside [lo, hi] around `expected`."""
+    digits (3 or more) at which the shown ends still lie inside [lo, hi] around `expected` and
+    differ (a tolerance of ±0.5 ms on 3.32 s shows as '3.3195–3.3205 s', not '3.32–3.32 s')."""
     if whole:
         numbers = [f"{lo:,.0f}"] if lo == hi else [f"{lo:,.0f}", f"{hi:,.0f}"]
     else:
@@ -235,7 +236,8 @@ def _range_numbers(lo: float, hi: float, expected: float) -> list[str]:
         quantum = 10.0 ** (math.floor(math.log10(scale)) - digits + 1)
         low = math.ceil(lo / quantum - 1e-9) * quantum
         high = math.floor(hi / quantum + 1e-9) * quantum
-        if low <= expected + 1e-12 * scale and high >= expected - 1e-12 * scale:
+        if (low <= expected + 1e-12 * scale and high >= expected - 1e-12 * scale
+                and high - low > quantum / 2):  # '3.32–3.32' would hide the tolerance's width
             decimals = max(0, -math.floor(math.log10(quantum) + 1e-9))
             return [f"{low:,.{decimals}f}", f"{high:,.{decimals}f}"]
     return [format_number(lo), format_number(hi)]

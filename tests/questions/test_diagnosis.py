@@ -35,6 +35,15 @@ def test_latency_001_five_point_two_is_the_double_counted_first_token() -> None:
     assert right.correct and right.mistake_id is None and right.accepted == outcome.accepted
 
 
+def test_the_accepted_range_always_shows_its_width() -> None:
+    """Seed 0 of latency-001 (3.32 s, ±0.25%) used to say 'accepted 3.32–3.32 s', as if only
+    3.32 were right; the range is shown at the precision where its two ends differ."""
+    outcome = check_answer(_q("latency-001"), "3.35")
+    assert outcome.accepted == "accepted 3.312–3.328 s"
+    assert check_answer(_q("latency-001"), "3.328").correct
+    assert not check_answer(_q("latency-001"), "3.329").correct
+
+
 @pytest.mark.parametrize(("qid", "mistake"), [
     ("latency-001", "double-count-first-token"),  # was accepted on 308/308 draws
     ("latency-002", "divide-by-n"),  # 308/308
