@@ -204,18 +204,19 @@ def gather_inputs(p: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
     A timed call (`p["call"]`, its own seed: drive.run) asks a new question without redrawing the
     pool, whose ~1M normal draws cost as much as the gather being timed (they would dilute a slow
     gather's ratio and lengthen every batch): it gets the case's pool, drawn once per process,
-    with K and V scaled by factors drawn for the call, and queries of its own.
+    with K and V scaled (on the device) by factors drawn for the call, and queries of its own.
     """
     import torch
 
     B, H, KVH, D = len(p["tables"]), p["heads"], p["kv_heads"], p["head_dim"]
     shape = (p["num_blocks"], p["block_size"], KVH, D)
     if "call" in p:
-        key = (int(p["seed"]), shape)
+        key = (int(p["seed"]), shape, device)
         if key not in _POOLS:
             g = torch.Generator().manual_seed(int(p["seed"]))
             _POOLS.clear()  # one timed case at a time: keep only its pool
-            _POOLS[key] = (torch.randn(shape, generator=g), torch.randn(shape, generator=g))
+            _POOLS[key] = (torch.randn(shape, generator=g).to(device),
+                           torch.randn(shape, generator=g).to(device))
         g = torch.Generator().manual_seed(int(p["seed"]) * 1_000_003 + int(p["call"]) % 1_000_003)
         k_scale, v_scale = (0.5 + 1.5 * torch.rand(2, generator=g)).tolist()
         k_cache, v_cache = _POOLS[key][0] * k_scale, _POOLS[key][1] * v_scale
