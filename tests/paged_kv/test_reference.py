@@ -102,3 +102,22 @@ def test_paged_decode_equals_transformers_greedy() -> None:
         assert child[k] != out["outputs"][str(f["parent"])][k]
         assert child[k + 1:] == greedy(parent["prompt"] + child[:k + 1], f["max_new"] - k - 1)
     assert len(out["copies"]) == 2  # two forks from partly filled blocks; none from the full one
+
+
+@pytest.mark.slow
+def test_timed_gather_calls_each_ask_a_new_question() -> None:
+    """A timed call's inputs come from its own seed (none can be replayed), are the same in
+    every process that builds them, and are fresh tensors (writing into one changes no other)."""
+    import torch
+
+    from lab.exercises.paged_kv import drive, grading, runtime
+
+    case = next(c for c in grading.cases(4, 1) if c.timed)
+    a, b = (drive.run(_reference(), case, RunContext(seed=s)) for s in (11, 12))
+    assert (a - b).abs().max().item() > 0.1
+    first = runtime.gather_inputs({**case.params, "call": 11})
+    first["k_cache"].zero_()
+    first["v_cache"].zero_()
+    assert torch.equal(drive.run(_reference(), case, RunContext(seed=11)), a)
+    runtime._POOLS.clear()  # a fresh process draws the case's pool again
+    assert torch.equal(drive.run(_reference(), case, RunContext(seed=11)), a)
