@@ -8,7 +8,6 @@ guarantees. The pure formulas at the top are shared with the metering sim (`lab/
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal, localcontext
@@ -140,20 +139,26 @@ def accumulate(
     per (month, tier, reader, owner) the cached tokens read from another tenant's prefix."""
     buckets: Buckets = {}
     shared: Shared = {}
+    # The keys delivered in the last DEDUP_WINDOW positions: `seen`, and `ring[i % W]` = the key
+    # first delivered at position i (None for a redelivery), forgotten when position i + W
+    # reuses its slot.
     seen: set[tuple[Any, int]] = set()
-    window: deque[tuple[int, tuple[Any, int]]] = deque()
+    ring: list[tuple[Any, int] | None] = [None] * DEDUP_WINDOW
     day_month: dict[int, str] = {}
     for i, event in enumerate(events):
         attempt = event["attempt"]
         if type(attempt) is not int or attempt < 1:  # type(): a bool is not an attempt number
             raise ValueError(f"attempt must be an int >= 1, got {attempt!r}")
         key = (event["request_id"], attempt)
-        while window and window[0][0] <= i - DEDUP_WINDOW:
-            seen.discard(window.popleft()[1])
+        slot = i % DEDUP_WINDOW
+        expired = ring[slot]
+        if expired is not None:
+            seen.discard(expired)
         if key in seen:
+            ring[slot] = None
             continue
         seen.add(key)
-        window.append((i, key))
+        ring[slot] = key
         tier = event["tier"]
         if tier not in tiers:
             raise ValueError(f"request {event['request_id']}: unknown tier {tier!r}")

@@ -80,7 +80,9 @@ def test_streams_are_deterministic_and_keep_their_promises() -> None:
             far = max(far, i - delivered[key])
         else:
             delivered[key], content[key] = i, body
-        assert e["ts"] <= e["received_ts"]
+        assert streams.MONTH_STARTS[0] <= e["ts"] <= e["received_ts"] < streams.MONTH_STARTS[2]
+        assert 0 <= e["cached_tokens"] <= e["prompt_tokens"] <= 16_000
+        assert 0 <= e["output_tokens"] <= 4_000
     assert far == streams.DEDUP_WINDOW - 1
     assert any(e["attempt"] > 1 for e in first)
 

@@ -28,7 +28,7 @@ Boundaries each level covers with a case (ids in brackets):
   reader]; a credit of exactly -$0.135 (rounds away from zero to -$0.14)
   [prefix-*].
 - Level 4: an empty stream; a redelivery 9,999 events after the first (inside the window); 10^6
-  events under the memory cap; a timed stream of 10^5 events against the reference.
+  events under the memory cap; a timed stream of 2·10^4 events against the reference.
 """
 
 from __future__ import annotations
