@@ -373,6 +373,7 @@ class _Grading:
         self.sandbox_options = sandbox_options(exercise, device, memory_mb, load_timeout_s,
                                                confine)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
+        self.imports: threading.Thread | None = None  # `_import_behind`, joined before timing
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
@@ -446,7 +447,10 @@ class _Grading:
         return future
 
     def _settle(self) -> None:
-        """Wait for reference answers still being computed (a case the learner failed)."""
+        """Wait for reference answers still being computed (a case the learner failed), and for
+        imports still running behind the grading."""
+        if self.imports is not None:
+            self.imports.join()
         for future in self._pending:
             with contextlib.suppress(Exception):
                 future.result()
@@ -793,6 +797,18 @@ class _Grading:
         return lvl
 
 
+def _import_behind(*modules: str) -> threading.Thread:
+    """Import `modules` on a thread (a failure shows when they are imported for real)."""
+    def work() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread
+
+
 def grade(
     exercise: Exercise,
     solution: Path,
@@ -846,6 +862,9 @@ def grade(
     models = plan.models
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     started = time.monotonic()
+    # The store (sqlalchemy: ~0.5 s) is imported while the children start, not after the verdict.
+    imports = (_import_behind("scheduler.store", "lab.rebuild")
+               if recorder is not None or store else None)
     run = _Grading(
         exercise, solution, resolved, seed, write_event,
         memory_mb=plan.memory_mb,
@@ -857,6 +876,7 @@ def grade(
         confine=plan.confine,
         prepared=prepared,
     )
+    run.imports = imports
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if cancel is not None:
         run.sandbox.cancelled = cancel

@@ -42,6 +42,11 @@ def _plain(value: Any) -> Data:
     return {"unexpected": f"{type(value).__name__} {value!r}"[:200]}
 
 
+def warm(device: str) -> None:
+    """Load the shipped target ahead of a level-4 grading (a prepared child, and the grader)."""
+    runtime.load_model(device)
+
+
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> Data:
     kind = case.params["kind"]
     if kind == "trace":
