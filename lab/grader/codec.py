@@ -52,6 +52,16 @@ def _where(path: str) -> str:
     return f"result{path}" if path else "the result"
 
 
+def _imported(name: str) -> Any:
+    """The module if it is imported — not while another thread is still importing it (the
+    grader imports torch on one thread while another talks to a child: a half-initialised
+    numpy has no `generic` yet, and no value can be an instance of it)."""
+    module = sys.modules.get(name)
+    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return None
+    return module
+
+
 def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
     """Exact builtin types only (a subclass could carry behaviour, e.g. a lying __eq__)."""
     if depth > MAX_DEPTH:
@@ -66,7 +76,7 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
     if kind is bytes or kind is bytearray:
         bufs.append(bytes(value))
         return ["B", len(bufs) - 1]
-    numpy = sys.modules.get("numpy")
+    numpy = _imported("numpy")
     if numpy is not None and isinstance(value, numpy.generic):  # numpy scalars: plain values
         return _enc(value.item(), bufs, path, depth)
     if kind is list or kind is tuple:
@@ -92,7 +102,7 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
         data = numpy.ascontiguousarray(value).tobytes()
         bufs.append(data)
         return ["N", name, list(value.shape), len(bufs) - 1]
-    torch = sys.modules.get("torch")
+    torch = _imported("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         name = str(value.dtype).removeprefix("torch.")
         if name not in TORCH_DTYPES or value.layout != torch.strided:

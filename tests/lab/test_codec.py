@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 
@@ -94,3 +95,19 @@ def test_a_one_element_slice_with_a_stride_round_trips() -> None:
     assert back.tolist() == [0] and back.dtype == torch.int32
     scalar_view = torch.arange(6, dtype=torch.int64).reshape(2, 3)[:, 1:2][:1]
     assert codec.roundtrip(scalar_view).tolist() == [[1]]
+
+
+def test_a_module_still_being_imported_on_another_thread_is_not_consulted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader talks to a child on one thread while another imports torch (and numpy): a
+    half-initialised numpy, without `generic` yet, once made encoding a plain message raise."""
+    import importlib.machinery
+    import types
+
+    half = types.ModuleType("numpy")
+    half.__spec__ = importlib.machinery.ModuleSpec("numpy", None)
+    half.__spec__._initializing = True  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "numpy", half)
+    monkeypatch.setitem(sys.modules, "torch", half)
+    message = {"op": "load", "roots": ["lab"], "n": 3, "x": 1.5, "b": b"\x00"}
+    assert codec.decode(codec.encode(message)) == message
