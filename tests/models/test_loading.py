@@ -84,6 +84,7 @@ def test_pair_loads_offline_in_a_fresh_process() -> None:
     assert res.stdout.strip().endswith("ok")
 
 
+@pytest.mark.slow  # loads the pair (~4 s): not in the fast tier
 def test_pair_shares_one_vocabulary(pair: Any) -> None:
     from lab.models import load_tokenizer
 
@@ -96,6 +97,7 @@ def test_pair_shares_one_vocabulary(pair: Any) -> None:
     assert pair.tokenizer.pad_token_id != pair.tokenizer.eos_token_id
 
 
+@pytest.mark.slow  # imports transformers and loads a model (~4 s)
 def test_load_model_honours_dtype_and_name() -> None:
     import torch
 
@@ -136,6 +138,7 @@ def test_draft_with_a_different_tokenizer_is_rejected(tmp_path: Path) -> None:
         load_pair(target=info.target, draft=other, device="cpu")
 
 
+@pytest.mark.slow  # loads the pair (~4 s): not in the fast tier
 def test_custom_checkpoint_paths_are_accepted(pair: Any) -> None:
     custom = load_pair(target=str(pair.target_path), draft=pair.draft_path, device="cpu")
     assert custom.name == "custom"
