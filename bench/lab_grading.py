@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -46,28 +47,32 @@ def timed_grade(exercise: str, level: int, solution: Path, home: str,
            "--file", str(solution), "--json", "--device", "cpu", "--seed", "1"]
     env = {**os.environ, "DOJO_HOME": home, "PYTHONUNBUFFERED": "1"}
     start = time.perf_counter()
-    first_failure: float | None = None
-    verdict: float | None = None
-    outcome = "no summary"
     with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True) as proc:
         assert proc.stdout is not None
         try:
-            for line in proc.stdout:
-                if time.perf_counter() - start > timeout_s:
-                    outcome = "timed out"
-                    break
-                if not line.startswith("{"):
-                    continue
-                event = json.loads(line)
-                if event.get("event") == "case_failed" and first_failure is None:
-                    first_failure = time.perf_counter() - start
-                if event.get("event") == "summary":
-                    verdict = time.perf_counter() - start
-                    outcome = "pass" if event["passed"] else "fail"
+            return read_grading(proc.stdout, start, timeout_s)
         finally:
             proc.kill()
-    return first_failure, verdict, outcome
+
+
+def read_grading(lines: IO[str], start: float, timeout_s: float
+                 ) -> tuple[float | None, float | None, str]:
+    """Read `--json` events up to the summary: (seconds from `start` to the first case_failed,
+    to the summary, verdict)."""
+    first_failure: float | None = None
+    for line in lines:
+        if time.perf_counter() - start > timeout_s:
+            return first_failure, None, "timed out"
+        if not line.startswith("{"):
+            continue
+        event = json.loads(line)
+        if event.get("event") == "case_failed" and first_failure is None:
+            first_failure = time.perf_counter() - start
+        if event.get("event") == "summary":
+            return (first_failure, time.perf_counter() - start,
+                    "pass" if event["passed"] else "fail")
+    return first_failure, None, "no summary"
 
 
 def served_grade(exercise: str, level: int, solution: Path, home: str,
@@ -82,9 +87,6 @@ def served_grade(exercise: str, level: int, solution: Path, home: str,
     workspace = Path(started.stdout.strip().splitlines()[-1])
     workspace.write_text(solution.read_text())
     cmd = [sys.executable, "-m", "trainer", "lab", "serve"]
-    first_failure: float | None = None
-    verdict: float | None = None
-    outcome = "no summary"
     with subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True) as proc:
         assert proc.stdin is not None and proc.stdout is not None
@@ -100,22 +102,9 @@ def served_grade(exercise: str, level: int, solution: Path, home: str,
                     break
             start = time.perf_counter()
             send({"exercise": exercise, "level": level})
-            for line in proc.stdout:
-                if time.perf_counter() - start > timeout_s:
-                    outcome = "timed out"
-                    break
-                if not line.startswith("{"):
-                    continue
-                event = json.loads(line)
-                if event.get("event") == "case_failed" and first_failure is None:
-                    first_failure = time.perf_counter() - start
-                if event.get("event") == "summary":
-                    verdict = time.perf_counter() - start
-                    outcome = "pass" if event["passed"] else "fail"
-                    break
+            return read_grading(proc.stdout, start, timeout_s)
         finally:
             proc.kill()
-    return first_failure, verdict, outcome
 
 
 def torch_import_s() -> float:
