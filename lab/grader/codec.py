@@ -76,9 +76,6 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
     if kind is bytes or kind is bytearray:
         bufs.append(bytes(value))
         return ["B", len(bufs) - 1]
-    numpy = _imported("numpy")
-    if numpy is not None and isinstance(value, numpy.generic):  # numpy scalars: plain values
-        return _enc(value.item(), bufs, path, depth)
     if kind is list or kind is tuple:
         items = [_enc(v, bufs, f"{path}[{i}]", depth + 1) for i, v in enumerate(value)]
         return ["T" if kind is tuple else "L", items]
@@ -94,6 +91,10 @@ def _enc(value: Any, bufs: list[bytes], path: str, depth: int) -> Any:
             pairs.append([_enc(k, bufs, f"{path} key {k!r:.40}", depth + 1),
                           _enc(v, bufs, f"{path}[{k!r:.40}]", depth + 1)])
         return ["M", pairs]
+    # looked up only for what is not a plain container (the common case stays a type check)
+    numpy = _imported("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):  # numpy scalars: plain values
+        return _enc(value.item(), bufs, path, depth)
     if numpy is not None and type(value) is numpy.ndarray:
         name = value.dtype.name
         if name not in NUMPY_DTYPES:
