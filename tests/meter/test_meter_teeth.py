@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
+from lab.grader.testing import (
+    assert_fails,
+    assert_passes,
+    only_cases,
+    reference_as_solution,
+)
 from tests.meter.conftest import BROKEN
 
 
@@ -86,9 +91,10 @@ def test_unbounded_memory_is_stopped(broken: str) -> None:
 
 @pytest.mark.slow
 def test_slow_stream_fails_the_time_gate() -> None:
-    # the 10^6-event case may time out for this solution; the 30 s cap keeps the test short
-    assert_fails("meter", BROKEN / "slow.py", 4, match=r"too slow for this level: median_ratio",
-                 kind="gate", case_timeout_s=30.0)
+    # the timed case alone: the 10^6-event case would take this solution ~15 s more, and what
+    # it checks (one pass, bounded memory) is covered by the reference and the memory tests
+    assert_fails(only_cases("meter", "timed-stream"), BROKEN / "slow.py", 4,
+                 match=r"too slow for this level: median_ratio", kind="gate")
 
 
 @pytest.mark.slow
