@@ -191,9 +191,10 @@ def level3_rows(effect: bool = False, scale: float = 1.0
     return rows
 
 
-def level4_rows() -> list[tuple[str, float, float]]:
+def level4_rows(scale: float = 1.0) -> list[tuple[str, float, float]]:
     """Per level-4 law case: (id, total variation between the correct first-token law and the
-    untempered-q loop's, P(the first-token test detects it) at the case's n and alpha)."""
+    untempered-q loop's, P(the first-token test detects it) at the case's n (times `scale`) and
+    alpha)."""
     import torch
 
     from lab.exercises.spec_verify import inputs
@@ -212,7 +213,7 @@ def level4_rows() -> list[tuple[str, float, float]]:
         pt, qt, qr = (torch.softmax(x, -1).tolist() for x in (lt / t, ld / t, ld))
         bug = untempered_first_token(pt, qt, qr)
         tv = 0.5 * sum(abs(a - b) for a, b in zip(pt, bug, strict=True))
-        pw = stats.power(dict(enumerate(pt)), dict(enumerate(bug)), int(p["runs"]),
+        pw = stats.power(dict(enumerate(pt)), dict(enumerate(bug)), int(int(p["runs"]) * scale),
                          float(p["alpha"]))
         rows.append((c.id, tv, pw))
     return rows
