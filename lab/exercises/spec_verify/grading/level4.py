@@ -156,7 +156,7 @@ def cases(seed: int) -> list[Case]:
                     description="α̂, τ vs (1 − α^(k+1))/(1 − α), target passes per token"))
     # short: ungated, and each side is called ~7 times (warm-up, calibration, ABBA rounds)
     out.append(Case("L4-shipped-timed", 4, {"kind": "timed", "model": "shipped", "prompt": 3,
-                                            "k": 4, "max_new_tokens": 24},
+                                            "k": 4, "max_new_tokens": 16},
                     size=1100, timeout_s=300, timed=True,
                     description="wall clock of your loop vs the reference loop (timed by the "
                                 "grader, round trips)"))
