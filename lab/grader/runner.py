@@ -569,9 +569,6 @@ class _Grading:
             solution=self.solution, load=self.boundary.load_message(trusted=True),
             hide=self.boundary.hidden(trusted=True), **self.sandbox_options)
         self.reference_sandbox.cancelled = self.sandbox.cancelled
-        # warmed like a prepared child (the drive's models loaded), so its first timed call does
-        # not pay for them: started ahead, this happens while the untimed cases still run
-        self.reference_sandbox.prepare(self.device)
         outcome = self._start(self.reference_sandbox)
         if not outcome.ok:
             return f"the reference's sandbox failed to start ({outcome.message})"
