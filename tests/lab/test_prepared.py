@@ -87,3 +87,24 @@ def test_a_matching_prepared_child_is_kept_and_any_other_replaced(tmp_path: Path
     assert again is not None and again is not other
     assert prepare(TIMED, tmp_path / "missing.py", device="cpu", current=again) is None
     assert not again.sandbox.alive  # nothing to grade: the warm child is not kept either
+
+
+def test_a_judge_file_loaded_by_path_is_caught_in_a_prepared_child(tmp_path: Path) -> None:
+    """The import scan of an adopted child uses where its warm-time modules resolve (looked up
+    ahead); a module the learner's file loads by path is still resolved and caught."""
+    judge = HERE / "fixtures" / "timed_demo" / "grading.py"
+    solution = tmp_path / "timed_demo.py"
+    solution.write_text(
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('judge', {str(judge)!r})\n"
+        "judge = importlib.util.module_from_spec(spec)\n"
+        "sys.modules['judge'] = judge\n"
+        "spec.loader.exec_module(judge)\n"
+        + (SOLUTIONS / "timed" / "fast.py").read_text())
+    prepared = prepare(TIMED, solution, device="cpu", confine=False)
+    assert prepared is not None
+    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared, confine=False)
+    failures = [e for e in result.events if isinstance(e, CaseFailed)]
+    assert not result.passed and failures
+    assert failures[0].kind == "forbidden_import" and "imports judge" in failures[0].message
+    assert result.sandboxes_started == 1  # it was the prepared child that caught it

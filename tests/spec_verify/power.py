@@ -125,9 +125,10 @@ BUGS = {"resample-from-p": "RP", "no-coin": "NC", "q-wrong-position": "QP",
         "ratio-inverted": "IR", "bonus-from-p_k": "BK"}
 
 
-def format_table(rows: list[tuple[str, dict[str, float | None]]], effect: bool = False) -> str:
+def format_table(rows: list[tuple[str, dict[str, float | None]]], effect: bool = False,
+                 sizes: list[int] | None = None) -> str:
     """A power (or, with `effect`, total-variation) table as printed in a level docstring
-    ('-': the bug cannot show there)."""
+    ('-': the bug cannot show there); `sizes`: a first column with each row's sample size."""
     def cell(v: float | None) -> str:
         if v is None:
             return "-"
@@ -136,26 +137,44 @@ def format_table(rows: list[tuple[str, dict[str, float | None]]], effect: bool =
         return ">0.9999" if v > 0.9999 else f"{v:.4f}"
 
     width = max(len(name) for name, _ in rows)
-    lines = [f"    {'case'.ljust(width)}" + "".join(f"{b:>9}" for b in BUGS.values())]
-    for name, powers in rows:
-        lines.append(f"    {name.ljust(width)}" + "".join(f"{cell(powers.get(b)):>9}"
-                                                        for b in BUGS))
+    n_head = f"{'n':>7}" if sizes else ""
+    lines = [f"    {'case'.ljust(width)}{n_head}" + "".join(f"{b:>9}" for b in BUGS.values())]
+    for i, (name, powers) in enumerate(rows):
+        n_cell = f"{sizes[i]:>7}" if sizes else ""
+        lines.append(f"    {name.ljust(width)}{n_cell}" + "".join(f"{cell(powers.get(b)):>9}"
+                                                               for b in BUGS))
     return "\n".join(lines)
 
 
-def level2_rows(effect: bool = False) -> list[tuple[str, dict[str, float | None]]]:
-    from lab.exercises.spec_verify.grading import blocks, level2
+def level2_cases() -> list[Any]:
+    """Level 2's listed law cases (the seed-dependent hidden ones are not listed)."""
+    from lab.exercises.spec_verify.grading import level2
 
-    law = [c for c in level2.cases(0) if c.params["kind"] == "law" and "hidden" not in c.id]
+    return [c for c in level2.cases(0) if c.params["kind"] == "law" and "hidden" not in c.id]
+
+
+def level2_sizes() -> list[int]:
+    return [int(c.params["samples"]) for c in level2_cases()]
+
+
+def level2_rows(effect: bool = False, scale: float = 1.0
+                ) -> list[tuple[str, dict[str, float | None]]]:
+    """Per listed case: power at its sample size times `scale` (or, with `effect`, TV)."""
+    from lab.exercises.spec_verify.grading import blocks
+
+    law = level2_cases()
     rows = []
     for c in law:
         p, q = blocks.as_tables(c.params)
         rows.append((c.id, table_effect(p, q) if effect else
-                     table_power(p, q, int(c.params["samples"]), float(c.params["alpha"]))))
+                     table_power(p, q, int(int(c.params["samples"]) * scale),
+                                 float(c.params["alpha"]))))
     return rows
 
 
-def level3_rows(effect: bool = False) -> list[tuple[str, dict[str, float | None]]]:
+def level3_rows(effect: bool = False, scale: float = 1.0
+                ) -> list[tuple[str, dict[str, float | None]]]:
+    """Per listed table: power at its sample size times `scale` (or, with `effect`, TV)."""
     from lab.exercises.spec_verify.grading import blocks, level3
 
     case = next(c for c in level3.cases(0) if c.id == "L3-mixed-rows")
@@ -163,17 +182,19 @@ def level3_rows(effect: bool = False) -> list[tuple[str, dict[str, float | None]
     p, q = blocks.as_tables(one.params["rows"][0])
     n_one = int(one.params["calls"]) * int(one.params["per_row"])
     rows = [("one-row/rejections", table_effect(p, q) if effect else
-             table_power(p, q, n_one, float(one.params["alpha"])))]
+             table_power(p, q, int(n_one * scale), float(one.params["alpha"])))]
     for name, t in zip(level3.MIXED, case.params["rows"], strict=False):
         p, q = blocks.as_tables(t)
         rows.append((f"mixed-rows/{name}", table_effect(p, q) if effect else
-                     table_power(p, q, int(case.params["per_row"]), float(case.params["alpha"]))))
+                     table_power(p, q, int(int(case.params["per_row"]) * scale),
+                                 float(case.params["alpha"]))))
     return rows
 
 
-def level4_rows() -> list[tuple[str, float, float]]:
+def level4_rows(scale: float = 1.0) -> list[tuple[str, float, float]]:
     """Per level-4 law case: (id, total variation between the correct first-token law and the
-    untempered-q loop's, P(the first-token test detects it) at the case's n and alpha)."""
+    untempered-q loop's, P(the first-token test detects it) at the case's n (times `scale`) and
+    alpha)."""
     import torch
 
     from lab.exercises.spec_verify import inputs
@@ -192,7 +213,7 @@ def level4_rows() -> list[tuple[str, float, float]]:
         pt, qt, qr = (torch.softmax(x, -1).tolist() for x in (lt / t, ld / t, ld))
         bug = untempered_first_token(pt, qt, qr)
         tv = 0.5 * sum(abs(a - b) for a, b in zip(pt, bug, strict=True))
-        pw = stats.power(dict(enumerate(pt)), dict(enumerate(bug)), int(p["runs"]),
+        pw = stats.power(dict(enumerate(pt)), dict(enumerate(bug)), int(int(p["runs"]) * scale),
                          float(p["alpha"]))
         rows.append((c.id, tv, pw))
     return rows

@@ -14,13 +14,24 @@ from tests.spec_verify import power
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module, rows", [(level2, power.level2_rows),
-                                          (level3, power.level3_rows)])
-def test_docstring_power_and_effect_tables_are_recomputed_exactly(module: object, rows: object
-                                                                  ) -> None:
+@pytest.mark.parametrize("module, rows, sizes", [(level2, power.level2_rows, power.level2_sizes),
+                                                 (level3, power.level3_rows, None)])
+def test_docstring_power_and_effect_tables_are_recomputed_exactly(module: object, rows: object,
+                                                                  sizes: object) -> None:
     doc = module.__doc__ or ""
-    assert power.format_table(rows()) in doc  # type: ignore[operator]
+    n = sizes() if sizes else None  # type: ignore[operator]
+    assert power.format_table(rows(), sizes=n) in doc  # type: ignore[operator]
     assert power.format_table(rows(effect=True), effect=True) in doc  # type: ignore[operator]
+
+
+@pytest.mark.slow
+def test_sample_sizes_keep_a_margin_over_what_each_listed_bug_needs() -> None:
+    """At 1/1.25 of each case's sample size every bug class that can show there is still
+    detected with probability > 0.9999: the sizes were cut for speed, not below that line."""
+    for name, powers in (power.level2_rows(scale=1 / 1.25)
+                         + power.level3_rows(scale=1 / 1.25)):
+        for bug, pw in powers.items():
+            assert pw is None or pw > 0.9999, (name, bug, pw)
 
 
 @pytest.mark.slow
@@ -40,6 +51,8 @@ def test_untempered_q_is_caught_at_a_strong_temperature() -> None:
     assert power.format_level4(rows) in (level4.__doc__ or "")
     (_, tv, pw), = [r for r in rows if r[0].endswith("untempered")]
     assert tv > 0.1 and pw >= 0.99
+    (_, _, margin), = [r for r in power.level4_rows(scale=1 / 1.25) if r[0].endswith("untempered")]
+    assert margin > 0.9999  # the runs keep a 1.25x margin over what the bug needs
 
 
 def test_power_of_a_known_shift_matches_its_simulation() -> None:

@@ -12,7 +12,7 @@ Boundaries, special values and interactions, each with its case:
 - V = 32 000 (no Python loop over the vocabulary; timed by the parent against the reference, the
   level's gate in exercise.toml): L3-large-vocab.
 
-Power (bug class: detection probability at n = L3_ROWS_PER_CASE = 20 000 rows per table, and
+Power (bug class: detection probability at n = L3_ROWS_PER_CASE = 2 000 rows per table, and
 ONE_ROW_CALLS = 2 000 calls for one-row; per-test alpha = FAMILY_ALPHA / tests; computed by
 tests/spec_verify/test_power.py from the exact law of each buggy verifier, noncentral
 chi-square, the best of the joint, accepted-count and first-token tests; "-" = the bug cannot
@@ -48,7 +48,7 @@ Effect size: total variation distance between the bug's block law and the correc
 Batch bugs: one acceptance count for every row (the batch minimum) makes almost every row of
 L3-mixed-rows stop at 0 (detected with probability > 1 - 1e-9); no cumulative product along k
 (a row keeps tokens after its first rejection) emits malformed rows whenever a later draft would
-pass its coin after an earlier rejection (structural, > 1 - 1e-9 at 20 000 rows per table).
+pass its coin after an earlier rejection (structural, > 1 - 1e-9 at 2 000 rows per table).
 """
 
 from __future__ import annotations
@@ -61,7 +61,11 @@ from lab.exercises.spec_verify.grading.common import FAMILY_ALPHA
 from lab.grader.api import Case, RunContext, Verdict
 from questions.wording import plural
 
-L3_ROWS_PER_CASE = 20_000
+# Rows per table: at least 1.25x the smallest n at which every listed bug class that can show
+# in a table is detected with probability > 0.9999 (BK on the rejections table needs the most;
+# tests/spec_verify/test_power.py checks the margin), rounded up to 500. Each one-row call is a
+# learner call (~0.3 ms on a CPU), so the one-row case holds the same number of rows.
+L3_ROWS_PER_CASE = 2_000
 ONE_ROW_CALLS = 2_000
 MIXED = ["rejections", "p_eq_q", "none_accepted", "q_zero", "p_zero", "vocab_2", "temperature"]
 
@@ -121,19 +125,18 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     n_calls = int(p.get("calls", 1))
     if not isinstance(calls, list) or len(calls) != n_calls:
         return Verdict(False, f"expected the rows of {plural(n_calls, 'call')}, got {calls!r:.80}")
+    x, _, _, which = inputs.batch_inputs(p["rows"], int(p["per_row"]) * n_calls,
+                                         int(p["seed"]))  # as drive.py draws them
+    b = x.shape[0] // n_calls
     outs: list[Any] = []
-    drafts: list[list[int]] = []
-    which: list[int] = []
-    for c, rows in enumerate(calls):
-        x, _, _, w = inputs.batch_inputs(p["rows"], int(p["per_row"]), int(p["seed"]) + 7 * c)
-        if not isinstance(rows, list) or len(rows) != x.shape[0]:
+    for rows in calls:
+        if not isinstance(rows, list) or len(rows) != b:
             length = len(rows) if isinstance(rows, list) else "?"
-            return Verdict(False, f"verify_batch must return a list of B = {x.shape[0]} lists, "
+            return Verdict(False, f"verify_batch must return a list of B = {b} lists, "
                                   f"got {type(rows).__name__} of length {length}")
         outs += rows
-        drafts += x.tolist()
-        which += w
-    return blocks.judge_tables(p["rows"], outs, drafts, which, float(p["alpha"]), batch=True)
+    return blocks.judge_tables(p["rows"], outs, x.tolist(), which, float(p["alpha"]),
+                               batch=True)
 
 
 def _check_large(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
