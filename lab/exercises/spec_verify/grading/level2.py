@@ -17,8 +17,8 @@ Boundaries, special values and interactions, each with its case:
 - randomness only from `generator` (same seed -> same blocks; global RNG untouched):
   L2-reproducible.
 
-Power (detection probability of the level's tests at n = L2_SAMPLES = 10 000 blocks per case,
-fewer where every entry is "-" (SAMPLES); per-test alpha = FAMILY_ALPHA / tests; computed by
+Power (detection probability of the level's tests at the n blocks of each case, column n, from
+SAMPLES, else L2_SAMPLES; per-test alpha = FAMILY_ALPHA / tests; computed by
 tests/spec_verify/test_power.py from the exact law of each buggy verifier, noncentral
 chi-square, the best of the joint, accepted-count and first-token tests; "-" = the bug cannot
 show in that case, e.g. no rejections; the seed-dependent hidden cases are not listed):
