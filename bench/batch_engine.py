@@ -6,10 +6,12 @@ Prints, side by side:
 1. throughput at equal outputs: sequential generation (the engine at max_batch_size 1) vs the
    reference batched at B = 4/8/16/32 (--quick: 8 and 16), and transformers' own continuous
    batching (`generate_batch`, small explicit paged-cache config, the same B) as the outside
-   anchor, all interleaved run by run, with the reference's speed-up over it at each B; every
-   output is checked against the sequential one (with equal output lengths static and
-   continuous differ only by continuous mode's chunked prefill, a few extra narrow steps: a
-   larger gap between them is machine noise);
+   anchor, all interleaved run by run, with the reference's speed-up over it at each B (both
+   reference modes, static and continuous, against it); every output is checked against the
+   sequential one (with equal output lengths static and continuous differ only by continuous
+   mode's chunked prefill: a few extra steps, and steps where decoding rows share a call with a
+   prompt chunk); each run is split into time inside the model's forward and the engine's own
+   time (generate_batch's forward timed on its own thread);
 2. latency under seeded Poisson load on a GPU-like cost model run on the virtual clock
    (Llama-2-7B bf16 on an H100 roofline: a step costs max(weight + KV bytes read / bandwidth,
    2 * params * new tokens / FLOP/s)), at 50% and 90% of the saturated capacity, static vs
@@ -48,8 +50,35 @@ def _prompts(n: int, seed: int = 0, target: str | None = None) -> list[list[int]
     return out
 
 
+class _Run:
+    """One timed run: wall seconds, the outputs by request, and how much of the time the model's
+    forward took (the rest is the engine's own work: scheduling, batching, streaming)."""
+
+    def __init__(self, seconds: float, outputs: dict[int, list[int]], forward_s: float,
+                 calls: int) -> None:
+        self.seconds, self.outputs, self.forward_s, self.calls = seconds, outputs, forward_s, calls
+
+
+class _TimedModel:
+    """The step model with its forward timed (everything else passes through)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.seconds, self.calls = model, 0.0, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def forward(self, *args: Any) -> Any:
+        start = time.perf_counter()
+        out = self.model.forward(*args)
+        _sync(self.model)
+        self.seconds += time.perf_counter() - start
+        self.calls += 1
+        return out
+
+
 def _run_engine(model: Any, prompts: list[list[int]], max_tokens: list[int], batch: int,
-                continuous: bool) -> tuple[float, dict[int, list[int]]]:
+                continuous: bool) -> _Run:
     """All requests queued at t=0; wall seconds until every one finished, and the outputs."""
     from lab.exercises.batch_engine.harness import FakeClock
     from lab.exercises.batch_engine.runtime import Request, Token
@@ -62,7 +91,8 @@ def _run_engine(model: Any, prompts: list[list[int]], max_tokens: list[int], bat
             outputs.setdefault(event.request_id, []).append(event.token)
 
     clock = FakeClock()
-    engine = Engine(model, max_batch_size=batch, max_wait_s=0.0, clock=clock, on_event=sink,
+    timed = _TimedModel(model)
+    engine = Engine(timed, max_batch_size=batch, max_wait_s=0.0, clock=clock, on_event=sink,
                     continuous=continuous)
     _sync(model)
     start = time.perf_counter()
@@ -71,7 +101,7 @@ def _run_engine(model: Any, prompts: list[list[int]], max_tokens: list[int], bat
     while engine.step():
         pass
     _sync(model)
-    return time.perf_counter() - start, outputs
+    return _Run(time.perf_counter() - start, outputs, timed.seconds, timed.calls)
 
 
 def _sync(model: Any) -> None:
@@ -82,9 +112,9 @@ def _sync(model: Any) -> None:
 
 
 def _generate_batch(model: Any, prompts: list[list[int]], tokens: int, batch: int,
-                    ) -> tuple[float, dict[int, list[int]]] | str:
+                    ) -> _Run | str:
     """transformers' continuous batching with at most `batch` requests per step (as the
-    reference's max_batch_size)."""
+    reference's max_batch_size); its model forward (run on its own thread) timed too."""
     try:
         from transformers import GenerationConfig
         from transformers.generation.configuration_utils import ContinuousBatchingConfig
@@ -98,24 +128,34 @@ def _generate_batch(model: Any, prompts: list[list[int]], tokens: int, batch: in
         pad_token_id=model.pad_id)
     cbc = ContinuousBatchingConfig(page_size=page, num_blocks=blocks, max_batch_tokens=512,
                                    max_requests_per_batch=batch, use_cuda_graph=False)
-    try:
-        model.model.generate_batch(prompts[:2], generation_config=gen,  # warm-up
-                                   continuous_batching_config=cbc, progress_bar=False)
-        _sync(model)
+    hf = model.model
+    inner = hf.forward
+    spent = [0.0, 0]
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        out = model.model.generate_batch(prompts, generation_config=gen,
-                                         continuous_batching_config=cbc, progress_bar=False)
+        out = inner(*args, **kwargs)
+        _sync(model)
+        spent[0] += time.perf_counter() - start
+        spent[1] += 1
+        return out
+
+    try:
+        hf.generate_batch(prompts[:2], generation_config=gen,  # warm-up
+                          continuous_batching_config=cbc, progress_bar=False)
+        _sync(model)
+        hf.forward = forward
+        start = time.perf_counter()
+        out = hf.generate_batch(prompts, generation_config=gen, continuous_batching_config=cbc,
+                                progress_bar=False)
         _sync(model)
         seconds = time.perf_counter() - start
     except Exception as exc:  # an outside anchor: report why it could not run, keep going
         return f"failed ({type(exc).__name__}: {str(exc)[:120]})"
+    finally:
+        hf.__dict__.pop("forward", None)
     by_prompt = {i: list(out[f"req_{i}"].generated_tokens) for i in range(len(prompts))}
-    return seconds, by_prompt
-
-
-def _best(repeats: int, fn: Any) -> Any:
-    """The fastest of `repeats` runs (a shared machine only ever adds time)."""
-    return min((fn() for _ in range(repeats)), key=lambda r: r[0])
+    return _Run(seconds, by_prompt, spent[0], int(spent[1]))
 
 
 def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int,
@@ -124,42 +164,51 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     max_tokens = [tokens] * n
     print(f"\n## Throughput at equal outputs: {n} requests, prompts 8-24 tokens, "
           f"{tokens} new tokens each (greedy), best of {repeats}")
-    print(f"{'engine':<34}{'seconds':>9}{'tok/s':>10}{'vs seq':>8}  outputs")
-    seq_s, seq_out = _best(repeats, lambda: _run_engine(model, prompts, max_tokens, 1, False))
+    print("   forward = seconds inside the model's forward, engine = the rest (scheduling, "
+          "batching, sampling, streaming); steps = forward calls")
+    print(f"{'engine':<34}{'seconds':>9}{'tok/s':>8}{'vs seq':>8}{'forward':>9}{'engine':>8}"
+          f"{'steps':>7}  outputs")
     total = n * tokens
-    print(f"{'sequential (engine, B=1)':<34}{seq_s:>9.2f}{total / seq_s:>10.0f}{1.0:>8.2f}  "
-          "baseline")
-    runs: dict[tuple[int, bool], list[tuple[float, dict[int, list[int]]]]] = {
-        (b, c): [] for b in batches for c in (False, True)}
-    anchor_runs: dict[int, list[Any]] = {b: [] for b in batches}
+
+    def row(name: str, run: _Run, note: str) -> None:
+        print(f"{name:<34}{run.seconds:>9.2f}{total / run.seconds:>8.0f}"
+              f"{seq.seconds / run.seconds:>8.2f}{run.forward_s:>9.2f}"
+              f"{run.seconds - run.forward_s:>8.2f}{run.calls:>7}  {note}")
+
+    seq = min((_run_engine(model, prompts, max_tokens, 1, False) for _ in range(repeats)),
+              key=lambda r: r.seconds)
+    row("sequential (engine, B=1)", seq, "baseline")
+    runs: dict[tuple[int, bool], list[_Run]] = {(b, c): [] for b in batches for c in (False, True)}
+    anchor_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
     for _ in range(repeats):  # interleaved, so a burst of load hits every engine alike
         for b in batches:
             anchor_runs[b].append(_generate_batch(model, prompts, tokens, b))
         for b, continuous in runs:
             runs[(b, continuous)].append(_run_engine(model, prompts, max_tokens, b, continuous))
+
+    def equal(run: _Run) -> int:
+        return sum(run.outputs.get(i) == seq.outputs.get(i) for i in range(n))
+
     best: dict[tuple[int, bool], float] = {}
     for (b, continuous), tries in runs.items():
-        secs, out = min(tries, key=lambda r: r[0])
-        best[(b, continuous)] = secs
-        same = sum(out.get(i) == seq_out.get(i) for i in range(n))
-        name = f"reference {'continuous' if continuous else 'static'} B={b}"
-        print(f"{name:<34}{secs:>9.2f}{total / secs:>10.0f}{seq_s / secs:>8.2f}  "
-              f"{same}/{n} equal")
+        fastest = min(tries, key=lambda r: r.seconds)
+        best[(b, continuous)] = fastest.seconds
+        row(f"reference {'continuous' if continuous else 'static'} B={b}", fastest,
+            f"{equal(fastest)}/{n} equal")
     anchor: dict[int, float] = {}
-    for b, tries in anchor_runs.items():
+    for b, results in anchor_runs.items():
         name = f"transformers generate_batch B={b}"
-        failed = [r for r in tries if isinstance(r, str)]
+        failed = [r for r in results if isinstance(r, str)]
         if failed:
             print(f"{name:<34}  {failed[0]}")
             continue
-        secs, out = min(tries, key=lambda r: r[0])
-        anchor[b] = secs
-        same = sum(out.get(i) == seq_out.get(i) for i in range(n))
-        print(f"{name:<34}{secs:>9.2f}{total / secs:>10.0f}{seq_s / secs:>8.2f}  "
-              f"{same}/{n} equal (paged, page 16)")
-    print("reference vs generate_batch at the same B (goal >= 2x at B = 8 and 16): " + ", ".join(
-        f"B={b} {'continuous' if c else 'static'} {anchor[b] / t:.2f}x"
-        for (b, c), t in best.items() if b in anchor))
+        fastest = min((r for r in results if not isinstance(r, str)), key=lambda r: r.seconds)
+        anchor[b] = fastest.seconds
+        row(name, fastest, f"{equal(fastest)}/{n} equal (paged, page 16)")
+    print("reference vs generate_batch (transformers' continuous batching) at the same max batch "
+          "size, throughput ratio; goal >= 2x at B = 8 and 16, static mode first:")
+    print("   " + ", ".join(f"B={b} {'continuous' if c else 'static'} {anchor[b] / t:.2f}x"
+                           for (b, c), t in best.items() if b in anchor))
 
 
 def load(model: Any, n: int, batch: int, target: str | None = None) -> None:
@@ -170,8 +219,8 @@ def load(model: Any, n: int, batch: int, target: str | None = None) -> None:
     prompts = _prompts(n, seed=1, target=target)
     rng = random.Random(2)
     outs = [rng.randint(1, 64) for _ in range(n)]
-    secs, _ = _run_engine(model, prompts, outs, batch, True)
-    capacity = n / secs  # requests per second the continuous engine sustains when saturated
+    # requests per second the continuous engine sustains when saturated
+    capacity = n / _run_engine(model, prompts, outs, batch, True).seconds
     print(f"\n## CPU wall clock, real target: Poisson load, {n} requests, outputs 1-64 tokens, "
           f"max_batch_size {batch}, max_wait 20 ms (saturated capacity ≈ {capacity:.1f} req/s)")
     print("   (a CPU step's cost grows with the rows it runs, so batching is far from free here: "
