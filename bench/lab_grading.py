@@ -13,11 +13,13 @@ a passing level 1-3 <= 5 s, level 4 <= 15 s.
     python bench/lab_grading.py --full          # every level passing too (minutes on a CPU)
     python bench/lab_grading.py --exercise spec-verify --level 2
     python bench/lab_grading.py --served        # from pressing g on a lab the TUI prepared
+    python bench/lab_grading.py --served --think 8   # g pressed 8 s after it was prepared
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -76,10 +78,12 @@ def read_grading(lines: IO[str], start: float, timeout_s: float
 
 
 def served_grade(exercise: str, level: int, solution: Path, home: str,
-                 timeout_s: float) -> tuple[float | None, float | None, str]:
+                 timeout_s: float, think_s: float = 0.0) -> tuple[float | None, float | None, str]:
     """The same three figures as `timed_grade`, for a grading through `dojo lab serve` (what
     the TUI runs) after its prepare request has been answered: the time from pressing g on a
-    lab that was selected for a few seconds. `solution` is copied into the workspace."""
+    lab that was selected for a few seconds. `solution` is copied into the workspace.
+    `think_s`: seconds between that answer and the grade request (the learner reading or
+    editing; meanwhile the reference's timing child, for a level with a timed case, warms)."""
     env = {**os.environ, "DOJO_HOME": home, "PYTHONUNBUFFERED": "1"}
     started = subprocess.run([sys.executable, "-m", "trainer", "lab", "start", exercise,
                               "--level", str(level)], cwd=ROOT, env=env, capture_output=True,
@@ -100,6 +104,7 @@ def served_grade(exercise: str, level: int, solution: Path, home: str,
             for line in proc.stdout:
                 if line.startswith("{") and json.loads(line).get("event") == "prepared":
                     break
+            time.sleep(think_s)
             start = time.perf_counter()
             send({"exercise": exercise, "level": level})
             return read_grading(proc.stdout, start, timeout_s)
@@ -126,8 +131,11 @@ def main() -> None:
     parser.add_argument("--served", action="store_true",
                         help="Grade through `dojo lab serve` after its prepare request, as the "
                              "TUI does for a lab selected for a moment (default: a cold CLI).")
+    parser.add_argument("--think", type=float, default=0.0,
+                        help="With --served: seconds between the prepared answer and pressing "
+                             "g (default 0, the worst case: g pressed the moment it is ready).")
     args = parser.parse_args()
-    run = served_grade if args.served else timed_grade
+    run = (functools.partial(served_grade, think_s=args.think) if args.served else timed_grade)
 
     torch_s = torch_import_s()
     print(f"python -c 'import torch': {torch_s:.2f} s (this run, this machine)\n")

@@ -14,6 +14,7 @@ import dataclasses
 import importlib
 import os
 import secrets
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -217,7 +218,12 @@ def child_key(exercise: Exercise, solution: Path, device: str, reference: str,
 class Prepared:
     """A learner's child spawned and warmed (torch imported) before its grading, on a thread:
     `grade(..., prepared=)` adopts it when nothing that shapes the child differs (else closes
-    it). It never holds the learner's code: the file is loaded when the grading starts."""
+    it). It never holds the learner's code: the file is loaded when the grading starts.
+
+    When the levels have a timed case, the reference's timing child is spawned and warmed too,
+    once the learner's is ready (so the learner's first failure never waits for it): the
+    grading's first timed case then only loads the reference into it, instead of waiting
+    seconds for a fresh child's torch import."""
 
     key: tuple[Any, ...]
     boundary: boundary.Boundary
@@ -225,20 +231,45 @@ class Prepared:
     exercise: Exercise | None = None
     device: str | None = None
     outcome: Outcome | None = None
+    levels: list[int] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    reference: Sandbox | None = None  # the timing child, warmed by `_warm_reference`
     thread: threading.Thread = field(init=False)
     imports: threading.Thread = field(init=False)
+    reference_thread: threading.Thread | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.thread = threading.Thread(target=self._warm, daemon=True)
-        self.thread.start()
         # This process imports what the grading will (the grading module, the reference and
         # its drive: torch) while the child warms on the other core.
         self.imports = threading.Thread(target=self._import, daemon=True)
         self.imports.start()
+        self.thread = threading.Thread(target=self._warm, daemon=True)
+        self.thread.start()
 
     def _warm(self) -> None:
         with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
             self.outcome = self.sandbox.prepare(self.device)
+        if self.outcome is not None and self.outcome.ok and self._has_timed_case():
+            self.reference = Sandbox(solution=self.sandbox.solution,
+                                     load=self.boundary.load_message(trusted=True),
+                                     hide=self.boundary.hidden(trusted=True), **self.options)
+            self.reference_thread = threading.Thread(target=self._warm_reference, daemon=True)
+            self.reference_thread.start()
+
+    def _has_timed_case(self) -> bool:
+        self.imports.join()
+        if self.exercise is None or not self.options:
+            return False
+        try:
+            grading = self.exercise.grading()
+            return any(c.timed for n in self.levels for c in grading.cases(n, 0))
+        except Exception:
+            return False
+
+    def _warm_reference(self) -> None:
+        assert self.reference is not None
+        with contextlib.suppress(Exception):  # not warm: the grading starts its own
+            self.reference.prepare(None)  # torch and the drive imported; no models loaded
 
     def _import(self) -> None:
         if self.exercise is None:
@@ -249,10 +280,29 @@ class Prepared:
             warm_drive(importlib.import_module(self.boundary.drive), self.device)
 
     def wait(self) -> Outcome | None:
-        """Block until the child is warm and this process's imports are done."""
+        """Block until the child is warm and this process's imports are done (not for the
+        reference's child: `take_reference` waits for that one)."""
         self.thread.join()
         self.imports.join()
         return self.outcome
+
+    def take_reference(self, *, use: bool = True) -> Sandbox | None:
+        """The reference's warmed timing child, handed over once (waiting for its warm-up);
+        None when none was prepared or its warm-up failed. `use=False` discards it without
+        waiting: a warm-up in flight is killed (a stub's verdict must not wait for a torch
+        import it will never use)."""
+        self.thread.join()
+        ref, self.reference = self.reference, None
+        if ref is None:
+            return None
+        if not use:
+            _stop(ref)  # the warm-up's pending request then ends at once
+        if self.reference_thread is not None:
+            self.reference_thread.join()
+        if not (use and ref.ready and ref.alive):
+            ref.close()
+            return None
+        return ref
 
     @property
     def usable(self) -> bool:
@@ -263,6 +313,19 @@ class Prepared:
     def close(self) -> None:
         self.wait()
         self.sandbox.close()
+        self.take_reference(use=False)
+
+
+def _stop(sandbox: Sandbox) -> None:
+    """SIGKILL a child another thread may be talking to, without touching the Sandbox's state
+    (that thread's own error path closes it; `close` afterwards finishes the job)."""
+    proc, inner = sandbox.proc, sandbox.pid
+    if proc is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if inner and inner != proc.pid:
+            os.kill(inner, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -335,7 +398,8 @@ def prepare(exercise: Exercise, solution: Path, *, levels: list[int] | None = No
             return current
         current.close()
     found, sandbox = learner_sandbox(plan.exercise, solution, guess, options)
-    return Prepared(key, found, sandbox, plan.exercise, plan.device)
+    return Prepared(key, found, sandbox, plan.exercise, plan.device, levels=plan.levels,
+                    options=options)
 
 
 class _Grading:
@@ -390,9 +454,11 @@ class _Grading:
         self._early_outcome: Outcome | None = None
         self._prepared: Prepared | None = None
         key = child_key(exercise, solution, device, guess, self.sandbox_options)
+        self._prepared_reference: Prepared | None = None  # its timing child, see Prepared
         if prepared is not None and prepared.key == key:
             self.boundary, self.sandbox, self._prepared = (prepared.boundary, prepared.sandbox,
                                                            prepared)
+            self._prepared_reference = prepared
         else:
             if prepared is not None:
                 prepared.close()
@@ -406,6 +472,7 @@ class _Grading:
             if guess != self.grading.REFERENCE:
                 self._take_early()
                 self._take_prepared()
+                self._drop_prepared_reference()
                 self.sandbox.close()
                 self.sandbox = self._learner_sandbox(self.grading.REFERENCE)
                 self._early_outcome = None
@@ -428,6 +495,11 @@ class _Grading:
         if self._prepared is not None:
             self._prepared.wait()
             self._prepared = None
+
+    def _drop_prepared_reference(self) -> None:
+        if self._prepared_reference is not None:
+            self._prepared_reference.take_reference(use=False)
+            self._prepared_reference = None
 
     def _start_early(self) -> None:
         self._early_outcome = self._start(self.sandbox, notify=False)
@@ -461,6 +533,7 @@ class _Grading:
         self._take_early()
         self._take_prepared()
         self._join_reference_start()
+        self._drop_prepared_reference()
         self.sandbox.close()
         if self.reference_sandbox is not None:
             self.reference_sandbox.close()
@@ -565,7 +638,11 @@ class _Grading:
     def _reference_child(self) -> Sandbox | str:
         if self.reference_sandbox is not None and self.reference_sandbox.alive:
             return self.reference_sandbox
-        self.reference_sandbox = Sandbox(
+        warm = None
+        if self._prepared_reference is not None:  # warmed ahead: only the load is left
+            warm = self._prepared_reference.take_reference()
+            self._prepared_reference = None
+        self.reference_sandbox = warm or Sandbox(
             solution=self.solution, load=self.boundary.load_message(trusted=True),
             hide=self.boundary.hidden(trusted=True), **self.sandbox_options)
         self.reference_sandbox.cancelled = self.sandbox.cancelled

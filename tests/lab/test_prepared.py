@@ -108,3 +108,50 @@ def test_a_judge_file_loaded_by_path_is_caught_in_a_prepared_child(tmp_path: Pat
     assert not result.passed and failures
     assert failures[0].kind == "forbidden_import" and "imports judge" in failures[0].message
     assert result.sandboxes_started == 1  # it was the prepared child that caught it
+
+
+def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
+        tmp_path: Path) -> None:
+    """A level with a timed case (spec-verify 3): the reference's child is spawned and warmed
+    once the learner's is ready, and the grading's timed case loads the reference into that
+    very child (no fresh spawn, whose torch import the learner would otherwise wait for); the
+    grading closes it. (The fixture exercise cannot show it: its reference is not where the
+    convention guesses, so its prepared children are replaced.)"""
+    from lab.exercises import get
+    from lab.grader.testing import reference_as_solution
+
+    exercise = get("spec-verify")
+    solution = reference_as_solution(exercise, tmp_path)
+    prepared = prepare(exercise, solution, levels=[3], device="cpu")
+    assert prepared is not None
+    prepared.wait()
+    assert prepared.reference_thread is not None
+    prepared.reference_thread.join()
+    ref = prepared.reference
+    assert ref is not None and ref.ready and ref.alive and ref.spawned == 1
+    ops: list[str] = []
+    request = ref.request
+
+    def counted(msg: dict[str, object], *args: object, **kwargs: object) -> object:
+        ops.append(str(msg.get("op")))
+        return request(msg, *args, **kwargs)  # type: ignore[arg-type]
+
+    ref.request = counted  # type: ignore[method-assign,assignment]
+    result = grade(exercise, solution, levels=[3], device="cpu", store=False, seed=1,
+                   prepared=prepared)
+    assert result.passed, [e for e in result.events if isinstance(e, CaseFailed)]
+    assert "load" in ops and ops.count("batch") >= 4  # the timed case ran in `ref`
+    assert ref.spawned == 1  # loaded as it was, not respawned
+    assert not ref.alive  # closed with the grading
+
+
+def test_no_reference_child_is_prepared_for_levels_without_a_timed_case(tmp_path: Path) -> None:
+    from lab.exercises import get
+
+    prepared = prepare(get("spec-verify"), _stub(tmp_path / "spec_verify.py"), levels=[1],
+                       device="cpu", confine=False)
+    assert prepared is not None
+    prepared.wait()
+    assert prepared.reference_thread is None and prepared.reference is None
+    prepared.close()
+    assert not prepared.sandbox.alive
