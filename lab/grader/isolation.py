@@ -284,16 +284,26 @@ class Sandbox:
         """Kill the child and everything it started: its process group (even after the child
         itself exited: a plain fork stays in the group), then any process still carrying this
         sandbox's token in its environment (one that called setsid() to leave the group)."""
-        if self.proc is None:
+        proc = self.proc
+        if proc is None:
             return
-        if self.pid and self.pid != self.proc.pid:  # the namespace's init: takes all with it
+        self.signal_kill()
+        proc.wait()
+        kill_tagged(TOKEN_VAR, self.token)
+
+    def signal_kill(self) -> None:
+        """SIGKILL the child without waiting and without touching this object's state: safe
+        while another thread is in `request` (the closed pipe ends it; that thread's error
+        path, or `close`, then cleans up)."""
+        proc, inner = self.proc, self.pid
+        if proc is None:
+            return
+        if inner and inner != proc.pid:  # the namespace's init: takes all with it
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(inner, signal.SIGKILL)
         # the group id cannot be reused while any member is alive, so this is safe after exit
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        kill_tagged(TOKEN_VAR, self.token)
+            os.killpg(proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
         """Kill the child (it holds nothing to save: a polite exit of a torch process costs a

@@ -14,7 +14,6 @@ import dataclasses
 import importlib
 import os
 import secrets
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -208,6 +207,13 @@ def learner_sandbox(exercise: Exercise, solution: Path, reference: str,
                           **options)
 
 
+def reference_sandbox(solution: Path, found: boundary.Boundary,
+                      options: dict[str, Any]) -> Sandbox:
+    """The grader's own child for timing the reference (trusted: nothing hidden from it)."""
+    return Sandbox(solution=solution, load=found.load_message(trusted=True),
+                   hide=found.hidden(trusted=True), **options)
+
+
 def child_key(exercise: Exercise, solution: Path, device: str, reference: str,
               options: dict[str, Any]) -> tuple[Any, ...]:
     return (exercise.id, exercise.needs_torch, str(solution.resolve()), device, reference,
@@ -250,9 +256,8 @@ class Prepared:
         with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
             self.outcome = self.sandbox.prepare(self.device)
         if self.outcome is not None and self.outcome.ok and self._has_timed_case():
-            self.reference = Sandbox(solution=self.sandbox.solution,
-                                     load=self.boundary.load_message(trusted=True),
-                                     hide=self.boundary.hidden(trusted=True), **self.options)
+            self.reference = reference_sandbox(self.sandbox.solution, self.boundary,
+                                               self.options)
             self.reference_thread = threading.Thread(target=self._warm_reference, daemon=True)
             self.reference_thread.start()
 
@@ -296,7 +301,7 @@ class Prepared:
         if ref is None:
             return None
         if not use:
-            _stop(ref)  # the warm-up's pending request then ends at once
+            ref.signal_kill()  # the warm-up's pending request then ends at once
         if self.reference_thread is not None:
             self.reference_thread.join()
         if not (use and ref.ready and ref.alive):
@@ -314,18 +319,6 @@ class Prepared:
         self.wait()
         self.sandbox.close()
         self.take_reference(use=False)
-
-
-def _stop(sandbox: Sandbox) -> None:
-    """SIGKILL a child another thread may be talking to, without touching the Sandbox's state
-    (that thread's own error path closes it; `close` afterwards finishes the job)."""
-    proc, inner = sandbox.proc, sandbox.pid
-    if proc is None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if inner and inner != proc.pid:
-            os.kill(inner, signal.SIGKILL)
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -642,9 +635,8 @@ class _Grading:
         if self._prepared_reference is not None:  # warmed ahead: only the load is left
             warm = self._prepared_reference.take_reference()
             self._prepared_reference = None
-        self.reference_sandbox = warm or Sandbox(
-            solution=self.solution, load=self.boundary.load_message(trusted=True),
-            hide=self.boundary.hidden(trusted=True), **self.sandbox_options)
+        self.reference_sandbox = warm or reference_sandbox(self.solution, self.boundary,
+                                                           self.sandbox_options)
         self.reference_sandbox.cancelled = self.sandbox.cancelled
         outcome = self._start(self.reference_sandbox)
         if not outcome.ok:

@@ -120,14 +120,9 @@ def _level3(solution: ModuleType, p: dict[str, Any], call_seed: int) -> Any:
         return _probe(lambda g: plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(),
                                                             g)))
     g = torch.Generator().manual_seed(int(p["seed"]))
-    n_calls = int(p.get("calls", 1))
-    # every call's rows drawn at once (one draw, not one per call); call c gets the c-th run of
-    # B rows, whose tables are the first call's (the pattern repeats every len(rows) rows)
-    x, tq, tp, _ = inputs.batch_inputs(p["rows"], int(p["per_row"]) * n_calls, int(p["seed"]))
-    b = x.shape[0] // n_calls
-    tq, tp = tq[:b], tp[:b]
+    x, tq, tp, _, b = inputs.batch_calls(p)
     calls = []
-    for c in range(n_calls):
+    for c in range(x.shape[0] // b):
         calls.append(plain(solution.verify_batch(x[c * b : (c + 1) * b].clone(), tq.clone(),
                                                  tp.clone(), g)))
     return {"calls": calls}

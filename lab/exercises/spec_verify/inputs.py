@@ -63,6 +63,18 @@ def batch_inputs(rows: list[dict[str, Any]], per_row: int, seed: int
     return torch.stack(xs)[idx, pos], torch.stack(qs)[idx], torch.stack(ps)[idx], which
 
 
+def batch_calls(p: dict[str, Any]
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int], int]:
+    """A level-3 batch case's rows for all its calls, drawn at once (the child passes them to
+    the learner, the parent judges them): call c gets rows c*b .. (c+1)*b - 1 of `x`, and
+    `tq`, `tp` (b rows) serve every call, since the tables repeat every len(rows) rows.
+    Returns (x, tq, tp, which, b)."""
+    n_calls = int(p.get("calls", 1))
+    x, tq, tp, which = batch_inputs(p["rows"], int(p["per_row"]) * n_calls, int(p["seed"]))
+    b = x.shape[0] // n_calls
+    return x, tq[:b], tp[:b], which, b
+
+
 @lru_cache(maxsize=2)
 def large_inputs(seed: int, b: int, k: int, v: int
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -125,9 +125,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     n_calls = int(p.get("calls", 1))
     if not isinstance(calls, list) or len(calls) != n_calls:
         return Verdict(False, f"expected the rows of {plural(n_calls, 'call')}, got {calls!r:.80}")
-    x, _, _, which = inputs.batch_inputs(p["rows"], int(p["per_row"]) * n_calls,
-                                         int(p["seed"]))  # as drive.py draws them
-    b = x.shape[0] // n_calls
+    x, _, _, which, b = inputs.batch_calls(p)  # the rows drive.py handed to the learner
     outs: list[Any] = []
     for rows in calls:
         if not isinstance(rows, list) or len(rows) != b:
