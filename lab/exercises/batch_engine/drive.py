@@ -27,6 +27,7 @@ CHILD_MODULES = (
     "lab.exercises.batch_engine.runtime",
     "lab.exercises.batch_engine.targets",
     "lab.models",
+    "lab.models.lean_llama",
     "lab.models.loading",
 )
 

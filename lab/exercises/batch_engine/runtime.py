@@ -18,8 +18,10 @@ torch is imported lazily so that importing this module stays cheap.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from lab.models.lean_llama import KVView, LeanLlama, is_plain_llama
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,13 @@ class KVCache:
 
     A row is one sequence in the batch; a column is one cached position (real or padding, the
     attention mask says which). Operations return new caches; nothing is modified in place.
+    `view` is the lean model's growable buffer behind `layers` (None for a cache built by hand
+    or by transformers); the model appends to it in place only while no newer cache was cut
+    from it, so `layers` never change under their holder.
     """
 
     layers: tuple[tuple[Any, Any], ...]
+    view: KVView | None = field(default=None, compare=False, repr=False)
 
     @property
     def rows(self) -> int:
@@ -65,6 +71,9 @@ class KVCache:
         """Drop the `n` oldest columns (drop the same columns of the attention mask)."""
         if n <= 0:
             return self
+        if self.view is not None:
+            view = self.view.cut(min(n, self.length), self.length)
+            return KVCache(view.layers(), view)
         return KVCache(tuple((k[:, :, n:], v[:, :, n:]) for k, v in self.layers))
 
 
@@ -80,21 +89,10 @@ class HFStepModel:
         self.pad_id: int = int(config.pad_token_id if config.pad_token_id is not None else 0)
         self.device: Any = next(model.parameters()).device
         self.calls = 0
-        # a plain Llama runs through `_lean_llama_step` (same ops, without the per-call overhead
-        # of the generic forward: ~2x faster per decode step on CPU); anything else through HF
-        self.lean = _is_plain_llama(model)
-        self._fused_weights: list[tuple[Any, Any]] | None = None
-
-    def _fused(self) -> list[tuple[Any, Any]]:
-        """Per layer, the q/k/v and the gate/up projection weights stacked: one matmul each."""
-        import torch
-
-        if self._fused_weights is None:
-            self._fused_weights = [
-                (torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]),
-                 torch.cat([layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight]))
-                for layer in self.model.model.layers for a in [layer.self_attn]]
-        return self._fused_weights
+        # a plain Llama runs through `LeanLlama` (same ops, without the generic forward's per-call
+        # overhead, and a cache that grows in place instead of being copied whole every step);
+        # anything else through transformers
+        self.lean = LeanLlama(model) if is_plain_llama(model) else None
 
     def forward(
         self, input_ids: Any, attention_mask: Any, position_ids: Any, kv: KVCache | None
@@ -103,18 +101,22 @@ class HFStepModel:
         from transformers import DynamicCache
 
         self.calls += 1
-        if self.lean:
-            return _lean_llama_step(self.model, self._fused(), input_ids.to(self.device),
-                                    None if attention_mask is None
-                                    else attention_mask.to(self.device),
-                                    position_ids.to(self.device), kv)
+        ids = input_ids.to(self.device)
+        mask = None if attention_mask is None else attention_mask.to(self.device)
+        if self.lean is not None:
+            past: KVView | tuple[tuple[Any, Any], ...] | None = None
+            if kv is not None:
+                past = kv.view if _backs(kv.view, kv.layers) else kv.layers
+            logits, view = self.lean.step(ids, position_ids.to(self.device), past,
+                                          _allowed(ids, mask, 0 if kv is None else kv.length))
+            return logits, KVCache(view.layers(), view)
         cache = DynamicCache(config=self.model.config)
         if kv is not None:
             cache = DynamicCache(ddp_cache_data=list(kv.layers), config=self.model.config)
         with torch.inference_mode():
             out = self.model(
-                input_ids=input_ids.to(self.device),
-                attention_mask=None if attention_mask is None else attention_mask.to(self.device),
+                input_ids=ids,
+                attention_mask=mask,
                 position_ids=position_ids.to(self.device),
                 cache=cache,
                 use_cache=True,
@@ -125,62 +127,32 @@ class HFStepModel:
         return out.logits[:, -1, :], KVCache(layers)
 
 
-def _is_plain_llama(model: Any) -> bool:
-    config = model.config
-    rope = getattr(config, "rope_scaling", None) or {}
-    return (type(model).__name__ == "LlamaForCausalLM" and config.hidden_act == "silu"
-            and not getattr(config, "attention_bias", False)
-            and not getattr(config, "mlp_bias", False)
-            and rope.get("rope_type", "default") == "default"
-            and config._attn_implementation in ("sdpa", "eager"))
+def _backs(view: KVView | None, layers: tuple[tuple[Any, Any], ...]) -> bool:
+    """Whether `view` is exactly what `layers` show (a cache rebuilt with other tensors, e.g.
+    by `dataclasses.replace`, keeps a stale view: then the layers are what counts)."""
+    if view is None:
+        return False
+    mine = view.layers()
+    if len(mine) != len(layers):
+        return False
+    pairs = [(a, b) for (ka, va), (kb, vb) in zip(mine, layers, strict=True)
+             for a, b in ((ka, kb), (va, vb))]
+    return all(a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+               for a, b in pairs)
 
 
-def _lean_llama_step(model: Any, fused: list[tuple[Any, Any]], ids: Any, mask: Any,
-                     positions: Any, kv: KVCache | None) -> tuple[Any, KVCache]:
-    """LlamaForCausalLM's forward for one engine step, written out: the same modules and ops
-    (RMSNorm, rotary embedding, grouped-query SDPA, SiLU MLP), with q/k/v and gate/up each one
-    matmul over stacked weights (`fused`), logits at the last column only.
-    The mask is [B, past + T]: a new token attends to the real columns up to itself (and always
-    to itself, so a padding row never attends to nothing)."""
+def _allowed(ids: Any, mask: Any, past: int) -> Any:
+    """The attention mask [B, 1, T, past + T] of one engine step: a new token attends to the real
+    columns up to itself, and always to itself (so a padding row never attends to nothing)."""
     import torch
-    import torch.nn.functional as F
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
-    inner = model.model
     b, t = ids.shape
-    past = 0 if kv is None else kv.length
     if mask is None:
         mask = torch.ones((b, past + t), dtype=torch.long, device=ids.device)
     causal = torch.ones((t, past + t), dtype=torch.bool, device=ids.device).tril(past)
     itself = torch.zeros_like(causal)
     itself[:, past:] = torch.eye(t, dtype=torch.bool, device=ids.device)
-    allowed = ((mask.bool()[:, None, :] & causal[None]) | itself[None])[:, None]  # [B,1,T,L+T]
-    layers = []
-    with torch.inference_mode():
-        h = inner.embed_tokens(ids)
-        cos, sin = inner.rotary_emb(h, positions)
-        for n, layer in enumerate(inner.layers):
-            attn = layer.self_attn
-            qkv_weight, gate_up_weight = fused[n]
-            x = layer.input_layernorm(h)
-            qkv = F.linear(x, qkv_weight)
-            nq, nk = attn.q_proj.out_features, attn.k_proj.out_features
-            q, k, v = qkv[..., :nq], qkv[..., nq:nq + nk], qkv[..., nq + nk:]
-            q = q.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
-            k = k.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
-            v = v.reshape(b, t, -1, attn.head_dim).transpose(1, 2)
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
-            if kv is not None:
-                k = torch.cat([kv.layers[n][0], k], 2)
-                v = torch.cat([kv.layers[n][1], v], 2)
-            layers.append((k, v))
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=attn.scaling,
-                                                 enable_gqa=k.shape[1] != q.shape[1])
-            h = h + attn.o_proj(out.transpose(1, 2).reshape(b, t, -1))
-            gate, up = F.linear(layer.post_attention_layernorm(h), gate_up_weight).chunk(2, -1)
-            h = h + layer.mlp.down_proj(F.silu(gate) * up)
-        logits = model.lm_head(inner.norm(h[:, -1:]))[:, -1]
-    return logits, KVCache(tuple(layers))
+    return ((mask.bool()[:, None, :] & causal[None]) | itself[None])[:, None]
 
 
 _MODELS: dict[tuple[str, str, str], Any] = {}

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lab.models.lean_llama import KVView, LeanLlama, copy_into_buffer, is_plain_llama
+
 if TYPE_CHECKING:
     import torch
 
@@ -74,7 +76,12 @@ class CausalLM:
         self.trace: list[Pass] = []
         self.ledger = ledger
         self._tokens: list[int] = []
-        self._cache: Any = None
+        self._cache: Any = None  # transformers' DynamicCache (models LeanLlama does not cover)
+        # a plain Llama (the shipped pair, the grader's tiny models) runs through LeanLlama: the
+        # same computation without the generic forward's per-call overhead, its cache growing
+        # in place and cropped for free (this object is the cache's sole holder)
+        self._lean = LeanLlama(model) if is_plain_llama(model) else None
+        self._kv: KVView | None = None
 
     # --- the learner-facing interface -------------------------------------------------------
     @property
@@ -103,20 +110,25 @@ class CausalLM:
                 f"{self.name}.forward(): token id {bad[0]} is outside the vocabulary "
                 f"[0, {self.vocab_size})"
             )
-        if self._cache is None:
-            from transformers import DynamicCache
-
-            self._cache = DynamicCache(config=self.model.config)
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
-        with torch.inference_mode():
-            out = self.model(input_ids=input_ids, cache=self._cache, use_cache=True)
-        self._cache = out.cache
         cached = len(self._tokens)
+        if self._lean is not None:
+            positions = torch.arange(cached, cached + len(ids), device=self.device)[None]
+            out_logits, self._kv = self._lean.step(input_ids, positions, self._kv,
+                                                   last_only=False)
+        else:
+            if self._cache is None:
+                from transformers import DynamicCache
+
+                self._cache = DynamicCache(config=self.model.config)
+            with torch.inference_mode():
+                out = self.model(input_ids=input_ids, cache=self._cache, use_cache=True)
+            self._cache, out_logits = out.cache, out.logits
         self._tokens.extend(ids)
         self.passes += 1
         self.tokens_processed += len(ids)
         self._log(Pass(cached=cached, context=tuple(self._tokens)))
-        logits: torch.Tensor = out.logits[0].float()
+        logits: torch.Tensor = out_logits[0].float()
         return logits
 
     def forward_tree(self, tokens: Sequence[int], tree_mask: torch.Tensor) -> torch.Tensor:
@@ -134,27 +146,30 @@ class CausalLM:
         if mask.shape != (n, n):
             raise ValueError(f"{self.name}.forward_tree(): tree_mask must be [{n}, {n}], got "
                              f"{tuple(mask.shape)}")
-        if self._cache is None:
-            from transformers import DynamicCache
-
-            self._cache = DynamicCache(config=self.model.config)
         base = len(self._tokens)
         full = torch.cat([torch.ones(n, base, dtype=torch.bool), mask], dim=1)
         depth = mask.long().sum(dim=1) - 1
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([ids], device=self.device),
-                cache=self._cache,
-                attention_mask=full[None, None].to(self.device),
-                position_ids=(base + depth)[None].to(self.device),
-                use_cache=True,
-            )
-        self._cache = out.cache
+        input_ids = torch.tensor([ids], device=self.device)
+        positions = (base + depth)[None].to(self.device)
+        if self._lean is not None:
+            out_logits, self._kv = self._lean.step(input_ids, positions, self._kv,
+                                                   full[None, None].to(self.device),
+                                                   last_only=False)
+        else:
+            if self._cache is None:
+                from transformers import DynamicCache
+
+                self._cache = DynamicCache(config=self.model.config)
+            with torch.inference_mode():
+                out = self.model(input_ids=input_ids, cache=self._cache,
+                                 attention_mask=full[None, None].to(self.device),
+                                 position_ids=positions, use_cache=True)
+            self._cache, out_logits = out.cache, out.logits
         self._tokens.extend(ids)
         self.passes += 1
         self.tokens_processed += n
         self._log(Pass(cached=base, context=tuple(self._tokens)))
-        logits: torch.Tensor = out.logits[0].float()
+        logits: torch.Tensor = out_logits[0].float()
         return logits
 
     def keep(self, positions: Sequence[int]) -> None:
@@ -169,13 +184,18 @@ class CausalLM:
             self.reset_cache_only()
             return
         idx = torch.tensor(pos, device=self.device)
-        for layer in self._cache.layers:
-            layer.keys = layer.keys.index_select(-2, idx)
-            layer.values = layer.values.index_select(-2, idx)
+        if self._kv is not None:
+            with torch.inference_mode():
+                self._kv = copy_into_buffer([(k.index_select(-2, idx), v.index_select(-2, idx))
+                                             for k, v in self._kv.layers()], 0)
+        else:
+            for layer in self._cache.layers:
+                layer.keys = layer.keys.index_select(-2, idx)
+                layer.values = layer.values.index_select(-2, idx)
         self._tokens = [self._tokens[p] for p in pos]
 
     def reset_cache_only(self) -> None:
-        self._cache = None
+        self._cache = self._kv = None
         self._tokens = []
 
     def crop(self, length: int) -> None:
@@ -190,7 +210,9 @@ class CausalLM:
         if drop == 0:
             return
         if length == 0:
-            self._cache = None
+            self._cache = self._kv = None
+        elif self._kv is not None:
+            self._kv = self._kv.truncate(length)
         else:
             self._cache.crop(-drop)  # transformers 5.x: a negative count of tokens to remove
         del self._tokens[length:]
@@ -200,7 +222,7 @@ class CausalLM:
 
         The grader's ledger is not cleared: it records the reset.
         """
-        self._cache = None
+        self._cache = self._kv = None
         self._tokens = []
         self.passes = 0
         self.tokens_processed = 0

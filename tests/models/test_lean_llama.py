@@ -1,0 +1,125 @@
+"""The lean Llama forward computes what transformers computes, and its in-place cache never changes
+a cache its holder already has (branching, dropping columns and rebuilt caches included)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from lab.exercises.batch_engine.runtime import HFStepModel, KVCache  # noqa: E402
+from lab.models.lean_llama import KVView, LeanLlama, is_plain_llama  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def target() -> Any:
+    from lab.models import load_model
+
+    torch.set_num_threads(1)
+    return load_model("pycode-target", device="cpu", dtype="float32")
+
+
+def _hf_step(model: Any) -> HFStepModel:
+    """The same step model with the lean path switched off: transformers' own forward."""
+    step = HFStepModel(model)
+    step.lean = None
+    return step
+
+
+def _batch(seed: int) -> tuple[Any, Any, Any]:
+    """Two left-padded prompts (5 and 3 real tokens) as the engines send them."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 4000, (2, 5), generator=g)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+    positions = (mask.cumsum(1) - 1).clamp(min=0)
+    return ids, mask, positions
+
+
+def test_the_shipped_target_is_a_plain_llama(target: Any) -> None:
+    assert is_plain_llama(target)
+    assert HFStepModel(target).lean is not None
+
+
+def test_lean_steps_match_transformers_with_padding_and_decode_steps(target: Any) -> None:
+    lean, hf = HFStepModel(target), _hf_step(target)
+    ids, mask, positions = _batch(0)
+    outs = []
+    for model in (lean, hf):
+        logits, kv = model.forward(ids, mask, positions, None)
+        steps, m, pos = [logits], mask, positions[:, -1:]
+        for _ in range(4):
+            nxt = steps[-1].argmax(-1)[:, None]
+            m, pos = torch.cat([m, torch.ones(2, 1, dtype=torch.long)], 1), pos + 1
+            logits, kv = model.forward(nxt, m, pos, kv)
+            steps.append(logits)
+        outs.append(torch.stack(steps))
+    assert torch.equal(outs[0].argmax(-1), outs[1].argmax(-1))
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-4, rtol=1e-4)
+
+
+def test_every_new_columns_logits_match_a_full_forward(target: Any) -> None:
+    seq = torch.arange(10, 30)[None]
+    with torch.inference_mode():
+        full = target(input_ids=seq).logits
+    lean = LeanLlama(target)
+    first, view = lean.step(seq[:, :12], torch.arange(12)[None], None, last_only=False)
+    rest, _ = lean.step(seq[:, 12:], torch.arange(12, 20)[None], view, last_only=False)
+    torch.testing.assert_close(torch.cat([first, rest], 1), full, atol=1e-4, rtol=1e-4)
+
+
+def _decode(model: HFStepModel, kv: KVCache, token: int, mask: Any, at: int) -> tuple[Any, Any]:
+    nxt = torch.full((2, 1), token)
+    return model.forward(nxt, torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], 1),
+                         torch.full((2, 1), at), kv)
+
+
+def test_stepping_again_from_an_older_cache_leaves_the_newer_one_intact(target: Any) -> None:
+    model = HFStepModel(target)
+    ids, mask, positions = _batch(1)
+    _, kv1 = model.forward(ids, mask, positions, None)
+    la, kva = _decode(model, kv1, 7, mask, 5)
+    assert kva.view is not None and kv1.view is not None
+    assert kva.view.buffer is kv1.view.buffer  # appended in place
+    snapshot = [(k.clone(), v.clone()) for k, v in kva.layers]
+    lb, kvb = _decode(model, kv1, 9, mask, 5)  # a branch from the older cache: a copy
+    assert kvb.view is not None and kvb.view.buffer is not kva.view.buffer
+    for (k, v), (k0, v0) in zip(kva.layers, snapshot, strict=True):
+        assert torch.equal(k, k0) and torch.equal(v, v0)
+    again, _ = _decode(model, kv1, 7, mask, 5)
+    assert torch.equal(again, la)
+    assert not torch.equal(lb, la)
+
+
+def test_a_cache_cut_or_rebuilt_from_other_tensors_is_read_as_its_layers_say(target: Any) -> None:
+    model, hf = HFStepModel(target), _hf_step(target)
+    ids, mask, positions = _batch(2)
+    _, kv = model.forward(ids, mask, positions, None)
+    # drop the first column (padding for row 1, a real token for row 0: masked out below)
+    cut = kv.drop_left(1)
+    assert cut.view is not None and cut.length == kv.length - 1
+    mask_cut = mask[:, 1:].clone()
+    got, _ = _decode(model, cut, 11, mask_cut, 5)
+    plain = KVCache(tuple((k.clone(), v.clone()) for k, v in cut.layers))
+    want, _ = _decode(hf, plain, 11, mask_cut, 5)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+    # a cache rebuilt with other tensors (a stale view kept by dataclasses.replace): the layers
+    zeroed = dataclasses.replace(kv, layers=tuple((torch.zeros_like(k), torch.zeros_like(v))
+                                                  for k, v in kv.layers))
+    got_zero, _ = _decode(model, zeroed, 11, mask, 5)
+    want_zero, _ = _decode(hf, KVCache(zeroed.layers), 11, mask, 5)
+    torch.testing.assert_close(got_zero, want_zero, atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(got_zero, _decode(model, kv, 11, mask, 5)[0])
+
+
+def test_a_view_is_cut_within_its_columns_only() -> None:
+    from lab.models.lean_llama import KVBuffer
+
+    view = KVView(KVBuffer([torch.zeros(1, 1, 8, 2)], [torch.zeros(1, 1, 8, 2)], 5), 1, 5)
+    assert view.cut(0, 4).end == 5 and view.cut(2, 4).start == 3
+    with pytest.raises(ValueError, match=r"\[0, 5\) of a 4-column cache"):
+        view.cut(0, 5)
+    assert view.appendable(3) and not view.appendable(4)  # capacity 8, data ends at 5
+    assert not view.cut(0, 3).appendable(1)  # not the newest: a step would copy
