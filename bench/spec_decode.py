@@ -40,21 +40,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 from lab.exercises.spec_verify.grading import SHIPPED_PROMPTS
-from lab.exercises.spec_verify.lm import CausalLM, plain_greedy
+from lab.exercises.spec_verify.lm import CausalLM, Ledger, plain_greedy
 from lab.reference.spec_verify import speculative_generate
 
 _clock: Callable[[], float] = time.perf_counter
 
 
 class PassCounter:
-    """Counts forward calls of a transformers model (hooks work for every caller alike)."""
+    """Counts forward passes of one model by every caller: transformers' (a forward hook) and
+    the lab's `CausalLM`, whose plain-Llama path bypasses the module call (its ledger)."""
 
-    def __init__(self, model: Any) -> None:
-        self.n = 0
+    def __init__(self, model: Any, ledger: Ledger, name: str) -> None:
+        self.hooked, self.ledger, self.name = 0, ledger, name
         model.register_forward_hook(self._hook)
 
     def _hook(self, *_: Any) -> None:
-        self.n += 1
+        self.hooked += 1
+
+    @property
+    def n(self) -> int:
+        return self.hooked + len(self.ledger.passes(self.name))
 
 
 def _sync(device: str) -> None:
@@ -96,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.clock == "cpu":
         ap.error("--clock cpu measures this process's CPU time: on a GPU it misses the device's")
     target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
-    t_count, d_count = PassCounter(target_m), PassCounter(draft_m)
-    target, draft = CausalLM(target_m, name="target"), CausalLM(draft_m, name="draft")
+    ledger = Ledger()
+    t_count = PassCounter(target_m, ledger, "target")
+    d_count = PassCounter(draft_m, ledger, "draft")
+    target = CausalLM(target_m, name="target", ledger=ledger)
+    draft = CausalLM(draft_m, name="draft", ledger=ledger)
     prompts = [[int(t) for t in tok.encode(p)] for p in SHIPPED_PROMPTS[: args.prompts]]
     n_new = args.tokens
     ks = [int(k) for k in args.ks.split(",")]
