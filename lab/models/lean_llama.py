@@ -192,8 +192,7 @@ class LeanLlama:
             for n, layer in enumerate(inner.layers):
                 attn = layer.self_attn
                 qkv_w, o_w, gate_up_w, down_w = weights[n]
-                norm = layer.input_layernorm
-                x = F.rms_norm(h, norm.weight.shape, norm.weight, norm.variance_epsilon)
+                x = _rms(h, layer.input_layernorm)
                 qkv = qkv_w(x).view(b, t, -1, attn.head_dim)
                 # rotary embedding on q and k at once (the same elementwise ops as transformers'
                 # apply_rotary_pos_emb): x * cos + rotate_half(x) * sin
@@ -209,17 +208,25 @@ class LeanLlama:
                                                      scale=attn.scaling,
                                                      enable_gqa=kv_heads != heads)
                 h = h + o_w(out.transpose(1, 2).reshape(b, t, -1))
-                norm = layer.post_attention_layernorm
-                x = F.rms_norm(h, norm.weight.shape, norm.weight, norm.variance_epsilon)
+                x = _rms(h, layer.post_attention_layernorm)
                 gate, up = gate_up_w(x).chunk(2, -1)
                 h = h + down_w(F.silu(gate) * up)
             buf.written = base + t
-            norm = inner.norm
-            last = h[:, -1] if last_only else h
             assert self._head is not None  # set by fused()
-            logits = self._head(F.rms_norm(last, norm.weight.shape, norm.weight,
-                                           norm.variance_epsilon))
+            logits = self._head(_rms(h[:, -1] if last_only else h, inner.norm))
         return logits, KVView(buf, view.start, base + t)
+
+
+def _rms(x: Any, norm: Any) -> Any:
+    """LlamaRMSNorm's arithmetic on fp32 without its dtype round trips (bit-identical to it;
+    ~3x cheaper per call than the module or F.rms_norm on CPU at these sizes); other dtypes
+    through the module (it normalises in fp32 and casts back)."""
+    import torch
+
+    if x.dtype != torch.float32:
+        return norm(x)
+    return norm.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
+                                          + norm.variance_epsilon))
 
 
 def _empty(model: Any, rows: int, room: int, device: Any) -> KVView:

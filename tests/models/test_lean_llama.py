@@ -123,3 +123,17 @@ def test_a_view_is_cut_within_its_columns_only() -> None:
         view.cut(0, 5)
     assert view.appendable(3) and not view.appendable(4)  # capacity 8, data ends at 5
     assert not view.cut(0, 3).appendable(1)  # not the newest: a step would copy
+
+
+def test_a_bf16_model_normalises_in_fp32_as_transformers_does() -> None:
+    import copy
+
+    from lab.exercises.spec_verify.inputs import tiny_pair
+
+    model = copy.deepcopy(tiny_pair(1, 64, 64, 2, 0.01)[0]).to(torch.bfloat16)
+    seq = torch.arange(3, 20)[None]
+    with torch.inference_mode():
+        want = model(input_ids=seq).logits
+    got, _ = LeanLlama(model).step(seq, torch.arange(17)[None], None, last_only=False)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want.float(), atol=2e-2, rtol=2e-2)
