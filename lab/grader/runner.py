@@ -525,6 +525,8 @@ class _Grading:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._take_early()
         self._take_prepared()
+        if self._reference_start is not None and self.reference_sandbox is not None:
+            self.reference_sandbox.signal_kill()  # a warm-up run in flight ends now
         self._join_reference_start()
         self._drop_prepared_reference()
         self.sandbox.close()
@@ -611,17 +613,23 @@ class _Grading:
         finally:
             restore()
 
-    def _prestart_reference(self) -> None:
+    def _prestart_reference(self, timed: list[Case]) -> None:
         """Start the reference's child (a torch import, seconds) while the learner's untimed
-        cases still run, so the first timed case does not wait for it."""
+        cases still run, and run each of the `timed` cases to come once in it (what they load,
+        e.g. a model pair, and first-call costs: seconds more), so the first timed case waits
+        for neither."""
         if self._reference_start is None and self.reference_sandbox is None:
-            self._reference_start = threading.Thread(target=self._reference_quietly, daemon=True)
+            self._reference_start = threading.Thread(target=self._reference_quietly,
+                                                     args=(timed,), daemon=True)
             self._reference_start.start()
 
-    def _reference_quietly(self) -> None:
+    def _reference_quietly(self, timed: list[Case]) -> None:
         # a failure (or a cancel) shows when the timed case asks for the child itself
         with contextlib.suppress(BaseException):
-            self._reference_child()
+            child = self._reference_child()
+            if isinstance(child, Sandbox):
+                for case in timed:
+                    self._batch(child, case, [self.seed * 1000], self._timeout(case))
 
     def _join_reference_start(self) -> None:
         if self._reference_start is not None:
@@ -844,8 +852,9 @@ class _Grading:
                 raise Cancelled()
             result = self.case(c, level.gate, index=i + 1, total=len(cases))
             results.append(result)
-            if result.passed and any(later.timed for later in cases[i + 1:]):
-                self._prestart_reference()
+            timed = [later for later in cases[i + 1:] if later.timed]
+            if result.passed and timed:
+                self._prestart_reference(timed)
             if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
                 results += self._skip_rest(number, cases[i + 1:], result)
                 break
