@@ -433,6 +433,7 @@ class _Grading:
         self.imports: threading.Thread | None = None  # `_import_behind`, joined before timing
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
+        self._warmed: set[str] = set()  # timed cases run once in the reference's child ahead
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
         self._pending: list[Future[tuple[bool, object]]] = []
         self.load_failure: Outcome | None = None
@@ -617,8 +618,9 @@ class _Grading:
         """Start the reference's child (a torch import, seconds) while the learner's untimed
         cases still run, and run each of the `timed` cases to come once in it (what they load,
         e.g. a model pair, and first-call costs: seconds more), so the first timed case waits
-        for neither."""
-        if self._reference_start is None and self.reference_sandbox is None:
+        for neither (the child started for an earlier level is reused: only the warm-up runs)."""
+        if self._reference_start is None:
+            self._warmed.update(case.id for case in timed)
             self._reference_start = threading.Thread(target=self._reference_quietly,
                                                      args=(timed,), daemon=True)
             self._reference_start.start()
@@ -852,7 +854,8 @@ class _Grading:
                 raise Cancelled()
             result = self.case(c, level.gate, index=i + 1, total=len(cases))
             results.append(result)
-            timed = [later for later in cases[i + 1:] if later.timed]
+            timed = [later for later in cases[i + 1:] if later.timed
+                     and later.id not in self._warmed]
             if result.passed and timed:
                 self._prestart_reference(timed)
             if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
