@@ -226,10 +226,10 @@ class Prepared:
     `grade(..., prepared=)` adopts it when nothing that shapes the child differs (else closes
     it). It never holds the learner's code: the file is loaded when the grading starts.
 
-    When the levels have a timed case, the reference's timing child is spawned and warmed too,
-    once the learner's is ready (so the learner's first failure never waits for it): the
-    grading's first timed case then only loads the reference into it, instead of waiting
-    seconds for a fresh child's torch import."""
+    When the levels have a timed case, the reference's timing child is spawned and warmed too
+    (the drive's models loaded as in the learner's), once the learner's is ready (so the
+    learner's first failure never waits for it): the grading then only loads the reference
+    into it, instead of waiting seconds for a fresh child's torch and model imports."""
 
     key: tuple[Any, ...]
     boundary: boundary.Boundary
@@ -274,7 +274,7 @@ class Prepared:
     def _warm_reference(self) -> None:
         assert self.reference is not None
         with contextlib.suppress(Exception):  # not warm: the grading starts its own
-            self.reference.prepare(None)  # torch and the drive imported; no models loaded
+            self.reference.prepare(self.device)  # torch, the drive and its models loaded
 
     def _import(self) -> None:
         if self.exercise is None:
@@ -433,6 +433,7 @@ class _Grading:
         self.imports: threading.Thread | None = None  # `_import_behind`, joined before timing
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
+        self._warmed: set[str] = set()  # timed cases run once in the reference's child ahead
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
         self._pending: list[Future[tuple[bool, object]]] = []
         self.load_failure: Outcome | None = None
@@ -525,6 +526,8 @@ class _Grading:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._take_early()
         self._take_prepared()
+        if self._reference_start is not None and self.reference_sandbox is not None:
+            self.reference_sandbox.signal_kill()  # a warm-up run in flight ends now
         self._join_reference_start()
         self._drop_prepared_reference()
         self.sandbox.close()
@@ -611,17 +614,24 @@ class _Grading:
         finally:
             restore()
 
-    def _prestart_reference(self) -> None:
+    def _prestart_reference(self, timed: list[Case]) -> None:
         """Start the reference's child (a torch import, seconds) while the learner's untimed
-        cases still run, so the first timed case does not wait for it."""
-        if self._reference_start is None and self.reference_sandbox is None:
-            self._reference_start = threading.Thread(target=self._reference_quietly, daemon=True)
+        cases still run, and run each of the `timed` cases to come once in it (what they load,
+        e.g. a model pair, and first-call costs: seconds more), so the first timed case waits
+        for neither (the child started for an earlier level is reused: only the warm-up runs)."""
+        if self._reference_start is None:
+            self._warmed.update(case.id for case in timed)
+            self._reference_start = threading.Thread(target=self._reference_quietly,
+                                                     args=(timed,), daemon=True)
             self._reference_start.start()
 
-    def _reference_quietly(self) -> None:
+    def _reference_quietly(self, timed: list[Case]) -> None:
         # a failure (or a cancel) shows when the timed case asks for the child itself
         with contextlib.suppress(BaseException):
-            self._reference_child()
+            child = self._reference_child()
+            if isinstance(child, Sandbox):
+                for case in timed:
+                    self._batch(child, case, [self.seed * 1000], self._timeout(case))
 
     def _join_reference_start(self) -> None:
         if self._reference_start is not None:
@@ -844,8 +854,10 @@ class _Grading:
                 raise Cancelled()
             result = self.case(c, level.gate, index=i + 1, total=len(cases))
             results.append(result)
-            if result.passed and any(later.timed for later in cases[i + 1:]):
-                self._prestart_reference()
+            timed = [later for later in cases[i + 1:] if later.timed
+                     and later.id not in self._warmed]
+            if result.passed and timed:
+                self._prestart_reference(timed)
             if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
                 results += self._skip_rest(number, cases[i + 1:], result)
                 break

@@ -151,6 +151,22 @@ def test_tree_forward_matches_scoring_each_path_on_its_own(tiny: tuple[CausalLM,
     assert torch.allclose(nxt, lm.forward([1, 2, 3, 5, 6, 8, 9])[-1], atol=1e-4)
 
 
+def test_greedy_decoding_is_the_same_whichever_length_is_asked_first() -> None:
+    """The child picks a case's EOS from a short decoding and the parent judges against a long
+    one of the same prompt: an extended decoding must equal a fresh one token for token (and
+    the lab's plain greedy loop), or the two processes would disagree on the case."""
+    target, _ = inputs.tiny_pair(0, 64, 64, 2, 0.01)
+    prompt = [7, 3, 9]
+    short = inputs.greedy(target, prompt, 5)
+    extended = inputs.greedy(target, prompt, 25)
+    inputs._decodings.clear()
+    fresh = inputs.greedy(target, prompt, 25)
+    assert extended == fresh and extended.tokens[:5] == short.tokens
+    assert fresh.tokens == plain_greedy(CausalLM(target), prompt, 25)
+    assert inputs.greedy(target, prompt, 0).tokens == [] and len(fresh.gaps) == 25
+    assert all(g >= 0 for g in fresh.gaps) and fresh.second[0] != fresh.tokens[0]
+
+
 def test_eos_id_zero_is_a_relabelled_vocabulary_with_the_same_greedy_output() -> None:
     """eos_zero swaps ids 0 and the chosen EOS in both models: the greedy decoding is the same
     computation with that token renamed 0, so EOS id 0 appears exactly where it was asked."""

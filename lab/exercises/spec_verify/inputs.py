@@ -8,7 +8,10 @@ function of the params (seeded generators, models built under a forked RNG): no 
 
 from __future__ import annotations
 
+import math
 import random
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -185,7 +188,7 @@ def tree_inputs(p: dict[str, Any]) -> tuple[list[int], list[int], torch.Tensor]:
 # Levels 1, 4, 5: model pairs
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)  # a level uses up to ~15 pairs: built once per process
 def tiny_pair(seed: int, vocab: int, hidden: int, layers: int, noise: float, draft_seed: int = -1,
               swap: int = 0) -> tuple[Any, Any]:
     """A random target and a draft = target + noise (agrees often, not always); fp32, CPU.
@@ -240,14 +243,57 @@ def shipped(device: str, target: str | None = None, draft: str | None = None
     return pair.target, pair.draft, pair.tokenizer
 
 
-def _greedy(model: Any, prompt: list[int], n: int) -> list[int]:
-    """Plain greedy decoding without a cache (short sequences, tiny models only)."""
-    seq = list(prompt)
-    with torch.inference_mode():
-        for _ in range(n):
-            logits = model(input_ids=torch.tensor([seq], device=model.device)).logits[0, -1]
-            seq.append(int(logits.argmax()))
-    return seq[len(prompt):]
+@dataclass
+class GreedyTrace:
+    """A model's plain greedy decoding of one prompt so far: the tokens, per position the gap
+    between the top-2 logits and the runner-up id (what a divergence is excused by)."""
+
+    tokens: list[int] = field(default_factory=list)
+    gaps: list[float] = field(default_factory=list)
+    second: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Decoding:
+    lm: Any  # the CausalLM holding the prompt and the tokens so far in its KV cache
+    logits: Any  # the next token's logits
+    trace: GreedyTrace
+
+
+GREEDY_KEPT = 32  # decodings held (with their KV caches) for extension; a level has fewer prompts
+_decodings: OrderedDict[tuple[int, tuple[int, ...]], _Decoding] = OrderedDict()
+
+
+def greedy(model: Any, prompt: list[int], n: int) -> GreedyTrace:
+    """The first `n` tokens of `model`'s plain greedy decoding of `prompt` (one KV-cached pass
+    per token), with their top-2 gaps. Kept per (model, prompt) and extended when more tokens
+    are asked, so cases sharing a prompt (an EOS picked from the decoding, then the decoding
+    the output is judged against) decode it once; the calls are the same whatever the order
+    of the requests, so every process gets the same tokens."""
+    from lab.exercises.spec_verify.lm import CausalLM
+
+    key = (id(model), tuple(prompt))
+    dec = _decodings.get(key)
+    if dec is None or dec.lm.model is not model:
+        dec = None
+        if n <= 0:
+            return GreedyTrace()
+        lm = CausalLM(model, name="target")
+        dec = _Decoding(lm, lm.forward(list(prompt))[-1], GreedyTrace())
+    _decodings[key] = dec
+    _decodings.move_to_end(key)
+    while len(_decodings) > GREEDY_KEPT:
+        _decodings.popitem(last=False)
+    tr = dec.trace
+    while len(tr.tokens) < n:
+        if tr.tokens:
+            dec.logits = dec.lm.forward([tr.tokens[-1]])[-1]
+        top = torch.topk(dec.logits, min(2, dec.logits.shape[-1]))
+        tr.tokens.append(int(top.indices[0]))
+        tr.gaps.append(float(top.values[0] - top.values[-1]) if dec.logits.shape[-1] > 1
+                       else math.inf)
+        tr.second.append(int(top.indices[-1]))
+    return GreedyTrace(tr.tokens[:n], tr.gaps[:n], tr.second[:n])
 
 
 def pick_eos(plain: list[int], at: int) -> int:
@@ -259,7 +305,7 @@ def pick_eos(plain: list[int], at: int) -> int:
     return plain[at]
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)
 def _tiny_case(key: tuple[tuple[str, Any], ...]) -> tuple[Any, Any, tuple[int, ...], int | None]:
     p = dict(key)
     if p["model"] == "law":
@@ -275,7 +321,7 @@ def _tiny_case(key: tuple[tuple[str, Any], ...]) -> tuple[Any, Any, tuple[int, .
     at = p.get("eos_at")
     if at is None:
         return target, draft, tuple(prompt), None
-    plain = _greedy(target, prompt, int(at) + 1)
+    plain = greedy(target, prompt, int(at) + 1).tokens
     eos = pick_eos(plain, int(at))
     if not p.get("eos_zero") or eos == 0:
         return target, draft, tuple(prompt), eos
@@ -298,7 +344,8 @@ def models(p: dict[str, Any], device: str, paths: dict[str, str] | None = None
         prompt = [int(t) for t in tok.encode(SHIPPED_PROMPTS[int(p["prompt"])])]
         eos = None
         if p.get("eos_at") is not None:
-            eos = pick_eos(_greedy(target, prompt, int(p["eos_at"]) + 1), int(p["eos_at"]))
+            at = int(p["eos_at"])
+            eos = pick_eos(greedy(target, prompt, at + 1).tokens, at)
         return target, draft, prompt, eos
     keys = ("model", "pair_seed", "noise", "draft_seed", "prompt_seed", "prompt_len", "eos_at",
             "eos_zero", "law_pair", "prompt_ids")

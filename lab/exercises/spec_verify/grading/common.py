@@ -4,14 +4,10 @@ and the target's own greedy decoding computed in the parent."""
 from __future__ import annotations
 
 import importlib
-import math
 from types import ModuleType
 from typing import Any
 
-import torch
-
 from lab.exercises.spec_verify import inputs
-from lab.exercises.spec_verify.lm import CausalLM
 from lab.grader.api import RunContext, Verdict
 
 REFERENCE = "lab.reference.spec_verify"
@@ -44,23 +40,9 @@ def greedy_with_gaps(p: dict[str, Any], ctx: RunContext, n: int) -> dict[str, An
     and the runner-up, and the case's EOS id: what greedy outputs are judged against."""
     device = ctx.device if p["model"] == "shipped" else "cpu"
     target, _, prompt, eos = inputs.models(p, device, ctx.model_paths)
-    lm = CausalLM(target, name="target")
-    toks: list[int] = []
-    gaps: list[float] = []
-    second: list[int] = []
-    if n > 0:
-        logits = lm.forward(prompt)[-1]
-        while True:
-            top = torch.topk(logits, min(2, logits.shape[-1]))
-            toks.append(int(top.indices[0]))
-            gaps.append(float(top.values[0] - top.values[-1]) if logits.shape[-1] > 1
-                        else math.inf)
-            second.append(int(top.indices[-1]))
-            if len(toks) == n:
-                break
-            logits = lm.forward([toks[-1]])[-1]
-    return {"plain": toks, "gaps": gaps, "second": second, "eos": eos,
-            "prompt": prompt, "V": lm.vocab_size}
+    trace = inputs.greedy(target, prompt, n)
+    return {"plain": trace.tokens, "gaps": trace.gaps, "second": trace.second, "eos": eos,
+            "prompt": prompt, "V": int(target.config.vocab_size)}
 
 
 def greedy_equal(out: list[int], want: list[int], exp: dict[str, Any], note: str,
