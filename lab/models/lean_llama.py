@@ -16,6 +16,7 @@ the same result as with copies. torch is imported lazily.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,21 @@ def copy_into_buffer(layers: Sequence[tuple[Any, Any]], room: int) -> KVView:
     return KVView(KVBuffer(keys, values, length), 0, length)
 
 
+_LEAN: weakref.WeakKeyDictionary[Any, LeanLlama] = weakref.WeakKeyDictionary()
+
+
+def lean_for(model: Any) -> LeanLlama | None:
+    """The model's `LeanLlama`, one per model object (its stacked and transposed weights are
+    built once however many wrappers a grading makes), or None when the model is not a plain
+    Llama (it then runs through transformers)."""
+    lean = _LEAN.get(model)
+    if lean is None:
+        if not is_plain_llama(model):
+            return None
+        lean = _LEAN[model] = LeanLlama(model)
+    return lean
+
+
 def is_plain_llama(model: Any) -> bool:
     """True for a LlamaForCausalLM that `LeanLlama` computes exactly as transformers does."""
     config = model.config
@@ -138,6 +154,10 @@ class LeanLlama:
 
     def __init__(self, model: Any) -> None:
         self.model = model
+        config = model.config  # read once: a transformers config attribute costs microseconds
+        self.heads, self.kv_heads = int(config.num_attention_heads), int(config.num_key_value_heads)
+        self.head_dim = int(getattr(config, "head_dim", None)
+                            or config.hidden_size // config.num_attention_heads)
         self._fused: list[tuple[Projection, Projection, Projection, Projection]] | None = None
         self._head: Projection | None = None
 
@@ -158,6 +178,17 @@ class LeanLlama:
                 self._head = Projection(self.model.lm_head.weight)
         return self._fused
 
+    def _empty(self, rows: int, room: int, device: Any) -> KVView:
+        """An empty cache with room for `room` columns (at least MIN_CAPACITY)."""
+        import torch
+
+        dtype = next(self.model.parameters()).dtype
+        capacity = max(MIN_CAPACITY, 2 * room)
+        keys = [torch.empty((rows, self.kv_heads, capacity, self.head_dim), dtype=dtype,
+                            device=device) for _ in self.model.model.layers]
+        values = [torch.empty_like(k) for k in keys]
+        return KVView(KVBuffer(keys, values, 0), 0, 0)
+
     def step(self, ids: Any, positions: Any, past: KVView | Sequence[tuple[Any, Any]] | None,
              allowed: Any = None, *, last_only: bool = True) -> tuple[Any, KVView]:
         """Logits for `ids` [B, T] at `positions` [B, T] after the cached columns `past`.
@@ -171,15 +202,14 @@ class LeanLlama:
 
         b, t = ids.shape
         inner = self.model.model
-        config = self.model.config
-        heads, kv_heads = int(config.num_attention_heads), int(config.num_key_value_heads)
+        heads, kv_heads = self.heads, self.kv_heads
         with torch.inference_mode():
             if isinstance(past, KVView):
                 view = past if past.appendable(t) else copy_into_buffer(past.layers(), t)
             elif past:
                 view = copy_into_buffer(past, t)
             else:
-                view = _empty(self.model, b, t, ids.device)
+                view = self._empty(b, t, ids.device)
             base, buf = view.end, view.buffer
             if allowed is None and t > 1:
                 allowed = torch.ones((t, view.length + t), dtype=torch.bool,
@@ -227,19 +257,3 @@ def _rms(x: Any, norm: Any) -> Any:
         return norm(x)
     return norm.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
                                           + norm.variance_epsilon))
-
-
-def _empty(model: Any, rows: int, room: int, device: Any) -> KVView:
-    """An empty cache with room for `room` columns (at least MIN_CAPACITY)."""
-    import torch
-
-    config = model.config
-    heads = int(config.num_key_value_heads)
-    head_dim = int(getattr(config, "head_dim", None)
-                   or config.hidden_size // config.num_attention_heads)
-    dtype = next(model.parameters()).dtype
-    capacity = max(MIN_CAPACITY, 2 * room)
-    keys = [torch.empty((rows, heads, capacity, head_dim), dtype=dtype, device=device)
-            for _ in model.model.layers]
-    values = [torch.empty_like(k) for k in keys]
-    return KVView(KVBuffer(keys, values, 0), 0, 0)

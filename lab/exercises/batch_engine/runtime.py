@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lab.models.lean_llama import KVView, LeanLlama, is_plain_llama
+from lab.models.lean_llama import KVView, lean_for
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class HFStepModel:
         # a plain Llama runs through `LeanLlama` (same ops, without the generic forward's per-call
         # overhead, and a cache that grows in place instead of being copied whole every step);
         # anything else through transformers
-        self.lean = LeanLlama(model) if is_plain_llama(model) else None
+        self.lean = lean_for(model)
 
     def forward(
         self, input_ids: Any, attention_mask: Any, position_ids: Any, kv: KVCache | None

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lab.models.lean_llama import KVView, LeanLlama, copy_into_buffer, is_plain_llama
+from lab.models.lean_llama import KVView, copy_into_buffer, lean_for
 
 if TYPE_CHECKING:
     import torch
@@ -80,7 +80,7 @@ class CausalLM:
         # a plain Llama (the shipped pair, the grader's tiny models) runs through LeanLlama: the
         # same computation without the generic forward's per-call overhead, its cache growing
         # in place and cropped for free (this object is the cache's sole holder)
-        self._lean = LeanLlama(model) if is_plain_llama(model) else None
+        self._lean = lean_for(model)
         self._kv: KVView | None = None
 
     # --- the learner-facing interface -------------------------------------------------------
