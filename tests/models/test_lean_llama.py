@@ -137,3 +137,28 @@ def test_a_bf16_model_normalises_in_fp32_as_transformers_does() -> None:
     got, _ = LeanLlama(model).step(seq, torch.arange(17)[None], None, last_only=False)
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), want.float(), atol=2e-2, rtol=2e-2)
+
+
+def test_a_remembered_prefill_is_a_private_copy_and_still_counts_as_a_pass() -> None:
+    from lab.exercises.spec_verify.inputs import tiny_pair
+    from lab.exercises.spec_verify.lm import CausalLM, Ledger
+
+    model = tiny_pair(2, 64, 64, 2, 0.01)[0]
+    prompt = [5, 9, 13, 2]
+    with torch.inference_mode():
+        want = model(input_ids=torch.tensor([[*prompt, 7, 8]])).logits[0]
+    ledger = Ledger()
+    first = CausalLM(model, name="target", ledger=ledger)
+    mine = first.forward(prompt)
+    first.crop(2)
+    first.forward([1, 1, 1])  # writes where the prompt's columns 2-3 were
+    seen = {mine.data_ptr()}
+    for _ in range(2):  # a remembered prefill, twice: untouched by the above
+        lm = CausalLM(model, name="target", ledger=ledger)
+        hit = lm.forward(prompt)
+        assert hit.data_ptr() not in seen  # each caller's logits are its own
+        seen.add(hit.data_ptr())
+        got = torch.cat([hit, lm.forward([7]), lm.forward([8])])
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+        assert lm.passes == 3 and lm.tokens_processed == 6
+    assert len(ledger.passes("target")) == 2 + 2 * 3

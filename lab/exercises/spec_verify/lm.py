@@ -112,7 +112,9 @@ class CausalLM:
             )
         input_ids = torch.tensor([ids], dtype=torch.long, device=self.device)
         cached = len(self._tokens)
-        if self._lean is not None:
+        if self._lean is not None and cached == 0:
+            out_logits, self._kv = self._lean.prefill(input_ids)
+        elif self._lean is not None:
             positions = torch.arange(cached, cached + len(ids), device=self.device)[None]
             out_logits, self._kv = self._lean.step(input_ids, positions, self._kv,
                                                    last_only=False)
