@@ -80,16 +80,17 @@ def verify_sampling(
             f"{tuple(draft_probs.shape)} and {tuple(target_probs.shape)}"
         )
     u = torch.rand(k + 1, generator=generator, dtype=torch.float64, device=generator.device)
+    coins: list[float] = u.tolist()
     n = k
     if k:
-        pos = torch.arange(k)
-        x = torch.as_tensor(draft_tokens, dtype=torch.long)
-        p_x = target_probs.cpu()[pos, x].double()
-        q_x = draft_probs.cpu()[pos, x].double()
+        # the k coins in Python floats (doubles, the same arithmetic as float64 tensors): a
+        # block's k is small, and a tensor op per comparison costs more than the comparison
+        pos = list(range(k))
+        x = [int(t) for t in draft_tokens]
+        p_x: list[float] = target_probs[pos, x].tolist()
+        q_x: list[float] = draft_probs[pos, x].tolist()
         # u < p/q written without a division: q = 0 cannot be drafted, p = 0 is never accepted.
-        rejected = (u[:k].cpu() * q_x >= p_x).nonzero()
-        if len(rejected):
-            n = int(rejected[0])
+        n = next((i for i in range(k) if coins[i] * q_x[i] >= p_x[i]), k)
     dist = _residual(target_probs[n], draft_probs[n]) if n < k else target_probs[k]
     last = int(_categorical(dist.cpu(), u[k].cpu()))
     return [*(int(t) for t in draft_tokens[:n]), last]
