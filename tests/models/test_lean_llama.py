@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # imports transformers and loads the target (~6 s): the full tier
 
 from lab.exercises.batch_engine.runtime import HFStepModel, KVCache  # noqa: E402
 from lab.models.lean_llama import KVView, LeanLlama, is_plain_llama  # noqa: E402
