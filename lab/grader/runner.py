@@ -226,10 +226,10 @@ class Prepared:
     `grade(..., prepared=)` adopts it when nothing that shapes the child differs (else closes
     it). It never holds the learner's code: the file is loaded when the grading starts.
 
-    When the levels have a timed case, the reference's timing child is spawned and warmed too
-    (the drive's models loaded as in the learner's), once the learner's is ready (so the
-    learner's first failure never waits for it): the grading then only loads the reference
-    into it, instead of waiting seconds for a fresh child's torch and model imports."""
+    When the levels have a timed case, the reference's timing child is spawned and warmed too,
+    once the learner's is ready (so the learner's first failure never waits for it): the
+    grading's first timed case then only loads the reference into it, instead of waiting
+    seconds for a fresh child's torch import."""
 
     key: tuple[Any, ...]
     boundary: boundary.Boundary
@@ -274,7 +274,7 @@ class Prepared:
     def _warm_reference(self) -> None:
         assert self.reference is not None
         with contextlib.suppress(Exception):  # not warm: the grading starts its own
-            self.reference.prepare(self.device)  # torch, the drive and its models loaded
+            self.reference.prepare(None)  # torch and the drive imported; no models loaded
 
     def _import(self) -> None:
         if self.exercise is None:
