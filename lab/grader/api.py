@@ -35,6 +35,9 @@ class Case:
     the platform and reported as a ratio to the reference; `required=False` cases are reported but
     do not decide whether the level passes; `report=True` cases show their verdict message in the
     text report even when they pass (measured figures the learner should see, e.g. α̂ and τ).
+    A `timed_once` case (also `timed`) lasts seconds, so one call is sample enough: the
+    learner's graded call is the measurement, beside the reference's call of the same case in
+    its own child at the same time (see `lab/README.md`, "Timing").
     """
 
     id: str
@@ -44,6 +47,7 @@ class Case:
     required: bool = True
     timeout_s: float = 10.0
     timed: bool = False
+    timed_once: bool = False
     description: str = ""
     report: bool = False
 

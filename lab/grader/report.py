@@ -108,7 +108,15 @@ class TextReport:
 
     def _metrics(self, e: dict[str, Any]) -> None:
         m = e["metrics"]
-        if "median_ratio" in m:
+        if "median_ratio" in m and m.get("samples") == 1:  # a `timed_once` case
+            cpu = m.get("cpu_median_ratio")
+            self.write(
+                f"  ⏱ {e['case']}: {m['median_ratio']:.2f}× the reference's time "
+                f"({m['learner_median_ms'] / 1e3:.3g} s vs {m['reference_median_ms'] / 1e3:.3g} s,"
+                f" one run each, side by side)"
+                + ("" if cpu is None else f", {cpu:.2f}× in CPU time")
+            )
+        elif "median_ratio" in m:
             self.write(
                 f"  ⏱ {e['case']}: {m['median_ratio']:.2f}× the reference's median time "
                 f"({m['learner_median_ms']:.3g} ms vs {m['reference_median_ms']:.3g} ms), "

@@ -631,7 +631,8 @@ class _Grading:
             child = self._reference_child()
             if isinstance(child, Sandbox):
                 for case in timed:
-                    self._batch(child, case, [self.seed * 1000], self._timeout(case))
+                    if not case.timed_once:  # its one call is the measurement: no warm-up
+                        self._batch(child, case, [self.seed * 1000], self._timeout(case))
 
     def _join_reference_start(self) -> None:
         if self._reference_start is not None:
@@ -652,6 +653,34 @@ class _Grading:
         if not outcome.ok:
             return f"the reference's sandbox failed to start ({outcome.message})"
         return self.reference_sandbox
+
+    def _reference_call(self, case: Case) -> Outcome | str:
+        """The reference's call of `case` in its own child, as the learner's child runs it (a
+        `timed_once` case: the answer to check and the time to compare at once), or why the
+        child could not start."""
+        self._join_reference_start()
+        child = self._reference_child()
+        if isinstance(child, str):
+            return child
+        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(self.ctx)}
+        return child.request(msg, self._timeout(case))
+
+    def _abandon(self, beside: Future[Outcome | str] | None) -> None:
+        """The learner's call failed: a reference call still running beside it is killed (its
+        child is respawned when next needed), not waited for."""
+        if beside is None:
+            return
+        if not beside.done() and self.reference_sandbox is not None:
+            self.reference_sandbox.signal_kill()
+        with contextlib.suppress(Exception):
+            beside.result()
+
+    def _time_once(self, learner: Outcome, reference: Outcome) -> dict[str, float]:
+        """A `timed_once` case's figures: its one call on each side, measured from here."""
+        on_cpu = self.device == "cpu"  # on a GPU the host's CPU time measures waiting
+        return summarize([learner.elapsed_s], [reference.elapsed_s], 1, 1,
+                         [learner.cpu_s] if on_cpu else None,
+                         [reference.cpu_s] if on_cpu else None)
 
     def _batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> Outcome:
         msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
@@ -793,13 +822,28 @@ class _Grading:
         # answer (computed lazily, only for a case about to be judged). Once some case has
         # passed, the learner is past the stub, and the answer is computed here on another
         # thread while their child runs (a second core; the child is a separate process).
-        ahead = self._ahead(case) if self.any_passed else None
+        # A `timed_once` case's answer comes from the reference's child, whose call of the
+        # case is also the measurement: it runs beside the learner's (their second core).
+        once = case.timed_once
+        if once and self.any_passed:
+            self._settle()  # nothing of the grader's may run beside a measurement
+        ahead = self._ahead(case) if self.any_passed and not once else None
+        beside = self._pool.submit(self._reference_call, case) if once and self.any_passed \
+            else None
         out = self._learner(case)
         single_call_s = out.elapsed_s
         if not out.ok and out.kind in NO_EXPECTED_KINDS:
+            self._abandon(beside)
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output)
-        ok, expected = ahead.result() if ahead is not None else self._expected(case)
+        reference: Outcome | str = ""
+        if once:
+            reference = beside.result() if beside is not None else self._reference_call(case)
+            ok, expected = ((True, reference.value) if isinstance(reference, Outcome)
+                            and reference.ok else (False, getattr(reference, "message",
+                                                                  reference)))
+        else:
+            ok, expected = ahead.result() if ahead is not None else self._expected(case)
         if not ok:
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed on this case ({expected}) — "
@@ -819,8 +863,11 @@ class _Grading:
                             expected=events.short_repr(expected),
                             got=events.short_repr(out.value), metrics=dict(verdict.metrics))
         if verdict.passed and case.timed:
-            self._settle()  # nothing of the grader's may run beside a measurement
-            timing = self._time(case, single_call_s)
+            if isinstance(reference, Outcome):
+                timing: dict[str, float] | CaseResult = self._time_once(out, reference)
+            else:
+                self._settle()  # nothing of the grader's may run beside a measurement
+                timing = self._time(case, single_call_s)
             if isinstance(timing, CaseResult):
                 return timing
             result.metrics.update(timing)

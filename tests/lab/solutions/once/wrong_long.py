@@ -1,0 +1,10 @@
+"""once-demo: right on short inputs, off by one on the long case."""
+
+MASK = (1 << 64) - 1
+
+
+def mix(n, seed):
+    x = seed
+    for _ in range(n):
+        x = (x * 6364136223846793005 + 1442695040888963407) & MASK
+    return x + 1 if n > 100_000 else x

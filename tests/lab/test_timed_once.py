@@ -1,0 +1,59 @@
+"""`timed_once` cases: a case that lasts seconds is timed by its one graded call, beside the
+reference's call of the same case in the reference's own child; that call is also the answer
+the learner's value is checked against."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.exercises import load_exercise
+from lab.grader.events import Metrics
+from lab.grader.report import TextReport
+from lab.grader.testing import assert_fails, assert_passes, only_cases
+from tests.lab.conftest import HERE, SOLUTIONS
+
+ONCE = load_exercise(HERE / "fixtures" / "once_demo", module="tests.lab.fixtures.once_demo")
+SOLVED = SOLUTIONS / "once"
+
+
+@pytest.mark.slow
+def test_a_fast_solution_is_timed_by_one_call_each_side_and_passes() -> None:
+    run = assert_passes(ONCE, SOLVED / "fast.py", seed=5)
+    metrics = [e for e in run.events if e["event"] == "metrics"]
+    assert [e["case"] for e in metrics] == ["long"]
+    m = metrics[0]["metrics"]
+    assert m["samples"] == 1 and m["batch_calls"] == 1 and m["learner_batch_calls"] == 1
+    assert 0 < m["median_ratio"] < 3 and "cpu_median_ratio" in m
+    lines: list[str] = []
+    TextReport(lines.append)(Metrics(level=1, case="long", metrics=m))
+    assert lines and "one run each, side by side" in lines[0] and "in CPU time" in lines[0]
+
+
+@pytest.mark.slow
+def test_eight_times_the_work_fails_the_gate() -> None:
+    run = assert_fails(ONCE, SOLVED / "slow.py", 1,
+                       match=r"correct, but too slow for this level: median_ratio \d+\.\d+ > 3",
+                       kind="gate")
+    m = run.failures[0]["metrics"]
+    assert m["samples"] == 1 and m["cpu_median_ratio"] > 3
+
+
+@pytest.mark.slow
+def test_a_wrong_long_answer_is_checked_against_the_reference_child() -> None:
+    # the reference's value comes from its child (the parent computes nothing for this case)
+    run = assert_fails(ONCE, SOLVED / "wrong_long.py", 1, match=r"expected \d+, got \d+",
+                       kind="wrong")
+    failed = run.failures[0]
+    assert failed["case"] == "long" and int(failed["got"]) == int(failed["expected"]) + 1
+    assert not [e for e in run.events if e["event"] == "metrics"]  # a wrong answer is not timed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_learner_that_dies_in_the_timed_case_is_reported_as_such(alone: bool) -> None:
+    # alone: the timed case first (nothing passed yet), so the reference is not run beside it
+    exercise = only_cases(ONCE, "long") if alone else ONCE
+    run = assert_fails(exercise, SOLVED / "dies_long.py", 1, match=r"exit|died|status 3",
+                       kind=None)
+    assert run.failures[0]["case"] == "long"
+    assert run.failures[0]["kind"] in {"crash", "exit"}
