@@ -75,6 +75,76 @@ class CaseResult:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+class Overtime:
+    """Stops a learner's `timed_once` call that has already lost: once the reference's call
+    beside it has finished in r seconds, a learner's call still running after bound x r (the
+    level's speed gate) measures over the bound in wall-clock time, so its verdict is "too
+    slow" whatever else happens. It is killed there (5% later, for the two stopwatches'
+    skew) rather than waited for: a 20x solution of a 5 s stream answers in ~20 s, not 100."""
+
+    SLACK = 1.05
+
+    def __init__(self, sandbox: Sandbox, bound: float) -> None:
+        self.sandbox, self.bound = sandbox, bound
+        self.started = time.monotonic()
+        self.reference_s = 0.0
+        self.limit_s = 0.0
+        self.fired = False
+        self._done = False
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    @classmethod
+    def watch(cls, sandbox: Sandbox, beside: Future[Outcome | str] | None,
+              gate: dict[str, float]) -> Overtime | None:
+        """An armed watch for the learner's call starting now, or None (no reference call
+        beside it, or no wall-clock ratio bound in the gate)."""
+        bounds = [gate[k] for k in ("median_ratio_max", "p95_ratio_max") if k in gate]
+        if beside is None or not bounds:
+            return None
+        watch = cls(sandbox, min(bounds))
+        beside.add_done_callback(watch._arm)
+        return watch
+
+    def _arm(self, beside: Future[Outcome | str]) -> None:
+        reference = None if beside.cancelled() or beside.exception() else beside.result()
+        if not isinstance(reference, Outcome) or not reference.ok:
+            return  # the reference failed: the case reports that, nothing to compare with
+        self.reference_s = reference.elapsed_s
+        self.limit_s = self.bound * reference.elapsed_s * self.SLACK
+        with self._lock:
+            if self._done:
+                return
+            delay = self.started + self.limit_s - time.monotonic()
+            self._timer = threading.Timer(max(0.0, delay), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._done:
+                self.fired = True
+                self.sandbox.signal_kill()
+
+    def stopped(self) -> bool:
+        """Called once the learner's call returned: disarms the watch; True if it fired."""
+        with self._lock:
+            self._done = True
+            if self._timer is not None:
+                self._timer.cancel()
+            return self.fired
+
+    def message(self) -> str:
+        return (f"too slow for this level: stopped after {self.limit_s:.1f} s, over "
+                f"{self.bound:g}× the reference's {self.reference_s:.2f} s for the same case "
+                "run beside it (your result was not checked)")
+
+    def metrics(self) -> dict[str, float]:
+        return {"median_ratio": self.limit_s / max(self.reference_s, 1e-9),
+                "reference_median_ms": self.reference_s * 1e3, "samples": 1.0,
+                "stopped_after_ms": self.limit_s * 1e3}
+
+
 @dataclass
 class LevelResult:
     level: int
@@ -588,13 +658,20 @@ class _Grading:
             self.loaded = False
             self.child_losses.append(outcome.kind)
 
-    def _learner(self, case: Case) -> Outcome:
+    def _learner(self, case: Case, stopped: Callable[[], bool] | None = None) -> Outcome:
+        """The learner's call of `case`; `stopped` says whether the grader itself killed the
+        child meanwhile (an `Overtime`): then the child is replaced, but that is no loss of
+        theirs (it does not count toward MAX_CHILD_LOSSES)."""
         failure = self._ensure_child()
         if failure is not None:
             return failure
         msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(self.ctx)}
         outcome = self.sandbox.request(msg, self._timeout(case))
-        self._lost(outcome)
+        if stopped is not None and stopped():
+            self.sandbox.close()
+            self.loaded = False
+        else:
+            self._lost(outcome)
         return outcome
 
     # -- the reference's side --------------------------------------------------------------
@@ -830,8 +907,12 @@ class _Grading:
         ahead = self._ahead(case) if self.any_passed and not once else None
         beside = self._pool.submit(self._reference_call, case) if once and self.any_passed \
             else None
-        out = self._learner(case)
+        overtime = Overtime.watch(self.sandbox, beside, gate)
+        out = self._learner(case, overtime.stopped if overtime is not None else None)
         single_call_s = out.elapsed_s
+        if overtime is not None and overtime.fired and not out.ok:
+            return CaseResult(case, False, kind="gate", output=out.output,
+                              message=overtime.message(), metrics=overtime.metrics())
         if not out.ok and out.kind in NO_EXPECTED_KINDS:
             self._abandon(beside)
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,

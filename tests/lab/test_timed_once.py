@@ -30,8 +30,25 @@ def test_a_fast_solution_is_timed_by_one_call_each_side_and_passes() -> None:
 
 
 @pytest.mark.slow
-def test_eight_times_the_work_fails_the_gate() -> None:
+def test_eight_times_the_work_is_stopped_at_the_gate_once_the_reference_is_done() -> None:
     run = assert_fails(ONCE, SOLVED / "slow.py", 1,
+                       match=r"too slow for this level: stopped after \d+\.\d s, over 3× the "
+                             r"reference's \d+\.\d\d s .* \(your result was not checked\)",
+                       kind="gate")
+    failed = run.failures[0]
+    assert failed["case"] == "long" and [f["case"] for f in run.failures] == ["long"]
+    m = failed["metrics"]
+    # killed at 3 x 1.05 the reference's time: what it had run is the least it would have taken
+    assert m["stopped_after_ms"] == pytest.approx(3 * 1.05 * m["reference_median_ms"])
+    # the killed child is replaced: the case after it runs and passes
+    passed = [e["case"] for e in run.events if e["event"] == "case_passed"]
+    assert passed == ["small", "tail"]
+
+
+@pytest.mark.slow
+def test_alone_the_slow_call_is_waited_for_and_fails_the_gate_on_its_ratio() -> None:
+    # the timed case first: nothing has passed, so the reference runs after it, not beside it
+    run = assert_fails(only_cases(ONCE, "long"), SOLVED / "slow.py", 1,
                        match=r"correct, but too slow for this level: median_ratio \d+\.\d+ > 3",
                        kind="gate")
     m = run.failures[0]["metrics"]

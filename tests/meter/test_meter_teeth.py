@@ -10,7 +10,6 @@ import pytest
 from lab.grader.testing import (
     assert_fails,
     assert_passes,
-    only_cases,
     reference_as_solution,
 )
 from tests.meter.conftest import BROKEN
@@ -92,10 +91,11 @@ def test_unbounded_memory_is_stopped(broken: str) -> None:
 
 @pytest.mark.slow
 def test_slow_stream_fails_the_time_gate() -> None:
-    # the timed 10^6-event case alone (the two small cases check nothing about speed)
-    run = assert_fails(only_cases("meter", "million-events"), BROKEN / "slow.py", 4,
-                       match=r"too slow for this level: median_ratio", kind="gate")
-    assert run.failures[0]["metrics"]["samples"] == 1
+    # ~19x the reference: stopped once it has run 4x as long as the reference's pass beside
+    # it (waited out, it took ~100 s on this machine)
+    run = assert_fails("meter", BROKEN / "slow.py", 4, match=r"too slow for this level: "
+                       r"stopped after .* over 4× the reference's", kind="gate")
+    assert [f["case"] for f in run.failures] == ["million-events"]
 
 
 @pytest.mark.slow
