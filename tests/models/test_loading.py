@@ -125,6 +125,7 @@ def test_bad_paths_and_options_fail_clearly(tmp_path: Path) -> None:
         load_model("pycode-draft", device="tpu")
 
 
+@pytest.mark.slow  # loads two tokenizers through transformers: ~4 s
 def test_draft_with_a_different_tokenizer_is_rejected(tmp_path: Path) -> None:
     info = {p.name: p for p in available_pairs()}["pycode"]
     other = tmp_path / "other-draft"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
+
+from questions.bank import Bank, builtin_files, load_bank
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "questions"
 VALID = FIXTURES / "valid"
@@ -14,3 +17,9 @@ BROKEN = FIXTURES / "broken"
 @pytest.fixture
 def valid_files() -> list[Path]:
     return sorted(VALID.glob("*.toml"))
+
+
+@functools.cache
+def builtin_bank() -> Bank:
+    """The built-in bank, loaded and validated (~1 s) once per test process, not per module."""
+    return load_bank(builtin_files())

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from questions.answers import Reask, check_answer, parse_answer, parse_choice
-from questions.bank import builtin_files, load_bank
 from questions.formula import compile_formula
 from questions.model import LabLink, Mistake, Question, Tolerance
+from tests.questions.conftest import builtin_bank
 
-BANK = load_bank(builtin_files())
+BANK = builtin_bank()
 
 
 def _q(qid: str) -> Question:

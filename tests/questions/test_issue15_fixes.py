@@ -16,10 +16,11 @@ import tomllib
 import pytest
 
 from questions.answers import check_answer
-from questions.bank import BUILTIN_DIR, builtin_files, load_bank
+from questions.bank import BUILTIN_DIR, builtin_files
 from questions.model import Question
+from tests.questions.conftest import builtin_bank
 
-BANK = load_bank(builtin_files())
+BANK = builtin_bank()
 GIB = 2**30
 H100_MIB, H200_MIB = 81_559, 143_771
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from questions.bank import builtin_files, load_bank
 from questions.model import Question
+from tests.questions.conftest import builtin_bank
 
 MAX_KEY_RATIO = 1.3
 MAX_EXTREME_SHARE = 0.35
@@ -24,7 +24,7 @@ GIVEAWAY = re.compile(r"\b(all|none|both|neither) of (the above|these|them)\b", 
 
 
 def _mcqs() -> list[Question]:
-    bank = load_bank(builtin_files())
+    bank = builtin_bank()
     assert not bank.errors, [str(p) for p in bank.errors]
     return [q for q in bank.questions if q.kind == "mcq"]
 

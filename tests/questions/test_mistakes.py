@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from questions.bank import builtin_files, load_bank
 from questions.model import Question
+from tests.questions.conftest import builtin_bank
 
 from .feeding import allowed_coincidences, feed_mistakes
 
-BANK = load_bank(builtin_files())
+BANK = builtin_bank()
 NUMERIC = [q for q in BANK.questions if q.kind == "numeric"]
 MCQ = [q for q in BANK.questions if q.kind == "mcq"]
 

@@ -81,6 +81,7 @@ async def test_an_answer_on_a_full_disk_says_it_was_not_saved(
         assert session._state.queue[-1].question_id == item.question_id  # asked again
 
 
+@pytest.mark.slow
 async def test_a_far_future_dojo_now_is_refused_on_the_home_screen(
     dojo_home: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
