@@ -163,6 +163,11 @@ class LeanLlama:
         self._prefills: OrderedDict[tuple[int, ...], tuple[Any, KVView]] = OrderedDict()
         self._fused: list[tuple[Projection, Projection, Projection, Projection]] | None = None
         self._head: Projection | None = None
+        # per layer (input norm, post-attention norm, attention scale): read once, not through
+        # nn.Module attribute lookups (microseconds each) at every step
+        self._layers = [(layer.input_layernorm, layer.post_attention_layernorm,
+                         float(layer.self_attn.scaling)) for layer in model.model.layers]
+        self._rotary: tuple[Any, Any, Any] | None = None  # (key, cos rows, sin rows)
 
     def fused(self) -> list[tuple[Projection, Projection, Projection, Projection]]:
         """Per layer (qkv, o, gate_up, down) projections, q/k/v and gate/up each stacked into one
@@ -203,6 +208,28 @@ class LeanLlama:
                 self._prefills.popitem(last=False)
         return logits, view
 
+    def _cos_sin(self, h: Any, positions: Any) -> tuple[Any, Any]:
+        """cos, sin [B, T, head_dim] of the model's rotary embedding at `positions`. On a CPU,
+        rows of a table its rotary module computed once for positions 0..n-1 (each row depends
+        on its position alone: an outer product with one position, then elementwise cos and
+        sin, so a row is the same number however many positions the module is called with),
+        grown by doubling; the module costs ~90 us a call at these sizes, the lookup ~10. On a
+        GPU, or for a RoPE other than the default, the module itself (on a GPU the table's size
+        check would synchronise every step)."""
+        import torch
+
+        rotary = self.model.model.rotary_emb
+        if h.device.type != "cpu" or getattr(rotary, "rope_type", None) != "default":
+            cos, sin = rotary(h, positions)  # (a dynamic RoPE rescales with the longest one)
+            return cos, sin
+        need = int(positions.max()) + 1
+        key = (h.dtype, h.device)
+        if self._rotary is None or self._rotary[0] != key or self._rotary[1].shape[0] < need:
+            n = max(need, 256, 2 * (self._rotary[1].shape[0] if self._rotary else 0))
+            cos, sin = rotary(h, torch.arange(n, device=h.device)[None])
+            self._rotary = (key, cos[0], sin[0])
+        return self._rotary[1][positions], self._rotary[2][positions]
+
     def _empty(self, rows: int, room: int, device: Any) -> KVView:
         """An empty cache with room for `room` columns (at least MIN_CAPACITY)."""
         import torch
@@ -240,15 +267,14 @@ class LeanLlama:
                 allowed = torch.ones((t, view.length + t), dtype=torch.bool,
                                      device=ids.device).tril(view.length)
             h = inner.embed_tokens(ids)
-            cos, sin = inner.rotary_emb(h, positions)
+            cos, sin = self._cos_sin(h, positions)
             cos, sin = cos[:, :, None], sin[:, :, None]  # [B, T, 1, head_dim]
             half = cos.shape[-1] // 2
             weights = self.fused()
-            for n, layer in enumerate(inner.layers):
-                attn = layer.self_attn
+            for n, (input_norm, post_norm, scaling) in enumerate(self._layers):
                 qkv_w, o_w, gate_up_w, down_w = weights[n]
-                x = _rms(h, layer.input_layernorm)
-                qkv = qkv_w(x).view(b, t, -1, attn.head_dim)
+                x = _rms(h, input_norm)
+                qkv = qkv_w(x).view(b, t, -1, self.head_dim)
                 # rotary embedding on q and k at once (the same elementwise ops as transformers'
                 # apply_rotary_pos_emb): x * cos + rotate_half(x) * sin
                 qk = qkv[:, :, :heads + kv_heads]
@@ -260,10 +286,10 @@ class LeanLlama:
                 keys = buf.keys[n][:, :, view.start:base + t]
                 values = buf.values[n][:, :, view.start:base + t]
                 out = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed,
-                                                     scale=attn.scaling,
+                                                     scale=scaling,
                                                      enable_gqa=kv_heads != heads)
                 h = h + o_w(out.transpose(1, 2).reshape(b, t, -1))
-                x = _rms(h, layer.post_attention_layernorm)
+                x = _rms(h, post_norm)
                 gate, up = gate_up_w(x).chunk(2, -1)
                 h = h + down_w(F.silu(gate) * up)
             buf.written = base + t

@@ -163,3 +163,18 @@ def test_a_remembered_prefill_is_a_private_copy_and_still_counts_as_a_pass() -> 
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
         assert lm.passes == 3 and lm.tokens_processed == 6
     assert len(ledger.passes("target")) == 2 + 2 * 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary_rows_from_the_table_are_the_modules_own_numbers(target: Any,
+                                                                 dtype: Any) -> None:
+    """The cos/sin table (grown past its first 256 rows here) gives bit-identical rows to the
+    rotary module called for just those positions, so the table can never move a logit."""
+    lean = LeanLlama(target)
+    positions = torch.tensor([[0, 5, 255, 256], [700, 1, 2, 300]])
+    h = torch.zeros((2, 4, target.config.hidden_size), dtype=dtype)
+    for rows in (positions[:, :2], positions):  # a small table first, then one that must grow
+        cos, sin = lean._cos_sin(h[:, : rows.shape[1]], rows)
+        want_cos, want_sin = target.model.rotary_emb(h[:, : rows.shape[1]], rows)
+        assert cos.dtype == dtype and torch.equal(cos, want_cos) and torch.equal(sin, want_sin)
+    assert lean._rotary is not None and lean._rotary[1].shape[0] >= 701
