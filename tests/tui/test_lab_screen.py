@@ -187,3 +187,41 @@ async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
         await pilot.press("g")  # the grading request follows on the same server
         await _graded(screen, pilot)
         assert sent()[-1] == {"exercise": "kv-bytes", "level": 1}
+
+
+@pytest.mark.slow
+async def test_grade_without_a_workspace_says_to_start_it_and_runs_nothing(
+    make_app: Callable[..., DojoApp]
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        await pilot.press("g")
+        await pilot.pause()
+        assert screen._grading is None and screen._server is None  # no grader was spawned
+        notes = [n.message for n in app._notifications]
+        assert any("no workspace file yet: press s" in n for n in notes)
+
+
+@pytest.mark.slow
+async def test_a_grader_that_ends_without_a_summary_does_not_leave_grading_on_screen(
+    make_app: Callable[..., DojoApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trainer.screens.lab as lab_screen
+
+    dies = [sys.executable, "-c", "import sys; print('boom'); sys.exit(2)"]
+    monkeypatch.setattr(lab_screen, "lab_command", lambda dojo: dies)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        await pilot.press("s")
+        await pilot.press("g")
+        await _graded(screen, pilot)
+        title = str(screen.query_one("#lab-results-title").render())
+        assert "not graded" in title and "grading…" not in title
+        from textual.widgets import ProgressBar
+
+        assert not screen.query_one(ProgressBar).display
+        assert "The grader exited with status 2 without a summary." in screen.log_lines

@@ -456,6 +456,13 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None or (self._grading is not None and self._grading.is_running):
             return
+        from lab.workspace import solution_path
+
+        # nothing to grade (checked now: `dojo lab start` may have run since the list loaded)
+        if not solution_path(self.exercises[row.exercise]).exists():
+            self.notify(f"{row.exercise} has no workspace file yet: press s to create it from "
+                        "the stub, then g to grade it.", severity="warning")
+            return
         self._grading = self._grade(row.exercise, row.level)
         self.refresh_bindings()
 
@@ -510,8 +517,11 @@ class LabScreen(DojoScreen):
         if rc is None:  # the server ended (crashed, killed): the next grading starts another
             rc = await proc.wait()
             self._server = None
-        if self.last_summary is None:
+        if self.last_summary is None:  # nothing was graded: the screen must not say it still is
             self.write_log(f"The grader exited with status {rc} without a summary.")
+            self.query_one("#lab-results-title", Static).update(
+                f"{exercise} L{level}: not graded (the grader stopped: see the log below)")
+            bar.display = False
         elif self.last_summary.get("passed"):
             self._card_note(exercise, level)
         if self._server is not None:
