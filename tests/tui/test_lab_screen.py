@@ -88,7 +88,7 @@ async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(app, pilot)
         screen = await _lab(app, pilot)
-        await pilot.press("g")
+        await pilot.press("s", "g")
         for _ in range(200):
             await pilot.pause(0.02)
             if screen._proc is not None and any("Grading" in line for line in
