@@ -165,8 +165,9 @@ class LeanLlama:
         self._head: Projection | None = None
         # per layer (input norm, post-attention norm, attention scale): read once, not through
         # nn.Module attribute lookups (microseconds each) at every step
-        self._layers = [(layer.input_layernorm, layer.post_attention_layernorm,
+        self._layers = [(RMSNorm(layer.input_layernorm), RMSNorm(layer.post_attention_layernorm),
                          float(layer.self_attn.scaling)) for layer in model.model.layers]
+        self._final_norm = RMSNorm(model.model.norm)
         self._rotary: tuple[Any, Any, Any] | None = None  # (key, cos rows, sin rows)
 
     def fused(self) -> list[tuple[Projection, Projection, Projection, Projection]]:
@@ -268,18 +269,20 @@ class LeanLlama:
                                      device=ids.device).tril(view.length)
             h = inner.embed_tokens(ids)
             cos, sin = self._cos_sin(h, positions)
-            cos, sin = cos[:, :, None], sin[:, :, None]  # [B, T, 1, head_dim]
             half = cos.shape[-1] // 2
+            # rotate_half(x) * sin = roll(x, half) * sin with its first half negated: the sign
+            # moves from x to sin (exact), so the roll is one op where rotate_half is four
+            sin = torch.cat([-sin[..., :half], sin[..., half:]], -1)
+            cos, sin = cos[:, :, None], sin[:, :, None]  # [B, T, 1, head_dim]
             weights = self.fused()
             for n, (input_norm, post_norm, scaling) in enumerate(self._layers):
                 qkv_w, o_w, gate_up_w, down_w = weights[n]
-                x = _rms(h, input_norm)
+                x = input_norm(h)
                 qkv = qkv_w(x).view(b, t, -1, self.head_dim)
-                # rotary embedding on q and k at once (the same elementwise ops as transformers'
-                # apply_rotary_pos_emb): x * cos + rotate_half(x) * sin
+                # rotary embedding on q and k at once (the same elementwise arithmetic as
+                # transformers' apply_rotary_pos_emb): x * cos + rotate_half(x) * sin
                 qk = qkv[:, :, :heads + kv_heads]
-                rotated = torch.cat([-qk[..., half:], qk[..., :half]], -1)
-                qk = qk * cos + rotated * sin
+                qk = qk * cos + qk.roll(half, -1) * sin
                 q = qk[:, :, :heads].transpose(1, 2)
                 buf.keys[n][:, :, base:base + t] = qk[:, :, heads:].transpose(1, 2)
                 buf.values[n][:, :, base:base + t] = qkv[:, :, heads + kv_heads:].transpose(1, 2)
@@ -289,22 +292,29 @@ class LeanLlama:
                                                      scale=scaling,
                                                      enable_gqa=kv_heads != heads)
                 h = h + o_w(out.transpose(1, 2).reshape(b, t, -1))
-                x = _rms(h, post_norm)
+                x = post_norm(h)
                 gate, up = gate_up_w(x).chunk(2, -1)
                 h = h + down_w(F.silu(gate) * up)
             buf.written = base + t
             assert self._head is not None  # set by fused()
-            logits = self._head(_rms(h[:, -1] if last_only else h, inner.norm))
+            logits = self._head(self._final_norm(h[:, -1] if last_only else h))
         return logits, KVView(buf, view.start, base + t)
 
 
-def _rms(x: Any, norm: Any) -> Any:
-    """LlamaRMSNorm's arithmetic on fp32 without its dtype round trips (bit-identical to it;
-    ~3x cheaper per call than the module or F.rms_norm on CPU at these sizes); other dtypes
-    through the module (it normalises in fp32 and casts back)."""
-    import torch
+class RMSNorm:
+    """A LlamaRMSNorm's arithmetic on fp32 without its dtype round trips (bit-identical to it;
+    ~3x cheaper per call than the module or F.rms_norm on CPU at these sizes), its weight and
+    epsilon read once (an nn.Module attribute lookup costs microseconds); other dtypes through
+    the module (it normalises in fp32 and casts back)."""
 
-    if x.dtype != torch.float32:
-        return norm(x)
-    return norm.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
-                                          + norm.variance_epsilon))
+    __slots__ = ("eps", "module", "weight")
+
+    def __init__(self, module: Any) -> None:
+        self.module, self.weight, self.eps = module, module.weight, module.variance_epsilon
+
+    def __call__(self, x: Any) -> Any:
+        import torch
+
+        if x.dtype != torch.float32:
+            return self.module(x)
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
