@@ -504,6 +504,7 @@ class _Grading:
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
         self._warmed: set[str] = set()  # timed cases run once in the reference's child ahead
+        self._reference_warm: set[str] = set()  # ... and those runs that succeeded in its child
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
         self._pending: list[Future[tuple[bool, object]]] = []
         self.load_failure: Outcome | None = None
@@ -709,7 +710,9 @@ class _Grading:
             if isinstance(child, Sandbox):
                 for case in timed:
                     if not case.timed_once:  # its one call is the measurement: no warm-up
-                        self._batch(child, case, [self.seed * 1000], self._timeout(case))
+                        out = self._batch(child, case, [self.seed * 1000], self._timeout(case))
+                        if out.ok and child.alive:
+                            self._reference_warm.add(case.id)
 
     def _join_reference_start(self) -> None:
         if self._reference_start is not None:
@@ -723,6 +726,7 @@ class _Grading:
         if self._prepared_reference is not None:  # warmed ahead: only the load is left
             warm = self._prepared_reference.take_reference()
             self._prepared_reference = None
+        self._reference_warm.clear()  # a new child: nothing has run in it yet
         self.reference_sandbox = warm or reference_sandbox(self.solution, self.boundary,
                                                            self.sandbox_options)
         self.reference_sandbox.cancelled = self.sandbox.cancelled
@@ -763,13 +767,16 @@ class _Grading:
         msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
         return sandbox.request(msg, timeout)
 
-    def _calibrate(self, child: Sandbox, case: Case, seed: int) -> tuple[int, float] | Outcome:
+    def _calibrate(self, child: Sandbox, case: Case, seed: int,
+                   warm_up: bool = True) -> tuple[int, float] | Outcome:
         """Calls per batch for `child`: one discarded warm-up call (first calls pay for caches
-        and page faults), then batches grown until one lasts BATCH_TARGET_S. Returns the size
-        and the per-call time, or the failed Outcome."""
-        warm = self._batch(child, case, [seed], self._timeout(case))
-        if not warm.ok:
-            return warm
+        and page faults) unless the child has just run this case (`warm_up=False`: the
+        learner's graded call, the reference's run ahead), then batches grown until one lasts
+        BATCH_TARGET_S. Returns the size and the per-call time, or the failed Outcome."""
+        if warm_up:
+            warm = self._batch(child, case, [seed], self._timeout(case))
+            if not warm.ok:
+                return warm
         calls: int | None = 1
         while True:
             assert calls is not None
@@ -792,8 +799,10 @@ class _Grading:
         first_seed = self.seed * 1000 + 1
         sizes: dict[str, int] = {}
         call_s: dict[str, float] = {}
+        # the learner's child has just answered this case (its graded call, before this)
+        cold = {"reference": case.id not in self._reference_warm, "learner": False}
         for who, child in (("reference", ref), ("learner", self.sandbox)):
-            got = self._calibrate(child, case, first_seed)
+            got = self._calibrate(child, case, first_seed, warm_up=cold[who])
             if isinstance(got, Outcome):
                 return self._timing_failure(case, who, got)
             sizes[who], call_s[who] = got

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,19 +131,32 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
     ref = prepared.reference
     assert ref is not None and ref.ready and ref.alive and ref.spawned == 1
     ops: list[str] = []
-    request = ref.request
+    batches: dict[str, list[object]] = {"reference": [], "learner": []}
 
-    def counted(msg: dict[str, object], *args: object, **kwargs: object) -> object:
-        ops.append(str(msg.get("op")))
-        return request(msg, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(child: Any, who: str) -> None:
+        request = child.request
 
-    ref.request = counted  # type: ignore[method-assign,assignment]
+        def counted(msg: dict[str, object], *args: object, **kwargs: object) -> object:
+            if who == "reference":
+                ops.append(str(msg.get("op")))
+            if msg.get("op") == "batch":
+                batches[who].append(msg["seeds"])
+            return request(msg, *args, **kwargs)
+
+        child.request = counted
+
+    counting(ref, "reference")
+    counting(prepared.sandbox, "learner")
     result = grade(exercise, solution, levels=[3], device="cpu", store=False, seed=1,
                    prepared=prepared)
     assert result.passed, [e for e in result.events if isinstance(e, CaseFailed)]
     assert "load" in ops and ops.count("batch") >= 4  # the timed case ran in `ref`
     assert ref.spawned == 1  # loaded as it was, not respawned
     assert not ref.alive  # closed with the grading
+    # the timed case ran once ahead in `ref` (seed 1000); neither side then pays a discarded
+    # warm-up call before calibrating: the first probe (seed 1001, one call) is sent once
+    assert batches["reference"][0] == [1000] and batches["reference"].count([1001]) == 1
+    assert batches["learner"] and batches["learner"].count([1001]) == 1
 
 
 def test_no_reference_child_is_prepared_for_levels_without_a_timed_case(tmp_path: Path) -> None:
