@@ -929,9 +929,7 @@ class _Grading:
         reference: Outcome | str = ""
         if once:
             reference = beside.result() if beside is not None else self._reference_call(case)
-            ok, expected = ((True, reference.value) if isinstance(reference, Outcome)
-                            and reference.ok else (False, getattr(reference, "message",
-                                                                  reference)))
+            ok, expected = _answer(reference)
         else:
             ok, expected = ahead.result() if ahead is not None else self._expected(case)
         if not ok:
@@ -1013,6 +1011,14 @@ class _Grading:
             case_metrics={r.case.id: r.metrics for r in results if r.metrics},
         ))
         return lvl
+
+
+def _answer(reference: Outcome | str) -> tuple[bool, object]:
+    """A reference child's call (or why its child could not start) as (ok, its value or why
+    it failed), the form `_expected` gives."""
+    if isinstance(reference, str):
+        return False, reference
+    return (True, reference.value) if reference.ok else (False, reference.message)
 
 
 def _import_behind(*modules: str) -> threading.Thread:

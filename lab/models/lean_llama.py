@@ -214,14 +214,14 @@ class LeanLlama:
         rows of a table its rotary module computed once for positions 0..n-1 (each row depends
         on its position alone: an outer product with one position, then elementwise cos and
         sin, so a row is the same number however many positions the module is called with),
-        grown by doubling; the module costs ~90 us a call at these sizes, the lookup ~10. On a
-        GPU, or for a RoPE other than the default, the module itself (on a GPU the table's size
-        check would synchronise every step)."""
+        grown by doubling (a plain Llama's RoPE is the default one: `is_plain_llama`); the
+        module costs ~90 us a call at these sizes, the lookup ~10. On a GPU, the module itself
+        (the table's size check would synchronise every step)."""
         import torch
 
         rotary = self.model.model.rotary_emb
-        if h.device.type != "cpu" or getattr(rotary, "rope_type", None) != "default":
-            cos, sin = rotary(h, positions)  # (a dynamic RoPE rescales with the longest one)
+        if h.device.type != "cpu":
+            cos, sin = rotary(h, positions)
             return cos, sin
         need = int(positions.max()) + 1
         key = (h.dtype, h.device)
