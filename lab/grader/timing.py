@@ -30,17 +30,20 @@ def synchronize(device: str) -> None:
 
 BATCH_TARGET_S = 0.1
 MAX_BATCH = 1024
+GROW_HEADROOM = 1.15  # a grown batch aims 15% past the target (noise)
 
 
 def next_batch_size(calls: int, elapsed_s: float) -> int | None:
-    """Calibration step: the next batch size to try, or None when a reference batch of `calls`
-    calls already lasts BATCH_TARGET_S. A round trip also pays the child's wake-up latency
+    """Calibration step: the next batch size to try, or None when a batch of `calls` calls
+    already lasts BATCH_TARGET_S. A round trip also pays the child's wake-up latency
     (milliseconds on a loaded machine), so the size is grown and re-measured rather than
-    computed from one short call: latency then stays a small part of every measured batch."""
+    computed once from one short call: latency then stays a small part of every measured batch.
+    The step aims GROW_HEADROOM past the target (at least one call more), not at a doubling: a
+    probe just short of the target would otherwise double every timed batch of the case."""
     if elapsed_s >= BATCH_TARGET_S or calls >= MAX_BATCH:
         return None
-    grow = max(2, math.ceil(BATCH_TARGET_S / max(elapsed_s, 1e-6)))
-    return min(MAX_BATCH, calls * grow)
+    wanted = math.ceil(calls * GROW_HEADROOM * BATCH_TARGET_S / max(elapsed_s, 1e-6))
+    return min(MAX_BATCH, max(calls + 1, wanted))
 
 
 def matched_batches(calls: dict[str, int], call_s: dict[str, float]) -> dict[str, int]:

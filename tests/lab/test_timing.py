@@ -12,7 +12,15 @@ from lab.exercises import load_exercise
 from lab.grader.isolation import cpu_s
 from lab.grader.runner import check_gate
 from lab.grader.testing import assert_fails, assert_passes
-from lab.grader.timing import MAX_BATCH, MIN_CPU_S, matched_batches, p95, summarize
+from lab.grader.timing import (
+    BATCH_TARGET_S,
+    MAX_BATCH,
+    MIN_CPU_S,
+    matched_batches,
+    next_batch_size,
+    p95,
+    summarize,
+)
 from tests.lab.conftest import HERE, SOLUTIONS
 
 pytest.importorskip("torch")
@@ -47,6 +55,24 @@ def test_batches_are_matched_to_last_as_long_as_the_longer_side() -> None:
                            {"learner": 0.15, "reference": 0.12}) == {"learner": 1, "reference": 2}
     huge = matched_batches({"learner": 1, "reference": 1}, {"learner": 60.0, "reference": 1e-6})
     assert huge == {"learner": 1, "reference": MAX_BATCH}
+
+
+def test_calibration_grows_a_batch_to_just_past_the_target() -> None:
+    """A probe at or over the target ends calibration; one just short grows by the missing
+    share plus headroom (4 calls of 96 ms -> 5, not a doubling to 8 that would make every timed
+    batch of the case twice as long); a short probe still grows by at least one call; a
+    latency-sized probe jumps (re-measured next), capped at MAX_BATCH."""
+    assert next_batch_size(4, BATCH_TARGET_S) is None
+    assert next_batch_size(4, 0.2) is None
+    assert next_batch_size(MAX_BATCH, 0.001) is None
+    assert next_batch_size(4, 0.096) == 5
+    assert next_batch_size(100, BATCH_TARGET_S * 0.999) == 116
+    assert next_batch_size(1, BATCH_TARGET_S * 0.999) == 2
+    assert next_batch_size(1, 0.027) == 5
+    assert next_batch_size(1, 0.0) == MAX_BATCH
+    assert next_batch_size(1, 0.001) == 115
+    grown = next_batch_size(8, 0.05)
+    assert grown is not None and grown * 0.05 / 8 > BATCH_TARGET_S
 
 
 def test_cpu_time_ratios_and_the_gate_holds_both() -> None:
