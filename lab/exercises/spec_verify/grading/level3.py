@@ -166,7 +166,7 @@ def _impossible(p: dict[str, Any], bi: int, drafts: list[int], row: list[int]) -
     """What a correct verifier can never output for this row, whatever its coins: a draft with
     p >= q is always accepted (u < 1 <= p/q), one with p = 0 never; a token after a rejection
     comes from max(0, p - q) (so p > q there), a bonus from p (so p > 0)."""
-    _, tq, tp = inputs.large_inputs(int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"]))
+    tq, tp = inputs.large_inputs(int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"]))
     m, k = len(row) - 1, int(p["k"])
     for j in range(m):
         if float(tp[bi, j, drafts[j]]) <= 0.0:
