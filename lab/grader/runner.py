@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib
 import os
 import secrets
@@ -983,6 +984,11 @@ class _Grading:
         level = self.exercise.level(number)
         start = time.monotonic()
         cases = cheapest_first(self.grading.cases(number, self.seed))
+        # What is alive now (imports: torch's ~2·10^5 objects) is kept out of the garbage
+        # collector until grade() returns: a full collection walks them all (~0.15 s), and
+        # decoding and checking a law case's 10^5 values sets off several. grade() unfreezes
+        # them, so a long-lived process (the TUI's grader) still collects their garbage later.
+        gc.freeze()
         results: list[CaseResult] = []
         for i, c in enumerate(cases):
             if self.sandbox.cancelled():
@@ -1114,6 +1120,7 @@ def grade(
         level_results = [run.level(n) for n in chosen]
     finally:
         run.close()
+        gc.unfreeze()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
                          events=written, attempt_metrics=dict(attempt_metrics or {}))

@@ -181,6 +181,31 @@ def test_a_flood_of_output_is_trimmed_to_its_tail(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_grader_freezes_its_heap_while_grading_and_unfreezes_it_after() -> None:
+    """Import-time objects are kept out of the collector during a grading (a full collection
+    walks all of torch's), and handed back when grade() returns, also when it is cancelled: a
+    long-lived process (the TUI's grader) must not keep its garbage forever."""
+    import gc
+    import threading
+
+    from lab.exercises import get
+    from lab.grader.isolation import Cancelled
+    from lab.grader.runner import grade
+
+    during: list[int] = []
+    run = grade_file("kv-bytes", SOLUTIONS / "correct.py", 1,
+                     emit=lambda event: during.append(gc.get_freeze_count()))
+    assert run.result.passed
+    assert min(during[1:-1]) > 0 and during[-1] == 0  # the cases frozen; the summary not
+    assert gc.get_freeze_count() == 0
+    stop = threading.Timer(0.5, lambda: None)
+    stop.start()
+    with pytest.raises(Cancelled):
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", seed=1, store=False,
+              cancel=lambda: not stop.is_alive(), case_timeout_s=30)
+    assert gc.get_freeze_count() == 0
+
+
 def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
     import threading
 
