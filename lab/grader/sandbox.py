@@ -208,7 +208,6 @@ class Child:
             drive = importlib.import_module(str(msg["drive"]))
             warm_drive(drive, msg.get("device"))
             self.located = locate_modules()  # the guard's first scan then only looks them up
-            gc.freeze()
         return {"ok": True}
 
     @staticmethod
@@ -230,7 +229,6 @@ class Child:
         self.drive = importlib.import_module(msg["drive"])
         if msg.get("trusted"):  # the grader's own reference child: import it by name
             self.solution = importlib.import_module(msg["reference"])
-            gc.freeze()
             return {"ok": True}
         path = Path(msg["solution"]).resolve()
         self.solution_file = str(path)
@@ -242,7 +240,6 @@ class Child:
         sys.modules[msg["module_name"]] = module
         spec.loader.exec_module(module)
         self.solution = module
-        gc.freeze()
         return {"ok": True}
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -275,6 +272,8 @@ class Child:
                 reply = handler(msg)
             except BaseException as exc:  # the learner's code may raise anything
                 reply = self.error(exc)
+            if op in ("warm", "load") and reply.get("ok"):
+                gc.freeze()  # imports and the loaded solution: see the class docstring
         if self.guard is not None:
             self.guard.scan()
             if self.guard.attempted and reply.get("ok"):

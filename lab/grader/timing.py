@@ -38,12 +38,12 @@ def next_batch_size(calls: int, elapsed_s: float) -> int | None:
     already lasts BATCH_TARGET_S. A round trip also pays the child's wake-up latency
     (milliseconds on a loaded machine), so the size is grown and re-measured rather than
     computed once from one short call: latency then stays a small part of every measured batch.
-    The step aims GROW_HEADROOM past the target (at least one call more), not at a doubling: a
+    The step aims GROW_HEADROOM past the target (so at least one call more), not at a doubling: a
     probe just short of the target would otherwise double every timed batch of the case."""
     if elapsed_s >= BATCH_TARGET_S or calls >= MAX_BATCH:
         return None
     wanted = math.ceil(calls * GROW_HEADROOM * BATCH_TARGET_S / max(elapsed_s, 1e-6))
-    return min(MAX_BATCH, max(calls + 1, wanted))
+    return min(MAX_BATCH, wanted)
 
 
 def matched_batches(calls: dict[str, int], call_s: dict[str, float]) -> dict[str, int]:
