@@ -206,6 +206,7 @@ def test_the_grader_freezes_its_heap_while_grading_and_unfreezes_it_after() -> N
     assert gc.get_freeze_count() == 0
 
 
+@pytest.mark.slow
 def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
     import threading
 
