@@ -13,8 +13,7 @@ from tests.spec_verify import harness
 BROKEN = sorted(p.stem for p in harness.BROKEN_DIR.glob("l*.py"))
 SKIP = ("shipped", "model-k")  # the shipped pair has its own tests (needs lab.models)
 # > 3 s each: law cases of 10^4 blocks, or loops that pass many cheap cases before their bug shows
-SLOW = {"l4_q_untempered", "l4_q_misaligned", "l4_budget_overrun", "l4_budget_one_short",
-        "l4_budget_zero_emits"}
+SLOW = {"l4_q_untempered", "l4_q_misaligned", "l4_budget_overrun", "l4_budget_one_short"}
 
 
 def _param(name: str) -> object:
