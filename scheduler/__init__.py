@@ -53,6 +53,11 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
   CorruptDatabaseError / NewerDatabaseError (both StoreError); older schemas are upgraded in
   one transaction after a backup copy; the first open each UTC day runs quick_check and makes
   a rolling backup (VACUUM INTO, newest `backup_keep` kept); `backup()` makes one on demand.
+  A copy is fsynced, integrity-checked, renamed into place and its folder fsynced; a `.partial`
+  left by a killed backup is removed by the next one. Each open also repairs a passed lab level
+  left without its card (a line in `store.warnings`).
+* `with store.transaction():` makes every call inside one transaction (nested: a savepoint);
+  a grading's attempts and lab cards are written so (`lab.grader.record.Recorder.record`).
 * `export_history() -> dict` / `import_history(dict) -> ImportSummary`: JSON-ready, validated
   (HistoryFormatError names the bad field), all-or-nothing and idempotent.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -185,6 +186,9 @@ class Store:
         # (old timezone, old rollover, from ms, until ms): see update_settings
         self._day_hold: tuple[str | None, int, int, int] | None = None
         self.writable = True  # False when opened read-only for browsing
+        # The session of a `transaction()` in progress, per thread: every read and write the
+        # thread makes meanwhile joins it.
+        self._local = threading.local()
 
     # ----------------------------------------------------------------------------- opening
     @classmethod
@@ -219,6 +223,7 @@ class Store:
         event.listen(engine, "begin", _on_begin)
         store = cls(path, engine)
         try:
+            store._repair_lab_cards()
             if auto_backup and version and not backups.has_backup_on(path, real_utc_now().date()):
                 store.check_integrity()
                 try:
@@ -277,17 +282,84 @@ class Store:
 
     @contextmanager
     def _read(self) -> Iterator[Session]:
+        joined: Session | None = getattr(self._local, "session", None)
+        if joined is not None:  # inside transaction(): see its own uncommitted rows
+            with self._translated():
+                yield joined
+            return
         with self._translated(), Session(self._engine) as session, session.begin():
             yield session
 
     @contextmanager
     def _write(self) -> Iterator[Session]:
+        joined: Session | None = getattr(self._local, "session", None)
+        if joined is not None:
+            with self._translated():
+                yield joined
+            return
         with (
             self._translated(),
             Session(self._write_engine, expire_on_commit=False) as session,
             session.begin(),
         ):
             yield session
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Make every store call inside the block one transaction: all of it commits or none.
+
+        For writes that only make sense together (a lab attempt and the lab card its pass
+        implies): a crash between them must not leave one without the other. Nested, it is a
+        SAVEPOINT: an exception inside rolls back only the inner block (the outer one goes on).
+        Per thread: another thread's calls are not part of it."""
+        joined: Session | None = getattr(self._local, "session", None)
+        if joined is not None:
+            with self._translated(), joined.begin_nested():
+                yield
+            return
+        with (
+            self._translated(),
+            Session(self._write_engine, expire_on_commit=False) as session,
+            session.begin(),
+        ):
+            self._local.session = session
+            try:
+                yield
+            finally:
+                self._local.session = None
+
+    def _repair_lab_cards(self) -> None:
+        """A passed level without a lab card (a grading killed between its attempt and its card
+        by a version that stored them apart) gets its card, as its first pass would have made it
+        (graded 4 on that pass's study day, as the v4 upgrade does for older passes)."""
+        has_card = select(LabCardRow.exercise).where(
+            LabCardRow.exercise == LabAttemptRow.exercise,
+            LabCardRow.level == LabAttemptRow.level).exists()
+        with self._read() as s:
+            missing = s.execute(
+                select(LabAttemptRow.exercise, LabAttemptRow.level,
+                       func.min(LabAttemptRow.created_ms), func.max(LabAttemptRow.created_ms))
+                .where(LabAttemptRow.passed, ~has_card)
+                .group_by(LabAttemptRow.exercise, LabAttemptRow.level)).all()
+        if not missing:
+            return
+        cfg = self.settings()
+        with self._write() as s:
+            for exercise, level, first_ms, last_ms in missing:
+                if s.get(LabCardRow, (exercise, level)) is not None:
+                    continue  # made meanwhile by another process
+                day = self.study_day(from_ms(first_ms), cfg)
+                new, _ = transition.apply(
+                    transition.Scheduled(CardState.new(), None, 0, False), 4, "review", day, cfg)
+                s.add(LabCardRow(
+                    exercise=exercise, level=int(level), ef=new.state.ef_hundredths,
+                    repetitions=new.state.repetitions, interval=new.state.interval,
+                    due=new.due, lapses=new.lapses, leech=new.leech, created_ms=first_ms,
+                    last_reviewed_ms=first_ms, last_reviewed_day=day, last_passed_ms=last_ms))
+        names = ", ".join(f"{e} L{lv}" for e, lv, _, _ in missing)
+        self.warnings.append(
+            f"repaired: {names} passed without a lab card (an interrupted grading); "
+            "now on the rebuild schedule.")
 
     @contextmanager
     def _translated(self) -> Iterator[None]:

@@ -1,7 +1,8 @@
 """The one place graded attempts are written and read back: the scheduler's `lab_attempts` table.
 
 `grade()` calls `Recorder.record` once, with its own `GradeResult` (never with anything the
-sandbox said about itself), one row per graded level. Status and best figures for `dojo lab list`,
+sandbox said about itself), one row per graded level, in one transaction with the lab cards
+its passes imply. Status and best figures for `dojo lab list`,
 the lab screen and Stats are all derived from those rows (`level_summaries`); `state.json` holds
 only what is not an attempt (workspace path, hints shown). The store is injected, so tests and
 other front ends can pass their own; a storage error never loses a grading report — it is
@@ -11,7 +12,7 @@ returned as a message for the report to show.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -65,21 +66,31 @@ class Recorder:
         self.card_error = ""
 
     def record(self, result: GradeResult) -> tuple[bool, str]:
-        """Store every graded level of `result` in one transaction-per-row; (stored, why not).
-        Then each passing level's lab card is created or graded (`lab.rebuild.record_passes`)."""
+        """Store every graded level of `result` and each passing level's lab card
+        (`lab.rebuild.record_passes`) in one transaction; (stored, why not).
+
+        A crash anywhere in it leaves both or neither: never a passed level without its card.
+        A card that fails for any other reason is rolled back alone (a savepoint) and named in
+        `card_error`; the attempts are kept, and the next open repairs the card."""
         from lab.rebuild import record_passes
+        from scheduler.faults import crash_point
 
         self.card_results, self.card_error = [], ""
         try:
             with self.open_store() as store:
                 rows = list(attempt_rows(result))
-                for row in rows:
-                    store.record_lab_attempt(**row)
-                if hasattr(store, "grade_lab_card"):
-                    try:
-                        self.card_results = record_passes(store, rows)
-                    except Exception as exc:  # the attempt is stored: say so, lose nothing
-                        self.card_error = f"the lab card was not updated: {exc}"
+                together = getattr(store, "transaction", None)
+                with together() if together is not None else nullcontext():
+                    for row in rows:
+                        store.record_lab_attempt(**row)
+                    crash_point("lab-attempt-stored")
+                    if hasattr(store, "grade_lab_card"):
+                        try:
+                            with together() if together is not None else nullcontext():
+                                self.card_results = record_passes(store, rows)
+                        except Exception as exc:  # the attempt is stored: say so, lose nothing
+                            self.card_results = []
+                            self.card_error = f"the lab card was not updated: {exc}"
         except Exception as exc:  # storage trouble must not cost the learner their report
             return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
         return True, ""
