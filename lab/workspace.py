@@ -8,9 +8,12 @@ the workspace file itself lives there too unless `--workspace DIR` chose another
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,11 +21,41 @@ from typing import Any
 from lab.exercises import Exercise
 
 
+class ReadOnlyLabError(OSError):
+    """The lab's folder (or the workspace) cannot be written; the message says what to do."""
+
+
+READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+@contextmanager
+def _writing(folder: Path) -> Iterator[None]:
+    """Turn a permission or read-only-filesystem error while writing under `folder` into a
+    ReadOnlyLabError that says so (never a raw traceback)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)  # not made by lab_dir when it could not be
+        yield
+    except ReadOnlyLabError:
+        raise
+    except OSError as exc:
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
+        raise ReadOnlyLabError(
+            exc.errno,
+            f"read-only: answers will not be saved, and {exc.filename or folder} cannot be "
+            f"written ({exc.strerror}). Make it writable, or work in another folder with "
+            "--workspace DIR.") from exc
+
+
 def lab_dir(exercise: Exercise) -> Path:
     from scheduler.paths import data_dir
 
     path = data_dir() / "lab" / exercise.id
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a read-only data folder: reading still works, writing says why
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
     return path
 
 
@@ -42,8 +75,9 @@ def load_state(exercise: Exercise) -> dict[str, Any]:
 def save_state(exercise: Exercise, state: dict[str, Any]) -> None:
     path = _state_path(exercise)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)  # atomic: a crash never leaves half a state file
+    with _writing(path.parent):
+        tmp.write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)  # atomic: a crash never leaves half a state file
 
 
 def solution_path(exercise: Exercise, workspace: Path | None = None) -> Path:
@@ -68,11 +102,18 @@ def start(exercise: Exercise, workspace: Path | None = None,
     opened = set(levels_started(exercise, state))
     opened.add(level if level is not None else exercise.level_numbers[0])
     state["levels_started"] = sorted(opened)
-    save_state(exercise, state)
+    try:
+        save_state(exercise, state)
+    except ReadOnlyLabError:
+        if workspace is None:
+            raise
+        # A writable --workspace beside a read-only data folder: the file can still be made;
+        # only the reminder of where it is (and which levels were started) is lost.
     if path.exists():
         return path, False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(exercise.stub_path, path)
+    with _writing(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(exercise.stub_path, path)
     return path, True
 
 
@@ -82,16 +123,19 @@ def reset(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path
     backup: Path | None = None
     if path.exists():
         backups = lab_dir(exercise) / "backups"
-        backups.mkdir(exist_ok=True)
+        with _writing(backups.parent):
+            backups.mkdir(exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         backup = backups / f"{path.stem}-{stamp}{path.suffix}"
         n = 1
         while backup.exists():
             backup = backups / f"{path.stem}-{stamp}-{n}{path.suffix}"
             n += 1
-        shutil.copy2(path, backup)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(exercise.stub_path, path)
+        with _writing(backups):
+            shutil.copy2(path, backup)
+    with _writing(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(exercise.stub_path, path)
     return path, backup
 
 
@@ -183,7 +227,8 @@ def interview(exercise: Exercise) -> Interview | None:
 
 def _backup_path(exercise: Exercise, path: Path, tag: str) -> Path:
     backups = lab_dir(exercise) / "backups"
-    backups.mkdir(exist_ok=True)
+    with _writing(backups.parent):
+        backups.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup = backups / f"{path.stem}-{tag}{stamp}{path.suffix}"
     n = 1

@@ -63,7 +63,9 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
 
 * Faults: a failed daily backup (disk full) is a line in `store.warnings`, never a refusal;
   a write on a full disk raises DiskFullError, on a read-only file ReadOnlyDatabaseError
-  (`Store.open(read_only=True)` browses such a database); a review of a card already answered
+  (`Store.open(read_only=True)` browses such a database without writing anything beside it:
+  `immutable=1`, or a private copy when a WAL holds committed answers; `check_writable()`
+  says before a session whether an answer could be saved); a review of a card already answered
   today elsewhere raises AnsweredElsewhereError. Unreadable settings fall back to their
   defaults and `store.settings_problem` names every bad key at once. A mid-day time zone or
   rollover change keeps today's study day until both rules agree (docs/scheduling.md).

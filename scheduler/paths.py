@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 
 def data_dir() -> Path:
-    """Return (and create) the data directory; tests and CI set DOJO_HOME to a temp dir."""
+    """Return (and create, where it can) the data directory; tests and CI set DOJO_HOME to a
+    temp dir."""
     override = os.environ.get("DOJO_HOME")
     if override:
         path = Path(override).expanduser()
@@ -15,5 +17,6 @@ def data_dir() -> Path:
         import platformdirs
 
         path = Path(platformdirs.user_data_dir("serving-dojo", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # a read-only parent: callers say what that means
+        path.mkdir(parents=True, exist_ok=True)
     return path

@@ -93,13 +93,14 @@ UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {
 assert sorted(UPGRADES) == list(range(1, SCHEMA_VERSION))
 
 
-def inspect_version(path: Path) -> int:
+def inspect_version(path: Path, uri: str | None = None) -> int:
     """Read an existing file's schema version without writing to it; refuse what we can't use.
 
-    Returns 0 for an empty database (no tables yet).
+    Returns 0 for an empty database (no tables yet). `uri`: how to open it when not the plain
+    `mode=ro` (a read-only folder: `Store`'s immutable or private-copy URI).
     """
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(uri or f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise CorruptDatabaseError(f"{path}: cannot open the database ({exc}).") from exc
     try:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -186,6 +189,7 @@ class Store:
         # (old timezone, old rollover, from ms, until ms): see update_settings
         self._day_hold: tuple[str | None, int, int, int] | None = None
         self.writable = True  # False when opened read-only for browsing
+        self._scratch: Path | None = None  # a read-only open's private copy, removed on close
         # The session of a `transaction()` in progress, per thread: every read and write the
         # thread makes meanwhile joins it.
         self._local = threading.local()
@@ -210,8 +214,15 @@ class Store:
             return cls._open_read_only(
                 (path if path is not None else data_dir() / DB_NAME).expanduser())
         path = (path if path is not None else data_dir() / DB_NAME).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # under a read-only folder: nothing to open, nowhere to create
+            raise ReadOnlyDatabaseError(
+                f"read-only: answers will not be saved ({path.parent} cannot be created: "
+                f"{exc.strerror or exc}). Make its parent folder writable to start.") from exc
         existed = path.exists() and path.stat().st_size > 0
+        if existed:
+            _refuse_unreadable(path)
         _refuse_read_only(path, existed)
         version = schema.inspect_version(path) if existed else 0
         if version and version < schema.SCHEMA_VERSION:
@@ -241,14 +252,21 @@ class Store:
     @classmethod
     def _open_read_only(cls, path: Path) -> Store:
         if not path.exists():
-            raise StoreError(f"{path} does not exist; there is nothing to browse")
-        version = schema.inspect_version(path)
-        if version != schema.SCHEMA_VERSION:
-            raise ReadOnlyDatabaseError(
-                f"{path} needs an upgrade (schema {version}), which cannot be written to a "
-                "read-only folder")
-        # immutable: nobody can write a read-only folder, and SQLite need not create -shm.
-        uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+            raise StoreError(
+                f"read-only: answers will not be saved, and {path} does not exist yet, so "
+                f"there is nothing to show. Make {path.parent} writable to start.")
+        _refuse_unreadable(path)
+        uri, scratch = _read_only_source(path)
+        try:
+            version = schema.inspect_version(path, uri=uri)
+            if version != schema.SCHEMA_VERSION:
+                raise ReadOnlyDatabaseError(
+                    f"{path} needs an upgrade (schema {version}), which cannot be written to a "
+                    "read-only folder; make it writable and start again")
+        except BaseException:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+            raise
         engine = create_engine(
             "sqlite+pysqlite://",
             creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
@@ -256,6 +274,7 @@ class Store:
         event.listen(engine, "begin", _on_begin)
         store = cls(path, engine)
         store.writable = False
+        store._scratch = scratch
         return store
 
     @staticmethod
@@ -270,6 +289,9 @@ class Store:
 
     def close(self) -> None:
         self._engine.dispose()
+        if self._scratch is not None:  # the private copy a read-only open browsed
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> Store:
         return self
@@ -390,6 +412,18 @@ class Store:
                     f"{backups.backup_dir(self.path)}."
                 ) from exc
             raise
+
+    def check_writable(self) -> None:
+        """Raise ReadOnlyDatabaseError unless an answer could be saved now (an empty write
+        transaction: the file, its folder and its -wal/-shm must all be writable). A session
+        checks this before its first card instead of losing every answer to "not saved"."""
+        if not self.writable:
+            raise ReadOnlyDatabaseError(
+                f"read-only: answers will not be saved ({self.path} is open for browsing "
+                "only). Make it and its folder writable (chmod u+w) and start again to study.")
+        _refuse_read_only(self.path, True)
+        with self._write():
+            pass
 
     def check_integrity(self) -> None:
         """Raise CorruptDatabaseError unless SQLite's quick_check passes."""
@@ -1177,20 +1211,55 @@ def _setting_problems(values: dict[str, Any]) -> dict[str, str]:
 
 
 def _refuse_read_only(path: Path, existed: bool) -> None:
-    """A database we cannot write is healthy but unusable for study: say so (never 'corrupt',
-    which would invite the learner to discard it)."""
-    import os
-
+    """A database we cannot write is healthy but unusable for study: say so (never 'corrupt' or
+    'unreadable', which would invite the learner to discard it)."""
     folder_ok = os.access(path.parent, os.W_OK)
     file_ok = not existed or os.access(path, os.W_OK)
     if folder_ok and file_ok:
         return
     what = path if not file_ok else path.parent
     raise ReadOnlyDatabaseError(
-        f"{what} is read-only, so Serving Dojo cannot save answers there. Your database is "
-        "fine (do not move it aside): make it writable (chmod u+w) to study; meanwhile "
-        "`dojo due`, `dojo stats` and `dojo export` browse it read-only."
+        f"read-only: answers will not be saved ({what} cannot be written). Your data is "
+        f"intact: make {'it and its folder' if not file_ok else 'the folder'} writable "
+        "(chmod u+w) to study."
     )
+
+
+def _refuse_unreadable(path: Path) -> None:
+    """A file the learner may not read is a permissions problem, not a damaged database."""
+    if not os.access(path, os.R_OK):
+        raise StoreError(
+            f"{path} cannot be read with your permissions (it was left untouched): give "
+            "yourself read access (chmod u+r) or run as its owner.")
+
+
+def _read_only_source(path: Path) -> tuple[str, Path | None]:
+    """The SQLite URI that browses `path` without writing anything beside it, and the private
+    folder to remove on close (or None).
+
+    A WAL database normally needs its `-shm`/`-wal` files beside it, which a read-only folder
+    cannot get and a read-only file would get with the file's read-only mode (breaking the next
+    writable open). With no pending WAL the file is whole: open it `immutable=1` (SQLite's
+    documented way; nothing created). With a pending WAL (committed answers not yet in the
+    main file, e.g. after a crash), immutable would hide them: copy the file and its WAL into a
+    private temporary folder and open the copy `mode=ro` there."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        pending = wal.exists() and wal.stat().st_size > 0
+    except OSError:
+        pending = False
+    if not pending:
+        return f"{path.resolve().as_uri()}?mode=ro&immutable=1", None
+    scratch = Path(tempfile.mkdtemp(prefix="dojo-read-only-"))
+    try:
+        shutil.copyfile(path, scratch / path.name)
+        shutil.copyfile(wal, scratch / wal.name)
+    except OSError as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise StoreError(
+            f"read-only: {path} and its journal {wal.name} could not be read to browse them "
+            f"({exc}); they were left untouched.") from exc
+    return f"{(scratch / path.name).as_uri()}?mode=ro", scratch
 
 
 __all__ = ["Store", "StoreError"]

@@ -29,6 +29,18 @@ def default_store() -> AbstractContextManager[Any]:
     return Store.open()
 
 
+def default_reader() -> AbstractContextManager[Any]:
+    """The learner's database for reading: opened read-only when it cannot be written (a
+    read-only data folder), so the attempts still show."""
+    from scheduler.errors import ReadOnlyDatabaseError
+    from scheduler.store import Store
+
+    try:
+        return Store.open()
+    except ReadOnlyDatabaseError:
+        return Store.open(read_only=True)
+
+
 @dataclass(frozen=True)
 class LevelSummary:
     """What the attempts table says about one level."""
@@ -97,8 +109,9 @@ class Recorder:
 
     def attempts(self, exercise: str | None = None) -> list[Any] | None:
         """Stored attempts (oldest first), or None when the store cannot be read."""
+        opener = default_reader if self.open_store is default_store else self.open_store
         try:
-            with self.open_store() as store:
+            with opener() as store:
                 return list(store.lab_attempts(exercise))
         except Exception:
             return None

@@ -33,7 +33,29 @@ def _exercise(exercise_id: str) -> Any:
         _usage_error(str(exc))
 
 
-@click.group()
+class _LabGroup(click.Group):
+    """Every `dojo lab` command: a read-only data folder or workspace is said in one line
+    ("read-only: answers will not be saved, ..."), never a PermissionError traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        import errno
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            from lab.workspace import ReadOnlyLabError
+
+            if isinstance(exc, ReadOnlyLabError):  # its message says it all
+                raise click.ClickException(str(exc.strerror)) from exc
+            raise click.ClickException(
+                f"read-only: answers will not be saved, and {exc.filename or 'a lab file'} "
+                f"cannot be written ({exc.strerror}). Make it writable, or work in another "
+                "folder with --workspace DIR.") from exc
+
+
+@click.group(cls=_LabGroup)
 def lab() -> None:
     """Graded coding labs: start an exercise, edit the file, grade it."""
 
@@ -45,6 +67,7 @@ def list_() -> None:
     from lab.grader.record import describe, level_states
 
     exercises = discover()
+    _read_only_note()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
     comes_back = _rebuild_days()
     for ex in exercises:
@@ -64,9 +87,10 @@ def _rebuild_days() -> dict[tuple[str, int], str]:
     """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
     (empty when the database cannot be read: the list never depends on it)."""
     try:
+        from lab.grader.record import default_reader
         from scheduler.days import utc_now
 
-        with _store() as store:
+        with default_reader() as store:
             today = store.study_day(utc_now())
             cards = store.lab_cards()
     except Exception:
@@ -194,6 +218,18 @@ def _store() -> Any:
     from scheduler.store import Store
 
     return Store.open()
+
+
+def _read_only_note() -> None:
+    """Before a lab command that only reads: say once when the database cannot be written."""
+    from scheduler.errors import ReadOnlyDatabaseError, StoreError
+
+    try:
+        _store().close()
+    except ReadOnlyDatabaseError as exc:
+        click.echo(f"note: {exc} Showing it read-only.", err=True)
+    except StoreError:
+        pass  # damaged, newer: the list never depends on the database
 
 
 def _interview_grading(ex: Any, path: Path, levels: list[int] | None) -> Any:
