@@ -138,6 +138,8 @@ class DojoApp(App[None]):
         if self.services is None:
             self.notify("Still loading…")
             return
+        if not self._can_save():
+            return
         self.push_screen(CramPicker(self.services.today().topics), self._start_cram)
 
     def _start_cram(self, topic: str | bool | None) -> None:
@@ -150,11 +152,22 @@ class DojoApp(App[None]):
         if self.services is None:
             self.notify("Still loading…")
             return
+        if not self._can_save():
+            return
         session = self.services.start_session()
         if session.current is None:
             self.notify("Nothing due today. Cram (c) practises without touching the schedule.")
             return
         self._push_review(session)
+
+    def _can_save(self) -> bool:
+        """Refuse a session that cannot save (read-only data) before its first card."""
+        assert self.services is not None
+        why = self.services.cannot_save()
+        if why is not None:
+            self.notify(f"No session: {why} Browse and Stats still work.", severity="error",
+                        timeout=15)
+        return why is None
 
     def _push_review(self, session: object) -> None:
         from trainer.core.session import Session

@@ -70,7 +70,7 @@ class Services:
             store = Store.open(db_path)
         except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so
             store = Store.open(db_path, read_only=True)
-            store.warnings.append(f"{exc} Browsing read-only: answers are not saved.")
+            store.warnings.append(f"{exc} Browsing it read-only.")
         if store.writable:
             sync_bank(store, bank)  # its note is the bank's errors, which Today shows
         return cls(store, bank, now)
@@ -141,6 +141,33 @@ class Services:
         question = self.question(question_id)
         seed = self.rng.randrange(2**31) if seed is None else seed
         return Item(question_id, mode, seed, question, question.draw(seed), new)
+
+    def answered_elsewhere(self, question_id: str) -> bool:
+        """Whether another window answered this card's review today (it is no longer due), so
+        showing it would only end in "not recorded". Reads without waiting for this window's
+        queued writes: they are other cards'."""
+        from scheduler.errors import StoreError
+
+        store = self._store
+        try:
+            card = store.card(question_id)
+            day = store.study_day(self.now)
+            last = card.last_reviewed_at
+            return (card.due is not None and card.due > day and last is not None
+                    and store.study_day(last) == day)
+        except (StoreError, LookupError):
+            return False
+
+    def cannot_save(self) -> str | None:
+        """Why an answer could not be saved now (read-only file or folder), or None: a session
+        is refused before its first card rather than losing each answer to "not saved"."""
+        from scheduler.errors import StoreError
+
+        try:
+            self.store.check_writable()
+        except StoreError as exc:
+            return str(exc)
+        return None
 
     def start_session(self) -> Session:
         """Today's scheduled cards: due reviews, new cards, then re-drills left from earlier."""

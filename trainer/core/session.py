@@ -219,6 +219,21 @@ class Session:
         self._state.queue = [self.services.draw(i, mode) for i in self._state.pending]
         self._state.pending = []
 
+    def skip_answered_elsewhere(self) -> list[Item]:
+        """Before a card is shown: drop from the front of the queue each scheduled review that
+        another window answered meanwhile (`Services.answered_elsewhere`), and return them so
+        the screen says so then, not after the learner has answered in vain."""
+        skipped: list[Item] = []
+        while (item := self.current) is not None and item.mode == "review" and \
+                self._feedback is None and self.services.answered_elsewhere(item.question_id):
+            self._state.queue.pop(0)
+            if item.question_id in self._state.pending:
+                self._state.pending.remove(item.question_id)
+            skipped.append(item)
+            self._case = None
+            self._refill()
+        return skipped
+
     def mark_shown(self) -> None:
         """Start the response clock (the screen calls this when the card is painted)."""
         self._shown_at = time.monotonic()

@@ -52,15 +52,25 @@ class BrowseScreen(DojoScreen):
         self.reload()
 
     def reload(self) -> None:
-        if self.dojo.services is not None:
+        if self.dojo.load_error:  # e.g. $DOJO_NOW out of range: say why, never an empty table
+            self._failed(self.dojo.load_error)
+        elif self.dojo.services is not None:
             self._fetch()
+
+    def _failed(self, why: str) -> None:
+        self.query_one("#browse-card", Static).update(
+            Text.assemble(("Could not open your data: ", "bold red"), why))
 
     @work(thread=True, exclusive=True, group="browse")
     def _fetch(self) -> None:
         services = self.dojo.services
         if services is None:
             return
-        rows = browse_rows(services)
+        try:
+            rows = browse_rows(services)
+        except Exception as exc:  # a store error (disk, damage): said on the screen
+            self.app.call_from_thread(self._failed, str(exc))
+            return
         topics = sorted((t.title, tid) for tid, t in services.bank.topics.items())
         self.app.call_from_thread(self._loaded, rows, topics)
 

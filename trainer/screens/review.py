@@ -106,6 +106,13 @@ class ReviewScreen(DojoScreen):
     # -- painting ------------------------------------------------------------------------------
 
     def show_card(self) -> None:
+        skipped = self.session.skip_answered_elsewhere()
+        if skipped:
+            from questions.wording import plural
+
+            ids = ", ".join(i.question_id for i in skipped)
+            self.notify(f"Already answered in another window, so skipped: "
+                        f"{plural(len(skipped), 'card')} ({ids}).", timeout=8)
         item = self.session.current
         if item is None:
             self.finish()

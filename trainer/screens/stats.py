@@ -109,15 +109,25 @@ class StatsScreen(DojoScreen):
         self.app.push_screen(NoteScreen(mistake.topic_title, note))
 
     def reload(self) -> None:
-        if self.dojo.services is not None:
+        if self.dojo.load_error:  # e.g. $DOJO_NOW out of range: say why, never "Loading…"
+            self._failed(self.dojo.load_error)
+        elif self.dojo.services is not None:
             self._fetch()
+
+    def _failed(self, why: str) -> None:
+        self.query_one("#stats-headline", Static).update(
+            f"[b red]Could not open your data:[/] {escape(why)}")
 
     @work(thread=True, exclusive=True, group="stats")
     def _fetch(self) -> None:
         services = self.dojo.services
         if services is None:
             return
-        view = stats_view(services)
+        try:
+            view = stats_view(services)
+        except Exception as exc:  # a store error (disk, damage): said on the screen
+            self.app.call_from_thread(self._failed, str(exc))
+            return
         self.app.call_from_thread(self._show, view)
 
     def _show(self, v: StatsView) -> None:
