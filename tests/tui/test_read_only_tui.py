@@ -42,6 +42,17 @@ async def main():
         await pilot.pause()
         out["screen"] = type(app.screen).__name__
         out["notes"] = [str(n.message) for n in app._notifications]
+        await pilot.press("l")  # the Lab, then s: start the highlighted level's workspace
+        for _ in range(100):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if type(app.screen).__name__ == "LabScreen":
+                break
+        await pilot.press("s")
+        for _ in range(5):
+            await pilot.pause()
+        out["lab_screen"] = type(app.screen).__name__
+        out["lab_notes"] = [str(n.message) for n in app._notifications][len(out["notes"]):]
     print("RESULT " + json.dumps(out))
 
 asyncio.run(main())
@@ -77,7 +88,15 @@ def test_read_only_data_is_browsed_and_no_session_starts(learner: Learner, what:
     assert "unreadable" not in json.dumps(out) and "move it aside" not in json.dumps(out)
     assert out["screen"] == "TodayScreen", out  # no session that would lose every answer
     assert any(n.startswith("No session: " + SAID) for n in out["notes"]), out  # type: ignore[attr-defined]
-    assert listing(learner.home) == before  # no -shm left behind
+    assert out["lab_screen"] == "LabScreen", out  # the lab opened and did not crash on s
+    after = listing(learner.home)
+    if what == "folder":  # no workspace can be made there: said, with what to do instead
+        assert any(n.startswith(SAID) and "--workspace" in n
+                   for n in out["lab_notes"]), out  # type: ignore[attr-defined]
+        assert after == before  # nothing written, no -shm
+    else:  # the lab wrote its workspace; beside the database nothing appeared (no -shm)
+        assert {k: v for k, v in after.items() if k.startswith(DB_NAME)} == {
+            DB_NAME: before[DB_NAME]}
 
 
 @pytest.mark.slow

@@ -342,7 +342,11 @@ class LabScreen(DojoScreen):
             return
         from lab.workspace import start_interview
 
-        path, session = start_interview(self.exercises[row.exercise], row.level)
+        try:
+            path, session = start_interview(self.exercises[row.exercise], row.level)
+        except OSError as exc:  # a read-only data folder: said, never a crash
+            self._not_written(exc)
+            return
         self.workspaces[row.exercise] = path
         self.write_log(f"Interview rehearsal: {row.exercise} level {row.level}, "
                        f"{session.minutes} minutes, hints off. Fresh stub: {path}")
@@ -364,6 +368,9 @@ class LabScreen(DojoScreen):
                                         store=services.store if services else None)
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
+            return
+        except OSError as exc:
+            self._not_written(exc)
             return
         if kept is not None:
             self.write_log(f"The rehearsal's file is kept at {kept}")
@@ -406,6 +413,9 @@ class LabScreen(DojoScreen):
         except HintsOff as exc:
             self.notify(str(exc).capitalize(), severity="warning")
             return
+        except OSError as exc:
+            self._not_written(exc)
+            return
         if hint is None:
             self.notify("No more hints for this exercise.")
             return
@@ -433,11 +443,23 @@ class LabScreen(DojoScreen):
             self.write_log(f"Created {path} from the stub.")
         return path
 
+    def _not_written(self, exc: OSError) -> None:
+        """A lab file that could not be written (read-only data folder, full disk): say so."""
+        from lab.workspace import ReadOnlyLabError
+
+        why = str(exc.strerror) if isinstance(exc, ReadOnlyLabError) else (
+            f"could not write {exc.filename or 'a lab file'}: {exc.strerror or exc}")
+        self.notify(why, severity="error", timeout=12)
+
     def action_start(self) -> None:
         row = self.selected()
         if row is None:
             return
-        path = self._workspace(row.exercise, row.level)
+        try:
+            path = self._workspace(row.exercise, row.level)
+        except OSError as exc:
+            self._not_written(exc)
+            return
         self.notify(f"{row.exercise} level {row.level} ({row.level_title}): {path}")
         self._fetch()
 
@@ -445,7 +467,11 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        path = self._workspace(row.exercise, row.level)
+        try:
+            path = self._workspace(row.exercise, row.level)
+        except OSError as exc:
+            self._not_written(exc)
+            return
         try:
             self.dojo.open_editor(self.dojo, path)
         except Exception as exc:  # e.g. suspend unsupported in this terminal
