@@ -1218,10 +1218,16 @@ def _refuse_read_only(path: Path, existed: bool) -> None:
     if folder_ok and file_ok:
         return
     what = path if not file_ok else path.parent
+    fix = (f"make {'it and its folder' if not file_ok else 'the folder'} writable (chmod u+w) "
+           "to study")
+    try:
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            fix = "the file system holding it is mounted read-only: remount it read-write to study"
+    except (OSError, AttributeError):  # no statvfs (Windows): the chmod advice stands
+        pass
     raise ReadOnlyDatabaseError(
         f"read-only: answers will not be saved ({what} cannot be written). Your data is "
-        f"intact: make {'it and its folder' if not file_ok else 'the folder'} writable "
-        "(chmod u+w) to study."
+        f"intact: {fix}."
     )
 
 

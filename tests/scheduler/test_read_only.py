@@ -7,6 +7,7 @@ nothing is left beside the file (a stray read-only `-shm` broke the next writabl
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,3 +109,23 @@ def test_answers_still_in_the_wal_after_a_crash_are_shown_read_only(learner: Lea
     assert result.returncode == 0, result.stdout + result.stderr
     assert "only in the WAL" in _said_plainly(result)
     assert listing(learner.home) == before
+
+
+@pytest.mark.slow
+def test_a_read_only_mount_is_browsed_and_said(learner: Learner) -> None:
+    """The same on a read-only bind mount (EROFS: even root cannot write), in a private mount
+    namespace; skipped where mounting is not allowed."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a private read-only bind mount needs root and unshare(1)")
+    _with_data(learner)
+    home = learner.home
+    script = (f"mount --bind {home} {home} && mount -o remount,bind,ro {home} && "
+              f"exec {sys.executable} -c 'from trainer.cli import main; main()' questions flagged")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DOJO_HOME": str(home)}
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, cwd=learner.base,
+                            capture_output=True, text=True, timeout=120)
+    if "mount" in result.stderr and result.returncode != 0 and SAID not in result.stderr:
+        pytest.skip(f"mounting is not allowed here: {result.stderr[-200:]}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = _said_plainly(result)
+    assert "the unit looks wrong" in out and "mounted read-only" in out
