@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy import Engine, create_engine, delete, event, false, func, select, update
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -422,8 +422,8 @@ class Store:
                 f"read-only: answers will not be saved ({self.path} is open for browsing "
                 "only). Make it and its folder writable (chmod u+w) and start again to study.")
         _refuse_read_only(self.path, True)
-        with self._write():
-            pass
+        with self._write() as s:  # a write that changes nothing, still refused when read-only
+            s.execute(delete(SettingRow).where(false()))
 
     def check_integrity(self) -> None:
         """Raise CorruptDatabaseError unless SQLite's quick_check passes."""
@@ -1215,8 +1215,17 @@ def _refuse_read_only(path: Path, existed: bool) -> None:
     'unreadable', which would invite the learner to discard it)."""
     folder_ok = os.access(path.parent, os.W_OK)
     file_ok = not existed or os.access(path, os.W_OK)
-    if folder_ok and file_ok:
+    # A -wal/-shm left read-only (by an older version's read-only browse) fails every write
+    # even once the file itself is writable again: name it.
+    stuck = [side for side in (path.with_name(path.name + "-wal"),
+                               path.with_name(path.name + "-shm"))
+             if existed and side.exists() and not os.access(side, os.W_OK)]
+    if folder_ok and file_ok and not stuck:
         return
+    if folder_ok and file_ok:
+        raise ReadOnlyDatabaseError(
+            f"read-only: answers will not be saved ({', '.join(str(p) for p in stuck)} cannot "
+            "be written). Your data is intact: make it writable (chmod u+w) to study.")
     what = path if not file_ok else path.parent
     fix = (f"make {'it and its folder' if not file_ok else 'the folder'} writable (chmod u+w) "
            "to study")

@@ -129,3 +129,21 @@ def test_a_read_only_mount_is_browsed_and_said(learner: Learner) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = _said_plainly(result)
     assert "the unit looks wrong" in out and "mounted read-only" in out
+
+
+@pytest.mark.slow
+def test_a_stray_read_only_shm_is_named_and_chmod_fixes_it(learner: Learner) -> None:
+    """What an older version's read-only browse left behind (a r--r--r-- -shm beside a file
+    made writable again): the learner is told which file, and chmod u+w on it is enough."""
+    _with_data(learner)
+    shm = learner.home / f"{DB_NAME}-shm"
+    shm.write_bytes(b"")
+    learner.give_home()
+    shm.chmod(0o444)
+    result = learner.dojo("settings", "new_limit=7")
+    assert result.returncode == 1
+    assert f"{shm} cannot be written" in _said_plainly(result)
+    fix = learner.run("-c", f"import os; os.chmod({str(shm)!r}, 0o644)")
+    assert fix.returncode == 0, fix.stderr
+    result = learner.dojo("settings", "new_limit=7")
+    assert result.returncode == 0, result.stdout + result.stderr
