@@ -102,17 +102,16 @@ def learner() -> Iterator[Learner]:
     (base / "home").mkdir()
     (base / "user").mkdir(mode=0o777)
     (base / "user").chmod(0o777)
-    uid = gid = None
-    if os.geteuid() == 0:
-        try:
-            nobody = pwd.getpwnam("nobody")
-        except KeyError:
-            pytest.skip("running as root and there is no `nobody` user to drop to")
-        uid, gid = nobody.pw_uid, nobody.pw_gid
-    who = _runnable(Learner(base, uid, gid))
     try:
-        yield who
-    finally:
+        uid = gid = None
+        if os.geteuid() == 0:
+            try:
+                nobody = pwd.getpwnam("nobody")
+            except KeyError:
+                pytest.skip("running as root and there is no `nobody` user to drop to")
+            uid, gid = nobody.pw_uid, nobody.pw_gid
+        yield _runnable(Learner(base, uid, gid))
+    finally:  # also after a skip: leave nothing in the system temp dir
         for p in [base, *base.rglob("*")]:
             if not p.is_symlink():
                 p.chmod(stat.S_IMODE(p.stat().st_mode) | 0o700)
