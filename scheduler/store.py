@@ -24,6 +24,8 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.sql.elements import ColumnElement, SQLColumnExpression
+from sqlalchemy.sql.expression import case
 
 from scheduler import backup as backups
 from scheduler import schema, transition
@@ -91,6 +93,14 @@ def _on_begin(conn: Any) -> None:
     # instead of one failing when it upgrades a read lock.
     write = conn.get_execution_options().get("dojo_write", False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _count_where(condition: SQLColumnExpression[bool]) -> ColumnElement[int]:
+    """How many rows satisfy `condition`, as an integer column.
+
+    Never `func.sum(condition)`: SQLAlchemy types that sum as the condition's Boolean and turns
+    the count into True/False when reading it back, so 43 successes would read as 1."""
+    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 
 
 def _json_object(value: dict[str, Any] | None, what: str) -> str | None:
@@ -815,7 +825,7 @@ class Store:
         start = today - dt.timedelta(days=days - 1)
         with self._read() as s:
             total, passed = s.execute(
-                select(func.count(), func.coalesce(func.sum(ReviewRow.quality >= 3), 0))
+                select(func.count(), _count_where(ReviewRow.quality >= 3))
                 .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
                        ReviewRow.study_day >= start, ReviewRow.study_day <= today)
             ).one()
@@ -831,7 +841,7 @@ class Store:
         with self._read() as s:
             rows = s.execute(
                 select(ReviewRow.study_day, func.count(),
-                       func.coalesce(func.sum(ReviewRow.quality >= 3), 0))
+                       _count_where(ReviewRow.quality >= 3))
                 .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
                        ReviewRow.study_day >= start, ReviewRow.study_day <= today)
                 .group_by(ReviewRow.study_day)
@@ -851,8 +861,8 @@ class Store:
         wrong verdicts counted right after a typo (re-drill/cram excluded)."""
         with self._read() as s:
             rows = s.execute(
-                select(CardRow.topic, func.count(), func.coalesce(func.sum(ReviewRow.correct), 0),
-                       func.coalesce(func.sum(ReviewRow.overridden), 0))
+                select(CardRow.topic, func.count(), _count_where(ReviewRow.correct),
+                       _count_where(ReviewRow.overridden))
                 .join(CardRow, CardRow.question_id == ReviewRow.question_id)
                 .where(ReviewRow.mode == "review").group_by(CardRow.topic)
                 .order_by(CardRow.topic)
