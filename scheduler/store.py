@@ -17,7 +17,7 @@ from dataclasses import fields, replace
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, delete, event, func, select, update
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -61,6 +61,9 @@ from scheduler.records import (
     UndoResult,
 )
 from scheduler.sm2 import CardState, check_quality
+
+if TYPE_CHECKING:
+    from scheduler.plan import Plan
 
 DB_NAME = "dojo.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
@@ -461,6 +464,38 @@ class Store:
             return study_day(moment, hold[1], resolve_timezone(hold[0]))
         return study_day(moment, cfg.rollover_hour, resolve_timezone(cfg.timezone))
 
+    # ------------------------------------------------- values kept by other modules (plan)
+    def stored_value(self, key: str) -> Any:
+        """A JSON value another module keeps in the settings table (None when absent)."""
+        with self._read() as s:
+            raw = s.scalar(select(SettingRow.value).where(SettingRow.key == key))
+        try:
+            return None if raw is None else json.loads(raw)
+        except ValueError:
+            return None
+
+    def store_value(self, key: str, value: Any) -> None:
+        """Keep (or, with None, remove) a JSON value for another module."""
+        if key in {f.name for f in fields(Settings)} or key == _DAY_HOLD_KEY:
+            raise ValueError(f"{key!r} is a setting: use update_settings")
+        with self._write() as s:
+            if value is None:
+                s.execute(delete(SettingRow).where(SettingRow.key == key))
+            else:
+                s.merge(SettingRow(key=key, value=json.dumps(value, sort_keys=True)))
+
+    def plan(self) -> Plan | None:
+        """The plan to the interview day (`scheduler.plan`), or None."""
+        from scheduler.plan import PLAN_KEY, Plan
+
+        value = self.stored_value(PLAN_KEY)
+        return None if value is None else Plan.from_json(value)
+
+    def set_plan(self, plan: Plan | None) -> None:
+        from scheduler.plan import PLAN_KEY
+
+        self.store_value(PLAN_KEY, None if plan is None else plan.to_json())
+
     # ------------------------------------------------------------------------------- cards
     def sync_cards(
         self, questions: Iterable[tuple[str, str]], *, retire_missing: bool = False
@@ -603,6 +638,7 @@ class Store:
         cfg = self.settings()
         day = self.study_day(now, cfg)
         new_cap = cfg.new_limit if new_limit is None else new_limit
+        plan = self.plan() if new_limit is None else None
         review_cap = cfg.review_limit if review_limit is None else review_limit
         visible = (
             ~CardRow.suspended,
@@ -617,6 +653,13 @@ class Store:
             ).all()
             scheduled = [r for r in today if r.mode == "review"]
             introduced = sum(1 for r in scheduled if r.due_before is None)
+            if plan is not None:  # a plan to the interview replaces the new-card limit
+                from scheduler.plan import paced_new_limit
+
+                waiting = s.scalar(select(func.count()).select_from(CardRow).where(
+                    CardRow.due.is_(None), ~CardRow.suspended, ~CardRow.retired)) or 0
+                paced = paced_new_limit(plan, day, waiting + introduced)
+                new_cap = new_cap if paced is None else paced
             room = max(0, review_cap - len(scheduled))
             due_rows = s.execute(
                 select(CardRow.question_id, CardRow.topic, CardRow.due)
