@@ -118,6 +118,37 @@ class DojoApp(App[None]):
 
         self.push_screen(StatsScreen())
 
+    def action_plan(self) -> None:
+        """Set (or clear) the interview date and minutes a day, as `dojo plan`."""
+        from trainer.screens.plan import PlanScreen, parse_plan
+
+        services = self.services
+        if services is None:
+            self.notify("Still loading…")
+            return
+        plan = services.store.plan()
+        current = "" if plan is None else f"{plan.interview} {plan.minutes}"
+
+        def done(text: str | None) -> None:
+            from scheduler.plan import Plan
+
+            if text is None or services is None:
+                return
+            parsed = parse_plan(text)
+            if parsed is not None and parsed[0] <= services.day():
+                self.notify(f"{parsed[0]} is not after today: the plan is unchanged.",
+                            severity="warning")
+                return
+            new = None if parsed is None else Plan(*parsed)
+            services.write(lambda store: store.set_plan(new)).result()
+            self.notify("Plan cleared." if new is None else
+                        f"Plan: interview {new.interview}, {new.minutes} min/day.")
+            reload = getattr(self.screen, "reload", None)
+            if callable(reload):
+                reload()
+
+        self.push_screen(PlanScreen(current), done)
+
     def action_lab(self, exercise: str | None = None, level: int | None = None) -> None:
         """Open the lab, on `exercise`'s `level` when given (a question's `l lab X L2` link)."""
         from trainer.screens.lab_level import lab_screen
@@ -179,6 +210,9 @@ class DojoApp(App[None]):
         )
         yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
         yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
+        yield SystemCommand("Plan to the interview day", "Set the date and minutes a day; the "
+                            "pace, and each topic's predicted recall (like `dojo plan`)",
+                            self.action_plan)
         yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
         yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
         yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
@@ -188,7 +222,8 @@ class DojoApp(App[None]):
                             "(like `dojo backup`)", self.action_backup)
         yield from self._content_commands()
         # Listed above, or plumbing every Textual app has (focus moves, copy).
-        seen = {"help", "home", "start", "cram", "browse", "stats", "lab()", "lab", "sim()", "sim",
+        seen = {"help", "home", "start", "cram", "browse", "stats", "plan", "lab()", "lab", "sim()",
+                "sim",
                 "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding

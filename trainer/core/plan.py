@@ -128,19 +128,23 @@ def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) ->
 
     lines = []
     if report.plan is None:
-        lines.append("No interview date set: `dojo plan --interview YYYY-MM-DD --minutes 30`.")
-        lines.append("Predicted recall now, weakest first:")
+        lines.append("No interview date set (p on Today, or dojo plan --interview DATE).")
+        lines.append("Recall now, weakest first (labs passed):")
     else:
         verdict = "on track" if report.feasible else "does not fit"
         lines.append(
             f"Interview {report.plan.interview} · {plural(report.days_left or 0, 'day')} left · "
             f"{report.plan.minutes} min/day · {report.new_per_day} new/day · {verdict}")
         lines.append(report.reason)
-        lines.append("Predicted recall on the day, weakest first (labs passed):")
+        lines.append("Recall on the day, weakest first (labs passed):")
+    import textwrap
+
+    lines = [part for line in lines for part in textwrap.wrap(line, width) or [""]]
     shown = report.topics if limit is None else report.topics[:limit]
     bar = 10 if width >= 70 else 6
     for t in shown:
-        tail = f" {t.introduced}/{t.cards} in · labs {t.labs_passed}/{t.labs_total}"
+        tail = (f" {t.introduced:>3}/{t.cards:<3} in · labs "
+                f"{t.labs_passed}/{t.labs_total}")
         room = max(8, width - bar - 6 - len(tail))
         title = t.title if len(t.title) <= room else t.title[:room - 1] + "…"
         lines.append(f"{recall_bar(t.recall_on_day, bar)} {t.recall_on_day:>4.0%} "
