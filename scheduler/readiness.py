@@ -22,6 +22,8 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+FSRS_PARAMETERS_KEY = "fsrs_parameters"  # settings-table key: the learner's fitted weights
+
 if TYPE_CHECKING:
     from fsrs import Card as FsrsCard
     from fsrs import Rating, Scheduler

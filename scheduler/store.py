@@ -736,6 +736,8 @@ class Store:
             old = _card(card).scheduled
             try:
                 new, redrill = transition.apply(old, quality, mode, day, cfg)
+                if cfg.scheduler == "fsrs" and mode == "review":  # FSRS sets the due day
+                    new = self._fsrs_due(s, question_id, new, quality, moment, day)
             except ValueError as exc:
                 if mode == "review" and card.due is not None and card.due > day and s.scalars(
                     select(ReviewRow.id).where(ReviewRow.question_id == question_id,
@@ -776,6 +778,21 @@ class Store:
             lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
             needs_redrill=redrill,
         )
+
+    def _fsrs_due(self, s: Session, question_id: str, new: transition.Scheduled,
+                  quality: int, moment: dt.datetime, day: dt.date) -> transition.Scheduled:
+        """`new` with its interval and due day from an FSRS replay of the card's answers."""
+        from scheduler.fsrs_schedule import fsrs_interval
+        from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+        answers = [(from_ms(ms), q) for ms, q in s.execute(
+            select(ReviewRow.reviewed_ms, ReviewRow.quality)
+            .where(ReviewRow.question_id == question_id).order_by(ReviewRow.id)).all()]
+        raw = s.scalar(select(SettingRow.value).where(SettingRow.key == FSRS_PARAMETERS_KEY))
+        interval = fsrs_interval([*answers, (moment, quality)],
+                                 None if raw is None else json.loads(raw))
+        state = CardState(new.state.ef_hundredths, new.state.repetitions, interval)
+        return replace(new, state=state, due=day + dt.timedelta(days=interval))
 
     def _inside_answer_transaction(self) -> None:
         """Test seam: runs after the answer is written, before it commits."""
@@ -1130,6 +1147,7 @@ class Store:
             return import_history(s, document)
 
 
+SCHEDULERS = ("sm2", "fsrs")
 _DAY_HOLD_KEY = "_day_rule_hold"  # [old timezone, old rollover_hour, from ms, until ms]
 
 
@@ -1141,6 +1159,9 @@ def _setting_problems(values: dict[str, Any]) -> dict[str, str]:
             value = values[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 problems[name] = f"must be a whole number >= 0, got {value!r}"
+    if "scheduler" in values and values["scheduler"] not in SCHEDULERS:
+        problems["scheduler"] = (f"must be one of {', '.join(SCHEDULERS)}, got "
+                                 f"{values['scheduler']!r}")
     if "rollover_hour" in values:
         hour = values["rollover_hour"]
         if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:

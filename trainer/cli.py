@@ -13,6 +13,7 @@ _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
     "trainer.commands.lab": ("lab",),
     "trainer.commands.sim": ("sim",),
     "trainer.commands.plan": ("plan",),
+    "trainer.commands.fsrs": ("fsrs",),
 }
 # Commands added to a group defined elsewhere: (group, module, command).
 _GROUP_EXTRAS: tuple[tuple[str, str, str], ...] = (

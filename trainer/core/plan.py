@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from scheduler.plan import Plan
     from scheduler.store import Store
 
-FSRS_PARAMETERS_KEY = "fsrs_parameters"  # the learner's fitted weights (`dojo fsrs fit`)
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,13 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> Pla
     predicted for the interview day's start (without a plan: for now)."""
     from scheduler.days import resolve_timezone, utc_now
     from scheduler.plan import Pace, feasibility
-    from scheduler.readiness import answers_by_card, card_recall, day_start, topic_recall
+    from scheduler.readiness import (
+        FSRS_PARAMETERS_KEY,
+        answers_by_card,
+        card_recall,
+        day_start,
+        topic_recall,
+    )
 
     cfg = store.settings()
     today = store.study_day(now, cfg)
