@@ -171,6 +171,33 @@ class DojoApp(App[None]):
             return
         self.push_screen(CramPicker(self.services.today().topics), self._start_cram)
 
+    def action_study(self) -> None:
+        """Custom study: recurring mistakes, recent lapses, a topic ahead, cram before the
+        interview (scheduler.study)."""
+        from trainer.screens.study import StudyPicker
+
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        topics = sorted((tid, t.title) for tid, t in self.services.bank.topics.items())
+        self.push_screen(StudyPicker(topics), self._start_study)
+
+    def _start_study(self, picked: tuple[str, bool] | None) -> None:
+        from trainer.screens.study import study_arguments
+
+        if picked is None or self.services is None:
+            return
+        option, reschedule = picked
+        title, session = self.services.start_custom(**study_arguments(option),
+                                                    reschedule=reschedule)
+        if session.current is None:
+            self.notify(f"{title}: nothing to study.")
+            return
+        self.notify(f"{title}: {session.remaining} cards"
+                    + ("; the ones due today count as reviews." if reschedule else
+                       "; the schedule is untouched."))
+        self._push_review(session)
+
     def _start_cram(self, topic: str | bool | None) -> None:
         if topic is False or self.services is None:
             return
@@ -210,6 +237,8 @@ class DojoApp(App[None]):
         )
         yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
         yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
+        yield SystemCommand("Custom study", "Recurring mistakes, recent lapses, a topic ahead "
+                            "of schedule, cram before the interview", self.action_study)
         yield SystemCommand("Plan to the interview day", "Set the date and minutes a day; the "
                             "pace, and each topic's predicted recall (like `dojo plan`)",
                             self.action_plan)
@@ -222,9 +251,9 @@ class DojoApp(App[None]):
                             "(like `dojo backup`)", self.action_backup)
         yield from self._content_commands()
         # Listed above, or plumbing every Textual app has (focus moves, copy).
-        seen = {"help", "home", "start", "cram", "browse", "stats", "plan", "lab()", "lab", "sim()",
-                "sim",
-                "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
+        seen = {"help", "home", "start", "cram", "browse", "stats", "plan", "study", "lab()",
+                "lab", "sim()", "sim", "command_palette", "copy_text", "focus_next",
+                "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding
             action = binding.action

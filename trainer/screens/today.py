@@ -36,6 +36,8 @@ class TodayScreen(DojoScreen):
         Binding(
             "c", "app.cram", "Cram", id="cram", tooltip="Practise without touching the schedule"
         ),
+        Binding("u", "app.study", "Custom", id="study",
+                tooltip="Custom study: mistakes, lapses, a topic ahead, cram before the interview"),
         Binding("r", "rebuild", "Rebuild", id="rebuild",
                 tooltip="Rebuild the highlighted lab level from a blank stub"),
         Binding("b", "app.browse", "Browse", id="browse"),
