@@ -43,6 +43,10 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
   >= 21 d), `topic_accuracy()` (with overrides counted apart), `overrides(days)`,
   `recurring_mistakes(days=30)`, `forecast(days=30)`, `ef_distribution()`,
   `interval_distribution()`.
+* Plan and readiness (docs/readiness.md): `plan()` / `set_plan(Plan(date, minutes))` (its pace
+  replaces the new-card limit, `scheduler.plan`); `scheduler.readiness` replays answers with
+  FSRS for the recall on the interview day; `settings(scheduler="fsrs")` lets FSRS set due days
+  (`scheduler.fsrs_schedule`, also `fit`); `scheduler.study.select_cards` picks custom study.
 * Lab attempts: `record_lab_attempt(exercise, level, device, passed, cases, metrics,
   duration_s) -> id`, `lab_attempts(exercise=None)` oldest first.
 * Lab cards (schema v4): `grade_lab_card(exercise, level, quality, passed=, rebuild=, pass_s=,

@@ -25,6 +25,7 @@ class Settings:
     timezone: str | None = None  # IANA name; None = the system's local time
     backup_keep: int = 7  # rolling backups kept
     leech_lapses: int = 8  # lapses at which a card is flagged a leech
+    scheduler: str = "sm2"  # "sm2" (default) or "fsrs": what sets a review's next due day
 
 
 @dataclass(frozen=True)

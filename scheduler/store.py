@@ -21,13 +21,15 @@ from dataclasses import fields, replace
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, delete, event, false, func, select, update
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.sql.elements import ColumnElement, SQLColumnExpression
+from sqlalchemy.sql.expression import case
 
 from scheduler import backup as backups
 from scheduler import schema, transition
@@ -64,6 +66,9 @@ from scheduler.records import (
 )
 from scheduler.sm2 import CardState, check_quality
 
+if TYPE_CHECKING:
+    from scheduler.plan import Plan
+
 DB_NAME = "dojo.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 MATURE_DAYS = 21
@@ -95,6 +100,14 @@ def _on_begin(conn: Any) -> None:
     # instead of one failing when it upgrades a read lock.
     write = conn.get_execution_options().get("dojo_write", False)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _count_where(condition: SQLColumnExpression[bool]) -> ColumnElement[int]:
+    """How many rows satisfy `condition`, as an integer column.
+
+    Never `func.sum(condition)`: SQLAlchemy types that sum as the condition's Boolean and turns
+    the count into True/False when reading it back, so 43 successes would read as 1."""
+    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 
 
 def _json_object(value: dict[str, Any] | None, what: str) -> str | None:
@@ -557,6 +570,38 @@ class Store:
             return study_day(moment, hold[1], resolve_timezone(hold[0]))
         return study_day(moment, cfg.rollover_hour, resolve_timezone(cfg.timezone))
 
+    # ------------------------------------------------- values kept by other modules (plan)
+    def stored_value(self, key: str) -> Any:
+        """A JSON value another module keeps in the settings table (None when absent)."""
+        with self._read() as s:
+            raw = s.scalar(select(SettingRow.value).where(SettingRow.key == key))
+        try:
+            return None if raw is None else json.loads(raw)
+        except ValueError:
+            return None
+
+    def store_value(self, key: str, value: Any) -> None:
+        """Keep (or, with None, remove) a JSON value for another module."""
+        if key in {f.name for f in fields(Settings)} or key == _DAY_HOLD_KEY:
+            raise ValueError(f"{key!r} is a setting: use update_settings")
+        with self._write() as s:
+            if value is None:
+                s.execute(delete(SettingRow).where(SettingRow.key == key))
+            else:
+                s.merge(SettingRow(key=key, value=json.dumps(value, sort_keys=True)))
+
+    def plan(self) -> Plan | None:
+        """The plan to the interview day (`scheduler.plan`), or None."""
+        from scheduler.plan import PLAN_KEY, Plan
+
+        value = self.stored_value(PLAN_KEY)
+        return None if value is None else Plan.from_json(value)
+
+    def set_plan(self, plan: Plan | None) -> None:
+        from scheduler.plan import PLAN_KEY
+
+        self.store_value(PLAN_KEY, None if plan is None else plan.to_json())
+
     # ------------------------------------------------------------------------------- cards
     def sync_cards(
         self, questions: Iterable[tuple[str, str]], *, retire_missing: bool = False
@@ -699,6 +744,7 @@ class Store:
         cfg = self.settings()
         day = self.study_day(now, cfg)
         new_cap = cfg.new_limit if new_limit is None else new_limit
+        plan = self.plan() if new_limit is None else None
         review_cap = cfg.review_limit if review_limit is None else review_limit
         visible = (
             ~CardRow.suspended,
@@ -713,6 +759,13 @@ class Store:
             ).all()
             scheduled = [r for r in today if r.mode == "review"]
             introduced = sum(1 for r in scheduled if r.due_before is None)
+            if plan is not None:  # a plan to the interview replaces the new-card limit
+                from scheduler.plan import paced_new_limit
+
+                waiting = s.scalar(select(func.count()).select_from(CardRow).where(
+                    CardRow.due.is_(None), ~CardRow.suspended, ~CardRow.retired)) or 0
+                paced = paced_new_limit(plan, day, waiting + introduced)
+                new_cap = new_cap if paced is None else paced
             room = max(0, review_cap - len(scheduled))
             due_rows = s.execute(
                 select(CardRow.question_id, CardRow.topic, CardRow.due)
@@ -789,6 +842,8 @@ class Store:
             old = _card(card).scheduled
             try:
                 new, redrill = transition.apply(old, quality, mode, day, cfg)
+                if cfg.scheduler == "fsrs" and mode == "review":  # FSRS sets the due day
+                    new = self._fsrs_due(s, question_id, new, quality, moment, day)
             except ValueError as exc:
                 if mode == "review" and card.due is not None and card.due > day and s.scalars(
                     select(ReviewRow.id).where(ReviewRow.question_id == question_id,
@@ -829,6 +884,21 @@ class Store:
             lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
             needs_redrill=redrill,
         )
+
+    def _fsrs_due(self, s: Session, question_id: str, new: transition.Scheduled,
+                  quality: int, moment: dt.datetime, day: dt.date) -> transition.Scheduled:
+        """`new` with its interval and due day from an FSRS replay of the card's answers."""
+        from scheduler.fsrs_schedule import fsrs_interval
+        from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+        answers = [(from_ms(ms), q) for ms, q in s.execute(
+            select(ReviewRow.reviewed_ms, ReviewRow.quality)
+            .where(ReviewRow.question_id == question_id).order_by(ReviewRow.id)).all()]
+        raw = s.scalar(select(SettingRow.value).where(SettingRow.key == FSRS_PARAMETERS_KEY))
+        interval = fsrs_interval([*answers, (moment, quality)],
+                                 None if raw is None else json.loads(raw))
+        state = CardState(new.state.ef_hundredths, new.state.repetitions, interval)
+        return replace(new, state=state, due=day + dt.timedelta(days=interval))
 
     def _inside_answer_transaction(self) -> None:
         """Test seam: runs after the answer is written, before it commits."""
@@ -921,7 +991,7 @@ class Store:
         start = today - dt.timedelta(days=days - 1)
         with self._read() as s:
             total, passed = s.execute(
-                select(func.count(), func.coalesce(func.sum(ReviewRow.quality >= 3), 0))
+                select(func.count(), _count_where(ReviewRow.quality >= 3))
                 .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
                        ReviewRow.study_day >= start, ReviewRow.study_day <= today)
             ).one()
@@ -937,7 +1007,7 @@ class Store:
         with self._read() as s:
             rows = s.execute(
                 select(ReviewRow.study_day, func.count(),
-                       func.coalesce(func.sum(ReviewRow.quality >= 3), 0))
+                       _count_where(ReviewRow.quality >= 3))
                 .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
                        ReviewRow.study_day >= start, ReviewRow.study_day <= today)
                 .group_by(ReviewRow.study_day)
@@ -957,8 +1027,8 @@ class Store:
         wrong verdicts counted right after a typo (re-drill/cram excluded)."""
         with self._read() as s:
             rows = s.execute(
-                select(CardRow.topic, func.count(), func.coalesce(func.sum(ReviewRow.correct), 0),
-                       func.coalesce(func.sum(ReviewRow.overridden), 0))
+                select(CardRow.topic, func.count(), _count_where(ReviewRow.correct),
+                       _count_where(ReviewRow.overridden))
                 .join(CardRow, CardRow.question_id == ReviewRow.question_id)
                 .where(ReviewRow.mode == "review").group_by(CardRow.topic)
                 .order_by(CardRow.topic)
@@ -1183,6 +1253,7 @@ class Store:
             return import_history(s, document)
 
 
+SCHEDULERS = ("sm2", "fsrs")
 _DAY_HOLD_KEY = "_day_rule_hold"  # [old timezone, old rollover_hour, from ms, until ms]
 
 
@@ -1194,6 +1265,9 @@ def _setting_problems(values: dict[str, Any]) -> dict[str, str]:
             value = values[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 problems[name] = f"must be a whole number >= 0, got {value!r}"
+    if "scheduler" in values and values["scheduler"] not in SCHEDULERS:
+        problems["scheduler"] = (f"must be one of {', '.join(SCHEDULERS)}, got "
+                                 f"{values['scheduler']!r}")
     if "rollover_hour" in values:
         hour = values["rollover_hour"]
         if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:

@@ -118,6 +118,37 @@ class DojoApp(App[None]):
 
         self.push_screen(StatsScreen())
 
+    def action_plan(self) -> None:
+        """Set (or clear) the interview date and minutes a day, as `dojo plan`."""
+        from trainer.screens.plan import PlanScreen, parse_plan
+
+        services = self.services
+        if services is None:
+            self.notify("Still loading…")
+            return
+        plan = services.store.plan()
+        current = "" if plan is None else f"{plan.interview} {plan.minutes}"
+
+        def done(text: str | None) -> None:
+            from scheduler.plan import Plan
+
+            if text is None or services is None:
+                return
+            parsed = parse_plan(text)
+            if parsed is not None and parsed[0] <= services.day():
+                self.notify(f"{parsed[0]} is not after today: the plan is unchanged.",
+                            severity="warning")
+                return
+            new = None if parsed is None else Plan(*parsed)
+            services.write(lambda store: store.set_plan(new)).result()
+            self.notify("Plan cleared." if new is None else
+                        f"Plan: interview {new.interview}, {new.minutes} min/day.")
+            reload = getattr(self.screen, "reload", None)
+            if callable(reload):
+                reload()
+
+        self.push_screen(PlanScreen(current), done)
+
     def action_lab(self, exercise: str | None = None, level: int | None = None) -> None:
         """Open the lab, on `exercise`'s `level` when given (a question's `l lab X L2` link)."""
         from trainer.screens.lab_level import lab_screen
@@ -141,6 +172,33 @@ class DojoApp(App[None]):
         if not self._can_save():
             return
         self.push_screen(CramPicker(self.services.today().topics), self._start_cram)
+
+    def action_study(self) -> None:
+        """Custom study: recurring mistakes, recent lapses, a topic ahead, cram before the
+        interview (scheduler.study)."""
+        from trainer.screens.study import StudyPicker
+
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        topics = sorted((tid, t.title) for tid, t in self.services.bank.topics.items())
+        self.push_screen(StudyPicker(topics), self._start_study)
+
+    def _start_study(self, picked: tuple[str, bool] | None) -> None:
+        from trainer.screens.study import study_arguments
+
+        if picked is None or self.services is None:
+            return
+        option, reschedule = picked
+        title, session = self.services.start_custom(**study_arguments(option),
+                                                    reschedule=reschedule)
+        if session.current is None:
+            self.notify(f"{title}: nothing to study.")
+            return
+        self.notify(f"{title}: {session.remaining} cards"
+                    + ("; the ones due today count as reviews." if reschedule else
+                       "; the schedule is untouched."))
+        self._push_review(session)
 
     def _start_cram(self, topic: str | bool | None) -> None:
         if topic is False or self.services is None:
@@ -192,6 +250,11 @@ class DojoApp(App[None]):
         )
         yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
         yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
+        yield SystemCommand("Custom study", "Recurring mistakes, recent lapses, a topic ahead "
+                            "of schedule, cram before the interview", self.action_study)
+        yield SystemCommand("Plan to the interview day", "Set the date and minutes a day; the "
+                            "pace, and each topic's predicted recall (like `dojo plan`)",
+                            self.action_plan)
         yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
         yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
         yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
@@ -201,8 +264,9 @@ class DojoApp(App[None]):
                             "(like `dojo backup`)", self.action_backup)
         yield from self._content_commands()
         # Listed above, or plumbing every Textual app has (focus moves, copy).
-        seen = {"help", "home", "start", "cram", "browse", "stats", "lab()", "lab", "sim()", "sim",
-                "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
+        seen = {"help", "home", "start", "cram", "browse", "stats", "plan", "study", "lab()",
+                "lab", "sim()", "sim", "command_palette", "copy_text", "focus_next",
+                "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding
             action = binding.action

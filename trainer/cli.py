@@ -12,6 +12,9 @@ _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
     "trainer.commands.questions": ("questions",),
     "trainer.commands.lab": ("lab",),
     "trainer.commands.sim": ("sim",),
+    "trainer.commands.plan": ("plan",),
+    "trainer.commands.fsrs": ("fsrs",),
+    "trainer.commands.study": ("study",),
 }
 # Commands added to a group defined elsewhere: (group, module, command).
 _GROUP_EXTRAS: tuple[tuple[str, str, str], ...] = (

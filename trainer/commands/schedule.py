@@ -290,7 +290,8 @@ def import_(file: Path) -> None:
 @click.argument("assignments", nargs=-1, metavar="[KEY=VALUE]...")
 def settings(assignments: tuple[str, ...]) -> None:
     """Show your scheduling settings, or change them: new_limit, review_limit, rollover_hour,
-    timezone (an IANA name, or "local"), backup_keep, leech_lapses.
+    timezone (an IANA name, or "local"), backup_keep, leech_lapses, scheduler (sm2, the
+    default, or fsrs: FSRS sets each review's next due day; switching keeps all history).
 
     Example: dojo settings new_limit=20 rollover_hour=3
     """
@@ -311,6 +312,8 @@ def settings(assignments: tuple[str, ...]) -> None:
         raw = raw.strip()
         if key == "timezone":
             changes[key] = None if raw.lower() in ("", "local", "none") else raw
+        elif key == "scheduler":
+            changes[key] = raw.lower()
         else:
             try:
                 changes[key] = int(raw)

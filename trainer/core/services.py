@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from questions.bank import Bank
     from questions.model import Question
     from scheduler.store import Store
+    from scheduler.study import Kind
     from scheduler.transition import Mode
     from trainer.core.views import TodayView
 
@@ -169,6 +170,29 @@ class Services:
             return str(exc)
         return None
 
+    def draw_fresh(
+        self, question_id: str, mode: Mode, answered_seed: int | None, tries: int = 16
+    ) -> Item:
+        """A draw whose numbers (or, for a fixed MCQ, choice order) differ from the draw last
+        answered (`answered_seed`), when the question has another: a re-drill must not repeat
+        the numbers just answered."""
+        item = self.draw(question_id, mode)
+        if answered_seed is None:
+            return item
+        seen = _draw_key(item.question.draw(answered_seed))
+        for _ in range(tries):
+            if _draw_key(item.instance) != seen:
+                break
+            item = self.draw(question_id, mode)
+        return item
+
+    def _last_seed(self, question_id: str) -> int | None:
+        """The seed of the card's latest logged answer, if it kept one."""
+        history = self.store.history(question_id)
+        params = history[-1].params if history else None
+        seed = (params or {}).get("seed")
+        return seed if isinstance(seed, int) else None
+
     def start_session(self) -> Session:
         """Today's scheduled cards: due reviews, new cards, then re-drills left from earlier."""
         queue = self.store.today_queue(self.now)
@@ -179,10 +203,40 @@ class Services:
         items += [self.draw(i.question_id, "review", new=True)
                   for i in queue.new if i.question_id in known]
         pending = [i.question_id for i in queue.redrill if i.question_id in known]
-        return Session(self, items, pending, cram=False)
+        seeds = {q: seed for q in pending if (seed := self._last_seed(q)) is not None}
+        return Session(self, items, pending, cram=False, answered_seeds=seeds)
+
+    def start_custom(
+        self, kind: Kind, *, days: int = 7, topic: str | None = None, limit: int = 20,
+        reschedule: bool = False,
+    ) -> tuple[str, Session]:
+        """A custom study session (scheduler.study): practice that leaves the schedule alone,
+        or, with `reschedule`, counts the selected cards due today as their scheduled review.
+        Every card is drawn with fresh numbers. Returns (the set's title, the session)."""
+        from scheduler.study import select_cards
+
+        store = self.store
+        chosen = select_cards(store, kind, days=days, topic=topic, limit=limit, now=self.now)
+        today = store.study_day(self.now)
+        known = {q.id for q in self.bank.questions}
+        items = []
+        for qid in chosen.question_ids:
+            if qid not in known:
+                continue
+            due = store.card(qid).due
+            mode: Mode = "review" if reschedule and due is not None and due <= today else "cram"
+            items.append(self.draw_fresh(qid, mode, self._last_seed(qid)))
+        cram = all(i.mode == "cram" for i in items)
+        return chosen.title, Session(self, items, [], cram=cram)
 
     def start_cram(self, topic: str | None = None, limit: int = 20) -> Session:
         """Practice without touching the schedule: a shuffled slice of a topic (or everything)."""
         ids = [q.id for q in self.bank.questions if topic is None or q.topic == topic]
         self.rng.shuffle(ids)
         return Session(self, [self.draw(i, "cram") for i in ids[:limit]], [], cram=True)
+
+
+def _draw_key(instance: Any) -> tuple[Any, ...]:
+    """What the learner sees change between draws: the values and the MCQ choice order."""
+    values = tuple(sorted((str(k), repr(v)) for k, v in instance.values.items()))
+    return values, tuple(instance.order), tuple(_draw_key(s) for s in instance.steps)

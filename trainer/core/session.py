@@ -124,7 +124,8 @@ class _State:
 class Session:
     """One sitting: show an item, check an answer, record a grade, re-drill, undo."""
 
-    def __init__(self, services: Services, items: list[Item], pending: list[str], *, cram: bool):
+    def __init__(self, services: Services, items: list[Item], pending: list[str], *, cram: bool,
+                 answered_seeds: Mapping[str, int] | None = None):
         self.services = services
         self.cram = cram
         self.total_scheduled = len(items)
@@ -139,6 +140,8 @@ class Session:
         self._case: CaseProgress | None = None
         self._passed_labs: set[tuple[str, int]] | None = None  # read once, at the first miss
         self._labs: list[str] = []
+        # The draw each card was last answered with (re-drills avoid its numbers).
+        self._answered_seed: dict[str, int] = dict(answered_seeds or {})
         self._refill()
 
     # -- queue ---------------------------------------------------------------------------
@@ -216,7 +219,10 @@ class Session:
         if self._state.queue or not self._state.pending:
             return
         mode: Mode = "cram" if self.cram else "redrill"
-        self._state.queue = [self.services.draw(i, mode) for i in self._state.pending]
+        # Fresh numbers: a re-drill that repeats the values just answered tests recall of
+        # the answer, not of the method.
+        self._state.queue = [self.services.draw_fresh(i, mode, self._answered_seed.get(i))
+                             for i in self._state.pending]
         self._state.pending = []
 
     def skip_answered_elsewhere(self) -> list[Item]:
@@ -356,6 +362,7 @@ class Session:
         )
         mode, answer_text, now = item.mode, self._given_text, self.services.now
         params = {"seed": item.seed, "values": _jsonable(item.instance.values)}
+        self._answered_seed[item.question_id] = item.seed
         write: Future[ReviewResult] = self.services.write(
             lambda store: store.answer(
                 item.question_id,

@@ -106,6 +106,8 @@ class StatsReport:
     overridden: int  # answers counted right after a typo, in the window
     mistakes: list[Mistake]  # over the last MISTAKE_DAYS days, most frequent first
     rehearsals: list[Rehearsals] = field(default_factory=list)  # interview times per level
+    # true retention per 7-day window, oldest first, the last ending today (12 weeks)
+    weeks: list[tuple[dt.date, Retention]] = field(default_factory=list)
 
 
 def collect(
@@ -126,6 +128,7 @@ def collect(
         overridden=store.overrides(days, now),
         mistakes=recurring_mistakes(store, bank, now),
         rehearsals=rehearsal_times(store.lab_attempts()),
+        weeks=store.retention_by_week(12, now),
     )
 
 
@@ -178,6 +181,10 @@ def report_json(report: StatsReport) -> dict[str, Any]:
         "streak": report.streak,
         "reviews_per_day": {d.isoformat(): n for d, n in report.per_day.items()},
         "true_retention": {"passed": r.passed, "total": r.total, "rate": r.rate},
+        "retention_by_week": [
+            {"week_of": start.isoformat(), "passed": w.passed, "total": w.total, "rate": w.rate}
+            for start, w in report.weeks
+        ],
         "topic_accuracy": {
             t: {"answered": a.answered, "correct": a.correct, "overridden": a.overridden,
                 "accuracy": a.accuracy}

@@ -12,6 +12,7 @@ from trainer.core.stats import Mistake, collect, rehearsal_line
 if TYPE_CHECKING:
     from lab.rebuild import DueRebuild
     from scheduler.records import Card, LabAttempt
+    from trainer.core.plan import PlanReport
     from trainer.core.services import Services
 
 
@@ -34,6 +35,7 @@ class TodayView:
     bank_errors: list[str]
     warnings: tuple[str, ...] = ()
     rebuilds: tuple[DueRebuild, ...] = ()  # passed lab levels due for a rebuild (lab.rebuild)
+    plan: PlanReport | None = None  # the plan to the interview and per-topic readiness
 
     @property
     def to_do(self) -> int:
@@ -63,7 +65,21 @@ def today_view(services: Services) -> TodayView:
         bank_errors=services.bank_errors(),
         warnings=tuple(services.warnings()),
         rebuilds=tuple(due_rebuilds(store, now)),
+        plan=_plan(services),
     )
+
+
+def _plan(services: Services) -> PlanReport | None:
+    """The plan and readiness; None (and a warning) rather than no home screen if it fails."""
+    from trainer.core.plan import plan_report
+
+    try:
+        return plan_report(services.store, services.bank, services.now)
+    except Exception as exc:  # e.g. fsrs missing from a broken install
+        warning = f"the plan could not be computed ({exc})"
+        if warning not in services.store.warnings:
+            services.store.warnings.append(warning)
+        return None
 
 
 # --- browse -------------------------------------------------------------------------------------
@@ -174,6 +190,7 @@ class StatsView:
     overridden: int  # answers counted right after a typo, last 365 days
     mistakes: list[Mistake]  # recurring mistakes, last 30 days
     rehearsals: list[str] = field(default_factory=list)  # a chart line per rehearsed level
+    plan: PlanReport | None = None  # the plan and every topic's readiness, weakest first
 
 
 def stats_view(services: Services) -> StatsView:
@@ -211,4 +228,5 @@ def stats_view(services: Services) -> StatsView:
         overridden=report.overridden,
         mistakes=report.mistakes,
         rehearsals=[rehearsal_line(r) for r in report.rehearsals],
+        plan=_plan(services),
     )

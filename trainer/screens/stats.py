@@ -14,6 +14,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from questions.wording import plural
+from trainer.core.plan import PlanReport
 from trainer.core.stats import Mistake
 from trainer.core.views import StatsView, stats_view
 from trainer.screens.base import DojoScreen
@@ -35,6 +36,10 @@ class StatsScreen(DojoScreen):
         yield Static("Stats", classes="titlebar")
         with VerticalScroll(id="stats-body"):
             yield Static("Loading…", id="stats-headline")
+            with Vertical(classes="panel wide"):
+                yield Static("Readiness: predicted recall, weakest first (FSRS)",
+                             classes="panel-title")
+                yield Static("", id="stats-readiness")
             with Horizontal(classes="stats-row"):
                 with Vertical(classes="panel"):
                     yield Static("Reviews, last 12 weeks", classes="panel-title")
@@ -76,7 +81,21 @@ class StatsScreen(DojoScreen):
 
     mistakes: list[Mistake] = []
 
+    _plan: PlanReport | None = None
+
+    def _show_plan(self) -> None:
+        from trainer.core.plan import plan_lines
+
+        widget = self.query_one("#stats-readiness", Static)
+        if self._plan is None:
+            widget.update("The plan could not be computed (see Today's warnings).")
+            return
+        lines = plan_lines(self._plan, width=max(40, self.size.width - 6))
+        widget.update("\n".join(escape(line) for line in lines))
+
     def on_resize(self) -> None:
+        if self.is_mounted and self._plan is not None:
+            self._show_plan()
         # The first row needs ~76 columns side by side; narrower, every row stacks so no
         # chart loses its border or days.
         for row in self.query(".stats-row"):
@@ -175,6 +194,8 @@ class StatsScreen(DojoScreen):
         self.query_one("#stats-ef", Static).update(_histogram(v.ef))
         self.query_one("#stats-intervals", Static).update(_histogram(v.intervals))
         self.query_one("#stats-forecast", BarChart).update(v.forecast[:FORECAST_DAYS])
+        self._plan = v.plan
+        self._show_plan()
         self.query_one("#stats-lab", Static).update(
             "\n".join(
                 f"{ex} L{lvl}: {'[green]passing[/]' if ok else '[red]failing[/]'}  "

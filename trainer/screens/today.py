@@ -36,10 +36,14 @@ class TodayScreen(DojoScreen):
         Binding(
             "c", "app.cram", "Cram", id="cram", tooltip="Practise without touching the schedule"
         ),
+        Binding("u", "app.study", "Custom", id="study",
+                tooltip="Custom study: mistakes, lapses, a topic ahead, cram before the interview"),
         Binding("r", "rebuild", "Rebuild", id="rebuild",
                 tooltip="Rebuild the highlighted lab level from a blank stub"),
         Binding("b", "app.browse", "Browse", id="browse"),
         Binding("s", "app.stats", "Stats", id="stats"),
+        Binding("p", "app.plan", "Plan", id="plan",
+                tooltip="Set the interview date and your minutes a day"),
         Binding("l", "app.lab()", "Lab", id="lab"),
         Binding("m", "app.sim()", "Sims", id="sims", tooltip="Capacity, metering, fleet"),
         Binding("q", "app.quit", "Quit", id="quit"),
@@ -53,6 +57,7 @@ class TodayScreen(DojoScreen):
         with VerticalScroll(id="today-body"):
             yield Static("Loading your cards…", id="today-headline")
             yield Static("", id="today-counts")
+            yield Static("", id="today-plan")
             rebuilds = OptionList(id="today-rebuilds")
             rebuilds.display = False  # shown when a passed lab level is due
             yield rebuilds
@@ -96,7 +101,21 @@ class TodayScreen(DojoScreen):
                     f"{session.minutes} minutes, hints off.{moved}")
         self.dojo.action_lab(due.exercise, due.level)
 
+    def _show_plan(self) -> None:
+        """The plan's headline and the five weakest topics' predicted recall, fitted to the
+        width (the whole list is on Stats and in `dojo plan`)."""
+        from trainer.core.plan import plan_lines
+
+        report = self.view.plan if self.view is not None else None
+        widget = self.query_one("#today-plan", Static)
+        widget.display = report is not None
+        if report is not None:
+            lines = plan_lines(report, width=max(40, self.size.width - 4), limit=5)
+            widget.update("\n".join(escape(line) for line in lines))
+
     def on_resize(self) -> None:
+        if self.view is not None:
+            self._show_plan()
         # Side by side the two charts need ~76 columns; below that they stack, so neither
         # loses its border or days (the heatmap 30 columns, the forecast 44).
         self.query_one("#today-charts").set_class(self.size.width < 78, "narrow")
@@ -155,6 +174,7 @@ class TodayScreen(DojoScreen):
             f"Streak [b]{view.streak}[/] d   Today [b]{view.reviews_today}[/]   "
             f"Retention 30 d [b]{retention}[/]"
         )
+        self._show_plan()
         rebuilds = self.query_one("#today-rebuilds", OptionList)
         rebuilds.set_options(
             Option(f"[b]{escape(r.line)}[/]  [dim](r)[/]", id=f"{r.exercise}:{r.level}")

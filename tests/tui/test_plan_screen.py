@@ -1,0 +1,99 @@
+"""The plan to the interview day in the app (issue #32): set from Today (`p`) or the palette,
+shown on Today and Stats with each topic's predicted recall, weakest first, and its labs, readable
+at 60x20, 80x24 and 100x30."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import pytest
+from textual.widgets import Input, Static
+
+from tests.tui.conftest import NOW, FlushedStore, ready, right_keys, text_of
+from trainer.app import DojoApp
+from trainer.screens.plan import PlanScreen, parse_plan
+from trainer.screens.review import ReviewScreen
+from trainer.screens.stats import StatsScreen
+
+INTERVIEW = NOW.date() + dt.timedelta(days=21)
+
+
+def test_the_plan_input_reads_a_date_and_minutes() -> None:
+    assert parse_plan("2026-12-21 45") == (dt.date(2026, 12, 21), 45)
+    assert parse_plan(" 2026-12-21 ") == (dt.date(2026, 12, 21), 30)
+    assert parse_plan("clear") is None
+    for bad in ("21/12/2026", "2026-12-21 0", "2026-12-21 lots", ""):
+        with pytest.raises(ValueError):
+            parse_plan(bad)
+
+
+def _fits(app: DojoApp, selector: str) -> list[str]:
+    """The widget's lines; each fits its width and the widget starts on screen."""
+    widget = app.screen.query_one(selector, Static)
+    lines = text_of(app, selector).rstrip("\n").splitlines()
+    assert widget.region.width > 0 and widget.region.y < app.screen.size.height
+    for line in lines:
+        assert len(line) <= widget.region.width, (line, widget.region.width)
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (100, 30)])
+async def test_plan_is_set_on_today_and_shown_with_readiness(
+    make_app: Callable[..., DojoApp], size: tuple[int, int],
+) -> None:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(app, pilot)
+        assert "No interview date set" in text_of(app, "#today-plan")
+        # Answer the first card right, so one topic has a recall above 0.
+        await pilot.press("enter")
+        assert isinstance(app.screen, ReviewScreen)
+        item = app.screen.session.current
+        assert item is not None
+        await pilot.press(*right_keys(item), "5", "escape", "enter")  # the summary, home
+        await pilot.press("p")
+        assert isinstance(app.screen, PlanScreen)
+        app.screen.query_one(Input).value = f"{INTERVIEW} 20"
+        await pilot.press("enter")
+        for _ in range(4):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        plan = FlushedStore(app).plan()
+        assert (plan.interview, plan.minutes) == (INTERVIEW, 20)
+        lines = _fits(app, "#today-plan")
+        assert lines[0].startswith(f"Interview {INTERVIEW}") and "21 days left" in lines[0]
+        assert "20 min/day" in lines[0]
+        topics = [x for x in lines if " in · labs " in x]
+        assert len(topics) == 2  # the fixture bank's two topics, weakest first
+        assert "KV-cache sizing" in topics[0] and "0%" in topics[0]
+        assert "Continuous batching" in topics[1] and "labs 0/1" in topics[1]
+        assert " 1/1   in" in topics[1]
+        await pilot.press("s")
+        assert isinstance(app.screen, StatsScreen)
+        for _ in range(4):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        shown = _fits(app, "#stats-readiness")
+        assert shown[0].startswith(f"Interview {INTERVIEW}")
+        assert [" ".join(x.split()) for x in shown if " in · labs " in x] == [
+            " ".join(x.split()) for x in topics]
+
+
+@pytest.mark.slow
+async def test_the_palette_sets_the_plan(make_app: Callable[..., DojoApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Plan to the interview")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, PlanScreen)
+        app.screen.query_one(Input).value = "2020-01-01"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert FlushedStore(app).plan() is None  # a past date is refused
+        assert not isinstance(app.screen, PlanScreen)

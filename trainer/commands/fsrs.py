@@ -1,0 +1,50 @@
+"""`dojo fsrs fit`: fit the FSRS memory model to your own answers (readiness, scheduler=fsrs)."""
+
+from __future__ import annotations
+
+import click
+
+from trainer.commands.schedule import _open_store, _read
+
+
+@click.group()
+def fsrs() -> None:
+    """The FSRS memory model behind readiness and `dojo settings scheduler=fsrs`."""
+
+
+@fsrs.command()
+@click.option("--reset", is_flag=True, help="Forget fitted parameters: use FSRS's defaults.")
+def fit(reset: bool) -> None:
+    """Fit FSRS's parameters to your answer log with the package's optimiser, and keep them
+    when they predict your answers better (lower log-loss, shown before/after).
+
+    Needs the optimiser extra (pip install "fsrs[optimizer]") and at least 512 answers given
+    on a later day than the card's previous one; with fewer it says how many are missing.
+    """
+    from scheduler.fsrs_schedule import fit as fit_fsrs
+    from scheduler.readiness import FSRS_PARAMETERS_KEY, answers_by_card
+
+    with _open_store() as store:
+        if reset:
+            _read(lambda: store.store_value(FSRS_PARAMETERS_KEY, None))
+            click.echo("FSRS parameters reset to the defaults.")
+            return
+        current = _read(lambda: store.stored_value(FSRS_PARAMETERS_KEY))
+        history = answers_by_card(_read(store.export_history)["reviews"])
+        try:
+            result = fit_fsrs(history, current)
+        except ValueError as exc:
+            click.echo(f"Not enough answers yet: {exc}.")
+            return
+        except ImportError as exc:
+            raise click.ClickException(
+                f"the FSRS optimiser is not installed ({exc}); pip install \"fsrs[optimizer]\""
+            ) from exc
+        better = result.after < result.before
+        if better:
+            _read(lambda: store.store_value(FSRS_PARAMETERS_KEY, result.parameters))
+    which = "your fitted parameters" if current else "the defaults"
+    click.echo(f"Fitted on {result.reviews} answers. Log-loss: {result.before:.4f} with {which}"
+               f" -> {result.after:.4f} fitted.")
+    click.echo("Kept: readiness and scheduler=fsrs now use them." if better else
+               "Not kept: they predict your answers no better.")

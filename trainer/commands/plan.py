@@ -1,0 +1,70 @@
+"""`dojo plan`: the interview date, the daily time budget, the pace and per-topic readiness."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import click
+
+from trainer.commands.schedule import _open_store, _read
+
+DEFAULT_MINUTES = 30
+
+
+def _date(value: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a date YYYY-MM-DD, got {value!r}") from None
+
+
+@click.command()
+@click.option("--interview", metavar="YYYY-MM-DD", help="Set the interview date.")
+@click.option("--minutes", type=click.IntRange(1, 600), metavar="N",
+              help=f"Minutes a day you can study (default {DEFAULT_MINUTES}).")
+@click.option("--clear", is_flag=True, help="Remove the plan (the usual new-card limit again).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool) -> None:
+    """Plan to an interview day: set it, show it, or clear it.
+
+    With a plan, the daily new-card limit is replaced by the pace that introduces every card
+    at least 7 days before the interview, leaving the last week for review and a mock round.
+    The minutes a day are estimated from your own response times; if they do not fit your
+    budget the plan says so, and what would fit. Each topic's readiness is its cards'
+    predicted recall (FSRS) at the start of the interview day, weakest first, beside the lab
+    levels passed (docs/readiness.md shows how to recompute it from `dojo export`).
+
+    Example: dojo plan --interview 2026-12-21 --minutes 45
+    """
+    from scheduler.plan import Plan
+    from trainer.core.bank import load_study_bank, sync_bank
+    from trainer.core.plan import plan_lines, plan_report
+
+    if clear and (interview or minutes):
+        raise click.UsageError("--clear takes no --interview or --minutes")
+    with _open_store(browse=not (clear or interview or minutes)) as store:
+        current = _read(store.plan)
+        if clear:
+            _read(lambda: store.set_plan(None))
+            click.echo("Plan cleared: the daily new-card limit applies again.", err=as_json)
+        elif interview or minutes:
+            if interview is None and current is None:
+                raise click.UsageError("no plan yet: give --interview YYYY-MM-DD")
+            day = _date(interview) if interview else current.interview  # type: ignore[union-attr]
+            budget = minutes or (current.minutes if current else DEFAULT_MINUTES)
+            if day <= _read(store.study_day):
+                raise click.BadParameter(f"{day} is not after today", param_hint="--interview")
+            _read(lambda: store.set_plan(Plan(day, budget)))
+        try:
+            bank = load_study_bank()
+        except Exception as exc:  # the plan is made of the bank's topics
+            raise click.ClickException(f"could not load the question bank ({exc})") from exc
+        if store.writable:
+            _read(lambda: sync_bank(store, bank))  # every question has a card to plan
+        report = _read(lambda: plan_report(store, bank))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+        return
+    for line in plan_lines(report):
+        click.echo(line)
