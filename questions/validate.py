@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import string
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from questions.answers import check_answer
 from questions.formula import FormulaError
 from questions.givens import trace_givens
 from questions.labs import known_exercises, known_sims
 from questions.loader import parse_file
-from questions.model import DrawError, Question, Topic, Value, round_count
+from questions.model import DrawError, Instance, Question, Topic, Value, round_count
 from questions.problems import Problem
-from questions.render import format_value
+from questions.render import RenderError, format_value, render
+from questions.units import format_quantity
 
 CHECK_DRAWS = 200  # random draws per parameterised question for `dojo questions check`
 LOAD_DRAWS = 8  # ... when the app loads the bank
@@ -119,8 +122,14 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
             found.append(("related", f"related id {other!r} does not exist"))
     # what is graded: the question itself, or each step of a case (its problems at step[i].)
     graded: list[tuple[str, Question, int | None]] = [("", question, None)]
+    explained = {"": question.explanation}
     if question.kind == "case":
         graded = [(f"step[{k}].", step.question, k) for k, step in enumerate(question.steps)]
+        explained = {f"step[{k}].": step.explanation for k, step in enumerate(question.steps)}
+    for prefix, part, _ in graded:
+        problem = _percent_fraction_problem(part, explained[prefix])
+        if problem:
+            return [*found, (prefix + problem[0], problem[1])]
     given = {prefix: _givens(part) for prefix, part, _ in graded}
     coincide = {(prefix, m.id): 0 for prefix, part, _ in graded for m in part.mistakes}
     example: dict[tuple[str, str], str] = {}
@@ -137,7 +146,9 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
             graded_instance = instance if k is None else instance.steps[k]
             problem = _instance_problem(part, graded_instance.values, graded_instance.answer,
                                         graded_instance.choices) or _shown_numbers_problem(
-                part, given[prefix], graded_instance.values, graded_instance.answer)
+                part, given[prefix], graded_instance.values, graded_instance.answer) or \
+                _printed_answer_problem(graded_instance, explained[prefix]) or \
+                _precision_problem(graded_instance)
             if problem:
                 shown = _describe(instance.values, question)
                 return [*found, (prefix + problem[0], f"{problem[1]} (with {shown})")]
@@ -188,6 +199,74 @@ def _instance_problem(question: Question, values: Mapping[str, Value], answer: f
         folded = [" ".join(c.split()).casefold() for c in choices]
         if len(set(folded)) != len(folded):
             return "choices", "two choices render the same text"
+    return None
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+
+
+def printed_answers(template: str, instance: Instance) -> list[str]:
+    """What an explanation prints as the answer, as a learner would copy it: each bold span
+    that holds `{answer...}` (e.g. `**{answer:.1f} s**`), rendered for this draw."""
+    spans = [span for span in _BOLD.findall(template) if "{answer" in span]
+    try:
+        return [" ".join(render(span, instance.values).split()) for span in spans]
+    except RenderError:
+        return []  # the explanation's own rendering is checked (and reported) elsewhere
+
+
+def _printed_answer_problem(instance: Instance, template: str) -> tuple[str, str] | None:
+    """The explanation's own printed answer must be accepted by the checker: a learner who
+    types what the explanation says (`**40.0%**`, `**10.3 s**`) must not be graded wrong."""
+    question = instance.question
+    if question.kind != "numeric" or instance.answer is None:
+        return None
+    for text in printed_answers(template, instance):
+        outcome = check_answer(instance, text)
+        if outcome.graded and outcome.correct:
+            continue
+        why = outcome.message if outcome.reask else \
+            f"graded wrong{': ' + outcome.hint if outcome.hint else ''}"
+        return "explanation", (f"the explanation prints the answer as {text!r}, which the checker "
+                               f"does not accept ({why}; the answer is "
+                               f"{format_quantity(instance.answer, question.unit)}): print it "
+                               "with the digits the tolerance needs, in the question's unit")
+    return None
+
+
+# how a prompt asks for more digits than a person types by default ("to the millisecond",
+# "to two decimals", "3 significant figures")
+_PRECISION_ASKED = re.compile(r"decimal|significant|d\.p\.|\bexact|to the (?:nearest|milli|micro|"
+                              r"second|tenth|hundredth|thousandth)", re.IGNORECASE)
+TYPED_DIGITS = 3  # significant figures a learner types unless told otherwise
+
+
+def _precision_problem(instance: Instance) -> tuple[str, str] | None:
+    """A tolerance tighter than the 3 significant figures a person types must say the precision
+    it asks: "10.3" for 10.275 s is otherwise graded wrong (and may even match a mistake)."""
+    question, answer = instance.question, instance.answer
+    if question.kind != "numeric" or answer is None or question.round is not None or \
+            question.tolerance is None or answer == 0:
+        return None
+    typed = float(f"{answer:.{TYPED_DIGITS}g}")
+    if question.tolerance.accepts(answer, typed) or _PRECISION_ASKED.search(instance.prompt):
+        return None
+    return "tolerance", (f"{format_quantity(typed, question.unit)} ({TYPED_DIGITS} significant "
+                         f"figures of {format_quantity(answer, question.unit)}) is outside "
+                         f"{question.tolerance.describe()}: say the precision asked in the prompt "
+                         "(\"to the millisecond\", \"to two decimals\") or widen the tolerance")
+
+
+_PERCENT_SPEC = re.compile(r"\{answer:[^}]*%\}")
+
+
+def _percent_fraction_problem(question: Question, template: str) -> tuple[str, str] | None:
+    """A `%` answer stored as a fraction (0.4 printed as `{answer:.0%}` = "40%") grades the
+    right "40%" as 100x off: a `%` answer is stored in percent (40)."""
+    if question.kind == "numeric" and question.unit == "%" and _PERCENT_SPEC.search(template):
+        return "answer", ("unit is '%' but the explanation prints {answer:…%}, i.e. the answer "
+                          "is stored as a fraction: store it in percent (× 100) and print it "
+                          "with a plain spec such as {answer:.1f}%")
     return None
 
 

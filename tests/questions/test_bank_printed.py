@@ -1,0 +1,108 @@
+"""Issue 36: a learner who types the explanation's own answer is graded right, on every case of
+every numeric question and case-study step, and the bank's confirmed errors stay fixed."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from questions.answers import check_answer
+from questions.bank import ALL_KINDS, Bank, load_bank
+from questions.cases import revealed, suggested_grade
+from questions.model import Instance, Question
+from questions.validate import _draw_plan, printed_answers
+
+SEEDS = 200  # plus every parameter corner of every case
+
+
+def _graded_parts(question: Question, instance: Instance) -> list[tuple[str, Instance, str]]:
+    if question.kind == "numeric":
+        return [(question.id, instance, question.explanation)]
+    return [(f"{question.id} step {k + 1}", instance.steps[k], step.explanation)
+            for k, step in enumerate(question.steps)]
+
+
+@functools.cache
+def _bank() -> Bank:
+    return load_bank(kinds=ALL_KINDS, draws=0)
+
+
+def _bank_question(qid: str) -> Question:
+    question = _bank().get(qid)
+    assert question is not None
+    return question
+
+
+@pytest.mark.slow  # ~5 s: 256 graded parts x (corners + 200 draws)
+def test_every_explanations_printed_answer_is_accepted_on_every_draw() -> None:
+    bank = _bank()
+    assert not bank.errors
+    wrong: dict[str, str] = {}
+    parts = checked = 0
+    for question in bank.questions:
+        if question.kind == "mcq":
+            continue
+        parts += 1 if question.kind == "numeric" else len(question.steps)
+        for values, seed in _draw_plan(question, SEEDS):
+            instance = question.draw(seed) if values is None else question.instance(values)
+            for name, part, template in _graded_parts(question, instance):
+                texts = printed_answers(template, part)
+                if not texts:
+                    wrong.setdefault(name, "the explanation prints no **answer**")
+                for text in texts:
+                    checked += 1
+                    outcome = check_answer(part, text)
+                    if not (outcome.graded and outcome.correct):
+                        wrong.setdefault(name, f"{text!r} -> {outcome.message or outcome.hint}"
+                                               f" (answer {part.answer})")
+    assert parts >= 250 and checked >= 250 * SEEDS
+    assert wrong == {}
+
+
+def test_percent_steps_take_the_percent_the_explanation_prints() -> None:
+    """case-studies-008: typing each step's printed answer ("47.6%") is right, the revealed
+    answer reads as a percent, and five right answers suggest a pass, not a 2."""
+    question = _bank_question("case-studies-008")
+    for seed in range(5):
+        instance = question.draw(seed)
+        right = []
+        for k, step in enumerate(question.steps):
+            (text,) = printed_answers(step.explanation, instance.steps[k])
+            right.append(check_answer(instance.steps[k], text).correct)
+        assert suggested_grade(right) == 4, right
+        share = instance.steps[2]
+        assert share.question.unit == "%" and 5 < share.answer < 100  # type: ignore[operator]
+        assert revealed(share).endswith("%") and not revealed(share).startswith("0.")
+
+
+def test_a_tight_tolerance_says_the_precision_it_asks() -> None:
+    """case-studies-009 step 1 is ±0.1%: its prompt asks for the millisecond, and 10.275 s is
+    right where "10.3" would be 0.24% off."""
+    question = _bank_question("case-studies-009")
+    step = next(inst.steps[0] for inst in map(question.draw, range(200))
+                if inst.steps[0].answer == 10.275)
+    assert "millisecond" in step.prompt
+    assert check_answer(step, "10.275 s").correct
+    assert check_answer(step, "10,275 ms").correct
+
+
+def test_gpu_memory_is_budgeted_in_gib() -> None:
+    """quantisation-002 `--seed 12`: 405.85B in BF16 at 60% of an H100's 80 GiB needs 15.75 GPUs,
+    so TP = 16; budgeting 80 x 10^9 B gave 16.9 and TP = 32."""
+    instance = _bank_question("quantisation-002").draw(12)
+    assert (instance.values["params"], instance.values["bits"], instance.values["f_pct"]) == \
+        (405.85, 16, 60)
+    assert instance.answer == 16
+    assert check_answer(instance, "16").correct and not check_answer(instance, "32").correct
+
+
+def test_lora_adapter_counts_gqa_kv_projections() -> None:
+    """case-studies-017: Llama-3-8B's k and v are 4,096 -> 1,024 (8 KV heads x 128), so a rank-16
+    adapter on q, k, v, o is 26 MiB, not the 32 MiB of four square matrices."""
+    question = _bank_question("case-studies-017")
+    instance = next(i for i in map(question.draw, range(50)) if i.values["r"] == 16)
+    mib = instance.steps[0]
+    assert mib.answer == 26
+    assert not check_answer(mib, "32 MiB").correct
+    assert check_answer(mib, "32 MiB").mistake_id == "square-kv"
