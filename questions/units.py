@@ -16,6 +16,7 @@ NUMBER = "number"
 COUNTED_UNITS = frozenset({
     "GPUs", "GPU", "seats", "seat", "sequences", "seqs", "users", "nodes", "replicas", "pages",
     "blocks", "cards", "servers", "requests", "request", "req", "steps", "layers", "passes",
+    "NICs", "NIC", "links",
 })
 
 
@@ -41,7 +42,7 @@ def _table() -> dict[str, Unit]:
     for noun in (
         "tokens", "token", "tok", "requests", "request", "req", "GPUs", "GPU", "seats", "seat",
         "sequences", "seqs", "users", "steps", "layers", "nodes", "replicas", "pages", "blocks",
-        "cards", "servers", "passes", "params", "parameters", "elements",
+        "cards", "servers", "passes", "params", "parameters", "elements", "NICs", "NIC", "links",
     ):
         add(NUMBER, 1.0, noun)
     # bytes: decimal and binary prefixes

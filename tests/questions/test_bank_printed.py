@@ -4,6 +4,7 @@ every numeric question and case-study step, and the bank's confirmed errors stay
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 
@@ -106,3 +107,66 @@ def test_lora_adapter_counts_gqa_kv_projections() -> None:
     assert mib.answer == 26
     assert not check_answer(mib, "32 MiB").correct
     assert check_answer(mib, "32 MiB").mistake_id == "square-kv"
+
+
+H100_GB = 80 * 2**30 / 1e9  # the marketed "80 GB" is 80 GiB
+
+
+def test_kv_room_and_node_memory_follow_the_banks_own_gib_rule() -> None:
+    """fleet-010 said ~9 GB of KV room beside 70.55 GB of FP8 weights, parallelism-009 said 8
+    H100s hold 640 GB: with 80 GiB cards they are ~15 GB and 687 GB."""
+    fleet = _bank_question("fleet-010").explanation
+    room = re.search(r"~(\d+) GB for KV", fleet)
+    assert room and abs(int(room[1]) - (H100_GB - 70.55)) < 1
+    node = " ".join([_bank_question("parallelism-009").explanation,
+                     *_bank_question("parallelism-009").why])
+    assert "640 GB" not in node and f"{8 * H100_GB:.0f} GB" in node
+
+
+def test_a_price_per_million_tokens_takes_a_price_per_million() -> None:
+    """energy-002 asks a cost per 1M tokens: "$0.048/M" was re-asked under unit "$"."""
+    instance = _bank_question("energy-002").draw(0)
+    for text in (f"${instance.answer:.4f}/M", f"${instance.answer:.4f} per 1M tokens",
+                 f"${instance.answer:.4f}"):
+        assert check_answer(instance, text).correct, text
+
+
+def test_nics_are_counted_as_nics() -> None:
+    question = _bank_question("case-studies-016")
+    for step in question.draw(0).steps[2:]:
+        assert step.question.unit == "NICs" and revealed(step).endswith(" NICs")
+        assert check_answer(step, f"{step.answer:.0f} NICs").correct
+
+
+def test_kv_cache_002_choices_agree_with_their_own_numbers() -> None:
+    """A choice "X: a KiB per token vs b KiB" says X stores more, so a > b."""
+    question = _bank_question("kv-cache-002")
+    for choice in question.choices:
+        found = re.match(r"(.+?): ([\d,]+) KiB per token vs ([\d,]+) KiB", choice)
+        if found:
+            assert int(found[2].replace(",", "")) > int(found[3].replace(",", "")), choice
+    assert "8,064 KiB" in question.choices[1]  # 2 x 126 x 128 query heads x 128 x 2 B
+
+
+def test_prompt_lookup_key_is_grounded_in_the_stem() -> None:
+    """speculative-variants-014's key (n-gram drafting) works only if outputs copy the prompt."""
+    question = _bank_question("speculative-variants-014")
+    assert question.correct == 0 and "prompt-lookup" in question.choices[0].lower()
+    assert re.search(r"quote|copy|copies", question.prompt)
+
+
+def test_a_question_that_prints_its_formula_is_not_difficulty_5() -> None:
+    question = _bank_question("queueing-005")
+    assert "2ρ²/(1 + ρ)" in question.prompt and question.difficulty <= 3
+
+
+def test_a_counted_answers_mistake_is_named_before_rounding_too() -> None:
+    """moe-014 "multiplied by k/E": 150 x 2 / 64 = 4.6875 tokens. Typing 4.69 names the mistake
+    (it used to be re-asked as "type a whole number"); 5 (rounded up, as the answer is) too."""
+    instance = _bank_question("moe-014").instance({"experts": 64, "k": 2, "ridge": 150})
+    assert instance.answer == 4800
+    for text in ("4.69", "4.6875", "5"):
+        outcome = check_answer(instance, text)
+        assert outcome.graded and not outcome.correct, text
+        assert outcome.mistake_id == "inverted-routing", text
+    assert check_answer(instance, "4799.5").reask  # a fraction no mistake gives is re-asked
