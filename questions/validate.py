@@ -38,6 +38,7 @@ class Report:
     topics: dict[str, Topic] = field(default_factory=dict)
     questions: list[Question] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # lenient files: what strict refuses
 
     @property
     def ok(self) -> bool:
@@ -52,17 +53,26 @@ def validate_files(
     builtin_dir: Path | None = None,
     exercises: Mapping[str, int] | None = None,
     sims: Collection[str] | None = None,
+    strict: bool = False,
 ) -> Report:
     """Validate `paths`; `context` files supply ids for related links and duplicate checks but
-    their own problems are not reported. Files under `builtin_dir` must have topic id == stem.
-    Lab links are checked against lab's catalogue unless `exercises` / `sims` are given."""
+    their own problems are not reported. Files under `builtin_dir` must have topic id == stem
+    and are always `strict`: every numeric question names its mistakes, every MCQ its whys and
+    the misconception in its explanation. Other files (a learner's pack) get warnings for
+    missing mistakes/whys unless `strict`. Lab links are checked against lab's catalogue unless
+    `exercises` / `sims` are given."""
     exercises = known_exercises() if exercises is None else exercises
     sims = known_sims() if sims is None else sims
     targets = [Path(p) for p in paths]
     resolved = {p.resolve() for p in targets}
     extra = [Path(p) for p in context if Path(p).resolve() not in resolved]
-    ctx_files = [parse_file(p, exercises, sims) for p in extra]
-    files = [parse_file(p, exercises, sims) for p in targets]
+    builtin = builtin_dir.resolve() if builtin_dir is not None else None
+
+    def strict_for(path: Path) -> bool:
+        return strict or path.resolve().parent == builtin
+
+    ctx_files = [parse_file(p, exercises, sims, strict=False) for p in extra]
+    files = [parse_file(p, exercises, sims, strict=strict_for(p)) for p in targets]
     report = Report()
 
     # ids declared by context files come first: a pack cannot take over a built-in id or topic
@@ -76,6 +86,7 @@ def validate_files(
     rejected: set[tuple[Path, str]] = set()
     for parsed in files:
         report.problems.extend(parsed.problems)
+        report.warnings.extend(parsed.warnings)
         topic = parsed.topic
         if topic is not None:
             if builtin_dir is not None and parsed.path.resolve().parent == builtin_dir.resolve() \
@@ -111,6 +122,7 @@ def validate_files(
             if not problems:
                 report.questions.append(question)
     report.problems.sort(key=lambda p: (str(p.file), p.line, p.field))
+    report.warnings.sort(key=lambda p: (str(p.file), p.line, p.field))
     return report
 
 

@@ -292,7 +292,7 @@ def _case(tmp_path: Path, *steps: dict[str, str]) -> Path:
 
 
 def _problems(path: Path) -> list[str]:
-    report = validate_files([path], exercises={"kv-bytes": 2}, sims=(), draws=20)
+    report = validate_files([path], exercises={"kv-bytes": 2}, sims=(), draws=20, strict=True)
     return [str(p) for p in report.problems]
 
 
