@@ -21,6 +21,7 @@ from questions.units import (
     case_alternatives,
     compatible,
     convert,
+    family,
     format_quantity,
     format_range,
     lookup_unit,
@@ -180,8 +181,10 @@ def parse_answer(text: str, unit: str = "") -> float:
         return result
     typed = next(t for _, t in readings if t is not None)
     wanted = "a plain number" if target.dimension == NUMBER else f"{_dimension_words(target)}"
+    accepted = "a plain number, x or %" if target.dimension == NUMBER else \
+        ", ".join(family(target))
     raise Reask(f"{typed.symbol!r} can't be converted to {unit or 'a plain number'}: this answer "
-                f"is {wanted}" + (f" (e.g. in {unit})" if unit else ""))
+                f"is {wanted}" + (f"; type it in {accepted}" if accepted else ""))
 
 
 def _dimension_words(unit: Unit) -> str:
