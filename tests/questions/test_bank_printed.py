@@ -3,17 +3,18 @@ every numeric question and case-study step, and the bank's confirmed errors stay
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 
 import pytest
 
 from questions.answers import check_answer
-from questions.bank import ALL_KINDS, Bank, load_bank
+from questions.bank import Bank
 from questions.cases import revealed, suggested_grade
 from questions.model import Instance, Question
 from questions.validate import _draw_plan, printed_answers, validate_files
+
+from .conftest import builtin_bank_all_kinds
 
 SEEDS = 200  # plus every parameter corner of every case
 
@@ -25,9 +26,8 @@ def _graded_parts(question: Question, instance: Instance) -> list[tuple[str, Ins
             for k, step in enumerate(question.steps)]
 
 
-@functools.cache
 def _bank() -> Bank:
-    return load_bank(kinds=ALL_KINDS, draws=0)
+    return builtin_bank_all_kinds()
 
 
 def _bank_question(qid: str) -> Question:
