@@ -115,9 +115,17 @@ def validate_files(
         for question in parsed.questions:
             if (parsed.path, question.id) in rejected or question.topic not in report.topics:
                 continue
+            advice: list[tuple[str, str]] = []
             problems = [Problem(parsed.path, parsed.locate(question.id, where),
                                 f"{question.id}.{where}", message)
-                        for where, message in _question_problems(question, seen_ids, draws)]
+                        for where, message in _question_problems(question, seen_ids, draws,
+                                                                 advice)]
+            advised = [Problem(parsed.path, parsed.locate(question.id, where),
+                               f"{question.id}.{where}", message) for where, message in advice]
+            if parsed.strict:
+                problems.extend(advised)
+            else:  # a learner's pack: the answer-checking advice is a warning, not a refusal
+                report.warnings.extend(advised)
             report.problems.extend(problems)
             if not problems:
                 report.questions.append(question)
@@ -127,7 +135,10 @@ def validate_files(
 
 
 def _question_problems(question: Question, known_ids: Mapping[str, object],
-                       draws: int) -> list[tuple[str, str]]:
+                       draws: int, advice: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The question's problems; `advice` collects the rules that keep a right answer from
+    being graded wrong (printed answer, precision, % as a fraction), at most one per graded
+    part, which a strict file treats as problems and a learner's pack as warnings."""
     found: list[tuple[str, str]] = []
     for other in question.related:
         if other not in known_ids:
@@ -138,10 +149,11 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
     if question.kind == "case":
         graded = [(f"step[{k}].", step.question, k) for k, step in enumerate(question.steps)]
         explained = {f"step[{k}].": step.explanation for k, step in enumerate(question.steps)}
+    advised: dict[str, tuple[str, str]] = {}
     for prefix, part, _ in graded:
         problem = _percent_fraction_problem(part, explained[prefix])
         if problem:
-            return [*found, (prefix + problem[0], problem[1])]
+            advised[prefix] = (prefix + problem[0], problem[1])
     given = {prefix: _givens(part) for prefix, part, _ in graded}
     coincide = {(prefix, m.id): 0 for prefix, part, _ in graded for m in part.mistakes}
     example: dict[tuple[str, str], str] = {}
@@ -158,9 +170,13 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
             graded_instance = instance if k is None else instance.steps[k]
             problem = _instance_problem(part, graded_instance.values, graded_instance.answer,
                                         graded_instance.choices) or _shown_numbers_problem(
-                part, given[prefix], graded_instance.values, graded_instance.answer) or \
-                _printed_answer_problem(graded_instance, explained[prefix]) or \
-                _precision_problem(graded_instance)
+                part, given[prefix], graded_instance.values, graded_instance.answer)
+            if prefix not in advised:
+                advisory = _printed_answer_problem(graded_instance, explained[prefix]) or \
+                    _precision_problem(graded_instance)
+                if advisory:
+                    shown = _describe(instance.values, question)
+                    advised[prefix] = (prefix + advisory[0], f"{advisory[1]} (with {shown})")
             if problem:
                 shown = _describe(instance.values, question)
                 return [*found, (prefix + problem[0], f"{problem[1]} (with {shown})")]
@@ -190,6 +206,7 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
                     f"{points} draws (allowed: {allowed}), e.g. {example[(prefix, mistake.id)]}: "
                     f"tighten the tolerance ({part.tolerance.describe()}) or reshape the question "
                     "so the mistake lands outside it")))
+    advice.extend(advised.values())
     return found
 
 
