@@ -150,6 +150,9 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
         graded = [(f"step[{k}].", step.question, k) for k, step in enumerate(question.steps)]
         explained = {f"step[{k}].": step.explanation for k, step in enumerate(question.steps)}
     advised: dict[str, tuple[str, str]] = {}
+    # the per-draw advice grades the printed answer on every draw: `check` and `import` run
+    # it; the app's quick load (a few draws) leaves it to them and to the bank's tests
+    full = draws >= CHECK_DRAWS // 4
     for prefix, part, _ in graded:
         problem = _percent_fraction_problem(part, explained[prefix])
         if problem:
@@ -171,7 +174,7 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
             problem = _instance_problem(part, graded_instance.values, graded_instance.answer,
                                         graded_instance.choices) or _shown_numbers_problem(
                 part, given[prefix], graded_instance.values, graded_instance.answer)
-            if prefix not in advised:
+            if full and prefix not in advised:
                 advisory = _printed_answer_problem(graded_instance, explained[prefix]) or \
                     _precision_problem(graded_instance)
                 if advisory:
