@@ -21,6 +21,7 @@ from questions.units import (
     case_alternatives,
     compatible,
     convert,
+    family,
     format_quantity,
     format_range,
     lookup_unit,
@@ -180,8 +181,10 @@ def parse_answer(text: str, unit: str = "") -> float:
         return result
     typed = next(t for _, t in readings if t is not None)
     wanted = "a plain number" if target.dimension == NUMBER else f"{_dimension_words(target)}"
+    accepted = "a plain number, x or %" if target.dimension == NUMBER else \
+        ", ".join(family(target))
     raise Reask(f"{typed.symbol!r} can't be converted to {unit or 'a plain number'}: this answer "
-                f"is {wanted}" + (f" (e.g. in {unit})" if unit else ""))
+                f"is {wanted}" + (f"; type it in {accepted}" if accepted else ""))
 
 
 def _dimension_words(unit: Unit) -> str:
@@ -212,13 +215,24 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
         given = parse_answer(text, question.unit)
     except Reask as exc:
         return Outcome(reask=True, message=str(exc))
-    if question.round is not None and not _whole(given):
-        noun = f" of {question.unit}" if question.unit in COUNTED_UNITS else ""
-        return Outcome(reask=True, message=f"type a whole number{noun}: "
-                       f"{format_quantity(given, question.unit)} is not a count")
     expected, tolerance = instance.answer, question.tolerance
-    correct = tolerance.accepts(expected, given)
     given_display = format_quantity(given, question.unit)
+    if question.round is not None and not _whole(given):
+        # a count is a whole number, but a value a named mistake gives before rounding is that
+        # mistake, graded and named, not an input error to re-ask
+        mistake = _matching_mistake(instance, given, rounded=False)
+        if mistake is None:
+            noun = f" of {question.unit}" if question.unit in COUNTED_UNITS else ""
+            return Outcome(reask=True, message=f"type a whole number{noun}: "
+                           f"{given_display} is not a count")
+        return Outcome(
+            reask=False, correct=False, expected_display=format_quantity(expected, question.unit),
+            given_display=given_display, given_value=given, expected_value=expected,
+            mistake_id=mistake[0],
+            diagnosis=f"{given_display} is what you get if you {mistake[1]} (and a count is a "
+                      f"whole number, rounded {question.round})",
+            accepted="accepted " + accepted_range(question, expected))
+    correct = tolerance.accepts(expected, given)
     mistake = None if correct else _matching_mistake(instance, given)
     hint = None
     if not correct:
@@ -244,17 +258,20 @@ def _whole(value: float) -> bool:
     return abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
 
 
-def _matching_mistake(instance: Instance, given: float) -> tuple[str, str] | None:
+def _matching_mistake(instance: Instance, given: float, *,
+                      rounded: bool = True) -> tuple[str, str] | None:
     """(id, says) of the named mistake whose value `given` matches (within the question's
     tolerance, around the mistake's value), the closest if several; a mistake that coincides
-    with the answer on this draw is never named (the answer would be accepted)."""
+    with the answer on this draw is never named (the answer would be accepted). `rounded`
+    False matches a counted answer's mistakes before they are rounded."""
     question = instance.question
     assert question.tolerance is not None and instance.answer is not None
     tolerance: Tolerance = question.tolerance
     matches = sorted(
         ((abs(given - value), value, mistake.id, mistake.says)
-         for mistake, value in instance.mistake_values()
-         if not tolerance.accepts(instance.answer, value) and tolerance.accepts(value, given)),
+         for mistake, value in instance.mistake_values(rounded=rounded)
+         if not tolerance.accepts(instance.answer, value) and
+         (tolerance.accepts(value, given) if rounded else _near(tolerance, value, given))),
         key=lambda match: match[0],
     )
     if not matches:
@@ -262,6 +279,16 @@ def _matching_mistake(instance: Instance, given: float) -> tuple[str, str] | Non
     closest = matches[0][1]  # two mistakes giving the same value on this draw are both named
     best = [m for m in matches if math.isclose(m[1], closest, rel_tol=1e-9, abs_tol=1e-12)]
     return best[0][2], " — or if you ".join(m[3] for m in best)
+
+
+def _near(tolerance: Tolerance, value: float, given: float) -> bool:
+    """A fractional `given` matches a counted answer's mistake before rounding (`value`, itself
+    not whole): within the relative tolerance, or as typed to 3 significant figures (4.69 for
+    4.6875). A count's ±0.5 is not used: it would make 0.5 "match" a mistake of 0 or 1."""
+    if value == 0 or _whole(value):
+        return False
+    rel = max(tolerance.rel or 0.0, 0.005)
+    return abs(given - value) <= rel * abs(value) + 1e-12
 
 
 def accepted_range(question: Question, expected: float) -> str:

@@ -62,6 +62,7 @@ MISTAKE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOPIC_KEYS = {"id", "title", "note"}
 RESERVED_NAMES = {"answer", *FUNCTIONS}
 MAX_MESSAGE_CHARS = 600
+MISCONCEPTION = re.compile(r"\bMisconceptions?:\s*\S")  # an MCQ explanation's named mistake
 
 
 @dataclass
@@ -74,6 +75,11 @@ class ParsedFile:
     # every question id the file declares (valid or not) -> line, and its block for locating
     declared: list[tuple[str, int]] = field(default_factory=list)
     blocks: dict[str, Block] = field(default_factory=dict)
+    # strict (the built-in bank, `check --strict`): a question without mistakes or whys, or an
+    # MCQ explanation naming no misconception, is a problem; otherwise only the first two are
+    # warnings, and the question loads with the generic hints
+    strict: bool = True
+    warnings: list[Problem] = field(default_factory=list)
 
     def problem(self, block: Block | None, field_path: str, label: str, message: str) -> None:
         line = self.index.locate(block, field_path) if block is not None else 1
@@ -86,9 +92,10 @@ class ParsedFile:
 
 
 def parse_file(path: Path, exercises: Mapping[str, int],
-               sims: Collection[str] = ()) -> ParsedFile:
+               sims: Collection[str] = (), *, strict: bool = True) -> ParsedFile:
     """Parse and schema-check one topic file; `exercises` maps lab ids to their level count,
-    `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`)."""
+    `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`).
+    `strict` False (a learner's pack) turns missing mistakes and whys into warnings."""
     try:
         with path.open("rb") as handle:  # never more than the limit + 1 byte in memory
             content = handle.read(MAX_FILE_BYTES + 1)
@@ -104,7 +111,7 @@ def parse_file(path: Path, exercises: Mapping[str, int],
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
         return parsed
-    parsed = ParsedFile(path, LineIndex(text))
+    parsed = ParsedFile(path, LineIndex(text), strict=strict)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -185,6 +192,16 @@ class _QuestionReader:
         self.ok = False
         self.parsed.problem(self.block, field_path, self.label, message)
 
+    def fail_or_warn(self, field_path: str, message: str) -> None:
+        """A rule of the built-in bank that a learner's own pack may skip (with a warning)."""
+        if self.parsed.strict:
+            self.fail(field_path, message)
+            return
+        before = len(self.parsed.problems)
+        self.parsed.problem(self.block, field_path, self.label, message)
+        self.parsed.warnings.extend(self.parsed.problems[before:])
+        del self.parsed.problems[before:]
+
     def read(self) -> Question | None:
         raw = self.raw
         qid = raw.get("id")
@@ -260,6 +277,10 @@ class _QuestionReader:
         elif kind == "mcq":
             choices, correct = self._mcq()
             why = self._why(choices, correct)
+            if self.parsed.strict and explanation and not MISCONCEPTION.search(explanation):
+                self.fail("explanation", "an MCQ explanation names the misconception behind the "
+                          "most tempting wrong choice: add \"Misconception: ...\" (the choice's "
+                          "why says it in one line; the explanation says why it fails)")
         if kind != "case" and "step" in raw:
             self.fail("step", "steps belong to case studies (kind = \"case\")")
         if "{answer" in prompt and "answer" in _placeholder_names(prompt):
@@ -626,8 +647,10 @@ class _QuestionReader:
     def _mistakes(self, known: set[str]) -> tuple[Mistake, ...]:
         raw = self.raw.get("mistake")
         if raw is None:
-            self.fail("mistake", f"numeric questions need at least one [[{self.MISTAKE_TABLE}]] "
-                      "(id, formula, says): the wrong path the explanation warns about")
+            self.fail_or_warn("mistake", f"numeric questions need at least one "
+                              f"[[{self.MISTAKE_TABLE}]] (id, formula, says): the wrong path the "
+                              "explanation warns about" + ("" if self.parsed.strict else
+                                                           "; until then only generic hints"))
             return ()
         if not isinstance(raw, list) or not raw or not all(isinstance(m, dict) for m in raw):
             self.fail("mistake", "mistakes must be [[question.mistake]] tables")
@@ -661,8 +684,8 @@ class _QuestionReader:
     def _why(self, choices: tuple[str, ...], correct: int | None) -> tuple[str, ...]:
         raw = self.raw.get("why")
         if raw is None:
-            self.fail("why", "mcq questions need why = [...]: for each choice the misconception "
-                      "that leads to it (\"\" for the correct one)")
+            self.fail_or_warn("why", "mcq questions need why = [...]: for each choice the "
+                              "misconception that leads to it (\"\" for the correct one)")
             return ()
         if not choices:
             return ()  # the choices themselves are reported
@@ -678,8 +701,8 @@ class _QuestionReader:
                 self.fail("why", f"why[{i}] belongs to the correct choice: leave it \"\" (the "
                           "explanation says why it is right)")
             elif i != correct and not text.strip():
-                self.fail("why", f"why[{i}] is empty: say which misconception leads to "
-                          f"choice {i} ({choices[i][:40]!r})")
+                self.fail_or_warn("why", f"why[{i}] is empty: say which misconception leads to "
+                                  f"choice {i} ({choices[i][:40]!r})")
         return tuple(" ".join(text.split()) for text in raw)
 
     def _tolerance(self, raw: object) -> Tolerance | None:

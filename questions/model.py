@@ -222,16 +222,17 @@ class Instance:
     def correct_letter(self) -> str | None:
         return None if self.correct_index is None else LETTERS[self.correct_index]
 
-    def mistake_values(self) -> list[tuple[Mistake, float]]:
+    def mistake_values(self, *, rounded: bool = True) -> list[tuple[Mistake, float]]:
         """Each named mistake's value on this draw (rounded like the answer for counted
-        things); a mistake whose formula fails at this point is left out."""
+        things, unless `rounded` is False: what a learner who stops before rounding types);
+        a mistake whose formula fails at this point is left out."""
         found = []
         for mistake in self.question.mistakes:
             try:
                 value = mistake.formula.evaluate(self.values)
             except FormulaError:
                 continue
-            if self.question.round is not None:
+            if rounded and self.question.round is not None:
                 value = round_count(value, self.question.round)
             found.append((mistake, value))
         return found

@@ -16,6 +16,7 @@ NUMBER = "number"
 COUNTED_UNITS = frozenset({
     "GPUs", "GPU", "seats", "seat", "sequences", "seqs", "users", "nodes", "replicas", "pages",
     "blocks", "cards", "servers", "requests", "request", "req", "steps", "layers", "passes",
+    "NICs", "NIC", "links",
 })
 
 
@@ -41,7 +42,7 @@ def _table() -> dict[str, Unit]:
     for noun in (
         "tokens", "token", "tok", "requests", "request", "req", "GPUs", "GPU", "seats", "seat",
         "sequences", "seqs", "users", "steps", "layers", "nodes", "replicas", "pages", "blocks",
-        "cards", "servers", "passes", "params", "parameters", "elements",
+        "cards", "servers", "passes", "params", "parameters", "elements", "NICs", "NIC", "links",
     ):
         add(NUMBER, 1.0, noun)
     # bytes: decimal and binary prefixes
@@ -108,8 +109,14 @@ def _table() -> dict[str, Unit]:
     add("power", 1.0, "W")
     add("power", 1e3, "kW")
     add("power", 1e6, "MW")
+    add("energy", 1.0, "Wh")  # the base: 1 Wh = 3,600 J
     add("energy", 1e3, "kWh")
     add("energy", 1e6, "MWh")
+    add("energy", 1e9, "GWh")
+    add("energy", 1 / 3600, "J", "joules", "joule")
+    add("energy", 1e3 / 3600, "kJ")
+    add("energy", 1e6 / 3600, "MJ")
+    add("energy", 1e9 / 3600, "GJ")
     return units
 
 
@@ -174,6 +181,18 @@ def case_alternatives(text: str) -> list[str]:
 def is_known_unit(symbol: str) -> bool:
     """Bank files must name a unit exactly as listed (no case folding for authors)."""
     return symbol in UNITS
+
+
+def family(unit: Unit, limit: int = 10) -> list[str]:
+    """The units an answer in `unit` may be typed in, one spelling per size, for a re-ask
+    ("kWh, Wh, MWh, GWh, J, kJ, MJ, GJ"); the question's own unit first."""
+    shown = [unit.symbol] if unit.symbol else []
+    sizes = {unit.factor}
+    for symbol, other in UNITS.items():
+        if other.dimension == unit.dimension and other.factor not in sizes and symbol:
+            sizes.add(other.factor)
+            shown.append(symbol)
+    return shown[:limit]
 
 
 def compatible(a: Unit, b: Unit) -> bool:

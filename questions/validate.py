@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import string
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from questions.answers import check_answer
 from questions.formula import FormulaError
 from questions.givens import trace_givens
 from questions.labs import known_exercises, known_sims
 from questions.loader import parse_file
-from questions.model import DrawError, Question, Topic, Value, round_count
+from questions.model import DrawError, Instance, Question, Topic, Value, round_count
 from questions.problems import Problem
-from questions.render import format_value
+from questions.render import RenderError, format_value, render
+from questions.units import format_quantity
 
 CHECK_DRAWS = 200  # random draws per parameterised question for `dojo questions check`
 LOAD_DRAWS = 8  # ... when the app loads the bank
@@ -35,6 +38,7 @@ class Report:
     topics: dict[str, Topic] = field(default_factory=dict)
     questions: list[Question] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # lenient files: what strict refuses
 
     @property
     def ok(self) -> bool:
@@ -49,17 +53,26 @@ def validate_files(
     builtin_dir: Path | None = None,
     exercises: Mapping[str, int] | None = None,
     sims: Collection[str] | None = None,
+    strict: bool = False,
 ) -> Report:
     """Validate `paths`; `context` files supply ids for related links and duplicate checks but
-    their own problems are not reported. Files under `builtin_dir` must have topic id == stem.
-    Lab links are checked against lab's catalogue unless `exercises` / `sims` are given."""
+    their own problems are not reported. Files under `builtin_dir` must have topic id == stem
+    and are always `strict`: every numeric question names its mistakes, every MCQ its whys and
+    the misconception in its explanation. Other files (a learner's pack) get warnings for
+    missing mistakes/whys unless `strict`. Lab links are checked against lab's catalogue unless
+    `exercises` / `sims` are given."""
     exercises = known_exercises() if exercises is None else exercises
     sims = known_sims() if sims is None else sims
     targets = [Path(p) for p in paths]
     resolved = {p.resolve() for p in targets}
     extra = [Path(p) for p in context if Path(p).resolve() not in resolved]
-    ctx_files = [parse_file(p, exercises, sims) for p in extra]
-    files = [parse_file(p, exercises, sims) for p in targets]
+    builtin = builtin_dir.resolve() if builtin_dir is not None else None
+
+    def strict_for(path: Path) -> bool:
+        return strict or path.resolve().parent == builtin
+
+    ctx_files = [parse_file(p, exercises, sims, strict=False) for p in extra]
+    files = [parse_file(p, exercises, sims, strict=strict_for(p)) for p in targets]
     report = Report()
 
     # ids declared by context files come first: a pack cannot take over a built-in id or topic
@@ -73,6 +86,7 @@ def validate_files(
     rejected: set[tuple[Path, str]] = set()
     for parsed in files:
         report.problems.extend(parsed.problems)
+        report.warnings.extend(parsed.warnings)
         topic = parsed.topic
         if topic is not None:
             if builtin_dir is not None and parsed.path.resolve().parent == builtin_dir.resolve() \
@@ -101,26 +115,48 @@ def validate_files(
         for question in parsed.questions:
             if (parsed.path, question.id) in rejected or question.topic not in report.topics:
                 continue
+            advice: list[tuple[str, str]] = []
             problems = [Problem(parsed.path, parsed.locate(question.id, where),
                                 f"{question.id}.{where}", message)
-                        for where, message in _question_problems(question, seen_ids, draws)]
+                        for where, message in _question_problems(question, seen_ids, draws,
+                                                                 advice)]
+            advised = [Problem(parsed.path, parsed.locate(question.id, where),
+                               f"{question.id}.{where}", message) for where, message in advice]
+            if parsed.strict:
+                problems.extend(advised)
+            else:  # a learner's pack: the answer-checking advice is a warning, not a refusal
+                report.warnings.extend(advised)
             report.problems.extend(problems)
             if not problems:
                 report.questions.append(question)
     report.problems.sort(key=lambda p: (str(p.file), p.line, p.field))
+    report.warnings.sort(key=lambda p: (str(p.file), p.line, p.field))
     return report
 
 
 def _question_problems(question: Question, known_ids: Mapping[str, object],
-                       draws: int) -> list[tuple[str, str]]:
+                       draws: int, advice: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The question's problems; `advice` collects the rules that keep a right answer from
+    being graded wrong (printed answer, precision, % as a fraction), at most one per graded
+    part, which a strict file treats as problems and a learner's pack as warnings."""
     found: list[tuple[str, str]] = []
     for other in question.related:
         if other not in known_ids:
             found.append(("related", f"related id {other!r} does not exist"))
     # what is graded: the question itself, or each step of a case (its problems at step[i].)
     graded: list[tuple[str, Question, int | None]] = [("", question, None)]
+    explained = {"": question.explanation}
     if question.kind == "case":
         graded = [(f"step[{k}].", step.question, k) for k, step in enumerate(question.steps)]
+        explained = {f"step[{k}].": step.explanation for k, step in enumerate(question.steps)}
+    advised: dict[str, tuple[str, str]] = {}
+    # the per-draw advice grades the printed answer on every draw: `check` and `import` run
+    # it; the app's quick load (a few draws) leaves it to them and to the bank's tests
+    full = draws >= CHECK_DRAWS // 4
+    for prefix, part, _ in graded:
+        problem = _percent_fraction_problem(part, explained[prefix])
+        if problem:
+            advised[prefix] = (prefix + problem[0], problem[1])
     given = {prefix: _givens(part) for prefix, part, _ in graded}
     coincide = {(prefix, m.id): 0 for prefix, part, _ in graded for m in part.mistakes}
     example: dict[tuple[str, str], str] = {}
@@ -138,6 +174,12 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
             problem = _instance_problem(part, graded_instance.values, graded_instance.answer,
                                         graded_instance.choices) or _shown_numbers_problem(
                 part, given[prefix], graded_instance.values, graded_instance.answer)
+            if full and prefix not in advised:
+                advisory = _printed_answer_problem(graded_instance, explained[prefix]) or \
+                    _precision_problem(graded_instance)
+                if advisory:
+                    shown = _describe(instance.values, question)
+                    advised[prefix] = (prefix + advisory[0], f"{advisory[1]} (with {shown})")
             if problem:
                 shown = _describe(instance.values, question)
                 return [*found, (prefix + problem[0], f"{problem[1]} (with {shown})")]
@@ -167,6 +209,7 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
                     f"{points} draws (allowed: {allowed}), e.g. {example[(prefix, mistake.id)]}: "
                     f"tighten the tolerance ({part.tolerance.describe()}) or reshape the question "
                     "so the mistake lands outside it")))
+    advice.extend(advised.values())
     return found
 
 
@@ -188,6 +231,74 @@ def _instance_problem(question: Question, values: Mapping[str, Value], answer: f
         folded = [" ".join(c.split()).casefold() for c in choices]
         if len(set(folded)) != len(folded):
             return "choices", "two choices render the same text"
+    return None
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*", re.S)
+
+
+def printed_answers(template: str, instance: Instance) -> list[str]:
+    """What an explanation prints as the answer, as a learner would copy it: each bold span
+    that holds `{answer...}` (e.g. `**{answer:.1f} s**`), rendered for this draw."""
+    spans = [span for span in _BOLD.findall(template) if "{answer" in span]
+    try:
+        return [" ".join(render(span, instance.values).split()) for span in spans]
+    except RenderError:
+        return []  # the explanation's own rendering is checked (and reported) elsewhere
+
+
+def _printed_answer_problem(instance: Instance, template: str) -> tuple[str, str] | None:
+    """The explanation's own printed answer must be accepted by the checker: a learner who
+    types what the explanation says (`**40.0%**`, `**10.3 s**`) must not be graded wrong."""
+    question = instance.question
+    if question.kind != "numeric" or instance.answer is None:
+        return None
+    for text in printed_answers(template, instance):
+        outcome = check_answer(instance, text)
+        if outcome.graded and outcome.correct:
+            continue
+        why = outcome.message if outcome.reask else \
+            f"graded wrong{': ' + outcome.hint if outcome.hint else ''}"
+        return "explanation", (f"the explanation prints the answer as {text!r}, which the checker "
+                               f"does not accept ({why}; the answer is "
+                               f"{format_quantity(instance.answer, question.unit)}): print it "
+                               "with the digits the tolerance needs, in the question's unit")
+    return None
+
+
+# how a prompt asks for more digits than a person types by default ("to the millisecond",
+# "to two decimals", "3 significant figures")
+_PRECISION_ASKED = re.compile(r"decimal|significant|d\.p\.|\bexact|to the (?:nearest|milli|micro|"
+                              r"second|tenth|hundredth|thousandth)", re.IGNORECASE)
+TYPED_DIGITS = 3  # significant figures a learner types unless told otherwise
+
+
+def _precision_problem(instance: Instance) -> tuple[str, str] | None:
+    """A tolerance tighter than the 3 significant figures a person types must say the precision
+    it asks: "10.3" for 10.275 s is otherwise graded wrong (and may even match a mistake)."""
+    question, answer = instance.question, instance.answer
+    if question.kind != "numeric" or answer is None or question.round is not None or \
+            question.tolerance is None or answer == 0:
+        return None
+    typed = float(f"{answer:.{TYPED_DIGITS}g}")
+    if question.tolerance.accepts(answer, typed) or _PRECISION_ASKED.search(instance.prompt):
+        return None
+    return "tolerance", (f"{format_quantity(typed, question.unit)} ({TYPED_DIGITS} significant "
+                         f"figures of {format_quantity(answer, question.unit)}) is outside "
+                         f"{question.tolerance.describe()}: say the precision asked in the prompt "
+                         "(\"to the millisecond\", \"to two decimals\") or widen the tolerance")
+
+
+_PERCENT_SPEC = re.compile(r"\{answer:[^}]*%\}")
+
+
+def _percent_fraction_problem(question: Question, template: str) -> tuple[str, str] | None:
+    """A `%` answer stored as a fraction (0.4 printed as `{answer:.0%}` = "40%") grades the
+    right "40%" as 100x off: a `%` answer is stored in percent (40)."""
+    if question.kind == "numeric" and question.unit == "%" and _PERCENT_SPEC.search(template):
+        return "answer", ("unit is '%' but the explanation prints {answer:…%}, i.e. the answer "
+                          "is stored as a fraction: store it in percent (× 100) and print it "
+                          "with a plain spec such as {answer:.1f}%")
     return None
 
 

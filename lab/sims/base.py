@@ -9,6 +9,7 @@ numbers substituted.
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,8 @@ class InputSpec:
     """One dial: what it is called, its unit, default, allowed range or choices, and help.
 
     `percent` marks a fraction (0..1) that is shown as a percentage; "30%" is accepted for it.
+    `binary_k` marks a context length: `8k` is 8,192 tokens, as model cards write it ("128k
+    context" = 131,072), and `note` says so.
     """
 
     name: str
@@ -40,12 +43,18 @@ class InputSpec:
     choices: tuple[str, ...] = ()
     help: str = ""
     percent: bool = False
+    binary_k: bool = False
 
     def parse(self, text: str) -> Value:
         """Turn command-line text into a checked value (raises SimInputError)."""
         raw = text.strip()
         if self.kind == "choice":
             return self.validate(raw.lower())
+        kilo = self._binary_kilo(raw)
+        if kilo is not None:
+            if self.kind == "int" and not kilo.is_integer():
+                raise SimInputError(f"{self.name}: '{text}' is not a whole number of tokens")
+            return self.validate(int(kilo) if self.kind == "int" else kilo)
         cleaned = raw.replace("_", "")
         if cleaned.endswith("%"):
             if not self.percent:
@@ -60,6 +69,18 @@ class InputSpec:
                 raise SimInputError(f"{self.name}: '{text}' is not an integer")
             return self.validate(int(number))
         return self.validate(number)
+
+    def note(self, text: str) -> str | None:
+        """How a dial read text a reader might take otherwise ("8k" → 8,192 tokens), else None."""
+        kilo = self._binary_kilo(text.strip())
+        if kilo is None:
+            return None
+        return (f"{self.name}: {text.strip()} read as {kilo:,.0f} {self.unit} (model-card usage: "
+                f"1k = 1,024); type {kilo / 1.024:,.0f} for a decimal {text.strip()}")
+
+    def _binary_kilo(self, raw: str) -> float | None:
+        found = _KILO.match(raw.replace("_", "")) if self.binary_k else None
+        return None if found is None else float(found[1].replace(",", "")) * 1024
 
     def _answer_unit(self) -> str:
         """The dial's unit as the answer parser knows it ("GiB/GPU" → "GiB"), else plain."""
@@ -123,6 +144,9 @@ class InputSpec:
         lo = "" if self.min is None else show(self.min)
         hi = "" if self.max is None else show(self.max)
         return f"{lo}..{hi}"
+
+
+_KILO = re.compile(r"^(\d+(?:\.\d+)?)\s*[kK]\s*(?:tokens?|tok)?$")
 
 
 def _plain(x: float) -> str:
@@ -316,6 +340,17 @@ class Sim(ABC):
                 raise SimInputError(f"'{item}' is not of the form key=value")
             parsed[key.strip()] = self.spec(key.strip()).parse(text)
         return parsed
+
+    def notes(self, items: Sequence[str]) -> list[str]:
+        """What the reader should know about how ['key=value', ...] was read (`8k` context is
+        8,192 tokens); call after `parse_assignments` has accepted the items."""
+        found = []
+        for item in items:
+            key, _, text = item.partition("=")
+            note = self.spec(key.strip()).note(text)
+            if note is not None:
+                found.append(note)
+        return found
 
     def evaluate(
         self, inputs: Mapping[str, object] | None = None, preset: str | None = None

@@ -68,7 +68,8 @@ class CapacitySim(Sim):
         InputSpec("gpus", "GPUs (TP)", "GPUs", 1, "int", 1, 1024, 1,
                   help="Tensor-parallel group: weights and KV split evenly across it."),
         InputSpec("context", "Context", "tokens", 32768, "int", 1, 10_000_000, 1024,
-                  help="Tokens each seat may hold (prompt + output)."),
+                  help="Tokens each seat may hold (prompt + output); 8k is 8,192, as model "
+                       "cards write it.", binary_k=True),
         InputSpec("prompt_tokens", "Prompt", "tokens", 4096, "int", 1, 10_000_000, 256,
                   help="Prompt length whose prefill sets time to first token."),
         InputSpec("output_tokens", "Output", "tokens", 512, "int", 1, 10_000_000, 64,

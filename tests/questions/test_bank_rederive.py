@@ -297,8 +297,8 @@ def _quant_001(v: V) -> float:
 
 
 def _quant_002(v: V) -> float:
-    per_gpu = 80 * v["f_pct"] / 100
-    weights = v["params"] * v["bits"] / 8
+    per_gpu = 80 * 2**30 * v["f_pct"] / 100  # an H100's "80 GB" is 80 GiB
+    weights = v["params"] * 1e9 * v["bits"] / 8
     tp = 1
     while tp * per_gpu < weights:
         tp *= 2

@@ -83,7 +83,7 @@ def _cs008(v: V) -> list[float]:
     month = 10_000 * 3600 * 730
     owned = v["own"] / (month * v["u"]) * 1e6
     be = v["own"] / (month * 0.20 / 1e6)
-    return [month, owned, be, be * 1.35, math.ceil(v["base"] / (10_000 * v["u"]))]
+    return [month, owned, 100 * be, 100 * be * 1.35, math.ceil(v["base"] / (10_000 * v["u"]))]
 
 
 def _cs009(v: V) -> list[float]:
@@ -98,7 +98,7 @@ def _cs010(v: V) -> list[float]:
     contig = pool // (8192 * L3_8B_KV)
     blocks = -(-v["avg"] // 16)
     paged = (pool // (16 * L3_8B_KV)) // blocks
-    return [contig, 1 - v["avg"] / 8192, blocks, paged, paged / contig]
+    return [contig, 100 * (1 - v["avg"] / 8192), blocks, paged, paged / contig]
 
 
 def _cs011(v: V) -> list[float]:
@@ -106,7 +106,7 @@ def _cs011(v: V) -> list[float]:
     sent = msg * 2 * (8 - 1) / 8
     comm = 2 * 80 * sent / 450e9  # s
     weights = 70.55e9 * 2 / 8 / 3.35e12
-    return [msg / KIB, sent / KIB, comm * 1e6, comm / (comm + weights)]
+    return [msg / KIB, sent / KIB, comm * 1e6, 100 * comm / (comm + weights)]
 
 
 def _cs012(v: V) -> list[float]:
@@ -115,14 +115,14 @@ def _cs012(v: V) -> list[float]:
     total = shared + 8 * expert
     step = 2 * (shared + 8 * expert * touched) / (2 * 3.35e12) * 1e3
     return [total * 2 / GIB, math.ceil(total * 2 / GIB / 72),
-            2 * (shared + 2 * expert) / 1e9, touched, step]
+            2 * (shared + 2 * expert) / 1e9, 100 * touched, step]
 
 
 def _cs013(v: V) -> list[float]:
     t = v["t"]
     kv = t * L3_70B_KV
     linear, attention = 2 * 70.55e9 * t, 2 * 80 * 8192 * t * t
-    return [kv / GIB, attention / (linear + attention),
+    return [kv / GIB, 100 * attention / (linear + attention),
             (linear + attention) / (8 * 989e12 * 0.4), kv / (v["pcie"] * 1e9)]
 
 
@@ -147,9 +147,10 @@ def _cs016(v: V) -> list[float]:
 
 
 def _cs017(v: V) -> list[float]:
-    params = 32 * 4 * (4096 * v["r"] + v["r"] * 4096)
+    # q, o: 4,096 -> 4,096; k, v: 4,096 -> 1,024 (8 KV heads x 128); A is d_in x r, B r x d_out
+    params = 32 * v["r"] * (2 * (4096 + 4096) + 2 * (4096 + 1024))
     size = params * 2
-    return [size / MIB, (v["budget"] * GIB) // size, size / 25e9 * 1e3, params / 8.03e9]
+    return [size / MIB, (v["budget"] * GIB) // size, size / 25e9 * 1e3, 100 * params / 8.03e9]
 
 
 def _cs018(v: V) -> list[float]:
@@ -163,13 +164,13 @@ def _cs019(v: V) -> list[float]:
     kwh = joules_per_m * v["pue"] / 3.6e6
     power = kwh * v["kwh_price"]
     card = v["card_h"] / (v["tps"] * 3600) * 1e6
-    return [v["tps"] / 700, kwh, power, power / (power + card)]
+    return [v["tps"] / 700, kwh, power, 100 * power / (power + card)]
 
 
 def _cs020(v: V) -> list[float]:
     c, s, u = v["c"], v["s"], v["u"]
     plain, cached = c * (s + u), s + c * u
-    return [1 - cached / plain, (s + u) / v["rate"] * 1e3, u / v["rate"] * 1e3,
+    return [100 * (1 - cached / plain), (s + u) / v["rate"] * 1e3, u / v["rate"] * 1e3,
             (c - 1) * s * L3_8B_KV / GIB]
 
 
@@ -291,7 +292,7 @@ def _case(tmp_path: Path, *steps: dict[str, str]) -> Path:
 
 
 def _problems(path: Path) -> list[str]:
-    report = validate_files([path], exercises={"kv-bytes": 2}, sims=(), draws=20)
+    report = validate_files([path], exercises={"kv-bytes": 2}, sims=(), draws=20, strict=True)
     return [str(p) for p in report.problems]
 
 

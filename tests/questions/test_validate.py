@@ -169,3 +169,20 @@ def test_every_builtin_question_grades_its_own_answer_over_many_draws() -> None:
             if inst.answer != 0:
                 miss = check_answer(inst, format_quantity(inst.answer * 3, question.unit))
                 assert miss.graded and not miss.correct, (question.id, seed)
+
+
+ADVICE_FILES = sorted((BROKEN.parent / "advice").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", ADVICE_FILES, ids=[p.stem for p in ADVICE_FILES])
+def test_a_right_answer_graded_wrong_is_refused_strictly_and_warned_in_a_pack(path: Path) -> None:
+    """The explanation's own printed answer, a tight tolerance without a stated precision and a
+    `%` answer stored as a fraction: the built-in bank (strict) refuses them at file:line:field;
+    a learner's pack imports with a warning there instead."""
+    line, field = expectation(path)
+    strict = validate_files([path], strict=True)
+    assert [(p.file, p.line, p.field) for p in strict.problems] == [(path, line, field)], \
+        "\n".join(str(p) for p in strict.problems)
+    lenient = validate_files([path])
+    assert lenient.problems == [] and len(lenient.questions) == 1
+    assert [(w.file, w.line, w.field) for w in lenient.warnings] == [(path, line, field)]

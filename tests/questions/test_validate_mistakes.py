@@ -50,7 +50,7 @@ lab = { exercise = "kv-bytes", level = 1 }
 prompt = "Which?"
 choices = ["right", "wrong one", "wrong two", "wrong three"]
 correct = 0
-explanation = "Because."
+explanation = "Because. Misconception: wrong one."
 '''
 
 
@@ -77,7 +77,7 @@ def _line(path: Path, text: str, after: int = 0) -> int:
 
 def test_a_numeric_question_needs_a_mistake(tmp_path: Path) -> None:
     path = _write(tmp_path, NUMERIC)
-    [(line, field, message)] = _problems(path)
+    [(line, field, message)] = _problems(path, strict=True)
     assert (line, field) == (_line(path, "[[question]]"), "pack-001.mistake")
     assert "at least one [[question.mistake]]" in message
 
@@ -140,17 +140,57 @@ def test_a_malformed_mistake_is_reported_where_it_is(tmp_path: Path, mistake: st
 
 def test_an_mcq_needs_a_why_per_distractor(tmp_path: Path) -> None:
     path = _write(tmp_path, MCQ)
-    assert [f for _, f, _ in _problems(path)] == ["pack-002.why"]
+    assert [f for _, f, _ in _problems(path, strict=True)] == ["pack-002.why"]
     good = 'why = ["", "a", "b", "c"]\n'
-    assert _problems(_write(tmp_path, MCQ.replace("correct = 0\n", "correct = 0\n" + good))) == []
+    assert _problems(_write(tmp_path, MCQ.replace("correct = 0\n", "correct = 0\n" + good)),
+                     strict=True) == []
     for bad, words in [('why = ["", "a", "b"]\n', "list of 4"),
                        ('why = ["", "a", " ", "c"]\n', "why[2] is empty"),
                        ('why = ["x", "a", "b", "c"]\n', "belongs to the correct choice"),
                        ('why = "all wrong"\n', "list of 4")]:
         path = _write(tmp_path, MCQ.replace("correct = 0\n", "correct = 0\n" + bad))
-        problems = _problems(path)
+        problems = _problems(path, strict=True)
         assert [(line, f) for line, f, _ in problems] == [(_line(path, "why = "), "pack-002.why")]
         assert words in problems[0][2], problems
+
+
+def test_a_pack_without_mistakes_or_whys_loads_with_one_warning_each(tmp_path: Path) -> None:
+    """A learner's own cards in the older format (no mistakes, no whys, no misconception) are
+    imported with a warning per missing item; the numeric one still gets the generic hints."""
+    path = _write(tmp_path, NUMERIC + MCQ.replace(" Misconception: wrong one.", ""))
+    report = validate_files([path])
+    assert report.problems == []
+    assert [(w.line, w.field) for w in report.warnings] == [
+        (_line(path, "[[question]]"), "pack-001.mistake"),
+        (_line(path, "[[question]]", after=_line(path, "[[question]]")), "pack-002.why")]
+    bank = load_bank([path])
+    assert bank.errors == [] and len(bank) == 2
+    numeric = bank.get("pack-001")
+    assert numeric is not None and numeric.mistakes == ()
+    instance = numeric.instance({"ttft": 300, "tpot": 20, "n": 11})  # 500 ms
+    slip = check_answer(instance, "500000")
+    assert not slip.correct and slip.diagnosis is None and "1,000×" in (slip.hint or "")
+    assert check_answer(instance, "490").hint == "2.0% too low"
+    mcq = bank.get("pack-002")
+    assert mcq is not None and mcq.why == ()
+    wrong = next(i for i in range(4) if i != mcq.draw(0).correct_index)
+    outcome = check_answer(mcq.draw(0), "ABCD"[wrong])
+    assert outcome.graded and not outcome.correct and outcome.diagnosis is None
+
+
+def test_strict_holds_a_pack_to_the_builtin_rules(tmp_path: Path) -> None:
+    """`dojo questions check --strict`: the same pack is refused, and an MCQ explanation must
+    name a misconception (the built-in bank is always checked this way)."""
+    good = 'correct = 0\nwhy = ["", "a", "b", "c"]\n'
+    path = _write(tmp_path, NUMERIC + _mistake() + MCQ.replace("correct = 0\n", good))
+    assert _problems(path, strict=True) == []
+    bare = _write(tmp_path, NUMERIC + _mistake() + MCQ.replace("correct = 0\n", good).replace(
+        " Misconception: wrong one.", ""))
+    assert validate_files([bare]).problems == []
+    [(line, field, message)] = _problems(bare, strict=True)
+    assert (line, field) == (_line(bare, "explanation = ", after=_line(bare, '"pack-002"')),
+                             "pack-002.explanation")
+    assert "Misconception:" in message
 
 
 def test_counted_units_need_round_and_round_is_checked(tmp_path: Path) -> None:

@@ -136,9 +136,23 @@ def test_any_dial_setting_in_range_gives_a_finite_result_or_a_clear_error(sim: S
     run()
 
 
+def test_a_context_of_8k_is_8192_tokens_and_the_sim_says_so() -> None:
+    """Model cards write 8,192 as "8k" and 131,072 as "128k": the context dial reads them that
+    way and `notes` tells the learner (and how to type a decimal 8,000)."""
+    assert CAP.parse_assignments(["context=8k"]) == {"context": 8192}
+    assert CAP.parse_assignments(["context=128K tokens"]) == {"context": 131072}
+    assert CAP.parse_assignments(["context=8000"]) == {"context": 8000}
+    [note] = CAP.notes(["context=8k", "prompt_tokens=8k", "layers=32"])
+    assert "8,192 tokens" in note and "model-card" in note and "8,000" in note
+    assert CAP.notes(["context=8192"]) == []
+    with pytest.raises(SimInputError, match="whole number of tokens"):
+        CAP.parse_assignments(["context=0.0001k"])
+
+
 def test_dials_read_numbers_the_way_answers_do() -> None:
-    """`--set context=8k` works like an answer's `1.2k`; a dial with a unit converts a typed one."""
-    assert CAP.parse_assignments(["context=8k"]) == {"context": 8000}
+    """`--set prompt_tokens=8k` works like an answer's `1.2k`; a dial with a unit converts a
+    typed one."""
+    assert CAP.parse_assignments(["prompt_tokens=8k"]) == {"prompt_tokens": 8000}
     assert CAP.parse_assignments(["context=8,192"]) == {"context": 8192}
     assert CAP.parse_assignments(["target_step_ms=0.05 s"]) == {"target_step_ms": 50.0}
     assert CAP.parse_assignments(["hbm_tbps=3350 GB/s"]) == {"hbm_tbps": 3.35}

@@ -72,3 +72,22 @@ async def test_a_concept_note_links_to_its_topics_sim(make_app: Callable[..., Do
         assert isinstance(app.screen, NoteScreen) and app.screen.sim == "capacity"
         await pilot.press("m")
         assert isinstance(app.screen, SimScreen) and app.screen.sim.name == "capacity"
+
+
+@pytest.mark.slow
+async def test_an_8k_context_reads_as_8192_and_the_screen_says_so(
+        make_app: Callable[..., DojoApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("m")
+        assert isinstance(app.screen, SimScreen)
+        await pilot.pause()
+        context = app.screen.query_one("#dial-context", Input)
+        context.value = "8k"
+        await pilot.pause()
+        assert "8k read as 8,192 tokens" in text_of(app, "#sim-error")
+        assert "8,192 tokens" in text_of(app, "#sim-result")
+        context.value = "8192"
+        await pilot.pause()
+        assert text_of(app, "#sim-error") == ""

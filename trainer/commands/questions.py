@@ -14,6 +14,7 @@ import click
 
 if TYPE_CHECKING:
     from questions.model import Instance
+    from questions.problems import Problem
 
 
 @click.group("questions")
@@ -30,10 +31,15 @@ def questions() -> None:
     type=click.IntRange(1, 100_000),
     help="Random draws per parameterised question (the extremes are always tried).",
 )
-def check(paths: tuple[Path, ...], draws: int) -> None:
+@click.option("--strict", is_flag=True,
+              help="Hold packs to the built-in bank's rules: every numeric question names its "
+                   "mistakes, every MCQ its whys and the misconception in its explanation.")
+def check(paths: tuple[Path, ...], draws: int, strict: bool) -> None:
     """Validate the built-in bank and your packs, or the given files/folders.
 
     Every problem is printed as FILE:LINE:FIELD: message; the exit status is 1 if there is any.
+    A pack's missing mistakes and whys are warnings (`--strict`: problems); the built-in bank
+    is always strict.
     """
     from questions.bank import BUILTIN_DIR, builtin_files, expand, pack_files
     from questions.validate import validate_files
@@ -51,13 +57,15 @@ def check(paths: tuple[Path, ...], draws: int) -> None:
     if not files:
         click.echo("no question files to check" + ("" if paths else f" (in {BUILTIN_DIR})"))
         return
-    report = validate_files(files, context=context, draws=draws, builtin_dir=BUILTIN_DIR)
+    report = validate_files(files, context=context, draws=draws, builtin_dir=BUILTIN_DIR,
+                            strict=strict)
     for problem in report.problems:
         click.echo(str(problem))
+    _echo_warnings(report.warnings)
     summary = (
         f"{len(files)} file(s): {len(report.questions)} valid question(s) in "
         f"{len(report.topics)} topic(s)"
-    )
+    ) + (f", {len(report.warnings)} warning(s)" if report.warnings else "")
     if report.problems:
         click.echo(f"{summary}; {len(report.problems)} problem(s)", err=True)
         raise SystemExit(1)
@@ -89,6 +97,7 @@ def import_(file: Path, replace: bool) -> None:
     report = validate_files([file], context=builtin_files() + others)
     for problem in report.problems:
         click.echo(str(problem))
+    _echo_warnings(report.warnings)
     if report.problems:
         raise click.ClickException(f"not imported: {len(report.problems)} problem(s) in {file}")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +105,15 @@ def import_(file: Path, replace: bool) -> None:
         tmp.write(content)
     os.replace(tmp.name, dest)  # atomic: a crash never leaves half a pack behind
     topics = ", ".join(sorted(report.topics)) or "-"
-    click.echo(f"imported {len(report.questions)} question(s) (topic {topics}) into {dest}")
+    warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
+    click.echo(f"imported {len(report.questions)} question(s) (topic {topics}){warned} into "
+               f"{dest}")
+
+
+def _echo_warnings(warnings: list[Problem]) -> None:
+    """One line per rule a learner's pack skipped: it loads, with generic hints there."""
+    for warning in warnings:
+        click.echo(f"{warning.file}:{warning.line}:{warning.field}: warning: {warning.message}")
 
 
 @questions.command("show")

@@ -40,6 +40,8 @@ def _make_command(name: str) -> click.Command:
         except SimInputError as exc:
             hint = "--preset" if str(exc).startswith("unknown preset") else "--set"
             raise click.BadParameter(str(exc), param_hint=hint) from None
+        for note in sim.notes(assignments):  # stderr: --json output stays one JSON document
+            click.echo(f"note: {note}", err=True)
         if as_json:
             payload = {"preset": preset, **result.to_dict()}
             click.echo(json.dumps(payload, indent=2, ensure_ascii=False))

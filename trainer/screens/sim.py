@@ -114,6 +114,18 @@ class SimScreen(Screen[None]):
                 return str(exc)
         return values
 
+    def _notes(self) -> list[str]:
+        """How the dials read text a learner may mean otherwise ("8k" context → 8,192)."""
+        notes = []
+        for spec in self.sim.inputs:
+            try:
+                note = spec.note(self.query_one(f"#dial-{spec.name}", Input).value)
+            except Exception:  # dials are being rebuilt
+                return []
+            if note is not None:
+                notes.append(note)
+        return notes
+
     def _evaluate(self, values: dict[str, Any] | None = None) -> None:
         from lab.sims import SimInputError
 
@@ -127,7 +139,7 @@ class SimScreen(Screen[None]):
         except SimInputError as exc:
             error.update(f"[yellow]{escape(str(exc))}[/]")
             return
-        error.update("")
+        error.update("\n".join(f"[dim]{escape(note)}[/]" for note in self._notes()))
         lines = ["[b]Checks[/]"]
         for c in result.checks:
             mark = "[green]✓[/]" if c.passed else "[red]✗[/]"
