@@ -9,26 +9,31 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-ABOUT = """\
-[b]Serving Dojo[/]: spaced-repetition drills for LLM-serving interviews plus graded coding labs.
-Answer, then grade yourself: 0–2 after a wrong answer, 3–5 after a right one (Enter = default).
-Cards graded below 4 come back the same day until they reach 4. Cram never touches the schedule.
-ctrl+p opens the command palette (every action); ctrl+q quits from anywhere."""
+# One paragraph per line: the modal wraps them to its width (a hard break mid-sentence showed
+# as a ragged half line at 60 columns).
+ABOUT = (
+    "[b]Serving Dojo[/]: spaced-repetition drills for LLM-serving interviews plus graded coding "
+    "labs.\nAnswer, then grade yourself: 0–2 after a wrong answer, 3–5 after a right one (Enter "
+    "= default). Cards graded below 4 come back the same day until they reach 4. Grades 3, 4 "
+    "and 5 differ in how much they change the card's ease (how fast its intervals grow), even "
+    "when they show the same next interval. Cram never touches the schedule.\nctrl+p opens the "
+    "command palette (every action); ctrl+q quits from anywhere."
+)
 
 
 _NOTES = {
     "TodayScreen": "\n\n[b]Labs that come back[/]\n"
-    "  A lab level you passed is a card too: when it is due it is listed here, and r\n"
-    "  rebuilds it from a blank stub (your file kept; R on the Lab screen restores it).",
+    "  A lab level you passed is a card too: when it is due it is listed here, and r "
+    "rebuilds it from a blank stub (your file kept; R on the Lab screen restores it).",
     "BrowseScreen": "\n\n[b]Browsing[/]\n"
-    "  / search, t topic, f status (Enter picks), Esc back to the table;\n"
-    "  arrows move the preview; s suspends or unsuspends the card.",
+    "  / search, t topic, f status (Enter picks, back to the table), Esc leaves; "
+    "arrows move the preview; ctrl+s suspends or unsuspends the card (as in a review).",
     "LabScreen": "\n\n[b]Lab[/]\n"
-    "  s creates your file from the stub, e opens it in $EDITOR, g grades the\n"
-    "  selected level in a subprocess (x or ctrl+c stops it), h shows one more hint.",
+    "  s creates your file from the stub, e opens it in $EDITOR, g grades the "
+    "selected level in a subprocess (x or ctrl+c stops it), h shows one more hint.",
     "SimScreen": "\n\n[b]Sims[/]\n"
-    "  Tab between dials; every keystroke recomputes the checks. A bad value is\n"
-    "  named and the last good result stays. ctrl+r resets the dials.",
+    "  Tab between dials; every keystroke recomputes the checks. A bad value is "
+    "named and the last good result stays. ctrl+r resets the dials.",
 }
 
 
@@ -101,7 +106,7 @@ class HelpScreen(ModalScreen[None]):
         if name == "ReviewScreen":
             return (
                 "\n\n[b]Answering[/]\n  a–d or 1–4, or arrows + Enter for a choice; "
-                "type a number (units welcome) + Enter for numeric.\n"
+                "type a number (units welcome) + Enter for numeric. "
                 "  ctrl+z / ctrl+b / ctrl+s / ctrl+f work even while typing."
             )
         return _NOTES.get(name, "")

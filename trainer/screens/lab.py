@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from lab.grader.report import failure_signature, next_step, tidy_floats
+from questions.wording import noun, plural
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
@@ -208,7 +209,7 @@ class LabScreen(DojoScreen):
                     status, summary = states[lvl.number]
                     ratio = summary.best_metrics.get("median_ratio")
                     cases = (
-                        f"{summary.best_passed_cases}/{summary.cases} cases"
+                        f"{summary.best_passed_cases}/{summary.cases} {noun(summary.cases, 'case')}"
                         if summary.cases
                         else ""
                     )
@@ -345,7 +346,7 @@ class LabScreen(DojoScreen):
         path, session = start_interview(self.exercises[row.exercise], row.level)
         self.workspaces[row.exercise] = path
         self.write_log(f"Interview rehearsal: {row.exercise} level {row.level}, "
-                       f"{session.minutes} minutes, hints off. Fresh stub: {path}")
+                       f"{plural(session.minutes, 'minute')}, hints off. Fresh stub: {path}")
         if session.moved_aside:
             self.write_log(f"Your file was moved aside to {session.moved_aside} (R restores it).")
         self._tick()
@@ -586,7 +587,8 @@ class LabScreen(DojoScreen):
             verdict = "PASSED" if ev.get("passed") else "FAILED"
             self.write_log(
                 f"Level {ev.get('level')}: {verdict} "
-                f"({ev.get('passed_cases')}/{ev.get('cases')} cases)"
+                f"({ev.get('passed_cases')}/{ev.get('cases')} "
+                f"{noun(_count(ev.get('cases')), 'case')})"
             )
             smallest = ev.get("smallest_failure")
             if isinstance(smallest, dict):
@@ -695,3 +697,8 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+
+
+def _count(value: object) -> int:
+    """A count from a grader event (an int there; anything else counts as many)."""
+    return value if isinstance(value, int) else 0

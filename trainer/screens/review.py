@@ -19,7 +19,7 @@ from questions.answers import Reask
 from trainer.core.session import GRADE_LABELS, Feedback, Item, Session, choice_label
 from trainer.screens.base import DojoScreen
 from trainer.screens.case import CasePanel, case_summary
-from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
+from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen, related_rows
 from trainer.widgets.keybar import KeyBar
 
 _MODE_LABEL = {"review": "Due review", "redrill": "Re-drill", "cram": "Cram"}
@@ -79,9 +79,12 @@ class ReviewScreen(DojoScreen):
         Binding("escape", "finish", "End", id="end-session", tooltip="End the session: summary"),
     ]
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, practice: bool = False) -> None:
         super().__init__()
         self.session = session
+        # One question practised from Related or the palette: a cram card on top of whatever
+        # was open, which the end of it returns to (no summary, no trip home).
+        self.practice = practice
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
@@ -210,11 +213,13 @@ class ReviewScreen(DojoScreen):
         self.call_after_refresh(self._scroll_to_feedback)
         self.refresh_bindings()
 
-    def _scroll_to_feedback(self) -> None:
+    def _scroll_to_feedback(self, again: bool = True) -> None:
         # Scroll only as far as needed to bring the verdict into view: the question stays on
         # screen above it when both fit (at 80x24 the old scroll-to-top hid the question).
         body = self.query_one("#review-body", VerticalScroll)
         body.scroll_to_widget(self.query_one("#verdict"), top=False, animate=False)
+        if again:  # once more after the grade bar has taken its rows (it wraps when narrow)
+            self.set_timer(0.05, lambda: self._scroll_to_feedback(again=False))
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -400,14 +405,7 @@ class ReviewScreen(DojoScreen):
         if item is None:
             return
         bank = self.session.services.bank
-        rows = []
-        for qid in getattr(item.question, "related", ()) or ():
-            q = bank.get(qid)
-            if q is None:
-                rows.append((qid, "(not in the bank)"))
-                continue
-            rows.append((qid, _first_line(str(q.draw(0).prompt))))
-        self.app.push_screen(RelatedScreen(rows, bank))
+        self.app.push_screen(RelatedScreen(related_rows(item.question, bank), bank))
 
     def action_lab(self) -> None:
         item = self.session.current
@@ -431,6 +429,10 @@ class ReviewScreen(DojoScreen):
     def finish(self) -> None:
         from trainer.screens.summary import SummaryScreen
 
+        if self.practice:
+            self.app.pop_screen()
+            self.notify("Practice done: your schedule is untouched.")
+            return
         self.app.switch_screen(SummaryScreen(self.session.summary()))
 
 
@@ -438,11 +440,6 @@ def _markdown(text: str) -> RichMarkdown:
     """Prompts and explanations render synchronously (rich), so a card paints in one frame;
     Textual's Markdown widget parses in a thread and mounts a widget per block."""
     return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
-
-
-def _first_line(markdown: str, width: int = 70) -> str:
-    text = " ".join(markdown.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
@@ -458,7 +455,26 @@ def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
         text = f"{g} {GRADE_LABELS[g]}{after}{again}"
         parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
     legend = "↻ again today " if any(needs_redrill(g) for g in fb.grades) else ""
-    return f"{'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
+    return (f"{'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
+            + _ease_note(intervals))
+
+
+def _ease_note(intervals: dict[int, int | None]) -> str:
+    """On a young card 3, 4 and 5 all give the same next interval (SM-2: 1 d, then 6 d), so
+    the bar says what the choice does change: the ease, which sets how fast later intervals
+    grow (SM-2's EF moves -0.14, 0 or +0.10)."""
+    from scheduler.sm2 import CardState, next_state
+
+    passes = [g for g in (3, 4, 5) if intervals.get(g) is not None]
+    if len(passes) < 2 or len({intervals[g] for g in passes}) != 1:
+        return ""
+    start = CardState()
+    moves = []
+    for g in passes:
+        delta = (next_state(start, g).ef_hundredths - start.ef_hundredths) / 100
+        moves.append(f"{g} {'±0' if delta == 0 else f'{delta:+.2f}'.replace('-', '−')}")
+    return (f"\n[dim]{'/'.join(map(str, passes))} all {intervals[passes[0]]}d; they change "
+            f"the ease (later intervals): {' · '.join(moves)}[/]")
 
 
 def _placeholder(unit: str) -> str:

@@ -57,7 +57,7 @@ class StatsScreen(DojoScreen):
                     yield Static("Interval, days", classes="panel-title")
                     yield Static("", id="stats-intervals")
             with Vertical(classes="panel wide"):
-                yield Static(f"Due, next {FORECAST_DAYS} days", classes="panel-title")
+                yield Static(f"Due, next {plural(FORECAST_DAYS, 'day')}", classes="panel-title")
                 yield BarChart(height=4, bars=FORECAST_DAYS, id="stats-forecast")
             with Vertical(classes="panel wide"):
                 yield Static(

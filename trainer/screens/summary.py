@@ -9,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
+from questions.wording import plural
 from trainer.core.session import Summary
 from trainer.widgets.keybar import KeyBar
 
@@ -30,7 +31,7 @@ class SummaryScreen(Screen[None]):
         accuracy = "—" if s.accuracy is None else f"{s.accuracy:.0%}"
         lines = [
             f"Answered   [b]{s.answered}[/]"
-            + (f"  ({s.redrilled} re-drills)" if s.redrilled else ""),
+            + (f"  ({plural(s.redrilled, 're-drill')})" if s.redrilled else ""),
             f"Accuracy   [b]{accuracy}[/]  ({s.correct} right"
             + (f", {s.overridden} of them mistyped and counted right" if s.overridden else "")
             + ")",
