@@ -87,3 +87,157 @@ async def test_60x20_case_step_wrong_answer_shows_the_answer_line(make_app: AppF
             _in_view(review.query_one("#review-body"), line)
             await pilot.press("enter")
             await _settle(app, pilot)
+
+
+async def _browse(app: DojoApp, pilot: object) -> DataTable[str]:
+    await pilot.press("b")  # type: ignore[attr-defined]
+    for _ in range(50):
+        await _settle(app, pilot, 1)
+        table = app.screen.query_one(DataTable)
+        if table.row_count:
+            return table
+    raise AssertionError("Browse never loaded")
+
+
+@pytest.mark.slow
+async def test_browse_esc_leaves_after_a_filter_and_s_suspends_nothing(
+    make_app: AppFactory,
+) -> None:
+    """Item 7: pick a status filter, then `s` (Stats on Today) must not suspend a card and
+    one Esc leaves Browse."""
+    from textual.widgets import Select
+
+    from trainer.screens.browse import BrowseScreen
+    from trainer.screens.today import TodayScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await _browse(app, pilot)
+        await pilot.press("f", "enter", "down", "down", "enter")  # pick a status
+        await _settle(app, pilot)
+        assert isinstance(app.screen, BrowseScreen)
+        assert app.screen.query_one("#browse-status", Select).value == "new"
+        await pilot.press("s")
+        await _settle(app, pilot)
+        assert app.services is not None
+        assert not any(c.suspended for c in app.services.store.cards())
+        await pilot.press("escape")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, TodayScreen)
+
+
+@pytest.mark.slow
+async def test_60x20_browse_shows_status_and_due(make_app: AppFactory) -> None:
+    """Item 6: at 60 columns the status and due columns are on screen beside the id."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await ready(app, pilot)
+        table = await _browse(app, pilot)
+        labels = [str(c.label) for c in table.ordered_columns]
+        shown, room = [], table.scrollable_content_region.width
+        for column in table.ordered_columns:
+            room -= column.get_render_width(table)
+            if room < 0:
+                break
+            shown.append(str(column.label))
+        assert {"id", "status", "due"} <= set(shown), (labels, shown)
+
+
+@pytest.mark.slow
+async def test_lab_80x24_verdict_column_header_and_results_after_restart(
+    make_app: AppFactory,
+) -> None:
+    """Item 8: the header fits 80 columns, the table's first column is the verdict, and a
+    grading stored by an earlier run is on screen after a restart."""
+    from lab.grader.record import default_store
+    from trainer.screens.lab import LabScreen
+
+    with default_store() as store:  # an earlier run graded kv-bytes L1
+        store.record_lab_attempt(
+            "kv-bytes", 1, "cpu", False,
+            [{"id": "tiny-one-layer", "passed": True, "kind": ""},
+             {"id": "zero-layers", "passed": False, "kind": "wrong_answer"}], {}, 0.5)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("l")
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        for _ in range(100):
+            await _settle(app, pilot, 1)
+            if screen.rows and screen.query_one("#lab-results", DataTable).row_count:
+                break
+        assert len(text_of(app, ".titlebar").strip()) <= 80
+        table = screen.query_one("#lab-results", DataTable)
+        assert str(table.ordered_columns[0].label) == "result"
+        assert table.row_count == 2
+        assert "FAIL" in str(table.get_row_at(1)[0])
+        assert "graded" in text_of(app, "#lab-results-title")
+        assert "Workspace" in text_of(app, "#lab-detail")
+
+
+@pytest.mark.slow
+async def test_palette_and_related_lists_show_plain_text(make_app: AppFactory) -> None:
+    """Item 9: no raw template fields or Markdown in the palette's or Related's lines."""
+    from trainer.screens.modals import related_rows
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        assert app.services is not None
+        helps = [c.help for c in app.get_system_commands(app.screen)
+                 if c.title.startswith("Question ")]
+        assert helps and all("{" not in h and "**" not in h for h in helps), helps
+        assert any(h.startswith(("A model has 32 layers", "A model has 40 layers")) for h in helps)
+        bank = app.services.bank
+        rows = related_rows(bank.get("kv-cache-002") or bank.questions[0], bank) + \
+            related_rows(bank.get("kv-cache-001"), bank)  # type: ignore[arg-type]
+        assert rows and all("**" not in text and "{" not in text for _, text in rows), rows
+
+
+@pytest.mark.slow
+async def test_unstudied_card_hides_its_answer_and_practises_off_schedule(
+    make_app: AppFactory,
+) -> None:
+    """Item 12: the palette's question view hides a new card's answer; `p` practises it on
+    fresh numbers in cram mode and comes back; the card stays new."""
+    from trainer.screens.modals import QuestionScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        app.action_question("kv-cache-001")
+        await _settle(app, pilot)
+        view = app.screen
+        assert isinstance(view, QuestionScreen)
+        body = view.query_one("#question-body")._markdown  # type: ignore[attr-defined]
+        assert "Answer:" not in body and "KiB" not in body.split("Not studied")[1]
+        await pilot.press("p")
+        await _settle(app, pilot)
+        review = app.screen
+        assert isinstance(review, ReviewScreen) and review.practice
+        item = review.session.current
+        assert item is not None and item.mode == "cram"
+        await pilot.press(*f"{item.instance.answer:g}", "enter", "enter")
+        await _settle(app, pilot)
+        assert not isinstance(app.screen, ReviewScreen | QuestionScreen)
+        assert app.services is not None
+        assert app.services.store.card("kv-cache-001").is_new  # not graded into the schedule
+
+
+@pytest.mark.slow
+async def test_grade_bar_says_what_3_4_5_change_on_a_young_card(make_app: AppFactory) -> None:
+    """Item 13: the same interval for 3, 4 and 5 comes with what the choice does change."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("enter")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        item = review.session.current
+        assert item is not None and item.is_mcq
+        await pilot.press("abcd"[item.instance.correct_index or 0])
+        await _settle(app, pilot)
+        bar = text_of(app, "#gradebar")
+        assert "ease" in bar and "3 −0.14" in bar and "5 +0.10" in bar, bar

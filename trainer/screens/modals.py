@@ -147,7 +147,8 @@ class QuestionScreen(ModalScreen[None]):
             else:
                 unit = str(getattr(q, "unit", "") or "")
                 answer = f"{inst.answer:g} {unit}".strip() if inst.answer is not None else "—"
-            parts = (inst.prompt, choices, f"**Answer:** {answer}", inst.explanation)
+            parts: tuple[str, ...] = (inst.prompt, choices, f"**Answer:** {answer}",
+                                      inst.explanation)
         else:
             parts = (inst.prompt, choices, "*Not studied yet: its answer stays hidden until you "
                      "have answered it once. Press **p** to practise it now (fresh numbers, not "
