@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -100,7 +101,7 @@ class ReviewScreen(DojoScreen):
                 yield Static("", id="verdict")
                 yield Static("", id="explanation")
                 yield Static("", id="links")
-        yield Static("", id="gradebar")
+        yield ItemBar(id="gradebar")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -206,8 +207,8 @@ class ReviewScreen(DojoScreen):
             links.append(f"[b]m[/] sim {escape(q.sim)}")
         self.query_one("#links", Static).update(" · ".join(links))
         self.query_one("#feedback").display = True
-        bar = self.query_one("#gradebar", Static)
-        bar.update(grade_bar(fb, self.session.next_intervals()))
+        bar = self.query_one("#gradebar", ItemBar)
+        bar.show(*grade_items(fb, self.session.next_intervals()))
         bar.display = True
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
@@ -442,9 +443,45 @@ def _markdown(text: str) -> RichMarkdown:
     return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
-def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
-    """The grade keys with what each does, Anki-style: "4 good 6d"; ↻ marks a grade that
-    brings the card back today for a re-drill (below 4), so neither is a surprise."""
+class ItemBar(Static):
+    """A row of items (markup) that wraps between items only, never inside one: "1
+    recognised 1d↻" split over two lines at 80 columns read as two keys."""
+
+    SEPARATOR = "  "
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self._items: list[str] = []
+        self._after = ""
+
+    def show(self, items: list[str], after: str = "") -> None:
+        """Lay out `items`, then `after` (already markup, may hold its own line breaks)."""
+        self._items, self._after = items, after
+        self.update(self._layout())
+
+    def on_resize(self) -> None:
+        if self._items:
+            self.update(self._layout())
+
+    def _layout(self) -> str:
+        width = self.content_size.width or max(20, self.app.size.width - 2)
+        lines: list[str] = []
+        line, used = "", 0
+        for item in self._items:
+            size = Text.from_markup(item).cell_len
+            if line and used + len(self.SEPARATOR) + size > width:
+                lines.append(line)
+                line, used = "", 0
+            line, used = (f"{line}{self.SEPARATOR}{item}", used + len(self.SEPARATOR) + size) \
+                if line else (item, size)
+        if line:
+            lines.append(line)
+        return "\n".join(lines) + self._after
+
+
+def grade_items(fb: Feedback, intervals: dict[int, int | None]) -> tuple[list[str], str]:
+    """The grade bar as (items, what follows): each grade key an item, then the legend (an
+    item too) and the ease note on its own line."""
     from scheduler.transition import needs_redrill
 
     parts = []
@@ -455,8 +492,7 @@ def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
         text = f"{g} {GRADE_LABELS[g]}{after}{again}"
         parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
     legend = "↻ again today " if any(needs_redrill(g) for g in fb.grades) else ""
-    return (f"{'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
-            + _ease_note(intervals))
+    return [*parts, f"[dim]{legend}(Enter = {fb.default_grade})[/]"], _ease_note(intervals)
 
 
 def _ease_note(intervals: dict[int, int | None]) -> str:

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from questions.wording import plural
+from questions.wording import noun, plural
 from trainer.core.stats import Mistake
 from trainer.core.views import StatsView, stats_view
 from trainer.screens.base import DojoScreen
@@ -46,7 +46,7 @@ class StatsScreen(DojoScreen):
                 with Vertical(classes="panel"):
                     yield Static("True retention", classes="panel-title")
                     yield Static("", id="stats-retention")
-                with Vertical(classes="panel grow"):
+                with Vertical(classes="panel grow", id="stats-topics-panel"):
                     yield Static("Accuracy per topic (scheduled answers)", classes="panel-title")
                     yield Static("", id="stats-topics")
             with Horizontal(classes="stats-row"):
@@ -124,7 +124,7 @@ class StatsScreen(DojoScreen):
         today = v.day
         total = sum(v.per_day.values())
         self.query_one("#stats-headline", Static).update(
-            f"[b]{total}[/] answers in the last year · streak [b]{v.streak}[/] d"
+            f"[b]{total}[/] {noun(total, 'answer')} in the last year · streak [b]{v.streak}[/] d"
         )
         self.query_one("#stats-heatmap", Heatmap).update(v.per_day, today)
         days = [today - dt.timedelta(days=13 - i) for i in range(14)]
