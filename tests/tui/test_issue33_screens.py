@@ -401,3 +401,31 @@ async def test_a_failed_lab_grading_leaves_the_log_uncovered(make_app: AppFactor
         await _settle(app, pilot)
         assert "failed" in text_of(app, "#lab-results-title")
         assert not list(app._notifications), [n.message for n in app._notifications]
+
+
+@pytest.mark.slow
+async def test_a_hint_is_logged_one_line_per_paragraph(make_app: AppFactory) -> None:
+    """Item 10: a hint written wrapped at 100 columns is not broken at each source line in a
+    60-column log (the log wraps whole paragraphs at its own width)."""
+    from lab.exercises import get
+    from trainer.screens.lab import LabScreen
+
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("l")
+        screen = app.screen
+        assert isinstance(screen, LabScreen)
+        for _ in range(100):
+            await _settle(app, pilot, 1)
+            if screen.rows:
+                break
+        await pilot.press("h")
+        await _settle(app, pilot)
+        source = get("kv-bytes").hints()[0]
+        assert "\n" in source.strip()  # the source is hard-wrapped
+        start = next(i for i, line in enumerate(screen.log_lines) if line.startswith("── hint 1"))
+        logged = screen.log_lines[start + 1:]
+        paragraphs = [p for p in source.split("\n\n") if p.strip()]
+        assert len([x for x in logged if x.strip()]) == len(paragraphs), logged
+        assert " ".join(" ".join(logged).split()) == " ".join(source.split())

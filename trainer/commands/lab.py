@@ -496,8 +496,11 @@ def hint(exercise_id: str) -> None:
         if shown:
             click.echo(shown[-1])
         return
+    from trainer.core.text import reflow
+
     click.echo(f"Hint {revealed.number}/{revealed.total} for {ex.id}:")
-    click.echo(revealed.text)
+    for line in reflow(revealed.text):  # one line per paragraph: the terminal wraps it
+        click.echo(line)
 
 
 @lab.command()

@@ -453,7 +453,9 @@ class LabScreen(DojoScreen):
             self.notify("No more hints for this exercise.")
             return
         self.write_log(f"── hint {hint.number}/{hint.total} ──")
-        for line in hint.text.splitlines():
+        from trainer.core.text import reflow
+
+        for line in reflow(hint.text):  # the log wraps each paragraph at its own width
             self.write_log(line)
         self._describe()
 
