@@ -155,8 +155,8 @@ class QuestionScreen(ModalScreen[None]):
                      "graded into your schedule).*")
         body = "\n\n".join(x for x in parts if x)
         with Vertical(classes="modal"):
-            yield Static(f"[b]{escape(q.id)}[/]  [dim](read only · p practise now · Esc to go "
-                         "back)[/]", classes="modal-title")
+            yield Static(f"[b]{escape(q.id)}[/]  [dim](p practise · Esc back)[/]",
+                         classes="modal-title")
             with VerticalScroll():
                 yield Markdown(body, id="question-body")
 

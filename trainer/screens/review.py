@@ -118,8 +118,10 @@ class ReviewScreen(DojoScreen):
         services = self.session.services
         topic = services.topic_title(str(item.question.topic))
         pending = len(self.session.pending_redrill)
+        label = ("Practice, schedule untouched" if self.practice
+                 else "New card" if item.new else _MODE_LABEL[item.mode])
         self.query_one("#review-title", Static).update(
-            f"{'New card' if item.new else _MODE_LABEL[item.mode]}"
+            f"{label}"
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )
