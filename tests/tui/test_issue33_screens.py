@@ -242,7 +242,7 @@ async def test_grade_bar_says_what_3_4_5_change_on_a_young_card(make_app: AppFac
         await pilot.press("abcd"[item.instance.correct_index or 0])
         await _settle(app, pilot)
         bar = text_of(app, "#gradebar")
-        assert "ease" in bar and "3 −0.14" in bar and "5 +0.10" in bar, bar
+        assert "ease moves" in bar and "3 −0.14" in bar and "5 +0.10" in bar, bar
 
 
 # "1 <plural>" and "(s)" anywhere a learner reads a count (#33 item 10).

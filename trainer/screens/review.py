@@ -511,8 +511,9 @@ def _ease_note(intervals: dict[int, int | None]) -> str:
     for g in passes:
         delta = (next_state(start, g).ef_hundredths - start.ef_hundredths) / 100
         moves.append(f"{g} {'±0' if delta == 0 else f'{delta:+.2f}'.replace('-', '−')}")
-    return (f"\n[dim]{'/'.join(map(str, passes))} all {intervals[passes[0]]}d; they change "
-            f"the ease (later intervals): {' · '.join(moves)}[/]")
+    # Short enough for one line at 60 columns.
+    return (f"\n[dim]{'/'.join(map(str, passes))}: same {intervals[passes[0]]}d; the ease "
+            f"moves {' · '.join(moves)}[/]")
 
 
 def _placeholder(unit: str) -> str:

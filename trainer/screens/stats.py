@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -138,17 +141,7 @@ class StatsScreen(DojoScreen):
             )
             + f"\n{'weekly':>6} {_sparkline(v.retention_weeks)} [dim](12 w)[/]"
         )
-        self.query_one("#stats-topics", Static).update(
-            "\n".join(
-                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {escape(t)} [dim]({a}"
-                + (f", {o} mistyped" if o else "") + ")[/]"
-                for t, a, c, o in v.topics
-            )
-            + (f"\n[dim]{plural(v.overridden, 'answer')} counted right after a typo this "
-               "year[/]"
-               if v.overridden else "")
-            or "No answers yet."
-        )
+        self.query_one("#stats-topics", Static).update(_topic_rows(v))
         self.mistakes = v.mistakes
         mistakes = self.query_one("#stats-mistakes", OptionList)
         mistakes.set_options(
@@ -199,3 +192,22 @@ def _histogram(pairs: list[tuple[str, int]]) -> str:
         return "No cards reviewed yet."
     peak = max(c for _, c in pairs) or 1
     return "\n".join(f"{label:>8} {'█' * round(16 * c / peak):<16} {c}" for label, c in pairs)
+
+
+def _topic_rows(v: StatsView) -> RenderableType:
+    """Bar, percentage, title per topic; a long title wraps under itself (a grid), never
+    under the bars nor past the panel's edge (it was cut at 100 columns)."""
+    if not v.topics:
+        return "No answers yet."
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True, justify="right")
+    grid.add_column(ratio=1)
+    for t, a, c, o in v.topics:
+        share = c / a if a else 0
+        grid.add_row(Text.from_markup(_bar(share)), f"{share:.0%}", Text.from_markup(
+            f"{escape(t)} [dim]({a}" + (f", {o} mistyped" if o else "") + ")[/]"))
+    if not v.overridden:
+        return grid
+    return Group(grid, Text.from_markup(
+        f"[dim]{plural(v.overridden, 'answer')} counted right after a typo this year[/]"))
