@@ -159,7 +159,9 @@ async def test_lab_80x24_verdict_column_header_and_results_after_restart(
         store.record_lab_attempt(
             "kv-bytes", 1, "cpu", False,
             [{"id": "tiny-one-layer", "passed": True, "kind": ""},
-             {"id": "zero-layers", "passed": False, "kind": "wrong_answer"}], {}, 0.5)
+             {"id": "zero-layers", "passed": False, "kind": "wrong_answer"},
+             *[{"id": f"hidden-{i}", "passed": False, "kind": "skipped"} for i in range(5)]],
+            {}, 0.5)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
@@ -173,8 +175,9 @@ async def test_lab_80x24_verdict_column_header_and_results_after_restart(
         assert len(text_of(app, ".titlebar").strip()) <= 80
         table = screen.query_one("#lab-results", DataTable)
         assert str(table.ordered_columns[0].label) == "result"
-        assert table.row_count == 2
+        assert table.row_count == 3  # pass, FAIL, and one row for the 5 not run
         assert "FAIL" in str(table.get_row_at(1)[0])
+        assert str(table.get_row_at(2)[1]) == "5 more"
         assert "graded" in text_of(app, "#lab-results-title")
         assert "Workspace" in text_of(app, "#lab-detail")
 
