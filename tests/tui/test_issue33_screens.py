@@ -3,6 +3,7 @@ screens as they were before the fix."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -432,3 +433,21 @@ async def test_a_hint_is_logged_one_line_per_paragraph(make_app: AppFactory) -> 
         paragraphs = [p for p in source.split("\n\n") if p.strip()]
         assert len([x for x in logged if x.strip()]) == len(paragraphs), logged
         assert " ".join(" ".join(logged).split()) == " ".join(source.split())
+
+
+@pytest.mark.slow
+async def test_60x20_help_wraps_descriptions_under_themselves(make_app: AppFactory) -> None:
+    """Item 10: at 60 columns a key's long description continues in its own column, not
+    mid-sentence back at the left edge."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("f1")
+        await _settle(app, pilot)
+        lines = _lines(app, "#help-body")
+        start = lines.index(next(x for x in lines if x.startswith("Keys here")))
+        rows = list(itertools.takewhile(lambda x: x.startswith(" "), lines[start + 1:]))
+        assert len(rows) > 8  # Today has more keys than that, some wrapped
+        for row in rows:
+            key_row = row.startswith("  ") and not row.startswith("   ")
+            assert key_row or row.startswith(" " * 19), rows

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -37,7 +40,7 @@ _NOTES = {
 }
 
 
-def _key_rows(node: DOMNode, target: Screen[object]) -> list[str]:
+def _key_rows(node: DOMNode, target: Screen[object]) -> list[tuple[str, str]]:
     """`node`'s own bindings (the screen's actions, not its widgets' editing and scrolling
     keys), in the order the screen declares them; one not usable right now is dimmed with
     when it applies, so `n`/`r`/`l` are listed before a card is answered too."""
@@ -57,13 +60,24 @@ def _key_rows(node: DOMNode, target: Screen[object]) -> list[str]:
     rows = []
     for action in order:
         b = info[action]
-        label = ", ".join(dict.fromkeys(keys[action]))
+        label = f"[b]{', '.join(dict.fromkeys(keys[action]))}[/]"
         tip = f"  [dim]{b.tooltip}[/]" if b.tooltip else ""
-        line = f"  [b]{label:<16}[/] {b.description}{tip}"
+        line = f"{b.description}{tip}"
         if not active.get(action, False):
-            line = f"[dim]{line}  (not now)[/]"
-        rows.append(line)
+            label, line = f"[dim]{label}[/]", f"[dim]{line}  (not now)[/]"
+        rows.append((label, line))
     return rows
+
+
+def _grid(rows: list[tuple[str, str]]) -> Table:
+    """Key and what it does; a long description wraps under itself, not under the keys (at
+    60 columns it broke into the key column mid-sentence)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=18)
+    grid.add_column(ratio=1)
+    for label, line in rows:
+        grid.add_row(Text.from_markup("  " + label), Text.from_markup(line))
+    return grid
 
 
 def _own_bindings(node: DOMNode) -> list[Binding]:
@@ -88,18 +102,17 @@ class HelpScreen(ModalScreen[None]):
         extra = self._screen_notes()
         with Vertical(classes="modal"):
             yield Static("[b]Help[/]  [dim](Esc to close)[/]", classes="modal-title")
+            palette = ("[b]ctrl+p[/]", "Command palette  [dim]every screen, a question by id, "
+                       "a lab level, a sim, export, backup[/]")
             with VerticalScroll():
-                yield Static(
-                    "[b]Keys here[/]\n" + "\n".join(own)
-                    + extra
-                    + "\n\n[b]Everywhere[/]\n" + "\n".join(app)
-                    + "\n  [b]ctrl+p[/]            Command palette  [dim]every screen, a question "
-                    "by id, a lab level, a sim, export, backup[/]"
-                    + "\n\n" + ABOUT
-                    + "\n\n[dim]Lists, tables and text fields take the usual arrow, Page and "
-                    "editing keys.[/]",
-                    id="help-body",
-                )
+                yield Static(Group(
+                    Text.from_markup("[b]Keys here[/]"), _grid(own),
+                    Text.from_markup(extra.lstrip("\n") + "\n") if extra else Text(""),
+                    Text.from_markup("[b]Everywhere[/]"), _grid([*app, palette]),
+                    Text(""), Text.from_markup(ABOUT), Text(""),
+                    Text.from_markup("[dim]Lists, tables and text fields take the usual arrow, "
+                                     "Page and editing keys.[/]"),
+                ), id="help-body")
 
     def _screen_notes(self) -> str:
         name = type(self.target).__name__
