@@ -259,6 +259,7 @@ def _wording_faults(text: str) -> list[str]:
     return [m.group(0) for m in _ONE_PLURAL.finditer(text)] + (["(s)"] if "(s)" in text else [])
 
 
+@pytest.mark.slow
 def test_cli_counts_are_worded_for_one(dojo_home: Path, tmp_path: Path) -> None:
     """`questions check` of one file with one topic, `due`, `stats` and `export` on a store
     with one card answered once: no "1 files", "1 topics", "(s)"."""
