@@ -94,9 +94,12 @@ def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DR
 
     Only questions of `kinds` are loaded (all are still validated); the default leaves case
     studies out for clients that cannot show them yet, and `Bank.left_out` counts what was
-    left out by kind."""
+    left out by kind. The validated result is cached on disk (`questions.cache`)."""
+    from questions.cache import cached_report
+
     files = builtin_files() + pack_files() if paths is None else expand(paths)
-    report = validate_files(files, draws=draws, builtin_dir=BUILTIN_DIR)
+    report = cached_report(files, draws, BUILTIN_DIR, lambda: validate_files(
+        files, draws=draws, builtin_dir=BUILTIN_DIR))  # keyed by content: never stale
     kept = [q for q in report.questions if q.kind in kinds]
     left_out: dict[str, int] = {}
     for q in report.questions:

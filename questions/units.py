@@ -217,7 +217,16 @@ def format_quantity(value: float, unit: str) -> str:
         return text + unit[1:]
     if spec is not None and not spec.spaced:
         return f"{number}{unit}"
+    if value == 1:  # "1 seat", never "1 seats" (a learner may well type 1)
+        unit = _ONE.get(unit, unit)
     return f"{number} {unit}"
+
+
+# The singular of each plural counted unit (and tokens), for a quantity of exactly 1.
+_ONE = {"GPUs": "GPU", "seats": "seat", "sequences": "sequence", "seqs": "seq", "users": "user",
+        "nodes": "node", "replicas": "replica", "pages": "page", "blocks": "block",
+        "cards": "card", "servers": "server", "requests": "request", "steps": "step",
+        "layers": "layer", "passes": "pass", "tokens": "token"}
 
 
 def format_number(value: float) -> str:

@@ -8,10 +8,19 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session")
+def _bank_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dojo-cache")
+
+
 @pytest.fixture(autouse=True)
-def dojo_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def dojo_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+              _bank_cache: Path) -> Path:
     home = tmp_path_factory.mktemp("dojo-home")
     monkeypatch.setenv("DOJO_HOME", str(home))
+    # The validated-bank cache (questions.cache) is keyed by content, so tests share one per
+    # session, never the user's own cache dir.
+    monkeypatch.setenv("DOJO_CACHE", str(_bank_cache))
     return home
 
 

@@ -66,6 +66,7 @@ class DojoApp(App[None]):
         self.open_editor: Callable[[DojoApp, Path], None] = editor or _suspend_and_edit
         # The lab CLI the lab screen runs; `python -m trainer lab ...` by default.
         self.lab_command = lab_command
+        self._palette_lines: dict[str, str] = {}
 
     def on_mount(self) -> None:
         from trainer.screens.today import TodayScreen
@@ -305,9 +306,42 @@ class DojoApp(App[None]):
                                 "Run this sim with live dials", partial(self.action_sim, name))
         if self.services is not None:
             for q in self.services.bank.questions:
-                first = " ".join(str(q.prompt).split())[:70]
-                yield SystemCommand(f"Question {q.id}", first,
+                yield SystemCommand(f"Question {q.id}", self._palette_line(q.id),
                                     partial(self.action_question, q.id))
+
+    def _palette_line(self, question_id: str) -> str:
+        """A question's first line for the palette: a draw's text without Markdown (drawn once
+        per question, ~0.1 ms each, then kept)."""
+        from trainer.core.text import plain_line
+
+        line = self._palette_lines.get(question_id)
+        if line is None and self.services is not None:
+            question = self.services.bank.get(question_id)
+            line = plain_line(str(question.draw(0).prompt)) if question else ""
+            self._palette_lines[question_id] = line
+        return line or ""
+
+    def studied(self, question_id: str) -> bool:
+        """Whether the learner has answered this card in a review (its answer may be shown);
+        a read that fails counts as not studied, which hides the answer."""
+        if self.services is None:
+            return False
+        try:
+            return not self.services.store.card(question_id).is_new
+        except Exception:  # unknown card, unreadable store
+            return False
+
+    def practise(self, question_id: str) -> None:
+        """One question now, on fresh numbers, in cram mode: logged, never rescheduled."""
+        from trainer.core.session import Session
+        from trainer.screens.review import ReviewScreen
+
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        item = self.services.draw(question_id, "cram")
+        self.push_screen(ReviewScreen(Session(self.services, [item], [], cram=True),
+                                      practice=True))
 
     def action_question(self, question_id: str) -> None:
         """Read one question (prompt, answer, explanation) without grading it."""
@@ -317,7 +351,7 @@ class DojoApp(App[None]):
         if question is None:
             self.notify(f"{question_id} is not in the question bank.", severity="warning")
             return
-        self.push_screen(QuestionScreen(question))
+        self.push_screen(QuestionScreen(question, studied=self.studied(question_id)))
 
     def action_export(self) -> None:
         self._export()
@@ -347,8 +381,10 @@ class DojoApp(App[None]):
         except Exception as exc:  # disk full, read-only: say it, keep going
             self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
             return
-        self.call_from_thread(self.notify, f"Exported {len(data['cards'])} cards and "
-                              f"{len(data['reviews'])} answers to {target}", timeout=10)
+        from questions.wording import plural
+
+        self.call_from_thread(self.notify, f"Exported {plural(len(data['cards']), 'card')} and "
+                              f"{plural(len(data['reviews']), 'answer')} to {target}", timeout=10)
 
     @work(thread=True, group="backup")
     def _backup(self) -> None:

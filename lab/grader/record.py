@@ -158,8 +158,10 @@ def describe(summary: LevelSummary) -> str:
     """Best figures in words: "best 38/38 cases, 3 attempts, best median_ratio 1.02 (cpu)"."""
     if not summary.attempts:
         return ""
-    parts = [f"best {summary.best_passed_cases}/{summary.cases} cases",
-             f"{summary.attempts} attempts"]
+    from questions.wording import noun, plural
+
+    parts = [f"best {summary.best_passed_cases}/{summary.cases} {noun(summary.cases, 'case')}",
+             plural(summary.attempts, "attempt")]
     parts += [f"best {k} {v:.2f} ({dev})" for k, (v, dev) in sorted(summary.best_metrics.items())]
     return ", ".join(parts)
 

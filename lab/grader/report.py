@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lab.grader.events import Event
+from questions.wording import noun
 
 MAX_OTHER_FAILURES = 8
 FLOAT_NOISE = re.compile(r"(?<![\w.])-?\d+\.\d{7,}(?:[eE][-+]?\d+)?(?![\w.])")
@@ -138,9 +139,11 @@ class TextReport:
         head = f"Level {level} · {e['title']}: "
         if e["passed"]:
             optional = f", {e['failed_optional']} optional failed" if e["failed_optional"] else ""
-            self.write(f"✓ {head}PASSED ({ok}/{total} cases{optional}, {e['duration_s']:.1f} s)")
+            self.write(f"✓ {head}PASSED ({ok}/{total} {noun(total, 'case')}{optional}, "
+                       f"{e['duration_s']:.1f} s)")
         else:
-            self.write(f"✗ {head}FAILED ({ok}/{total} cases passed, {e['duration_s']:.1f} s)")
+            self.write(f"✗ {head}FAILED ({ok}/{total} {noun(total, 'case')} passed, "
+                       f"{e['duration_s']:.1f} s)")
         failures = sorted(self.failures.get(level, []),
                           key=lambda f: (not f["required"], f["size"], f["case"]))
         if failures:

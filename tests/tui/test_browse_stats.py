@@ -47,12 +47,12 @@ async def test_browse_search_filter_preview_and_suspend(make_app: Callable[..., 
         assert _ids(table) == ["kv-cache-002"]
         await pilot.press("enter")  # back to the table
         assert table.has_focus
-        await pilot.press("s")  # suspend it
+        await pilot.press("ctrl+s")  # suspend it
         await _loaded(app, pilot)
         store = FlushedStore(app)
         assert store.card("kv-cache-002").suspended
-        assert "suspended" in str(table.get_row_at(0)[3])
-        await pilot.press("s")  # and back
+        assert "suspended" in str(table.get_row_at(0)[1])
+        await pilot.press("ctrl+s")  # and back
         await _loaded(app, pilot)
         assert not store.card("kv-cache-002").suspended
 

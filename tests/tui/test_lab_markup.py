@@ -32,6 +32,6 @@ async def test_markup_in_a_learners_message_is_shown_as_text(
         await _graded(screen, pilot)
         await pilot.pause()
         table = screen.query_one("#lab-results", DataTable)
-        shown = [default_cell_formatter(table.get_row_at(i)[5]) for i in range(table.row_count)]
+        shown = [default_cell_formatter(table.get_row_at(i)[4]) for i in range(table.row_count)]
         assert all(isinstance(cell, Text) for cell in shown)
         assert any("'[/] [int4]'" in cell.plain for cell in shown if isinstance(cell, Text))

@@ -68,7 +68,8 @@ async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> N
 
 @pytest.mark.slow
 async def test_a_related_question_is_one_key_away_and_back(make_app: AppFactory) -> None:
-    """Item 4: `r` lists them, `1` opens the first with its answer, Esc, Esc: the card."""
+    """Item 4: `r` lists them, `1` opens the first, Esc, Esc: the card. (kv-cache-002 is not
+    studied yet, so its answer stays hidden: #33 item 12.)"""
     from trainer.screens.modals import QuestionScreen, RelatedScreen
 
     app = make_app()
@@ -85,7 +86,8 @@ async def test_a_related_question_is_one_key_away_and_back(make_app: AppFactory)
         opened = app.screen
         assert isinstance(opened, QuestionScreen) and opened.question.id == "kv-cache-002"
         body = opened.query_one("#question-body")
-        assert "Answer:" in body._markdown  # type: ignore[attr-defined]
+        assert "Answer:" not in body._markdown  # type: ignore[attr-defined]
+        assert "practise it now" in body._markdown  # type: ignore[attr-defined]
         await pilot.press("escape")
         assert isinstance(app.screen, RelatedScreen)
         await pilot.press("escape")

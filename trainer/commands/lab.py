@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 
 import click
 
+from questions.wording import plural
+
 DEVICE_CHOICE = click.Choice(["auto", "cpu", "cuda"])
 
 
@@ -138,7 +140,7 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
     if interview:
         path, session = start_interview(ex, chosen.number, minutes, workspace)
         click.echo(f"Interview rehearsal: {ex.id} level {chosen.number} ({chosen.title}), "
-                   f"{minutes} minutes, hints off. The clock is running.")
+                   f"{plural(minutes, 'minute')}, hints off. The clock is running.")
         if session.moved_aside:
             click.echo(f"Your file was moved aside to {session.moved_aside} "
                        f"(`dojo lab restore {ex.id}` brings it back).")
@@ -530,8 +532,11 @@ def hint(exercise_id: str) -> None:
         if shown:
             click.echo(shown[-1])
         return
+    from trainer.core.text import reflow
+
     click.echo(f"Hint {revealed.number}/{revealed.total} for {ex.id}:")
-    click.echo(revealed.text)
+    for line in reflow(revealed.text):  # one line per paragraph: the terminal wraps it
+        click.echo(line)
 
 
 @lab.command()
@@ -606,7 +611,8 @@ def rebuild(exercise_id: str, level: int, minutes: int) -> None:
         path, session, card = start_rebuild(ex, level, minutes)
     except (ExerciseError, RebuildError) as exc:
         _usage_error(str(exc))
-    click.echo(f"Rebuild: {ex.id} level {level} ({ex.level(level).title}), {minutes} minutes, "
+    click.echo(f"Rebuild: {ex.id} level {level} ({ex.level(level).title}), "
+               f"{plural(minutes, 'minute')}, "
                "hints off. The clock is running.")
     with _store() as store:
         today = store.study_day(utc_now())

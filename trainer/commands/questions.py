@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
+from questions.wording import plural
+
 if TYPE_CHECKING:
     from questions.model import Instance
     from questions.problems import Problem
@@ -63,11 +65,11 @@ def check(paths: tuple[Path, ...], draws: int, strict: bool) -> None:
         click.echo(str(problem))
     _echo_warnings(report.warnings)
     summary = (
-        f"{len(files)} file(s): {len(report.questions)} valid question(s) in "
-        f"{len(report.topics)} topic(s)"
-    ) + (f", {len(report.warnings)} warning(s)" if report.warnings else "")
+        f"{plural(len(files), 'file')}: {plural(len(report.questions), 'valid question')} in "
+        f"{plural(len(report.topics), 'topic')}"
+    ) + (f", {plural(len(report.warnings), 'warning')}" if report.warnings else "")
     if report.problems:
-        click.echo(f"{summary}; {len(report.problems)} problem(s)", err=True)
+        click.echo(f"{summary}; {plural(len(report.problems), 'problem')}", err=True)
         raise SystemExit(1)
     click.echo(f"{summary}; all checks passed")
 
@@ -99,15 +101,16 @@ def import_(file: Path, replace: bool) -> None:
         click.echo(str(problem))
     _echo_warnings(report.warnings)
     if report.problems:
-        raise click.ClickException(f"not imported: {len(report.problems)} problem(s) in {file}")
+        raise click.ClickException(
+            f"not imported: {plural(len(report.problems), 'problem')} in {file}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=dest.parent, suffix=".part", delete=False) as tmp:
         tmp.write(content)
     os.replace(tmp.name, dest)  # atomic: a crash never leaves half a pack behind
     topics = ", ".join(sorted(report.topics)) or "-"
-    warned = f", {len(report.warnings)} warning(s)" if report.warnings else ""
-    click.echo(f"imported {len(report.questions)} question(s) (topic {topics}){warned} into "
-               f"{dest}")
+    warned = f", {plural(len(report.warnings), 'warning')}" if report.warnings else ""
+    click.echo(f"imported {plural(len(report.questions), 'question')} (topic {topics}){warned} "
+               f"into {dest}")
 
 
 def _echo_warnings(warnings: list[Problem]) -> None:
@@ -171,7 +174,8 @@ def _show_case(out: Callable[[str], None], inst: Instance, typed: tuple[str, ...
         out(step.explanation)
     out(inst.explanation)
     if len(right) == total:
-        out(f"**Suggested grade:** {suggested_grade(right)} ({sum(right)} of {total} steps right)")
+        out(f"**Suggested grade:** {suggested_grade(right)} "
+            f"({sum(right)} of {plural(total, 'step')} right)")
 
 
 def _answer_text(inst: Instance) -> str:
@@ -236,14 +240,14 @@ def list_(ids: bool) -> None:
         numeric = sum(q.kind == "numeric" for q in items)
         cases = sum(q.kind == "case" for q in items)
         drawn = sum(q.parameterised for q in items)
-        kinds = f"{numeric} numeric" + (f", {cases} case studies" if cases else "")
+        kinds = f"{numeric} numeric" + (f", {plural(cases, 'case study')}" if cases else "")
         click.echo(
-            f"{topic_id:<28} {len(items):>3} questions ({kinds}, {drawn} "
+            f"{topic_id:<28} {plural(len(items), 'question'):>13} ({kinds}, {drawn} "
             f"with drawn values)  {topic.title}"
         )
         if ids:
             for q in items:
-                steps = f" {len(q.steps)} steps" if q.steps else ""
+                steps = f" {plural(len(q.steps), 'step')}" if q.steps else ""
                 click.echo(
                     f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
                     f"L{q.lab.level}{steps}"
@@ -251,12 +255,13 @@ def list_(ids: bool) -> None:
     total_numeric = sum(q.kind == "numeric" for q in bank.questions)
     total_cases = sum(q.kind == "case" for q in bank.questions)
     click.echo(
-        f"total: {len(bank.questions)} questions in {len(bank.topics)} topics "
-        f"({total_numeric} numeric, {total_cases} case studies)"
+        f"total: {plural(len(bank.questions), 'question')} in "
+        f"{plural(len(bank.topics), 'topic')} "
+        f"({total_numeric} numeric, {plural(total_cases, 'case study')})"
     )
     if bank.errors:
         click.echo(
-            f"{len(bank.errors)} problem(s) kept some questions out; run "
+            f"{plural(len(bank.errors), 'problem')} kept some questions out; run "
             "`dojo questions check` for details",
             err=True,
         )

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from questions.wording import plural
+
 if TYPE_CHECKING:
     from scheduler.store import Store
 
@@ -133,7 +135,7 @@ def due(as_json: bool, show_list: bool) -> None:
         )
         return
     click.echo(
-        f"Study day {queue.day.isoformat()}: {len(queue.reviews)} reviews, "
+        f"Study day {queue.day.isoformat()}: {plural(len(queue.reviews), 'review')}, "
         f"{len(queue.new)} new, {len(queue.redrill)} to re-drill."
     )
     if not len(queue) and not labs:
@@ -164,7 +166,6 @@ def stats(days: int, as_json: bool) -> None:
     were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
     distractors you answered most over the last 30 days.
     """
-    from questions.wording import plural
     from trainer.core.bank import load_study_bank
     from trainer.core.stats import collect, report_json
 
@@ -182,12 +183,12 @@ def stats(days: int, as_json: bool) -> None:
     reviewed = sum(1 for c in cards if not c.is_new)
     click.echo(
         f"Cards: {len(cards)} ({reviewed} reviewed, "
-        f"{sum(c.suspended for c in cards)} suspended, {sum(c.leech for c in cards)} "
-        "leeches)"
+        f"{sum(c.suspended for c in cards)} suspended, "
+        f"{plural(sum(c.leech for c in cards), 'leech')})"
     )
     click.echo(f"Streak: {plural(report.streak, 'day')}")
     click.echo(
-        f"Answers in the last {days} days: {sum(per_day.values())} "
+        f"Answers in the last {plural(days, 'day')}: {sum(per_day.values())} "
         f"(today {list(per_day.values())[-1]})"
         + (f"; {report.overridden} counted right after a typo" if report.overridden else "")
     )
@@ -202,7 +203,8 @@ def stats(days: int, as_json: bool) -> None:
                 f"  {topic or '(none)':<28} {_pct(acc.accuracy):>5} of {acc.answered}{typo}")
     upcoming = list(forecast.items())[:7]
     click.echo("Due next 7 days: " + ", ".join(f"{d.strftime('%a')} {n}" for d, n in upcoming)
-               + f" ({sum(forecast.values())} in the next {days} days; --json lists each day)")
+               + f" ({sum(forecast.values())} in the next {plural(days, 'day')}; "
+               "--json lists each day)")
     if report.ef:
         click.echo("EF: " + ", ".join(f"{ef}×{n}" for ef, n in report.ef.items()))
     click.echo("Intervals: " + ", ".join(f"{k} {n}" for k, n in report.intervals.items()))
@@ -248,8 +250,9 @@ def export(file: Path | None) -> None:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(file)
     click.echo(
-        f"Exported {len(data['cards'])} cards, {len(data['reviews'])} answers and "
-        f"{len(data['lab_attempts'])} lab attempts to {file}",
+        f"Exported {plural(len(data['cards']), 'card')}, "
+        f"{plural(len(data['reviews']), 'answer')} and "
+        f"{plural(len(data['lab_attempts']), 'lab attempt')} to {file}",
         err=True,
     )
 
@@ -278,9 +281,10 @@ def import_(file: Path) -> None:
         except (HistoryFormatError, StoreError, OSError, sqlite3.Error) as exc:
             raise click.ClickException(str(exc)) from exc
     click.echo(
-        f"Imported {summary.reviews_added} answers ({summary.reviews_skipped} already "
-        f"present), {summary.cards_added} new cards, {summary.cards_updated} cards "
-        f"updated, {summary.lab_attempts_added} lab attempts."
+        f"Imported {plural(summary.reviews_added, 'answer')} ({summary.reviews_skipped} already "
+        f"present), {plural(summary.cards_added, 'new card')}, "
+        f"{plural(summary.cards_updated, 'card')} updated, "
+        f"{plural(summary.lab_attempts_added, 'lab attempt')}."
         + (f" Lab cards: {summary.lab_cards_added} new, {summary.lab_cards_updated} updated."
            if summary.lab_cards_added or summary.lab_cards_updated else "")
     )

@@ -61,17 +61,31 @@ class Services:
         bank_paths: Sequence[Path] | None = None,
         now: dt.datetime | None = None,
     ) -> Services:
-        """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
+        """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread.
+        The store opens in a second thread while the bank loads (SQLite and file reads release
+        the GIL), so the day's data is ready sooner."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from scheduler.errors import ReadOnlyDatabaseError
         from scheduler.store import Store
         from trainer.core.bank import load_study_bank, sync_bank
 
-        bank = load_study_bank(bank_paths)  # every kind: case studies are answered step by step
-        try:
-            store = Store.open(db_path)
-        except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so
-            store = Store.open(db_path, read_only=True)
-            store.warnings.append(f"{exc} Browsing it read-only.")
+        def open_store() -> Store:
+            try:
+                return Store.open(db_path)
+            except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so
+                store = Store.open(db_path, read_only=True)
+                store.warnings.append(f"{exc} Browsing it read-only.")
+                return store
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dojo-store") as pool:
+            opening = pool.submit(open_store)
+            try:
+                bank = load_study_bank(bank_paths)  # every kind: case studies step by step
+            except BaseException:
+                opening.add_done_callback(_close_opened)
+                raise
+            store = opening.result()  # raises what opening the store raised
         if store.writable:
             sync_bank(store, bank)  # its note is the bank's errors, which Today shows
         return cls(store, bank, now)
@@ -240,3 +254,9 @@ def _draw_key(instance: Any) -> tuple[Any, ...]:
     """What the learner sees change between draws: the values and the MCQ choice order."""
     values = tuple(sorted((str(k), repr(v)) for k, v in instance.values.items()))
     return values, tuple(instance.order), tuple(_draw_key(s) for s in instance.steps)
+
+
+def _close_opened(opening: Future[Store]) -> None:
+    """The bank failed to load: close the store opened beside it (if it opened)."""
+    if opening.exception() is None:
+        opening.result().close()

@@ -25,7 +25,10 @@ class BrowseScreen(DojoScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="browse-back"),
         Binding("slash", "search", "Search", id="browse-search"),
-        Binding("s", "toggle_suspend", "Suspend/unsuspend", id="browse-suspend"),
+        # ctrl+s as on the review screen: a bare `s` is Stats on Today, and a destructive key
+        # means the same everywhere (priority: it works from the search box and filters too).
+        Binding("ctrl+s", "toggle_suspend", "Suspend/unsuspend", id="browse-suspend",
+                priority=True),
         Binding("t", "focus_topic", "Topic", id="browse-topic", show=False),
         Binding("f", "focus_status", "Status", id="browse-status", show=False),
     ]
@@ -35,7 +38,7 @@ class BrowseScreen(DojoScreen):
         self.rows: list[BrowseRow] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Browse · / search · t topic · f status · s suspend", classes="titlebar")
+        yield Static("Browse · / search · t topic · f status · ^s suspend", classes="titlebar")
         with Horizontal(id="browse-filters"):
             yield Input(placeholder="search text or id  (/)", id="browse-search")
             yield Select[str]([], prompt="all topics", id="browse-topic")
@@ -48,7 +51,9 @@ class BrowseScreen(DojoScreen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("id", "topic", "kind", "status", "due", "EF", "ivl", "lapses")
+        # What a learner scans for first (status, due) right after the id, so they stay on
+        # screen at 60 columns; the topic (long) goes last.
+        table.add_columns("id", "status", "due", "ivl", "EF", "lapses", "kind", "topic")
         self.reload()
 
     def reload(self) -> None:
@@ -106,13 +111,13 @@ class BrowseScreen(DojoScreen):
         for r in self._matching():
             table.add_row(
                 r.question_id,
-                r.topic,
-                r.kind,
                 r.status,
                 r.due.isoformat() if r.due else "—",
-                f"{r.ef:.2f}" if r.ef is not None else "—",
                 str(r.interval) if r.interval is not None else "—",
+                f"{r.ef:.2f}" if r.ef is not None else "—",
                 str(r.lapses),
+                r.kind,
+                r.topic,
                 key=r.question_id,
             )
         if table.row_count:
@@ -121,13 +126,18 @@ class BrowseScreen(DojoScreen):
             self.query_one("#browse-card", Static).update("No question matches these filters.")
         self.query_one(".titlebar", Static).update(
             f"Browse · {table.row_count} of {len(self.rows)} · / search · t topic · f status · "
-            "s suspend"
+            "^s suspend"
         )
 
     @on(Input.Changed, "#browse-search")
+    def _search_changed(self) -> None:
+        self._apply_filters()
+
     @on(Select.Changed)
     def _filters_changed(self) -> None:
+        """A filter was picked: back to the table, so the next Esc leaves and arrows browse."""
         self._apply_filters()
+        self.query_one(DataTable).focus()
 
     @on(Input.Submitted, "#browse-search")
     def _search_done(self) -> None:
@@ -194,10 +204,8 @@ class BrowseScreen(DojoScreen):
         self.query_one("#browse-status", Select).focus()
 
     def action_back(self) -> None:
-        if not isinstance(self.focused, DataTable):
-            self.query_one(DataTable).focus()
-        else:
-            self.app.pop_screen()
+        """Esc leaves, wherever the focus is (an open filter list closes itself first)."""
+        self.app.pop_screen()
 
     def action_toggle_suspend(self) -> None:
         services = self.dojo.services

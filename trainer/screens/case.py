@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from questions.answers import Reask
+from questions.wording import plural
 from trainer.core.case import StepVerdict
 from trainer.core.session import Feedback, Session
 
@@ -125,8 +126,19 @@ class CasePanel(Vertical, can_focus=True):
         self.focus()
         self.call_after_refresh(self._scroll_to_verdict)
 
-    def _scroll_to_verdict(self) -> None:
+    def _scroll_to_verdict(self, tries: int = 20, again: bool = True) -> None:
+        """Bring the step's verdict into view, its answer line included. Waits until the
+        verdict is laid out, and scrolls once more a moment later: a region read before the
+        layout settles is stale (the last step's verdict), and scrolling to it left the answer
+        below the fold at 60x20 in a real terminal (#33 item 6)."""
+        verdict = self.query_one("#case-step-verdict")
+        if verdict.region.height == 0 and tries:
+            self.set_timer(0.02, lambda: self._scroll_to_verdict(tries - 1, again))
+            return
         self.screen.scroll_to_widget(self.query_one("#case-verdict"), animate=False)
+        self.screen.scroll_to_widget(verdict, animate=False)  # the verdict lines whole
+        if again:
+            self.set_timer(0.1, lambda: self._scroll_to_verdict(0, again=False))
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -182,5 +194,5 @@ def case_summary(session: Session) -> str:
     if case is None or feedback is None or feedback.suggested is None:
         return ""
     right = sum(case.rights)
-    return (f"[b]{right} of {case.total} steps right[/]: suggested grade "
+    return (f"[b]{right} of {plural(case.total, 'step')} right[/]: suggested grade "
             f"[b]{feedback.suggested}[/] (change it with 0-5)")

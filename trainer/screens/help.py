@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -9,30 +12,35 @@ from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-ABOUT = """\
-[b]Serving Dojo[/]: spaced-repetition drills for LLM-serving interviews plus graded coding labs.
-Answer, then grade yourself: 0–2 after a wrong answer, 3–5 after a right one (Enter = default).
-Cards graded below 4 come back the same day until they reach 4. Cram never touches the schedule.
-ctrl+p opens the command palette (every action); ctrl+q quits from anywhere."""
+# One paragraph per line: the modal wraps them to its width (a hard break mid-sentence showed
+# as a ragged half line at 60 columns).
+ABOUT = (
+    "[b]Serving Dojo[/]: spaced-repetition drills for LLM-serving interviews plus graded coding "
+    "labs.\nAnswer, then grade yourself: 0–2 after a wrong answer, 3–5 after a right one (Enter "
+    "= default). Cards graded below 4 come back the same day until they reach 4. Grades 3, 4 "
+    "and 5 differ in how much they change the card's ease (how fast its intervals grow), even "
+    "when they show the same next interval. Cram never touches the schedule.\nctrl+p opens the "
+    "command palette (every action); ctrl+q quits from anywhere."
+)
 
 
 _NOTES = {
     "TodayScreen": "\n\n[b]Labs that come back[/]\n"
-    "  A lab level you passed is a card too: when it is due it is listed here, and r\n"
-    "  rebuilds it from a blank stub (your file kept; R on the Lab screen restores it).",
+    "  A lab level you passed is a card too: when it is due it is listed here, and r "
+    "rebuilds it from a blank stub (your file kept; R on the Lab screen restores it).",
     "BrowseScreen": "\n\n[b]Browsing[/]\n"
-    "  / search, t topic, f status (Enter picks), Esc back to the table;\n"
-    "  arrows move the preview; s suspends or unsuspends the card.",
+    "  / search, t topic, f status (Enter picks, back to the table), Esc leaves; "
+    "arrows move the preview; ctrl+s suspends or unsuspends the card (as in a review).",
     "LabScreen": "\n\n[b]Lab[/]\n"
-    "  s creates your file from the stub, e opens it in $EDITOR, g grades the\n"
-    "  selected level in a subprocess (x or ctrl+c stops it), h shows one more hint.",
+    "  s creates your file from the stub, e opens it in $EDITOR, g grades the "
+    "selected level in a subprocess (x or ctrl+c stops it), h shows one more hint.",
     "SimScreen": "\n\n[b]Sims[/]\n"
-    "  Tab between dials; every keystroke recomputes the checks. A bad value is\n"
-    "  named and the last good result stays. ctrl+r resets the dials.",
+    "  Tab between dials; every keystroke recomputes the checks. A bad value is "
+    "named and the last good result stays. ctrl+r resets the dials.",
 }
 
 
-def _key_rows(node: DOMNode, target: Screen[object]) -> list[str]:
+def _key_rows(node: DOMNode, target: Screen[object]) -> list[tuple[str, str]]:
     """`node`'s own bindings (the screen's actions, not its widgets' editing and scrolling
     keys), in the order the screen declares them; one not usable right now is dimmed with
     when it applies, so `n`/`r`/`l` are listed before a card is answered too."""
@@ -52,13 +60,24 @@ def _key_rows(node: DOMNode, target: Screen[object]) -> list[str]:
     rows = []
     for action in order:
         b = info[action]
-        label = ", ".join(dict.fromkeys(keys[action]))
+        label = f"[b]{', '.join(dict.fromkeys(keys[action]))}[/]"
         tip = f"  [dim]{b.tooltip}[/]" if b.tooltip else ""
-        line = f"  [b]{label:<16}[/] {b.description}{tip}"
+        line = f"{b.description}{tip}"
         if not active.get(action, False):
-            line = f"[dim]{line}  (not now)[/]"
-        rows.append(line)
+            label, line = f"[dim]{label}[/]", f"[dim]{line}  (not now)[/]"
+        rows.append((label, line))
     return rows
+
+
+def _grid(rows: list[tuple[str, str]]) -> Table:
+    """Key and what it does; a long description wraps under itself, not under the keys (at
+    60 columns it broke into the key column mid-sentence)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=18)
+    grid.add_column(ratio=1)
+    for label, line in rows:
+        grid.add_row(Text.from_markup("  " + label), Text.from_markup(line))
+    return grid
 
 
 def _own_bindings(node: DOMNode) -> list[Binding]:
@@ -83,25 +102,24 @@ class HelpScreen(ModalScreen[None]):
         extra = self._screen_notes()
         with Vertical(classes="modal"):
             yield Static("[b]Help[/]  [dim](Esc to close)[/]", classes="modal-title")
+            palette = ("[b]ctrl+p[/]", "Command palette  [dim]every screen, a question by id, "
+                       "a lab level, a sim, export, backup[/]")
             with VerticalScroll():
-                yield Static(
-                    "[b]Keys here[/]\n" + "\n".join(own)
-                    + extra
-                    + "\n\n[b]Everywhere[/]\n" + "\n".join(app)
-                    + "\n  [b]ctrl+p[/]            Command palette  [dim]every screen, a question "
-                    "by id, a lab level, a sim, export, backup[/]"
-                    + "\n\n" + ABOUT
-                    + "\n\n[dim]Lists, tables and text fields take the usual arrow, Page and "
-                    "editing keys.[/]",
-                    id="help-body",
-                )
+                yield Static(Group(
+                    Text.from_markup("[b]Keys here[/]"), _grid(own),
+                    Text.from_markup(extra.lstrip("\n") + "\n") if extra else Text(""),
+                    Text.from_markup("[b]Everywhere[/]"), _grid([*app, palette]),
+                    Text(""), Text.from_markup(ABOUT), Text(""),
+                    Text.from_markup("[dim]Lists, tables and text fields take the usual arrow, "
+                                     "Page and editing keys.[/]"),
+                ), id="help-body")
 
     def _screen_notes(self) -> str:
         name = type(self.target).__name__
         if name == "ReviewScreen":
             return (
                 "\n\n[b]Answering[/]\n  a–d or 1–4, or arrows + Enter for a choice; "
-                "type a number (units welcome) + Enter for numeric.\n"
+                "type a number (units welcome) + Enter for numeric. "
                 "  ctrl+z / ctrl+b / ctrl+s / ctrl+f work even while typing."
             )
         return _NOTES.get(name, "")

@@ -22,10 +22,11 @@ class LabAtLevel(LabScreen):
         self.initial_level: int | None = level
 
     def _loaded(
-        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path]
+        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path],
+        last: dict[tuple[str, int], Any],
     ) -> None:
         wanted, exercise = self.initial_level, self.initial
-        super()._loaded(exercises, rows, workspaces)
+        super()._loaded(exercises, rows, workspaces, last)
         self.initial_level = None
         if wanted is None:
             return

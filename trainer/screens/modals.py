@@ -64,7 +64,7 @@ class RelatedScreen(ModalScreen[None]):
 
     def __init__(self, rows: list[tuple[str, str]], bank: Bank | None = None) -> None:
         super().__init__()
-        self.rows = rows
+        self.rows = rows  # (id, one plain line of a draw's prompt: `related_rows`)
         self.bank = bank
 
     def compose(self) -> ComposeResult:
@@ -98,40 +98,79 @@ class RelatedScreen(ModalScreen[None]):
         if question is None:
             self.notify(f"{question_id} is not in the question bank.", severity="warning")
             return
-        self.app.push_screen(QuestionScreen(question))
+        from trainer.app import DojoApp
+
+        app = self.app
+        studied = app.studied(question_id) if isinstance(app, DojoApp) else False
+        self.app.push_screen(QuestionScreen(question, studied=studied))
+
+
+def related_rows(question: Question, bank: Bank) -> list[tuple[str, str]]:
+    """The related list's rows: (id, one plain line of a draw's prompt), never the raw
+    template (`{layers}`) or Markdown (`**Kimi-K2**`)."""
+    from trainer.core.text import plain_line
+
+    rows = []
+    for qid in getattr(question, "related", ()) or ():
+        other = bank.get(qid)
+        rows.append((qid, "(not in the bank)" if other is None
+                     else plain_line(str(other.draw(0).prompt))))
+    return rows
 
 
 class QuestionScreen(ModalScreen[None]):
-    """One question read, not graded: a draw's prompt, choices, answer and explanation (from
-    Related, and the command palette's "open question by id"). Esc goes back."""
+    """One question read, not graded (from Related, and the command palette's "open question
+    by id"). A card already studied shows a draw's answer and explanation; one not studied yet
+    keeps them hidden (reading the answer first would spoil its first review) and offers `p`:
+    practise it now, on fresh numbers, not graded into the schedule. Esc goes back."""
 
-    BINDINGS = [Binding("escape,q", "dismiss", "Back")]
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Back"),
+        Binding("p", "practise", "Practise now", tooltip="This question now, fresh numbers, "
+                "not graded into your schedule"),
+    ]
 
-    def __init__(self, question: Question) -> None:
+    def __init__(self, question: Question, *, studied: bool = True) -> None:
         super().__init__()
         self.question = question
+        self.studied = studied
 
     def compose(self) -> ComposeResult:
         from trainer.core.session import choice_label
 
         q = self.question
         inst = q.draw(0)
-        if inst.correct_index is not None:
-            answer = choice_label(inst.correct_index, inst.choices[inst.correct_index])
-        else:
-            unit = str(getattr(q, "unit", "") or "")
-            answer = f"{inst.answer:g} {unit}".strip() if inst.answer is not None else "—"
         choices = "\n".join(f"- {choice_label(i, c)}" for i, c in enumerate(inst.choices))
-        body = "\n\n".join(x for x in (inst.prompt, choices, f"**Answer:** {answer}",
-                                        inst.explanation) if x)
+        if self.studied:
+            if inst.correct_index is not None:
+                answer = choice_label(inst.correct_index, inst.choices[inst.correct_index])
+            else:
+                unit = str(getattr(q, "unit", "") or "")
+                answer = f"{inst.answer:g} {unit}".strip() if inst.answer is not None else "—"
+            parts: tuple[str, ...] = (inst.prompt, choices, f"**Answer:** {answer}",
+                                      inst.explanation)
+        else:
+            parts = (inst.prompt, choices, "*Not studied yet: its answer stays hidden until you "
+                     "have answered it once. Press **p** to practise it now (fresh numbers, not "
+                     "graded into your schedule).*")
+        body = "\n\n".join(x for x in parts if x)
         with Vertical(classes="modal"):
-            yield Static(f"[b]{escape(q.id)}[/]  [dim](read only · Esc to go back)[/]",
+            yield Static(f"[b]{escape(q.id)}[/]  [dim](p practise · Esc back)[/]",
                          classes="modal-title")
             with VerticalScroll():
                 yield Markdown(body, id="question-body")
 
     def on_mount(self) -> None:
         self.query_one(VerticalScroll).focus()
+
+    def action_practise(self) -> None:
+        from trainer.app import DojoApp
+
+        app = self.app
+        question_id = self.question.id
+        self.dismiss()
+        if isinstance(app, DojoApp):
+            app.practise(question_id)
 
 
 class FlagScreen(ModalScreen[str | None]):

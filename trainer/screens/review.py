@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,7 +20,7 @@ from questions.answers import Reask
 from trainer.core.session import GRADE_LABELS, Feedback, Item, Session, choice_label
 from trainer.screens.base import DojoScreen
 from trainer.screens.case import CasePanel, case_summary
-from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen
+from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen, related_rows
 from trainer.widgets.keybar import KeyBar
 
 _MODE_LABEL = {"review": "Due review", "redrill": "Re-drill", "cram": "Cram"}
@@ -79,9 +80,12 @@ class ReviewScreen(DojoScreen):
         Binding("escape", "finish", "End", id="end-session", tooltip="End the session: summary"),
     ]
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, practice: bool = False) -> None:
         super().__init__()
         self.session = session
+        # One question practised from Related or the palette: a cram card on top of whatever
+        # was open, which the end of it returns to (no summary, no trip home).
+        self.practice = practice
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
@@ -97,7 +101,7 @@ class ReviewScreen(DojoScreen):
                 yield Static("", id="verdict")
                 yield Static("", id="explanation")
                 yield Static("", id="links")
-        yield Static("", id="gradebar")
+        yield ItemBar(id="gradebar")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -121,8 +125,10 @@ class ReviewScreen(DojoScreen):
         services = self.session.services
         topic = services.topic_title(str(item.question.topic))
         pending = len(self.session.pending_redrill)
+        label = ("Practice, schedule untouched" if self.practice
+                 else "New card" if item.new else _MODE_LABEL[item.mode])
         self.query_one("#review-title", Static).update(
-            f"{'New card' if item.new else _MODE_LABEL[item.mode]}"
+            f"{label}"
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )
@@ -210,18 +216,20 @@ class ReviewScreen(DojoScreen):
             links.append(f"[b]m[/] sim {escape(q.sim)}")
         self.query_one("#links", Static).update(" · ".join(links))
         self.query_one("#feedback").display = True
-        bar = self.query_one("#gradebar", Static)
-        bar.update(grade_bar(fb, self.session.next_intervals()))
+        bar = self.query_one("#gradebar", ItemBar)
+        bar.show(*grade_items(fb, self.session.next_intervals()))
         bar.display = True
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
         self.refresh_bindings()
 
-    def _scroll_to_feedback(self) -> None:
+    def _scroll_to_feedback(self, again: bool = True) -> None:
         # Scroll only as far as needed to bring the verdict into view: the question stays on
         # screen above it when both fit (at 80x24 the old scroll-to-top hid the question).
         body = self.query_one("#review-body", VerticalScroll)
         body.scroll_to_widget(self.query_one("#verdict"), top=False, animate=False)
+        if again:  # once more after the grade bar has taken its rows (it wraps when narrow)
+            self.set_timer(0.05, lambda: self._scroll_to_feedback(again=False))
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -407,14 +415,7 @@ class ReviewScreen(DojoScreen):
         if item is None:
             return
         bank = self.session.services.bank
-        rows = []
-        for qid in getattr(item.question, "related", ()) or ():
-            q = bank.get(qid)
-            if q is None:
-                rows.append((qid, "(not in the bank)"))
-                continue
-            rows.append((qid, _first_line(str(q.draw(0).prompt))))
-        self.app.push_screen(RelatedScreen(rows, bank))
+        self.app.push_screen(RelatedScreen(related_rows(item.question, bank), bank))
 
     def action_lab(self) -> None:
         item = self.session.current
@@ -438,6 +439,10 @@ class ReviewScreen(DojoScreen):
     def finish(self) -> None:
         from trainer.screens.summary import SummaryScreen
 
+        if self.practice:
+            self.app.pop_screen()
+            self.notify("Practice done: your schedule is untouched.")
+            return
         self.app.switch_screen(SummaryScreen(self.session.summary()))
 
 
@@ -447,14 +452,45 @@ def _markdown(text: str) -> RichMarkdown:
     return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
 
 
-def _first_line(markdown: str, width: int = 70) -> str:
-    text = " ".join(markdown.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+class ItemBar(Static):
+    """A row of items (markup) that wraps between items only, never inside one: "1
+    recognised 1d↻" split over two lines at 80 columns read as two keys."""
+
+    SEPARATOR = "  "
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self._items: list[str] = []
+        self._after = ""
+
+    def show(self, items: list[str], after: str = "") -> None:
+        """Lay out `items`, then `after` (already markup, may hold its own line breaks)."""
+        self._items, self._after = items, after
+        self.update(self._layout())
+
+    def on_resize(self) -> None:
+        if self._items:
+            self.update(self._layout())
+
+    def _layout(self) -> str:
+        width = self.content_size.width or max(20, self.app.size.width - 2)
+        lines: list[str] = []
+        line, used = "", 0
+        for item in self._items:
+            size = Text.from_markup(item).cell_len
+            if line and used + len(self.SEPARATOR) + size > width:
+                lines.append(line)
+                line, used = "", 0
+            line, used = (f"{line}{self.SEPARATOR}{item}", used + len(self.SEPARATOR) + size) \
+                if line else (item, size)
+        if line:
+            lines.append(line)
+        return "\n".join(lines) + self._after
 
 
-def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
-    """The grade keys with what each does, Anki-style: "4 good 6d"; ↻ marks a grade that
-    brings the card back today for a re-drill (below 4), so neither is a surprise."""
+def grade_items(fb: Feedback, intervals: dict[int, int | None]) -> tuple[list[str], str]:
+    """The grade bar as (items, what follows): each grade key an item, then the legend (an
+    item too) and the ease note on its own line."""
     from scheduler.transition import needs_redrill
 
     parts = []
@@ -465,7 +501,26 @@ def grade_bar(fb: Feedback, intervals: dict[int, int | None]) -> str:
         text = f"{g} {GRADE_LABELS[g]}{after}{again}"
         parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
     legend = "↻ again today " if any(needs_redrill(g) for g in fb.grades) else ""
-    return f"{'  '.join(parts)}   [dim]{legend}(Enter = {fb.default_grade})[/]"
+    return [*parts, f"[dim]{legend}(Enter = {fb.default_grade})[/]"], _ease_note(intervals)
+
+
+def _ease_note(intervals: dict[int, int | None]) -> str:
+    """On a young card 3, 4 and 5 all give the same next interval (SM-2: 1 d, then 6 d), so
+    the bar says what the choice does change: the ease, which sets how fast later intervals
+    grow (SM-2's EF moves -0.14, 0 or +0.10)."""
+    from scheduler.sm2 import CardState, next_state
+
+    passes = [g for g in (3, 4, 5) if intervals.get(g) is not None]
+    if len(passes) < 2 or len({intervals[g] for g in passes}) != 1:
+        return ""
+    start = CardState()
+    moves = []
+    for g in passes:
+        delta = (next_state(start, g).ef_hundredths - start.ef_hundredths) / 100
+        moves.append(f"{g} {'±0' if delta == 0 else f'{delta:+.2f}'.replace('-', '−')}")
+    # Short enough for one line at 60 columns.
+    return (f"\n[dim]{'/'.join(map(str, passes))}: same {intervals[passes[0]]}d; the ease "
+            f"moves {' · '.join(moves)}[/]")
 
 
 def _placeholder(unit: str) -> str:

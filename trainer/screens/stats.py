@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from questions.wording import plural
+from questions.wording import noun, plural
 from trainer.core.plan import PlanReport
 from trainer.core.stats import Mistake
 from trainer.core.views import StatsView, stats_view
@@ -51,7 +54,7 @@ class StatsScreen(DojoScreen):
                 with Vertical(classes="panel"):
                     yield Static("True retention", classes="panel-title")
                     yield Static("", id="stats-retention")
-                with Vertical(classes="panel grow"):
+                with Vertical(classes="panel grow", id="stats-topics-panel"):
                     yield Static("Accuracy per topic (scheduled answers)", classes="panel-title")
                     yield Static("", id="stats-topics")
             with Horizontal(classes="stats-row"):
@@ -62,7 +65,7 @@ class StatsScreen(DojoScreen):
                     yield Static("Interval, days", classes="panel-title")
                     yield Static("", id="stats-intervals")
             with Vertical(classes="panel wide"):
-                yield Static(f"Due, next {FORECAST_DAYS} days", classes="panel-title")
+                yield Static(f"Due, next {plural(FORECAST_DAYS, 'day')}", classes="panel-title")
                 yield BarChart(height=4, bars=FORECAST_DAYS, id="stats-forecast")
             with Vertical(classes="panel wide"):
                 yield Static(
@@ -153,7 +156,7 @@ class StatsScreen(DojoScreen):
         today = v.day
         total = sum(v.per_day.values())
         self.query_one("#stats-headline", Static).update(
-            f"[b]{total}[/] answers in the last year · streak [b]{v.streak}[/] d"
+            f"[b]{total}[/] {noun(total, 'answer')} in the last year · streak [b]{v.streak}[/] d"
         )
         self.query_one("#stats-heatmap", Heatmap).update(v.per_day, today)
         days = [today - dt.timedelta(days=13 - i) for i in range(14)]
@@ -167,17 +170,7 @@ class StatsScreen(DojoScreen):
             )
             + f"\n{'weekly':>6} {_sparkline(v.retention_weeks)} [dim](12 w)[/]"
         )
-        self.query_one("#stats-topics", Static).update(
-            "\n".join(
-                f"{_bar(c / a if a else 0)} {c / a if a else 0:>4.0%} {escape(t)} [dim]({a}"
-                + (f", {o} mistyped" if o else "") + ")[/]"
-                for t, a, c, o in v.topics
-            )
-            + (f"\n[dim]{plural(v.overridden, 'answer')} counted right after a typo this "
-               "year[/]"
-               if v.overridden else "")
-            or "No answers yet."
-        )
+        self.query_one("#stats-topics", Static).update(_topic_rows(v))
         self.mistakes = v.mistakes
         mistakes = self.query_one("#stats-mistakes", OptionList)
         mistakes.set_options(
@@ -230,3 +223,22 @@ def _histogram(pairs: list[tuple[str, int]]) -> str:
         return "No cards reviewed yet."
     peak = max(c for _, c in pairs) or 1
     return "\n".join(f"{label:>8} {'█' * round(16 * c / peak):<16} {c}" for label, c in pairs)
+
+
+def _topic_rows(v: StatsView) -> RenderableType:
+    """Bar, percentage, title per topic; a long title wraps under itself (a grid), never
+    under the bars nor past the panel's edge (it was cut at 100 columns)."""
+    if not v.topics:
+        return "No answers yet."
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True, justify="right")
+    grid.add_column(ratio=1)
+    for t, a, c, o in v.topics:
+        share = c / a if a else 0
+        grid.add_row(Text.from_markup(_bar(share)), f"{share:.0%}", Text.from_markup(
+            f"{escape(t)} [dim]({a}" + (f", {o} mistyped" if o else "") + ")[/]"))
+    if not v.overridden:
+        return grid
+    return Group(grid, Text.from_markup(
+        f"[dim]{plural(v.overridden, 'answer')} counted right after a typo this year[/]"))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
+from questions.wording import plural
 from trainer.core.session import Summary
 from trainer.widgets.keybar import KeyBar
 
@@ -28,27 +32,34 @@ class SummaryScreen(Screen[None]):
         )
         minutes, seconds = divmod(int(s.seconds), 60)
         accuracy = "—" if s.accuracy is None else f"{s.accuracy:.0%}"
-        lines = [
-            f"Answered   [b]{s.answered}[/]"
-            + (f"  ({s.redrilled} re-drills)" if s.redrilled else ""),
-            f"Accuracy   [b]{accuracy}[/]  ({s.correct} right"
-            + (f", {s.overridden} of them mistyped and counted right" if s.overridden else "")
-            + ")",
-            f"Time       [b]{minutes} min {seconds:02d} s[/]",
+        rows = [
+            ("Answered", f"[b]{s.answered}[/]"
+             + (f"  ({plural(s.redrilled, 're-drill')})" if s.redrilled else "")),
+            ("Accuracy", f"[b]{accuracy}[/]  ({s.correct} right"
+             + (f", {s.overridden} of them mistyped and counted right" if s.overridden else "")
+             + ")"),
+            ("Time", f"[b]{minutes} min {seconds:02d} s[/]"),
         ]
         if s.missed_topics:
             missed = ", ".join(
                 f"{t} ×{n}" for t, n in sorted(s.missed_topics.items(), key=lambda kv: -kv[1])
             )
-            lines.append(f"Missed     {missed}")
+            rows.append(("Missed", escape(missed)))
         for lab in s.labs:  # misses whose lab level is not passed yet
-            lines.append(f"Lab        {escape(lab)}")
+            rows.append(("Lab", escape(lab)))
         if s.left_today and not s.cram:
-            lines.append(f"Left today [b]{s.left_today}[/]  (Enter on the home screen resumes)")
+            rows.append(("Left today", f"[b]{s.left_today}[/]  (Enter on the home screen "
+                         "resumes)"))
         if not s.cram:
             next_due = s.next_due.isoformat() if s.next_due else "nothing scheduled yet"
-            lines.append(f"Next due   [b]{next_due}[/]")
-        lines.append("\nPress Enter to go home.")
+            rows.append(("Next due", f"[b]{next_due}[/]"))
+        # Two columns: a long "Missed" or "Lab" line wraps under its value, not under the
+        # labels (at 80 columns it ran back into column 1).
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, min_width=10)
+        grid.add_column(overflow="fold")
+        for label, value in rows:
+            grid.add_row(label, Text.from_markup(value))
         with VerticalScroll():
-            yield Static("\n".join(lines), id="summary-body")
+            yield Static(Group(grid, Text("\nPress Enter to go home.")), id="summary-body")
         yield KeyBar()

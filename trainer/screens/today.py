@@ -98,7 +98,7 @@ class TodayScreen(DojoScreen):
         moved = (f" Your file is kept at {session.moved_aside} (R on the Lab screen restores it)."
                  if session.moved_aside else "")
         self.notify(f"Rebuild {due.exercise} L{due.level}: a fresh stub at {path}, "
-                    f"{session.minutes} minutes, hints off.{moved}")
+                    f"{plural(session.minutes, 'minute')}, hints off.{moved}")
         self.dojo.action_lab(due.exercise, due.level)
 
     def _show_plan(self) -> None:
