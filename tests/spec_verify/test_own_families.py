@@ -122,3 +122,36 @@ def test_reference_passes_level_4_with_a_sliding_window_checkpoint(
     assert_passes("spec-verify", solution, 4, seed=3, timing_repeats=1,
                   models={"target": str(checkpoints[target]),
                           "draft": str(checkpoints[draft])})
+
+
+@pytest.mark.slow
+def test_tree_pass_keeps_the_sliding_window(checkpoints: dict[str, Path]) -> None:
+    """Level 5's tree pass hands the model an explicit mask, which replaces the model's own:
+    without the window folded in, a Mistral target's tree scores differ from its plain decode.
+    A chain-shaped tree past the window must score like the same tokens fed in order."""
+    import torch
+
+    target = _lm(checkpoints["mistral"], "target")
+    prompt = [0, *range(7, 7 + 2 * WINDOW)]
+    chain = [11, 12, 13]
+    target.forward(prompt)
+    tree = target.forward_tree(chain, torch.ones(3, 3, dtype=torch.bool).tril())
+    plain = _lm(checkpoints["mistral"], "plain")
+    rows = plain.forward([*prompt, *chain])[len(prompt):]
+    assert torch.allclose(tree, rows, atol=1e-4)
+
+
+def test_sliding_window_reads_the_config() -> None:
+    """Which configs get a window in the tree mask: Mistral's, not Qwen2's with the window off,
+    and a model mixing windowed and full layers is refused with the reason."""
+    from types import SimpleNamespace
+
+    from lab.exercises.spec_verify.lm import sliding_window
+
+    assert sliding_window(SimpleNamespace(sliding_window=8)) == 8
+    assert sliding_window(SimpleNamespace(sliding_window=None)) is None
+    assert sliding_window(SimpleNamespace(sliding_window=4096,
+                                          layer_types=["full_attention"] * 2)) is None
+    with pytest.raises(ValueError, match="mixes layer types"):
+        sliding_window(SimpleNamespace(sliding_window=8,
+                                       layer_types=["sliding_attention", "full_attention"]))

@@ -76,6 +76,24 @@ def new_cache(config: Any) -> Any:
     return cache
 
 
+def sliding_window(config: Any) -> int | None:
+    """The attention window every layer of `config` uses, None for full attention. A model
+    that mixes windowed and full layers cannot take one explicit tree mask for all of them:
+    refused with the reason."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    window = getattr(text, "sliding_window", None)
+    if not window:
+        return None
+    types = set(getattr(text, "layer_types", None) or ["sliding_attention"])
+    if "sliding_attention" not in types:  # e.g. Qwen2 with use_sliding_window off
+        return None
+    if types != {"sliding_attention"}:
+        raise ValueError(f"tree verification needs one attention mask for every layer, but "
+                         f"this model mixes layer types {sorted(types)} (a sliding window of "
+                         f"{window} on some layers only): not supported")
+    return int(window)
+
+
 class CausalLM:
     """A causal LM with a KV cache, batch size 1.
 
@@ -171,6 +189,11 @@ class CausalLM:
         base = len(self._tokens)
         full = torch.cat([torch.ones(n, base, dtype=torch.bool), mask], dim=1)
         depth = mask.long().sum(dim=1) - 1
+        window = sliding_window(self.model.config)
+        if window is not None:  # an explicit mask replaces the model's: keep its window in it
+            q_pos = base + depth
+            k_pos = torch.cat([torch.arange(base), q_pos])
+            full &= (q_pos[:, None] - k_pos[None, :]) < window
         input_ids = torch.tensor([ids], device=self.device)
         positions = (base + depth)[None].to(self.device)
         if self._lean is not None:
