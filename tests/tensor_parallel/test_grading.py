@@ -155,3 +155,13 @@ def test_stub_fails_as_not_implemented() -> None:
 def test_broken_fails_through_the_sandbox(tmp_path: Path) -> None:
     assert_fails("tensor-parallel", materialize(BROKEN / "row_bias_every_rank.py", tmp_path), 1,
                  match=r"add it once, after the all-reduce", kind="wrong")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_an_independent_solution_passes(level: int) -> None:
+    """Another correct design (torch.chunk shards, explicit softmax attention, a fused gate/up
+    matmul, a vocabulary-parallel head joined by an all-gather) passes too."""
+    from tests.tensor_parallel.conftest import HERE
+
+    assert grade_in_process(HERE / "solutions" / "independent.py", level, seed=31) == []
