@@ -165,3 +165,23 @@ def test_an_independent_solution_passes(level: int) -> None:
     from tests.tensor_parallel.conftest import HERE
 
     assert grade_in_process(HERE / "solutions" / "independent.py", level, seed=31) == []
+
+
+@pytest.mark.slow
+def test_spawned_ranks_load_the_learners_file_by_path(tmp_path: Path) -> None:
+    """The CUDA path cannot fork (CUDA dies in a forked child): ranks are spawned interpreters
+    that load the learner's file by path and hand results back through files. Exercised here on
+    the CPU so the mechanics are tested on a machine without a GPU."""
+    from lab.exercises.tensor_parallel import drive, grading, runtime
+    from lab.grader.api import RunContext
+    from tests.tensor_parallel.conftest import load_solution
+
+    solution = load_solution(reference_as_solution("tensor-parallel", tmp_path))
+    case = next(c for c in grading.cases(1, 3) if c.id == "column-gather-w2")
+    fn = drive._Bound(drive._linear, dict(case.params), "cpu")
+    store = str(tmp_path / "store")
+    ranks = runtime._spawned(solution, 2, fn, "cpu", "gloo", store, 30.0)
+    assert len({r["pid"] for r in ranks}) == 2 and os.getpid() not in {r["pid"] for r in ranks}
+    verdict = grading.check(case, {"ranks": ranks}, grading.expected(case, RunContext()))
+    assert verdict.passed, verdict.message
+    assert not list(tmp_path.glob("store.rank*"))  # result files removed after reading
