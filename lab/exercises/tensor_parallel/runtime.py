@@ -38,6 +38,10 @@ COUNTED = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter
            "all_gather_object", "broadcast_object_list")
 
 
+# the tensor forms of a collective count as the collective itself
+SAME_AS = {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "reduce_scatter"}
+
+
 def read_config(folder: str | Path | None = None) -> dict[str, Any]:
     """A Llama checkpoint's config.json as the figures a TP decoder needs."""
     path = Path(folder) if folder else SHIPPED_TARGET
@@ -118,7 +122,8 @@ class CollectiveLog:
             group = kwargs.get("group")
             if group is None:
                 group = next((a for a in args if type(a).__name__ == "ProcessGroup"), None)
-            self.calls.append([name, group is self.group, _payload(name, args, kwargs)])
+            self.calls.append([SAME_AS.get(name, name), group is self.group,
+                               _payload(name, args, kwargs)])
             return fn(*args, **kwargs)
 
         counted.__name__ = name
