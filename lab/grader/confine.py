@@ -98,6 +98,22 @@ def _unshare(libc: ctypes.CDLL) -> bool:
     return True
 
 
+def _loopback_up() -> None:
+    """Bring up `lo` in the new network namespace (it starts down): processes of one sandbox can
+    then talk to each other over 127.0.0.1 (the tensor-parallel lab's ranks), while nothing
+    outside the namespace — not even the host's loopback — can be reached. Best effort: needs
+    CAP_NET_ADMIN in the namespace, which the user namespace gives until the exec'd code runs."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sh", fcntl.ioctl(s, siocgifflags,
+                                                  struct.pack("16sh", b"lo", 0))[:18])[1]
+        fcntl.ioctl(s, siocsifflags, struct.pack("16sh", b"lo", flags | iff_up))
+
+
 def _mounts() -> list[tuple[str, int]]:
     """(mount point, per-mount flags to keep) from /proc/self/mountinfo, outermost first."""
     out = []
@@ -148,6 +164,7 @@ def enter(workspace: str, hide: list[str], shm_mb: int) -> Confinement:
     if not _unshare(libc):
         result.missing = list(PROTECTIONS)
         return result
+    _loopback_up()
     try:
         _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     except OSError:

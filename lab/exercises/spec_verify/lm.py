@@ -54,6 +54,46 @@ class Ledger:
         return [ps for who, ps in self.entries if who == name and ps is not None]
 
 
+def new_cache(config: Any) -> Any:
+    """A transformers cache for `config` that `crop` can always cut back.
+
+    A sliding-window model (Mistral with `sliding_window`, Gemma's local layers) gets layers
+    that keep only the last window of keys and values by default, and transformers refuses to
+    crop those once the window is full ("does not track past states"): a speculative loop that
+    rejects drafts past the window would fail, the reference's included. Such a model gets
+    full layers instead: every past key is kept (crop is then exact), and the model still
+    applies its sliding window in the attention mask it builds from its config, so the logits
+    are the model's own. Other layer kinds (linear attention, mamba) keep what the config
+    asks for."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=config)
+    layers = list(getattr(cache, "layers", []))
+    if any(getattr(layer, "is_sliding", False) for layer in layers) and all(
+            type(layer).__name__ in ("DynamicLayer", "DynamicSlidingWindowLayer")
+            for layer in layers):
+        return DynamicCache()  # full layers, appended lazily; the mask keeps the window
+    return cache
+
+
+def sliding_window(config: Any) -> int | None:
+    """The attention window every layer of `config` uses, None for full attention. A model
+    that mixes windowed and full layers cannot take one explicit tree mask for all of them:
+    refused with the reason."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    window = getattr(text, "sliding_window", None)
+    if not window:
+        return None
+    types = set(getattr(text, "layer_types", None) or ["sliding_attention"])
+    if "sliding_attention" not in types:  # e.g. Qwen2 with use_sliding_window off
+        return None
+    if types != {"sliding_attention"}:
+        raise ValueError(f"tree verification needs one attention mask for every layer, but "
+                         f"this model mixes layer types {sorted(types)} (a sliding window of "
+                         f"{window} on some layers only): not supported")
+    return int(window)
+
+
 class CausalLM:
     """A causal LM with a KV cache, batch size 1.
 
@@ -120,9 +160,7 @@ class CausalLM:
                                                    last_only=False)
         else:
             if self._cache is None:
-                from transformers import DynamicCache
-
-                self._cache = DynamicCache(config=self.model.config)
+                self._cache = new_cache(self.model.config)
             with torch.inference_mode():
                 out = self.model(input_ids=input_ids, cache=self._cache, use_cache=True)
             self._cache, out_logits = out.cache, out.logits
@@ -151,6 +189,11 @@ class CausalLM:
         base = len(self._tokens)
         full = torch.cat([torch.ones(n, base, dtype=torch.bool), mask], dim=1)
         depth = mask.long().sum(dim=1) - 1
+        window = sliding_window(self.model.config)
+        if window is not None:  # an explicit mask replaces the model's: keep its window in it
+            q_pos = base + depth
+            k_pos = torch.cat([torch.arange(base), q_pos])
+            full &= (q_pos[:, None] - k_pos[None, :]) < window
         input_ids = torch.tensor([ids], device=self.device)
         positions = (base + depth)[None].to(self.device)
         if self._lean is not None:
@@ -159,9 +202,7 @@ class CausalLM:
                                                    last_only=False)
         else:
             if self._cache is None:
-                from transformers import DynamicCache
-
-                self._cache = DynamicCache(config=self.model.config)
+                self._cache = new_cache(self.model.config)
             with torch.inference_mode():
                 out = self.model(input_ids=input_ids, cache=self._cache,
                                  attention_mask=full[None, None].to(self.device),

@@ -1,0 +1,157 @@
+"""spec-verify on a learner's own checkpoints of other families (issue 35): tiny random models of
+Llama, Qwen2, GPT-2, Mistral with a small sliding window, and Phi-3, built offline here with the
+shipped pair's tokenizer and saved with save_pretrained.
+
+Before the fix, a sliding-window model failed level 4 for the reference itself: transformers'
+sliding cache layers refuse `crop` once the window is full, and the speculative loop crops
+rejected drafts. `lm.new_cache` gives such models full layers (the window stays in the mask).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHIPPED = Path(__file__).resolve().parents[2] / "lab" / "models" / "pycode-target"
+WINDOW = 8  # Mistral's sliding window: prompts and outputs run well past it
+COMMON = {"vocab_size": 4096, "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 1}
+ATTN = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2}
+FAMILIES: dict[str, dict[str, Any]] = {
+    "llama": ATTN,
+    "qwen2": ATTN,
+    "gpt2": {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 1024},
+    "mistral": {**ATTN, "sliding_window": WINDOW},
+    "phi3": ATTN,
+}
+
+
+def build(family: str, out: Path, seed: int = 0) -> Path:
+    """A tiny random `family` checkpoint in `out` with the shipped tokenizer (no download)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.for_model(family, **COMMON, **FAMILIES[family])
+    torch.manual_seed(seed)
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(out)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(SHIPPED / name, out / name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("families")
+    return {family: build(family, root / family, seed=i)
+            for i, family in enumerate(FAMILIES)}
+
+
+def _lm(path: Path, name: str) -> Any:
+    from lab.exercises.spec_verify.lm import CausalLM
+    from lab.models.loading import load_model
+
+    return CausalLM(load_model(path, device="cpu", dtype="float32"), name=name)
+
+
+@pytest.mark.slow
+def test_sliding_cache_of_transformers_refuses_the_crop_that_new_cache_allows(
+        checkpoints: dict[str, Path]) -> None:
+    """The defect itself: past the window, transformers' default cache for Mistral cannot be
+    cropped; `new_cache` can, and stepping on from the cropped cache gives the model's logits."""
+    import torch
+    from transformers import DynamicCache
+
+    from lab.exercises.spec_verify.lm import new_cache
+    from lab.models.loading import load_model
+
+    model = load_model(checkpoints["mistral"], device="cpu", dtype="float32")
+    ids = torch.arange(2, 2 + 3 * WINDOW)[None]
+    default = DynamicCache(config=model.config)
+    with torch.inference_mode():
+        model(input_ids=ids, cache=default, use_cache=True)
+    with pytest.raises(RuntimeError, match="does not track past states"):
+        default.crop(-3)
+    cache = new_cache(model.config)
+    with torch.inference_mode():
+        model(input_ids=ids, cache=cache, use_cache=True)
+        cache.crop(-3)  # drop the last 3: back to 3 * WINDOW - 3 tokens
+        stepped = model(input_ids=ids[:, -3:-2], cache=cache, use_cache=True).logits[0, -1]
+        whole = model(input_ids=ids[:, :-2]).logits[0, -1]
+    assert torch.allclose(stepped, whole, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "draft"), [("mistral", "llama"), ("llama", "mistral"),
+                                               ("mistral", "mistral"), ("qwen2", "gpt2"),
+                                               ("gpt2", "qwen2"), ("phi3", "mistral")])
+def test_reference_loop_equals_the_models_own_greedy_decode(
+        checkpoints: dict[str, Path], target: str, draft: str) -> None:
+    """The reference's speculative loop on two families equals transformers' generate (its own
+    caches) token for token, prompts and outputs past Mistral's window: with rejections (two
+    random models rarely agree) and with every draft accepted (a model drafting for itself)."""
+    import importlib
+
+    import torch
+
+    from lab.exercises.spec_verify import grading
+
+    reference = importlib.import_module(grading.REFERENCE)
+    t_lm, d_lm = _lm(checkpoints[target], "target"), _lm(checkpoints[draft], "draft")
+    prompt = [0, *range(7, 7 + 2 * WINDOW)]
+    new = 3 * WINDOW
+    tokens = reference.speculative_generate(t_lm, d_lm, prompt, new, k=4)
+    with torch.no_grad():
+        out = t_lm.model.generate(torch.tensor([prompt]), max_new_tokens=new, do_sample=False,
+                                  min_new_tokens=new)
+    assert [int(t) for t in tokens] == out[0, len(prompt):].tolist()
+    # every block with a rejection cropped the target's cache, past the window from the start
+    assert len(prompt) > WINDOW and t_lm.cache_len >= len(prompt) + new - 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "draft"), [("mistral", "llama"), ("llama", "mistral")])
+def test_reference_passes_level_4_with_a_sliding_window_checkpoint(
+        checkpoints: dict[str, Path], target: str, draft: str, tmp_path: Path) -> None:
+    """Through the real sandbox, as `dojo lab grade spec-verify --level 4 --target/--draft`."""
+    from lab.grader.testing import assert_passes, reference_as_solution
+
+    solution = reference_as_solution("spec-verify", tmp_path)
+    assert_passes("spec-verify", solution, 4, seed=3, timing_repeats=1,
+                  models={"target": str(checkpoints[target]),
+                          "draft": str(checkpoints[draft])})
+
+
+@pytest.mark.slow
+def test_tree_pass_keeps_the_sliding_window(checkpoints: dict[str, Path]) -> None:
+    """Level 5's tree pass hands the model an explicit mask, which replaces the model's own:
+    without the window folded in, a Mistral target's tree scores differ from its plain decode.
+    A chain-shaped tree past the window must score like the same tokens fed in order."""
+    import torch
+
+    target = _lm(checkpoints["mistral"], "target")
+    prompt = [0, *range(7, 7 + 2 * WINDOW)]
+    chain = [11, 12, 13]
+    target.forward(prompt)
+    tree = target.forward_tree(chain, torch.ones(3, 3, dtype=torch.bool).tril())
+    plain = _lm(checkpoints["mistral"], "plain")
+    rows = plain.forward([*prompt, *chain])[len(prompt):]
+    assert torch.allclose(tree, rows, atol=1e-4)
+
+
+def test_sliding_window_reads_the_config() -> None:
+    """Which configs get a window in the tree mask: Mistral's, not Qwen2's with the window off,
+    and a model mixing windowed and full layers is refused with the reason."""
+    from types import SimpleNamespace
+
+    from lab.exercises.spec_verify.lm import sliding_window
+
+    assert sliding_window(SimpleNamespace(sliding_window=8)) == 8
+    assert sliding_window(SimpleNamespace(sliding_window=None)) is None
+    assert sliding_window(SimpleNamespace(sliding_window=4096,
+                                          layer_types=["full_attention"] * 2)) is None
+    with pytest.raises(ValueError, match="mixes layer types"):
+        sliding_window(SimpleNamespace(sliding_window=8,
+                                       layer_types=["sliding_attention", "full_attention"]))
