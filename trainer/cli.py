@@ -12,6 +12,7 @@ _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
     "trainer.commands.questions": ("questions",),
     "trainer.commands.lab": ("lab",),
     "trainer.commands.sim": ("sim",),
+    "trainer.commands.mock": ("mock",),
 }
 # Commands added to a group defined elsewhere: (group, module, command).
 _GROUP_EXTRAS: tuple[tuple[str, str, str], ...] = (
