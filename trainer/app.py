@@ -142,6 +142,22 @@ class DojoApp(App[None]):
             return
         self.push_screen(CramPicker(self.services.today().topics), self._start_cram)
 
+    def action_mock(self) -> None:
+        """Resume the mock round left open, or start one (`dojo mock` headless)."""
+        from trainer.core.mock import new_round, resume
+        from trainer.screens.mock import MockScreen
+
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        if not self._can_save():
+            return
+        mock = resume(self.services.store)
+        if mock is None:
+            mock = new_round(self.services, rng=self.services.rng)
+        self.action_home()
+        self.push_screen(MockScreen(mock))
+
     def _start_cram(self, topic: str | bool | None) -> None:
         if topic is False or self.services is None:
             return
@@ -190,6 +206,8 @@ class DojoApp(App[None]):
         yield SystemCommand(
             "Cram", "Practise a topic without touching the schedule", self.action_cram
         )
+        yield SystemCommand("Mock round", "One clock: estimates, a sim decision, a design "
+                            "answer and a lab level (like `dojo mock`)", self.action_mock)
         yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
         yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
         yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
@@ -201,7 +219,8 @@ class DojoApp(App[None]):
                             "(like `dojo backup`)", self.action_backup)
         yield from self._content_commands()
         # Listed above, or plumbing every Textual app has (focus moves, copy).
-        seen = {"help", "home", "start", "cram", "browse", "stats", "lab()", "lab", "sim()", "sim",
+        seen = {"help", "home", "start", "cram", "mock", "browse", "stats", "lab()", "lab",
+                "sim()", "sim",
                 "command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding

@@ -8,6 +8,7 @@ a target or a budget. `example` is one configuration that passes, shown after th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -40,7 +41,8 @@ class Decision:
 
     def parse(self, text: str) -> dict[str, Value]:
         """'key=value key=value' (or comma-separated) as typed, checked against the dials."""
-        items = [part for part in text.replace(",", " ").split() if part]
+        # whitespace, ';' or a comma before the next key separate pairs ("32,768" is a number)
+        items = [part for part in re.split(r"[\s;]+|,(?=\s*[A-Za-z_]+\s*=)", text) if part]
         if not items:
             raise SimInputError(f"type key=value pairs for {', '.join(self.dials)}")
         return SIMS[self.sim].parse_assignments(items)

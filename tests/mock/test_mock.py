@@ -39,6 +39,16 @@ def test_each_sim_decision_fails_as_told_and_its_example_passes(d: object) -> No
         d.evaluate({policy: SIMS[d.sim].spec(policy).default})
 
 
+def test_a_sim_answer_is_typed_as_on_the_command_line() -> None:
+    from lab.sims.decisions import decision
+
+    fleet = decision("fleet-idle-b200")
+    assert fleet.parse("owned_cards=1,000, rented_share=50%") == {"owned_cards": 1000,
+                                                                 "rented_share": 0.5}
+    assert decision("capacity-70b-seats").parse("gpus=8; kv_bytes=1") == {"gpus": 8,
+                                                                         "kv_bytes": 1.0}
+
+
 def test_design_rubrics_have_four_to_six_points_on_bank_topics() -> None:
     from questions.bank import BUILTIN_DIR
 

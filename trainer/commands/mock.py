@@ -58,7 +58,7 @@ def _show(mock: Any, services: Any) -> None:
     click.echo(f"Mock round #{mock.round_id} · {mock.clock(time.time())}")
     click.echo(view.title)
     click.echo("")
-    click.echo(view.text)
+    click.echo(view.text.replace("**", ""))
     if view.path:
         click.echo(f"\nFile: {view.path}")
         click.echo("When it is ready: dojo mock grade   (or: dojo mock skip)")

@@ -142,7 +142,8 @@ def new_round(services: Services, minutes: int = DEFAULT_MINUTES, *,
              for q in _estimates(services.bank, weak, rng)]
     decision = min(DECISIONS, key=lambda d: (rank.get(d.topic, len(rank)), rng.random()))
     items.append(Item("sim", {"decision": decision.id}, decision.topic))
-    prompt = min(design_prompts(), key=lambda p: (rank.get(p.topic, len(rank)), rng.random()))
+    prompt = min(design_prompts(), key=lambda p: (p.topic == decision.topic,
+                                                  rank.get(p.topic, len(rank)), rng.random()))
     items.append(Item("design", {"prompt": prompt.id}, prompt.topic))
     exercise, level, topic = choose_lab(services.bank, weak)
     items.append(Item("lab", {"exercise": exercise, "level": level}, topic))
@@ -243,8 +244,9 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
         inst = _instance(item, services)
         if inst.is_case:
             step = len(item.answers)
-            done = "".join(f"\n  step {i + 1}: {_revealed(s)}" for i, s in
+            done = "".join(f"\n- step {i + 1}: {_revealed(s)}" for i, s in
                            enumerate(inst.steps[:step]))
+            done = f"\n{done}" if done else ""
             unit = inst.steps[step].question.unit
             return View(head, f"{inst.prompt}{done}\n\nStep {step + 1} of {len(inst.steps)}: "
                         f"{inst.steps[step].prompt}", f"a number{_in(unit)}")
@@ -252,15 +254,16 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
     if item.kind == "sim":
         from lab.sims import SIMS
         from lab.sims.decisions import decision
+        from lab.sims.report import format_value
 
         d = decision(item.ref["decision"])
         sim = SIMS[d.sim]
         start = d.start()
-        dials = ", ".join(f"{name} (now {start[name]}, {sim.spec(name).describe_range()})"
-                          for name in d.dials)
+        dials = ", ".join(f"{name} (now {format_value(sim.spec(name), start[name])}, "
+                          f"{sim.spec(name).describe_range()})" for name in d.dials)
         return View(head, f"{d.scenario}\n\nYou may set: {dials}. Every check of the "
                     f"{sim.title.lower()} sim must pass.", "key=value pairs, e.g. "
-                    f"{d.dials[0]}={start[d.dials[0]]}")
+                    f"{d.dials[0]}={format_value(sim.spec(d.dials[0]), start[d.dials[0]])}")
     if item.kind == "design":
         from questions.design import design_prompt
 
@@ -272,13 +275,14 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
         return View(f"{head} · {p.title}", f"Your answer: {item.text}\n\nRubric: which points "
                     f"did your answer cover?\n{rubric}", "the point numbers, e.g. 1 3 4; all; none")
     from lab.exercises import get
-    from lab.workspace import solution_path
+    from lab.workspace import solution_path, statement
 
     ex = get(item.ref["exercise"])
     lvl = ex.level(int(item.ref["level"]))
     return View(f"{head} · {ex.id} L{lvl.number}: {lvl.title}",
                 f"Implement level {lvl.number} of {ex.title} from a blank stub, interview rules: "
-                f"no hints. The statement: dojo lab show {ex.id}",
+                f"no hints (the statement below is also `dojo lab show {ex.id}`).\n\n"
+                f"{statement(ex)}",
                 "edit the file, then grade (once: the part ends with it)",
                 path=str(solution_path(ex)))
 
@@ -344,7 +348,8 @@ def _answer_estimate(mock: MockRound, item: Item, text: str, services: Services,
     if outcome.correct:
         lines = [f"Right: {outcome.expected_display}."]
     else:
-        why = f" ({outcome.diagnosis})" if outcome.diagnosis else ""
+        why = f" ({outcome.diagnosis or outcome.hint})" if outcome.diagnosis or outcome.hint \
+            else ""
         item.mistakes.append(f"{label}: said {outcome.given_display}, expected "
                              f"{outcome.expected_display}{why}")
         lines = [f"Wrong: expected {outcome.expected_display}, you said "
@@ -555,3 +560,25 @@ def report(mock: MockRound, services: Services, clock: Clock = time.time) -> Rep
         study.append(f"{services.topic_title(topic)}: {'; '.join(dict.fromkeys(what))}")
     return Report(mock.round_id, total_score(mock), mock.elapsed_s(clock()), mock.minutes,
                   part_scores(mock), mistakes, study)
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+SHORT = {"estimate": "est", "sim": "sim", "design": "design", "lab": "lab"}
+
+
+def history_lines(store: Store, last: int = 8) -> list[str]:
+    """Stats' chart of finished rounds: a sparkline of every score, then the latest rounds
+    with a bar and the score of each part."""
+    rounds = store.mock_rounds()
+    if not rounds:
+        return []
+    scores = [score for _, _, score, _ in rounds]
+    spark = "".join(SPARKS[min(len(SPARKS) - 1, int(s * len(SPARKS)))] for s in scores)
+    lines = [f"{spark}  {len(rounds)} round{'s' if len(rounds) != 1 else ''}, "
+             f"best {max(scores):.0%}, latest {scores[-1]:.0%}"]
+    for rid, at, score, state in rounds[-last:]:
+        parts = part_scores(MockRound.from_state(state, rid))
+        full = round(score * 10)
+        each = " ".join(f"{SHORT[p.kind]} {p.score:.0%}" for p in parts)
+        lines.append(f"#{rid} {at:%m-%d} {'█' * full}{'░' * (10 - full)} {score:>4.0%}  {each}")
+    return lines

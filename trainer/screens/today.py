@@ -42,6 +42,8 @@ class TodayScreen(DojoScreen):
         Binding("s", "app.stats", "Stats", id="stats"),
         Binding("l", "app.lab()", "Lab", id="lab"),
         Binding("m", "app.sim()", "Sims", id="sims", tooltip="Capacity, metering, fleet"),
+        Binding("i", "app.mock", "Mock", id="mock",
+                tooltip="A mock interview round on one clock (resumes one left open)"),
         Binding("q", "app.quit", "Quit", id="quit"),
     ]
 
