@@ -158,3 +158,17 @@ class MockRoundRow(Base):
     state: Mapped[str] = mapped_column(Text)  # JSON object (trainer.core.mock.MockRound)
 
     __table_args__ = (Index("ix_mock_rounds_finished", "finished_ms"),)
+
+
+class LabRecallRow(Base):
+    """A question a failed lab case brought back into one study day's queue (schema v6): once
+    per question per day; the card's SM-2 state is not touched."""
+
+    __tablename__ = "lab_recalls"
+
+    question_id: Mapped[str] = mapped_column(String, primary_key=True)
+    study_day: Mapped[dt.date] = mapped_column(primary_key=True)
+    exercise: Mapped[str] = mapped_column(String)
+    level: Mapped[int] = mapped_column(Integer)
+    case_id: Mapped[str] = mapped_column(String)
+    created_ms: Mapped[int] = mapped_column(Integer)

@@ -45,6 +45,7 @@ from scheduler.models import (
     FlagRow,
     LabAttemptRow,
     LabCardRow,
+    LabRecallRow,
     MockRoundRow,
     ReviewRow,
     SettingRow,
@@ -740,6 +741,8 @@ class Store:
                     latest[r.question_id] = r.quality
             failing = [q for q, quality in latest.items() if transition.needs_redrill(quality)]
             due_ids = {r.question_id for r in due_rows}
+            lab_items = self._lab_recall_items(
+                s, day, due_ids | {r.question_id for r in new_rows}, visible)
             redrill_rows: dict[str, str] = {}
             for chunk in range(0, len(failing), 500):
                 redrill_rows.update(s.execute(
@@ -753,8 +756,54 @@ class Store:
             redrill=tuple(
                 QueueItem(q, redrill_rows[q], "redrill", None)
                 for q in failing if q in redrill_rows and q not in due_ids
+                and q not in {i.question_id for i in lab_items}
             ),
+            lab=lab_items,
         )
+
+    @staticmethod
+    def _lab_recall_items(s: Session, day: dt.date, due_ids: set[str],
+                          visible: tuple[Any, ...]) -> tuple[QueueItem, ...]:
+        """Questions a failed lab case brought back today and not answered since (any mode),
+        unless already in the queue as a review or a new card."""
+        rows = s.execute(
+            select(LabRecallRow, CardRow.topic)
+            .join(CardRow, CardRow.question_id == LabRecallRow.question_id)
+            .where(LabRecallRow.study_day == day, *visible)
+            .order_by(LabRecallRow.created_ms, LabRecallRow.question_id)
+        ).all()
+        if not rows:
+            return ()
+        answered_after = {
+            qid: ms for qid, ms in s.execute(
+                select(ReviewRow.question_id, func.max(ReviewRow.reviewed_ms))
+                .where(ReviewRow.study_day == day).group_by(ReviewRow.question_id)).all()}
+        return tuple(
+            QueueItem(r.question_id, topic, "lab", None, exercise=r.exercise, level=r.level,
+                      case=r.case_id)
+            for r, topic in rows
+            if r.question_id not in due_ids
+            and answered_after.get(r.question_id, -1) < r.created_ms
+        )
+
+    def add_lab_recalls(self, items: Iterable[tuple[str, str, int, str]],
+                        now: dt.datetime | None = None) -> list[str]:
+        """Bring (question, exercise, level, case) back into today's queue, once per question
+        per study day; returns the questions added now. A question without a card (not in the
+        bank) is skipped. The card itself is not changed."""
+        moment = now or utc_now()
+        day = self.study_day(moment)
+        added: list[str] = []
+        with self._write() as s:
+            for qid, exercise, level, case_id in items:
+                if qid in added or s.get(CardRow, qid) is None:
+                    continue
+                if s.get(LabRecallRow, (qid, day)) is not None:
+                    continue
+                s.add(LabRecallRow(question_id=qid, study_day=day, exercise=exercise,
+                                   level=int(level), case_id=case_id, created_ms=to_ms(moment)))
+                added.append(qid)
+        return added
 
     # ------------------------------------------------------------------------------ answer
     def answer(

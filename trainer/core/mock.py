@@ -437,7 +437,8 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     ex = get(item.ref["exercise"])
     level = int(item.ref["level"])
     session = count_grading(ex, [level])
-    result = grade(ex, solution_path(ex), levels=[level], device=device, recorder=Recorder(),
+    recorder = Recorder()
+    result = grade(ex, solution_path(ex), levels=[level], device=device, recorder=recorder,
                    attempt_metrics=interview_metrics(session) if session else None)
     passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
     if passed and session is not None:
@@ -450,6 +451,9 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
             message = " ".join(failure.message.split())[:160]
             item.mistakes.append(f"{ex.id} L{level}: case {failure.case.id} failed: {message}")
             lines.append(f"First failing case: {failure.case.id}: {message}")
+    from lab.concepts import recall_lines
+
+    lines += recall_lines(recorder.recalls)
     running = interview(ex)
     if running is not None:
         path, kept = end_interview(ex)

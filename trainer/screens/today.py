@@ -55,6 +55,7 @@ class TodayScreen(DojoScreen):
         with VerticalScroll(id="today-body"):
             yield Static("Loading your cards…", id="today-headline")
             yield Static("", id="today-counts")
+            yield Static("", id="today-lab")
             rebuilds = OptionList(id="today-rebuilds")
             rebuilds.display = False  # shown when a passed lab level is due
             yield rebuilds
@@ -157,6 +158,11 @@ class TodayScreen(DojoScreen):
             f"Streak [b]{view.streak}[/] d   Today [b]{view.reviews_today}[/]   "
             f"Retention 30 d [b]{retention}[/]"
         )
+        back = self.query_one("#today-lab", Static)
+        back.display = bool(view.lab_reasons)
+        back.update("\n".join([f"[b]{plural(view.lab, 'question')} back from the lab[/] "
+                               "(asked as re-drills; the schedule is untouched):"]
+                              + [f"  {escape(r)}" for r in view.lab_reasons]))
         rebuilds = self.query_one("#today-rebuilds", OptionList)
         rebuilds.set_options(
             Option(f"[b]{escape(r.line)}[/]  [dim](r)[/]", id=f"{r.exercise}:{r.level}")
