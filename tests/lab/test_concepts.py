@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from lab.concepts import concepts_for, rules
 from lab.exercises import discover
-from questions.bank import load_bank
+from questions.bank import ALL_KINDS, load_bank
 from scheduler.store import Store
 from tests.scheduler.conftest import at
 from trainer.cli import main
@@ -22,7 +22,7 @@ BROKEN_FP8 = Path(__file__).parent / "broken" / "fp8_two_bytes.py"
 
 @pytest.mark.slow
 def test_every_case_names_at_least_one_question_of_the_bank() -> None:
-    bank = {q.id for q in load_bank().questions}
+    bank = {q.id for q in load_bank(kinds=ALL_KINDS).questions}
     checked = 0
     for ex in discover():
         assert rules(ex), f"{ex.id} has no concepts.toml"

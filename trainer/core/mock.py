@@ -177,8 +177,8 @@ def choose_lab(bank: Bank, weak: list[str]) -> tuple[str, int, str]:
     known = {ex.id: ex for ex in discover()}
     for topic in weak:
         for q in bank.by_topic(topic):
-            ex = known.get(q.lab.exercise)
-            if ex is not None and q.lab.level in ex.level_numbers:
+            ex = known.get(q.lab.exercise) if q.lab is not None else None
+            if ex is not None and q.lab is not None and q.lab.level in ex.level_numbers:
                 return ex.id, q.lab.level, topic
     ex = next(iter(known.values()))
     return ex.id, ex.level_numbers[0], weak[0] if weak else ""
