@@ -560,7 +560,7 @@ def report(mock: MockRound, services: Services, clock: Clock = time.time) -> Rep
             elif i.kind == "lab":
                 what.append(f"dojo lab start {i.ref['exercise']} --level {i.ref['level']}")
             else:
-                what.append("the missed rubric points above")
+                what.append(f"the rubric of {i.ref['prompt']} (missed points named above)")
         study.append(f"{services.topic_title(topic)}: {'; '.join(dict.fromkeys(what))}")
     return Report(mock.round_id, total_score(mock), mock.elapsed_s(clock()), mock.minutes,
                   part_scores(mock), mistakes, study)
