@@ -302,7 +302,7 @@ class _QuestionReader:
         if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared) \
                 and len(params) == len(declared):
             self._check_visible(prompt, answer, params, cases, derived, labels)
-        if not self.ok or lab is None or not isinstance(qid, str) or kind not in KINDS:
+        if not self.ok or not isinstance(qid, str) or kind not in KINDS:
             return None
         return Question(
             id=qid, topic=self.topic_id, kind=kind, prompt=prompt, explanation=explanation,
@@ -455,6 +455,10 @@ class _QuestionReader:
         return list(value)
 
     def _lab(self, raw: object) -> LabLink | None:
+        """The lab level whose code exercises the question's concept; absent (None) when no
+        level does (tests/questions/test_lab_links.py audits every link)."""
+        if raw is None:
+            return None
         if not isinstance(raw, dict):
             self.fail("lab", "lab must be a table like { exercise = \"kv-bytes\", level = 1 }")
             return None
@@ -821,7 +825,7 @@ class _StepReader(_QuestionReader):
         all_derived = {**derived, **earlier}
         if answer is not None and prompt and self.ok:
             self._check_visible(shown, answer, params, cases, all_derived, labels)
-        if not self.ok or name is None or answer is None or lab is None:
+        if not self.ok or name is None or answer is None:
             return None
         question = Question(
             id=f"{qid}.step{self.index + 1}", topic=self.topic_id, kind="numeric", prompt=shown,

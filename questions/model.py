@@ -245,7 +245,7 @@ class Question:
     kind: Kind
     prompt: str
     explanation: str
-    lab: LabLink
+    lab: LabLink | None  # None: no lab level exercises this concept
     difficulty: int
     source: Path
     line: int = 1

@@ -142,3 +142,33 @@ class LabCardRow(Base):
     last_pass_gradings: Mapped[int | None] = mapped_column(Integer, default=None)
 
     __table_args__ = (Index("ix_lab_cards_due", "due"),)
+
+
+class MockRoundRow(Base):
+    """One mock interview round (schema v5): its whole state as JSON, so a round left open
+    when the app closed resumes where it stopped; `score` (0..1) is set when it finishes."""
+
+    __tablename__ = "mock_rounds"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    started_ms: Mapped[int] = mapped_column(Integer)
+    finished_ms: Mapped[int | None] = mapped_column(Integer, default=None)
+    minutes: Mapped[int] = mapped_column(Integer)
+    score: Mapped[float | None] = mapped_column(default=None)
+    state: Mapped[str] = mapped_column(Text)  # JSON object (trainer.core.mock.MockRound)
+
+    __table_args__ = (Index("ix_mock_rounds_finished", "finished_ms"),)
+
+
+class LabRecallRow(Base):
+    """A question a failed lab case brought back into one study day's queue (schema v6): once
+    per question per day; the card's SM-2 state is not touched."""
+
+    __tablename__ = "lab_recalls"
+
+    question_id: Mapped[str] = mapped_column(String, primary_key=True)
+    study_day: Mapped[dt.date] = mapped_column(primary_key=True)
+    exercise: Mapped[str] = mapped_column(String)
+    level: Mapped[int] = mapped_column(Integer)
+    case_id: Mapped[str] = mapped_column(String)
+    created_ms: Mapped[int] = mapped_column(Integer)

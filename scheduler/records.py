@@ -12,7 +12,7 @@ from scheduler.transition import MODES as MODES  # the one answer-mode type live
 from scheduler.transition import Mode as Mode
 from scheduler.transition import Scheduled
 
-QueueKind = Literal["review", "new", "redrill"]
+QueueKind = Literal["review", "new", "redrill", "lab"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,10 @@ class QueueItem:
     topic: str
     kind: QueueKind
     due: dt.date | None  # None for new cards
+    # kind "lab": the grading case whose failure brought the question back today
+    exercise: str | None = None
+    level: int | None = None
+    case: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,13 +84,14 @@ class Queue:
     reviews: tuple[QueueItem, ...]
     new: tuple[QueueItem, ...]
     redrill: tuple[QueueItem, ...]
+    lab: tuple[QueueItem, ...] = ()  # brought back by a failed lab case (lab.concepts)
 
     @property
     def items(self) -> tuple[QueueItem, ...]:
-        return self.reviews + self.new + self.redrill
+        return self.reviews + self.new + self.lab + self.redrill
 
     def __len__(self) -> int:
-        return len(self.reviews) + len(self.new) + len(self.redrill)
+        return len(self.reviews) + len(self.new) + len(self.lab) + len(self.redrill)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scheduler.errors import CorruptDatabaseError, NewerDatabaseError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 
 # Version 1: the scheduler's own tables, as first released.
 V1_DDL = (
@@ -87,9 +87,29 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v4_to_v5(conn: sqlite3.Connection) -> None:
+    """Version 5: mock interview rounds (`dojo mock`), each with its state as JSON."""
+    conn.execute(
+        """CREATE TABLE mock_rounds (
+	id INTEGER NOT NULL, started_ms INTEGER NOT NULL, finished_ms INTEGER, minutes INTEGER NOT NULL,
+	score DOUBLE, state TEXT NOT NULL, PRIMARY KEY (id))"""
+    )
+    conn.execute("CREATE INDEX ix_mock_rounds_finished ON mock_rounds (finished_ms)")
+
+
+def _v5_to_v6(conn: sqlite3.Connection) -> None:
+    """Version 6: questions a failed lab case brought back into a day's queue."""
+    conn.execute(
+        """CREATE TABLE lab_recalls (
+	question_id VARCHAR NOT NULL, study_day DATE NOT NULL, exercise VARCHAR NOT NULL,
+	level INTEGER NOT NULL, case_id VARCHAR NOT NULL, created_ms INTEGER NOT NULL,
+	PRIMARY KEY (question_id, study_day))"""
+    )
+
+
 # UPGRADES[v] takes a database from version v to v + 1.
 UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
 assert sorted(UPGRADES) == list(range(1, SCHEMA_VERSION))
 
 

@@ -42,7 +42,16 @@ from scheduler.errors import (
     StoreError,
     UnknownCardError,
 )
-from scheduler.models import CardRow, FlagRow, LabAttemptRow, LabCardRow, ReviewRow, SettingRow
+from scheduler.models import (
+    CardRow,
+    FlagRow,
+    LabAttemptRow,
+    LabCardRow,
+    LabRecallRow,
+    MockRoundRow,
+    ReviewRow,
+    SettingRow,
+)
 from scheduler.paths import data_dir
 from scheduler.records import (
     MODES,
@@ -785,6 +794,8 @@ class Store:
                     latest[r.question_id] = r.quality
             failing = [q for q, quality in latest.items() if transition.needs_redrill(quality)]
             due_ids = {r.question_id for r in due_rows}
+            lab_items = self._lab_recall_items(
+                s, day, due_ids | {r.question_id for r in new_rows}, visible)
             redrill_rows: dict[str, str] = {}
             for chunk in range(0, len(failing), 500):
                 redrill_rows.update(s.execute(
@@ -798,8 +809,54 @@ class Store:
             redrill=tuple(
                 QueueItem(q, redrill_rows[q], "redrill", None)
                 for q in failing if q in redrill_rows and q not in due_ids
+                and q not in {i.question_id for i in lab_items}
             ),
+            lab=lab_items,
         )
+
+    @staticmethod
+    def _lab_recall_items(s: Session, day: dt.date, due_ids: set[str],
+                          visible: tuple[Any, ...]) -> tuple[QueueItem, ...]:
+        """Questions a failed lab case brought back today and not answered since (any mode),
+        unless already in the queue as a review or a new card."""
+        rows = s.execute(
+            select(LabRecallRow, CardRow.topic)
+            .join(CardRow, CardRow.question_id == LabRecallRow.question_id)
+            .where(LabRecallRow.study_day == day, *visible)
+            .order_by(LabRecallRow.created_ms, LabRecallRow.question_id)
+        ).all()
+        if not rows:
+            return ()
+        answered_after = {
+            qid: ms for qid, ms in s.execute(
+                select(ReviewRow.question_id, func.max(ReviewRow.reviewed_ms))
+                .where(ReviewRow.study_day == day).group_by(ReviewRow.question_id)).all()}
+        return tuple(
+            QueueItem(r.question_id, topic, "lab", None, exercise=r.exercise, level=r.level,
+                      case=r.case_id)
+            for r, topic in rows
+            if r.question_id not in due_ids
+            and answered_after.get(r.question_id, -1) < r.created_ms
+        )
+
+    def add_lab_recalls(self, items: Iterable[tuple[str, str, int, str]],
+                        now: dt.datetime | None = None) -> list[str]:
+        """Bring (question, exercise, level, case) back into today's queue, once per question
+        per study day; returns the questions added now. A question without a card (not in the
+        bank) is skipped. The card itself is not changed."""
+        moment = now or utc_now()
+        day = self.study_day(moment)
+        added: list[str] = []
+        with self._write() as s:
+            for qid, exercise, level, case_id in items:
+                if qid in added or s.get(CardRow, qid) is None:
+                    continue
+                if s.get(LabRecallRow, (qid, day)) is not None:
+                    continue
+                s.add(LabRecallRow(question_id=qid, study_day=day, exercise=exercise,
+                                   level=int(level), case_id=case_id, created_ms=to_ms(moment)))
+                added.append(qid)
+        return added
 
     # ------------------------------------------------------------------------------ answer
     def answer(
@@ -1237,6 +1294,40 @@ class Store:
                 .order_by(LabCardRow.due, LabCardRow.exercise, LabCardRow.level))]
 
     # ----------------------------------------------------------------------- export/import
+    # ----------------------------------------------------------------------- mock rounds
+    def save_mock_round(self, state: dict[str, Any], *, round_id: int | None = None,
+                        started: dt.datetime, minutes: int, finished: dt.datetime | None = None,
+                        score: float | None = None) -> int:
+        """Insert (round_id None) or update one mock round with its whole state; returns its
+        id. Saved after every answer, so closing the app loses nothing."""
+        state_json = _json_object(state, "state") or "{}"
+        with self._write() as s:
+            row = s.get(MockRoundRow, round_id) if round_id is not None else None
+            if row is None:
+                row = MockRoundRow(started_ms=to_ms(started), minutes=int(minutes),
+                                   state=state_json)
+                s.add(row)
+            row.state = state_json
+            row.finished_ms = to_ms(finished) if finished is not None else None
+            row.score = None if score is None else float(score)
+            s.flush()
+            return row.id
+
+    def open_mock_round(self) -> tuple[int, dict[str, Any]] | None:
+        """The latest round not finished yet (id, state), to resume."""
+        with self._read() as s:
+            row = s.execute(select(MockRoundRow).where(MockRoundRow.finished_ms.is_(None))
+                            .order_by(MockRoundRow.id.desc()).limit(1)).scalar_one_or_none()
+            return None if row is None else (row.id, json.loads(row.state))
+
+    def mock_rounds(self) -> list[tuple[int, dt.datetime, float, dict[str, Any]]]:
+        """Finished rounds, oldest first: (id, finished at, score 0..1, state)."""
+        with self._read() as s:
+            rows = s.execute(select(MockRoundRow).where(MockRoundRow.finished_ms.is_not(None))
+                             .order_by(MockRoundRow.id)).scalars().all()
+            return [(r.id, from_ms(r.finished_ms or 0), float(r.score or 0.0),
+                     json.loads(r.state)) for r in rows]
+
     def export_history(self) -> dict[str, Any]:
         """The whole review history (cards, answer log, lab attempts) as a JSON-ready dict."""
         from scheduler.history import export_history

@@ -186,6 +186,7 @@ class DojoApp(App[None]):
         self.push_screen(StudyPicker(topics), self._start_study)
 
     def _start_study(self, picked: tuple[str, bool] | None) -> None:
+        from questions.wording import plural
         from trainer.screens.study import study_arguments
 
         if picked is None or self.services is None:
@@ -196,10 +197,26 @@ class DojoApp(App[None]):
         if session.current is None:
             self.notify(f"{title}: nothing to study.")
             return
-        self.notify(f"{title}: {session.remaining} cards"
+        self.notify(f"{title}: {plural(session.remaining, 'card')}"
                     + ("; the ones due today count as reviews." if reschedule else
                        "; the schedule is untouched."))
         self._push_review(session)
+
+    def action_mock(self) -> None:
+        """Resume the mock round left open, or start one (`dojo mock` headless)."""
+        from trainer.core.mock import new_round, resume
+        from trainer.screens.mock import MockScreen
+
+        if self.services is None:
+            self.notify("Still loading…")
+            return
+        if not self._can_save():
+            return
+        mock = resume(self.services.store)
+        if mock is None:
+            mock = new_round(self.services, rng=self.services.rng)
+        self.action_home()
+        self.push_screen(MockScreen(mock))
 
     def _start_cram(self, topic: str | bool | None) -> None:
         if topic is False or self.services is None:
@@ -249,6 +266,8 @@ class DojoApp(App[None]):
         yield SystemCommand(
             "Cram", "Practise a topic without touching the schedule", self.action_cram
         )
+        yield SystemCommand("Mock round", "One clock: estimates, a sim decision, a design "
+                            "answer and a lab level (like `dojo mock`)", self.action_mock)
         yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
         yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
         yield SystemCommand("Custom study", "Recurring mistakes, recent lapses, a topic ahead "
@@ -265,8 +284,8 @@ class DojoApp(App[None]):
                             "(like `dojo backup`)", self.action_backup)
         yield from self._content_commands()
         # Listed above, or plumbing every Textual app has (focus moves, copy).
-        seen = {"help", "home", "start", "cram", "browse", "stats", "plan", "study", "lab()",
-                "lab", "sim()", "sim", "command_palette", "copy_text", "focus_next",
+        seen = {"help", "home", "start", "cram", "mock", "browse", "stats", "plan", "study",
+                "lab()", "lab", "sim()", "sim", "command_palette", "copy_text", "focus_next",
                 "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding

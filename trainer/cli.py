@@ -15,6 +15,7 @@ _SUBCOMMANDS: dict[str, tuple[str, ...]] = {
     "trainer.commands.plan": ("plan",),
     "trainer.commands.fsrs": ("fsrs",),
     "trainer.commands.study": ("study",),
+    "trainer.commands.mock": ("mock",),
 }
 # Commands added to a group defined elsewhere: (group, module, command).
 _GROUP_EXTRAS: tuple[tuple[str, str, str], ...] = (

@@ -76,6 +76,9 @@ class Recorder:
         # that failed when it did (the attempts are stored all the same).
         self.card_results: list[Any] = []
         self.card_error = ""
+        # Questions the last grading's failed cases brought back into today's queue
+        # (lab.concepts), each a `lab.concepts.Recall`.
+        self.recalls: list[Any] = []
 
     def record(self, result: GradeResult) -> tuple[bool, str]:
         """Store every graded level of `result` and each passing level's lab card
@@ -87,7 +90,7 @@ class Recorder:
         from lab.rebuild import record_passes
         from scheduler.faults import crash_point
 
-        self.card_results, self.card_error = [], ""
+        self.card_results, self.card_error, self.recalls = [], "", []
         try:
             with self.open_store() as store:
                 rows = list(attempt_rows(result))
@@ -103,6 +106,7 @@ class Recorder:
                         except Exception as exc:  # the attempt is stored: say so, lose nothing
                             self.card_results = []
                             self.card_error = f"the lab card was not updated: {exc}"
+                self.recalls = _recall_failed(store, result)
         except Exception as exc:  # storage trouble must not cost the learner their report
             return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
         return True, ""
@@ -115,6 +119,17 @@ class Recorder:
                 return list(store.lab_attempts(exercise))
         except Exception:
             return None
+
+
+def _recall_failed(store: Any, result: GradeResult) -> list[Any]:
+    """Failed cases bring their concepts back (lab.concepts); never costs the report."""
+    try:
+        from lab.concepts import recall_failed
+        from lab.exercises import get
+
+        return recall_failed(store, get(result.exercise), result)
+    except Exception:
+        return []
 
 
 def summarize_level(attempts: list[Any]) -> LevelSummary:

@@ -198,6 +198,10 @@ def _card_lines(ex: Any, recorder: Any, session: Any) -> None:
 
     if recorder.card_error:
         click.echo(f"note: {recorder.card_error}", err=True)
+    from lab.concepts import recall_lines
+
+    for line in recall_lines(recorder.recalls):
+        click.echo(line)
     for r in recorder.card_results:
         if r.card is None:
             continue

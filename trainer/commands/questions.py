@@ -249,8 +249,9 @@ def list_(ids: bool) -> None:
             for q in items:
                 steps = f" {plural(len(q.steps), 'step')}" if q.steps else ""
                 click.echo(
-                    f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  lab {q.lab.exercise} "
-                    f"L{q.lab.level}{steps}"
+                    f"    {q.id:<32} {q.kind:<7} d{q.difficulty}  "
+                    + (f"lab {q.lab.exercise} L{q.lab.level}" if q.lab else "no lab")
+                    + steps
                 )
     total_numeric = sum(q.kind == "numeric" for q in bank.questions)
     total_cases = sum(q.kind == "case" for q in bank.questions)

@@ -96,9 +96,10 @@ def due(as_json: bool, show_list: bool) -> None:
     """Show what is due today: reviews, new cards, re-drill and lab rebuilds.
 
     Reviews come oldest first, then new cards up to the daily new-card limit, then the
-    cards answered below 4 today that need re-drilling, then passed lab levels due for a
-    rebuild (`dojo lab rebuild`). The study day starts at the rollover hour (default 4 AM
-    local).
+    questions a failed lab case brought back today ("reason": "lab" in --json, with the
+    exercise, level and case), then the cards answered below 4 today that need re-drilling,
+    then passed lab levels due for a rebuild (`dojo lab rebuild`). The study day starts at
+    the rollover hour (default 4 AM local).
     """
     from lab.rebuild import due_rebuilds
 
@@ -115,6 +116,8 @@ def due(as_json: bool, show_list: bool) -> None:
                 "topic": i.topic,
                 "kind": i.kind,
                 "due": None if i.due is None else i.due.isoformat(),
+                **({"reason": "lab", "exercise": i.exercise, "level": i.level, "case": i.case}
+                   if i.kind == "lab" else {}),
             }
             for i in queue.items
         ]
@@ -125,6 +128,7 @@ def due(as_json: bool, show_list: bool) -> None:
                     "reviews": len(queue.reviews),
                     "new": len(queue.new),
                     "redrill": len(queue.redrill),
+                    "lab": len(queue.lab),
                     "items": items,
                     "labs": [{"exercise": r.exercise, "level": r.level,
                               "due": r.due.isoformat(), "text": r.line, "command": r.command}
@@ -136,13 +140,16 @@ def due(as_json: bool, show_list: bool) -> None:
         return
     click.echo(
         f"Study day {queue.day.isoformat()}: {plural(len(queue.reviews), 'review')}, "
-        f"{len(queue.new)} new, {len(queue.redrill)} to re-drill."
+        f"{len(queue.new)} new, {len(queue.redrill)} to re-drill"
+        + (f", {len(queue.lab)} brought back by a failed lab case." if queue.lab else ".")
     )
     if not len(queue) and not labs:
         click.echo("Nothing due. Come back tomorrow.")
     if show_list:
         for item in queue.items:
             since = f"  (due {item.due.isoformat()})" if item.due else ""
+            if item.kind == "lab":
+                since = f"  (lab: {item.exercise} L{item.level} failed {item.case})"
             click.echo(f"  {item.kind:<8} {item.question_id}  [{item.topic}]{since}")
     for r in labs:  # passed lab levels that come back (lab.rebuild)
         click.echo(f"  {r.line}   ({r.command})")

@@ -208,7 +208,8 @@ class Services:
         return seed if isinstance(seed, int) else None
 
     def start_session(self) -> Session:
-        """Today's scheduled cards: due reviews, new cards, then re-drills left from earlier."""
+        """Today's scheduled cards: due reviews, new cards, questions a failed lab case brought
+        back, then re-drills left from earlier."""
         queue = self.store.today_queue(self.now)
         known = {q.id for q in self.bank.questions}
         items = [
@@ -216,6 +217,8 @@ class Services:
         ]
         items += [self.draw(i.question_id, "review", new=True)
                   for i in queue.new if i.question_id in known]
+        # Brought back by a failed lab case: practised without rescheduling (lab.concepts).
+        items += [self.draw(i.question_id, "redrill") for i in queue.lab if i.question_id in known]
         pending = [i.question_id for i in queue.redrill if i.question_id in known]
         seeds = {q: seed for q in pending if (seed := self._last_seed(q)) is not None}
         return Session(self, items, pending, cram=False, answered_seeds=seeds)

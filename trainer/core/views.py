@@ -11,7 +11,7 @@ from trainer.core.stats import Mistake, collect, rehearsal_line
 
 if TYPE_CHECKING:
     from lab.rebuild import DueRebuild
-    from scheduler.records import Card, LabAttempt
+    from scheduler.records import Card, LabAttempt, QueueItem
     from trainer.core.plan import PlanReport
     from trainer.core.services import Services
 
@@ -36,10 +36,14 @@ class TodayView:
     warnings: tuple[str, ...] = ()
     rebuilds: tuple[DueRebuild, ...] = ()  # passed lab levels due for a rebuild (lab.rebuild)
     plan: PlanReport | None = None  # the plan to the interview and per-topic readiness
+    # Questions a failed lab case brought back today (lab.concepts), one line per case: why
+    # they are in the queue.
+    lab: int = 0
+    lab_reasons: tuple[str, ...] = ()
 
     @property
     def to_do(self) -> int:
-        return self.due + self.new + self.redrill
+        return self.due + self.new + self.redrill + self.lab
 
 
 def today_view(services: Services) -> TodayView:
@@ -66,6 +70,8 @@ def today_view(services: Services) -> TodayView:
         warnings=tuple(services.warnings()),
         rebuilds=tuple(due_rebuilds(store, now)),
         plan=_plan(services),
+        lab=len(queue.lab),
+        lab_reasons=_lab_reasons(queue.lab),
     )
 
 
@@ -80,6 +86,14 @@ def _plan(services: Services) -> PlanReport | None:
         if warning not in services.store.warnings:
             services.store.warnings.append(warning)
         return None
+
+
+def _lab_reasons(items: tuple[QueueItem, ...]) -> tuple[str, ...]:
+    """"kv-bytes L1 failed int4-odd-head-dim → kv-cache-009, kv-cache-003", per failed case."""
+    by_case: dict[str, list[str]] = {}
+    for i in items:
+        by_case.setdefault(f"{i.exercise} L{i.level} failed {i.case}", []).append(i.question_id)
+    return tuple(f"{case} → {', '.join(ids)}" for case, ids in by_case.items())
 
 
 # --- browse -------------------------------------------------------------------------------------

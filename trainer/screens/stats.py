@@ -80,6 +80,10 @@ class StatsScreen(DojoScreen):
                 yield Static("Interview rehearsals: time to first pass (oldest → latest)",
                              classes="panel-title")
                 yield Static("", id="stats-rehearsals")
+            with Vertical(classes="panel wide"):
+                yield Static("Mock rounds: score per part (oldest → latest)",
+                             classes="panel-title")
+                yield Static("", id="stats-mock")
         yield KeyBar()
 
     mistakes: list[Mistake] = []
@@ -135,6 +139,23 @@ class StatsScreen(DojoScreen):
             self._failed(self.dojo.load_error)
         elif self.dojo.services is not None:
             self._fetch()
+            self._fetch_mock()
+
+    @work(thread=True, exclusive=True, group="stats-mock")
+    def _fetch_mock(self) -> None:
+        from trainer.core.mock import history_lines
+
+        services = self.dojo.services
+        if services is None:
+            return
+        try:
+            lines = history_lines(services.store)
+        except Exception as exc:  # a store error: said in the panel
+            lines = [f"Could not read the mock rounds: {exc}"]
+        text = "\n".join(escape(line) for line in lines)
+        self.app.call_from_thread(
+            self.query_one("#stats-mock", Static).update,
+            text or "No mock round finished yet (i on the home screen, or `dojo mock`).")
 
     def _failed(self, why: str) -> None:
         self.query_one("#stats-headline", Static).update(

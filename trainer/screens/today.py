@@ -46,6 +46,8 @@ class TodayScreen(DojoScreen):
                 tooltip="Set the interview date and your minutes a day"),
         Binding("l", "app.lab()", "Lab", id="lab"),
         Binding("m", "app.sim()", "Sims", id="sims", tooltip="Capacity, metering, fleet"),
+        Binding("i", "app.mock", "Mock", id="mock",
+                tooltip="A mock interview round on one clock (resumes one left open)"),
         Binding("q", "app.quit", "Quit", id="quit"),
     ]
 
@@ -58,6 +60,7 @@ class TodayScreen(DojoScreen):
             yield Static("Loading your cards…", id="today-headline")
             yield Static("", id="today-counts")
             yield Static("", id="today-plan")
+            yield Static("", id="today-lab")
             rebuilds = OptionList(id="today-rebuilds")
             rebuilds.display = False  # shown when a passed lab level is due
             yield rebuilds
@@ -175,6 +178,11 @@ class TodayScreen(DojoScreen):
             f"Retention 30 d [b]{retention}[/]"
         )
         self._show_plan()
+        back = self.query_one("#today-lab", Static)
+        back.display = bool(view.lab_reasons)
+        back.update("\n".join([f"[b]{plural(view.lab, 'question')} back from the lab[/] "
+                               "(asked as re-drills; the schedule is untouched):"]
+                              + [f"  {escape(r)}" for r in view.lab_reasons]))
         rebuilds = self.query_one("#today-rebuilds", OptionList)
         rebuilds.set_options(
             Option(f"[b]{escape(r.line)}[/]  [dim](r)[/]", id=f"{r.exercise}:{r.level}")

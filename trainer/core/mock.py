@@ -1,0 +1,588 @@
+"""A mock interview round: one clock over estimates, a sim decision, a system-design prompt and a
+lab level from a blank stub, drawn from the learner's weakest topics.
+
+Headless: the `dojo mock` command and the TUI's mock screen both drive a `MockRound` through
+`begin`, `answer`, `grade_lab` and `skip`, and the round is saved to the store after every step
+(`save`), so closing the app and coming back resumes it (`resume`). Answers here rehearse; they
+never touch the SM-2 schedule (a lab pass is recorded like any grading, and counts as one).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from questions.bank import Bank
+    from questions.model import Instance, Question
+    from scheduler.store import Store
+    from trainer.core.services import Services
+
+DEFAULT_MINUTES = 45
+ESTIMATES = 4
+PART_NAMES = {"estimate": "Estimates", "sim": "Sim decision", "design": "System design",
+              "lab": "Coding (lab)"}
+Clock = Callable[[], float]
+
+
+# ------------------------------------------------------------------------------ weakest topics
+def topic_recall_on_day(services: Services) -> dict[str, float] | None:
+    """Where a study plan's forecast plugs in: each topic's predicted recall on the plan's
+    interview day (`recall_on_day`), lowest = weakest. None while no plan exists, and the
+    round falls back to accuracy (`weakest_topics`)."""
+    return None
+
+
+def weakest_topics(services: Services, rng: random.Random | None = None) -> list[str]:
+    """Topic ids, weakest first: by predicted recall where a plan exists, else by answer
+    accuracy smoothed toward 50% (an unseen topic ranks as a coin flip, a topic missed 3 of 4
+    times ranks below it); ties in a shuffled order, so a fresh learner sees every topic."""
+    topics = [t for t in services.bank.topics if services.bank.by_topic(t)]
+    (rng or random.Random()).shuffle(topics)
+    recall = topic_recall_on_day(services)
+    if recall is not None:
+        return sorted(topics, key=lambda t: recall.get(t, 0.5))
+    accuracy = services.store.topic_accuracy()
+
+    def smoothed(topic: str) -> float:
+        acc = accuracy.get(topic)
+        n, right = (acc.answered, acc.correct) if acc is not None else (0, 0)
+        return (right + 1) / (n + 2)
+
+    return sorted(topics, key=smoothed)
+
+
+# ------------------------------------------------------------------------------------ the round
+@dataclass
+class Item:
+    """One thing to answer. `ref` says what: estimate {question, seed}, sim {decision},
+    design {prompt}, lab {exercise, level}."""
+
+    kind: str
+    ref: dict[str, Any]
+    topic: str
+    started_s: float | None = None
+    ended_s: float | None = None
+    score: float | None = None  # 0..1 once done
+    answers: list[str] = field(default_factory=list)
+    right: list[bool] = field(default_factory=list)
+    mistakes: list[str] = field(default_factory=list)
+    text: str = ""  # design: the free-text answer, before its rubric is marked
+
+    @property
+    def done(self) -> bool:
+        return self.score is not None
+
+    @property
+    def seconds(self) -> float:
+        if self.started_s is None:
+            return 0.0
+        return max(0.0, (self.ended_s or self.started_s) - self.started_s)
+
+
+@dataclass
+class MockRound:
+    started_s: float
+    minutes: int
+    items: list[Item]
+    weakest: list[str]
+    round_id: int | None = None
+    finished_s: float | None = None
+
+    @property
+    def current(self) -> Item | None:
+        return next((i for i in self.items if not i.done), None)
+
+    @property
+    def position(self) -> int:
+        """1-based number of the current item (len(items) + 1 when finished)."""
+        return sum(i.done for i in self.items) + 1
+
+    def elapsed_s(self, now: float) -> float:
+        return max(0.0, (self.finished_s or now) - self.started_s)
+
+    def clock(self, now: float) -> str:
+        """"12:34 of 45:00" ("47:10 of 45:00, over time")."""
+        elapsed = self.elapsed_s(now)
+        over = ", over time" if elapsed > self.minutes * 60 else ""
+        return f"{_mmss(elapsed)} of {self.minutes}:00{over}"
+
+    def to_state(self) -> dict[str, Any]:
+        return {"started_s": self.started_s, "minutes": self.minutes, "weakest": self.weakest,
+                "finished_s": self.finished_s, "items": [asdict(i) for i in self.items]}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], round_id: int | None = None) -> MockRound:
+        return cls(started_s=float(state["started_s"]), minutes=int(state["minutes"]),
+                   items=[Item(**i) for i in state["items"]], weakest=list(state["weakest"]),
+                   round_id=round_id, finished_s=state.get("finished_s"))
+
+
+def _mmss(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def new_round(services: Services, minutes: int = DEFAULT_MINUTES, *,
+              rng: random.Random | None = None, clock: Clock = time.time) -> MockRound:
+    """Draw a round from the weakest topics: four estimates with fresh numbers, a sim decision,
+    a design prompt and a lab level; saved at once (so it resumes even before an answer)."""
+    from lab.sims.decisions import DECISIONS
+    from questions.design import design_prompts
+
+    if minutes <= 0:
+        raise ValueError(f"--minutes must be positive, got {minutes}")
+    rng = rng or random.Random()
+    weak = weakest_topics(services, rng)
+    rank = {t: i for i, t in enumerate(weak)}
+    items = [Item("estimate", {"question": q.id, "seed": rng.randrange(1, 2**31)}, q.topic)
+             for q in _estimates(services.bank, weak, rng)]
+    decision = min(DECISIONS, key=lambda d: (rank.get(d.topic, len(rank)), rng.random()))
+    items.append(Item("sim", {"decision": decision.id}, decision.topic))
+    prompt = min(design_prompts(), key=lambda p: (p.topic == decision.topic,
+                                                  rank.get(p.topic, len(rank)), rng.random()))
+    items.append(Item("design", {"prompt": prompt.id}, prompt.topic))
+    exercise, level, topic = choose_lab(services.bank, weak)
+    items.append(Item("lab", {"exercise": exercise, "level": level}, topic))
+    mock = MockRound(started_s=clock(), minutes=minutes, items=items, weakest=weak[:5])
+    save(mock, services.store)
+    return mock
+
+
+def _estimates(bank: Bank, weak: list[str], rng: random.Random) -> list[Question]:
+    """Numeric questions and case studies, one per weak topic in turn (a small bank repeats
+    one with fresh numbers)."""
+    pools = [[q for q in bank.by_topic(t) if q.kind in ("numeric", "case")] for t in weak]
+    pools = [p for p in pools if p]
+    if not pools:
+        raise ValueError("the question bank has no numeric questions or case studies")
+    picked: list[Question] = []
+    while len(picked) < ESTIMATES:
+        for pool in pools:
+            fresh = [q for q in pool if q not in picked] or pool
+            picked.append(rng.choice(fresh))
+            if len(picked) == ESTIMATES:
+                break
+    return picked
+
+
+def choose_lab(bank: Bank, weak: list[str]) -> tuple[str, int, str]:
+    """The level the weakest topic's questions link to (exercise, level, topic); the first
+    level of the first exercise when none links."""
+    from lab.exercises import discover
+
+    known = {ex.id: ex for ex in discover()}
+    for topic in weak:
+        for q in bank.by_topic(topic):
+            ex = known.get(q.lab.exercise) if q.lab is not None else None
+            if ex is not None and q.lab is not None and q.lab.level in ex.level_numbers:
+                return ex.id, q.lab.level, topic
+    ex = next(iter(known.values()))
+    return ex.id, ex.level_numbers[0], weak[0] if weak else ""
+
+
+# ---------------------------------------------------------------------------- store round-trip
+def save(mock: MockRound, store: Store) -> None:
+    import datetime as dt
+
+    def moment(s: float) -> dt.datetime:
+        return dt.datetime.fromtimestamp(s, dt.UTC)
+
+    mock.round_id = store.save_mock_round(
+        mock.to_state(), round_id=mock.round_id, started=moment(mock.started_s),
+        minutes=mock.minutes,
+        finished=None if mock.finished_s is None else moment(mock.finished_s),
+        score=None if mock.finished_s is None else total_score(mock))
+
+
+def resume(store: Store) -> MockRound | None:
+    """The round left open (the app closed mid-round), if any."""
+    found = store.open_mock_round()
+    return None if found is None else MockRound.from_state(found[1], found[0])
+
+
+# ------------------------------------------------------------------------------- one item
+@dataclass(frozen=True)
+class View:
+    """What the current item shows: a title, the text to answer, and how to answer it."""
+
+    title: str
+    text: str
+    how: str
+    path: str = ""  # lab: the file to edit
+
+
+@dataclass
+class Feedback:
+    lines: list[str]
+    reask: bool = False
+    item_done: bool = False
+    round_done: bool = False
+
+
+def _instance(item: Item, services: Services) -> Instance:
+    return services.question(item.ref["question"]).draw(int(item.ref["seed"]))
+
+
+def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View | None:
+    """Start the current item's clock (and, for the lab, its interview rehearsal: your file is
+    moved aside, a fresh stub, hints off) and say what it asks; None when the round is over."""
+    item = mock.current
+    if item is None:
+        return None
+    if item.started_s is None:
+        item.started_s = clock()
+        if item.kind == "lab":
+            _start_lab(mock, item, clock)
+        save(mock, services.store)
+    n, total = mock.position, len(mock.items)
+    head = f"{n}/{total} · {PART_NAMES[item.kind]} · {services.topic_title(item.topic)}"
+    if item.kind == "estimate":
+        inst = _instance(item, services)
+        if inst.is_case:
+            step = len(item.answers)
+            done = "".join(f"\n- step {i + 1}: {_revealed(s)}" for i, s in
+                           enumerate(inst.steps[:step]))
+            done = f"\n{done}" if done else ""
+            unit = inst.steps[step].question.unit
+            return View(head, f"{inst.prompt}{done}\n\nStep {step + 1} of {len(inst.steps)}: "
+                        f"{inst.steps[step].prompt}", f"a number{_in(unit)}")
+        return View(head, inst.prompt, f"a number{_in(inst.question.unit)}")
+    if item.kind == "sim":
+        from lab.sims import SIMS
+        from lab.sims.decisions import decision
+        from lab.sims.report import format_value
+
+        d = decision(item.ref["decision"])
+        sim = SIMS[d.sim]
+        start = d.start()
+        dials = ", ".join(f"{name} (now {format_value(sim.spec(name), start[name])}, "
+                          f"{sim.spec(name).describe_range()})" for name in d.dials)
+        return View(head, f"{d.scenario}\n\nYou may set: {dials}. Every check of the "
+                    f"{sim.title.lower()} sim must pass.", "key=value pairs, e.g. "
+                    f"{d.dials[0]}={format_value(sim.spec(d.dials[0]), start[d.dials[0]])}")
+    if item.kind == "design":
+        from questions.design import design_prompt
+
+        p = design_prompt(item.ref["prompt"])
+        if not item.text:
+            return View(f"{head} · {p.title}", p.prompt,
+                        "your answer in free text (one paragraph is fine)")
+        rubric = "\n".join(f"  {i + 1}. {point}" for i, point in enumerate(p.rubric))
+        return View(f"{head} · {p.title}", f"Your answer: {item.text}\n\nRubric: which points "
+                    f"did your answer cover?\n{rubric}", "the point numbers, e.g. 1 3 4; all; none")
+    from lab.exercises import get
+    from lab.workspace import solution_path, statement
+
+    ex = get(item.ref["exercise"])
+    lvl = ex.level(int(item.ref["level"]))
+    return View(f"{head} · {ex.id} L{lvl.number}: {lvl.title}",
+                f"Implement level {lvl.number} of {ex.title} from a blank stub, interview rules: "
+                f"no hints (the statement below is also `dojo lab show {ex.id}`).\n\n"
+                f"{statement(ex)}",
+                "edit the file, then grade (once: the part ends with it)",
+                path=str(solution_path(ex)))
+
+
+def _in(unit: str) -> str:
+    return f" in {unit}" if unit else ""
+
+
+def _revealed(step: Instance) -> str:
+    from questions.cases import revealed
+
+    return revealed(step)
+
+
+def _start_lab(mock: MockRound, item: Item, clock: Clock) -> None:
+    from lab.exercises import get
+    from lab.workspace import start_interview
+
+    left = mock.minutes - mock.elapsed_s(clock()) / 60
+    start_interview(get(item.ref["exercise"]), int(item.ref["level"]), max(1, round(left)))
+
+
+def _finish_item(mock: MockRound, item: Item, score: float, services: Services,
+                 clock: Clock) -> Feedback:
+    item.score = max(0.0, min(1.0, score))
+    item.ended_s = clock()
+    if mock.current is None:
+        mock.finished_s = clock()
+    save(mock, services.store)
+    return Feedback([], item_done=True, round_done=mock.current is None)
+
+
+def answer(mock: MockRound, text: str, services: Services, clock: Clock = time.time) -> Feedback:
+    """Answer the current item (an estimate step, a sim configuration, a design answer or its
+    rubric marks). The lab is graded with `grade_lab`; a reask changes nothing."""
+    item = mock.current
+    if item is None:
+        return Feedback(["The round is over."], round_done=True)
+    if item.started_s is None:
+        begin(mock, services, clock)
+    if item.kind == "estimate":
+        return _answer_estimate(mock, item, text, services, clock)
+    if item.kind == "sim":
+        return _answer_sim(mock, item, text, services, clock)
+    if item.kind == "design":
+        return _answer_design(mock, item, text, services, clock)
+    return Feedback(["This part is graded, not typed: run the grader (dojo mock grade, or "
+                     "ctrl+g in the app)."], reask=True)
+
+
+def _answer_estimate(mock: MockRound, item: Item, text: str, services: Services,
+                     clock: Clock) -> Feedback:
+    from questions.answers import check_answer
+
+    inst = _instance(item, services)
+    step = inst.steps[len(item.answers)] if inst.is_case else inst
+    outcome = check_answer(step, text)
+    if not outcome.graded:
+        return Feedback([outcome.message or "try again"], reask=True)
+    item.answers.append(text)
+    item.right.append(bool(outcome.correct))
+    label = f"{inst.question.id}" + (f" step {len(item.answers)}" if inst.is_case else "")
+    if outcome.correct:
+        lines = [f"Right: {outcome.expected_display}."]
+    else:
+        why = f" ({outcome.diagnosis or outcome.hint})" if outcome.diagnosis or outcome.hint \
+            else ""
+        item.mistakes.append(f"{label}: said {outcome.given_display}, expected "
+                             f"{outcome.expected_display}{why}")
+        lines = [f"Wrong: expected {outcome.expected_display}, you said "
+                 f"{outcome.given_display}{why}."]
+    if inst.is_case and len(item.answers) < len(inst.steps):
+        save(mock, services.store)
+        return Feedback(lines)
+    fb = _finish_item(mock, item, sum(item.right) / len(item.right), services, clock)
+    fb.lines = lines
+    return fb
+
+
+def _answer_sim(mock: MockRound, item: Item, text: str, services: Services,
+                clock: Clock) -> Feedback:
+    from lab.sims import SimInputError
+    from lab.sims.decisions import decision
+
+    d = decision(item.ref["decision"])
+    try:
+        changes = d.parse(text)
+        result = d.evaluate(changes)
+    except SimInputError as exc:
+        return Feedback([str(exc)], reask=True)
+    item.answers.append(text)
+    failed = [c for c in result.checks if not c.passed]
+    example = " ".join(f"{k}={v}" for k, v in d.example.items())
+    if failed:
+        item.mistakes.extend(f"{d.id}: {c.description} failed: {c.margin_text}" for c in failed)
+        lines = [f"Fails {len(failed)} of {len(result.checks)} checks: "
+                 + "; ".join(f"{c.name}: {c.margin_text}" for c in failed),
+                 f"One configuration that passes: {example}"]
+    else:
+        lines = [f"Every check passes ({len(result.checks)}): "
+                 + "; ".join(f"{c.name}: {c.margin_text}" for c in result.checks)]
+    fb = _finish_item(mock, item, 0.0 if failed else 1.0, services, clock)
+    fb.lines = lines
+    return fb
+
+
+def _answer_design(mock: MockRound, item: Item, text: str, services: Services,
+                   clock: Clock) -> Feedback:
+    from questions.design import design_prompt, parse_points
+
+    p = design_prompt(item.ref["prompt"])
+    if not item.text:
+        if not text.strip():
+            return Feedback(["Write your answer first."], reask=True)
+        item.text = " ".join(text.split())
+        save(mock, services.store)
+        return Feedback(["Now mark the rubric points your answer covered."])
+    try:
+        covered = parse_points(text, len(p.rubric))
+    except ValueError as exc:
+        return Feedback([str(exc)], reask=True)
+    item.answers.append(" ".join(str(i + 1) for i in covered))
+    missed = [point for i, point in enumerate(p.rubric) if i not in covered]
+    item.mistakes.extend(f"{p.id}: missed: {point}" for point in missed)
+    fb = _finish_item(mock, item, len(covered) / len(p.rubric), services, clock)
+    fb.lines = [f"Covered {len(covered)} of {len(p.rubric)} points."]
+    return fb
+
+
+def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
+              device: str = "auto") -> Feedback:
+    """Grade the lab item's file once on its level (recorded like any grading), end the
+    rehearsal (your own file comes back; the rehearsal's is kept under backups/) and score it.
+    Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
+    from lab.exercises import get
+    from lab.grader.record import Recorder
+    from lab.grader.runner import grade
+    from lab.workspace import (
+        count_grading,
+        end_interview,
+        interview,
+        interview_metrics,
+        passed_interview,
+        solution_path,
+    )
+
+    item = mock.current
+    if item is None or item.kind != "lab":
+        return Feedback(["The current part is not the lab."], reask=True)
+    if item.started_s is None:
+        begin(mock, services, clock)
+    ex = get(item.ref["exercise"])
+    level = int(item.ref["level"])
+    session = count_grading(ex, [level])
+    recorder = Recorder()
+    result = grade(ex, solution_path(ex), levels=[level], device=device, recorder=recorder,
+                   attempt_metrics=interview_metrics(session) if session else None)
+    passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
+    if passed and session is not None:
+        passed_interview(ex, session)
+    item.answers.append("passed" if passed else "failed")
+    lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}."]
+    for lvl in result.levels:
+        failure = lvl.smallest_failure()
+        if failure is not None and not passed:
+            message = " ".join(failure.message.split())[:160]
+            item.mistakes.append(f"{ex.id} L{level}: case {failure.case.id} failed: {message}")
+            lines.append(f"First failing case: {failure.case.id}: {message}")
+    from lab.concepts import recall_lines
+
+    lines += recall_lines(recorder.recalls)
+    running = interview(ex)
+    if running is not None:
+        path, kept = end_interview(ex)
+        back = "Your own file is back" if running.moved_aside else "A fresh stub is"
+        lines.append(f"{back} at {path}; this round's file is kept at {kept}.")
+    fb = _finish_item(mock, item, 1.0 if passed else 0.0, services, clock)
+    fb.lines = lines
+    return fb
+
+
+def skip(mock: MockRound, services: Services, clock: Clock = time.time) -> Feedback:
+    """Give up the current item (scored 0, named as skipped); a lab rehearsal is ended."""
+    item = mock.current
+    if item is None:
+        return Feedback(["The round is over."], round_done=True)
+    if item.started_s is None:
+        item.started_s = clock()
+    item.mistakes.append(f"{PART_NAMES[item.kind]}: skipped ({_what(item)})")
+    if item.kind == "lab":
+        from lab.exercises import get
+        from lab.workspace import end_interview, interview
+
+        ex = get(item.ref["exercise"])
+        if interview(ex) is not None:
+            end_interview(ex)
+    fb = _finish_item(mock, item, 0.0, services, clock)
+    fb.lines = ["Skipped."]
+    return fb
+
+
+def abandon(mock: MockRound, services: Services, clock: Clock = time.time) -> None:
+    """End the round now: every item not answered scores 0."""
+    while mock.current is not None:
+        skip(mock, services, clock)
+
+
+def _what(item: Item) -> str:
+    if item.kind == "estimate":
+        return str(item.ref["question"])
+    if item.kind == "lab":
+        return f"{item.ref['exercise']} L{item.ref['level']}"
+    return str(next(iter(item.ref.values())))
+
+
+# ------------------------------------------------------------------------------------ report
+@dataclass(frozen=True)
+class PartScore:
+    kind: str
+    name: str
+    score: float  # 0..1
+    seconds: float
+    items: int
+
+
+@dataclass(frozen=True)
+class Report:
+    round_id: int | None
+    score: float
+    elapsed_s: float
+    minutes: int
+    parts: list[PartScore]
+    mistakes: list[str]
+    study_next: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def total_score(mock: MockRound) -> float:
+    """The mean of the four parts' scores (each part weighs the same)."""
+    parts = part_scores(mock)
+    return sum(p.score for p in parts) / len(parts) if parts else 0.0
+
+
+def part_scores(mock: MockRound) -> list[PartScore]:
+    out = []
+    for kind, name in PART_NAMES.items():
+        items = [i for i in mock.items if i.kind == kind]
+        if not items:
+            continue
+        out.append(PartScore(kind, name, sum(i.score or 0.0 for i in items) / len(items),
+                             sum(i.seconds for i in items), len(items)))
+    return out
+
+
+def report(mock: MockRound, services: Services, clock: Clock = time.time) -> Report:
+    """Score and time per part, every mistake by name, and what to study next: the topics of
+    the items that lost points, weakest first, with the commands that drill them."""
+    mistakes = [m for i in mock.items for m in i.mistakes]
+    lost: dict[str, list[Item]] = {}
+    for item in mock.items:
+        if (item.score or 0.0) < 1.0:
+            lost.setdefault(item.topic, []).append(item)
+    study: list[str] = []
+    for topic, items in sorted(lost.items(), key=lambda kv: sum(i.score or 0 for i in kv[1])):
+        what = []
+        for i in items:
+            if i.kind == "estimate":
+                what.append(f"dojo questions show {i.ref['question']}")
+            elif i.kind == "sim":
+                from lab.sims.decisions import decision
+
+                what.append(f"dojo sim {decision(i.ref['decision']).sim}")
+            elif i.kind == "lab":
+                what.append(f"dojo lab start {i.ref['exercise']} --level {i.ref['level']}")
+            else:
+                what.append(f"the rubric of {i.ref['prompt']} (missed points named above)")
+        study.append(f"{services.topic_title(topic)}: {'; '.join(dict.fromkeys(what))}")
+    return Report(mock.round_id, total_score(mock), mock.elapsed_s(clock()), mock.minutes,
+                  part_scores(mock), mistakes, study)
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+SHORT = {"estimate": "est", "sim": "sim", "design": "design", "lab": "lab"}
+
+
+def history_lines(store: Store, last: int = 8) -> list[str]:
+    """Stats' chart of finished rounds: a sparkline of every score, then the latest rounds
+    with a bar and the score of each part."""
+    rounds = store.mock_rounds()
+    if not rounds:
+        return []
+    scores = [score for _, _, score, _ in rounds]
+    spark = "".join(SPARKS[min(len(SPARKS) - 1, int(s * len(SPARKS)))] for s in scores)
+    lines = [f"{spark}  {len(rounds)} round{'s' if len(rounds) != 1 else ''}, "
+             f"best {max(scores):.0%}, latest {scores[-1]:.0%}"]
+    for rid, at, score, state in rounds[-last:]:
+        parts = part_scores(MockRound.from_state(state, rid))
+        full = round(score * 10)
+        each = " ".join(f"{SHORT[p.kind]} {p.score:.0%}" for p in parts)
+        lines.append(f"#{rid} {at:%m-%d} {'█' * full}{'░' * (10 - full)} {score:>4.0%}  {each}")
+    return lines
