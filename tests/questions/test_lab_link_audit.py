@@ -13,7 +13,7 @@ from lab.exercises import discover
 from trainer.core.bank import load_study_bank
 
 # Topics another change relinks to labs of their own (the sampler and tensor-parallel labs).
-RELINKED_ELSEWHERE = {"sampling", "parallelism"}
+RELINKED_ELSEWHERE = {"sampling"}
 
 
 def cases_behind_each_question() -> dict[tuple[str, int, str], list[str]]:
