@@ -316,11 +316,14 @@ def _tiny_case(key: tuple[tuple[str, Any], ...]) -> tuple[Any, Any, tuple[int, .
     target, draft = tiny_pair(*base)
     prng = random.Random(p.get("prompt_seed", 0))
     prompt = [prng.randrange(vocab) for _ in range(int(p.get("prompt_len", 5)))]
-    at = p.get("eos_at")
-    if at is None:
+    at, in_prompt = p.get("eos_at"), p.get("eos_prompt_at")
+    if in_prompt is not None:  # EOS is a token of the prompt (it may also come out later)
+        eos = prompt[int(in_prompt)]
+    elif at is None:
         return target, draft, tuple(prompt), None
-    plain = greedy(target, prompt, int(at) + 1).tokens
-    eos = pick_eos(plain, int(at))
+    else:
+        plain = greedy(target, prompt, int(at) + 1).tokens
+        eos = pick_eos(plain, int(at))
     if not p.get("eos_zero") or eos == 0:
         return target, draft, tuple(prompt), eos
     # relabel: the EOS token becomes id 0 (the shipped pair's own EOS id), same computation
@@ -346,7 +349,7 @@ def models(p: dict[str, Any], device: str, paths: dict[str, str] | None = None
             eos = pick_eos(greedy(target, prompt, at + 1).tokens, at)
         return target, draft, prompt, eos
     keys = ("model", "pair_seed", "noise", "draft_seed", "prompt_seed", "prompt_len", "eos_at",
-            "eos_zero", "law_pair", "prompt_ids")
+            "eos_zero", "law_pair", "prompt_ids", "eos_prompt_at")
     key = tuple((name, _frozen(p[name])) for name in keys if name in p)
     target, draft, ids, eos = _tiny_case(key)
     return target, draft, list(ids), eos
