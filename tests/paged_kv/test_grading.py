@@ -63,6 +63,15 @@ BROKEN_CASES = [
     ("hit_not_counted_in_ref", 3, r"a block counted free while still in a table"),
     ("can_allocate_touches_lru", 3, r"table is \[2, 3, 1\], expected \[2, 3, 0\] — you evicted "
                                     r"block 1 \(released at op 3\) before block 0"),
+    ("append_full_not_registered", 3, r"you evicted cached block 1 while block 3 was empty "
+                                      r"\(or never cached it: block 1 became full by the "
+                                      r"append_slot at op 3, and a block is registered when it "
+                                      r"becomes full"),
+    ("fork_aliases_hash_chain", 3, r"reused 4 cached tokens, expected 8: Block 1 was filled "
+                                   r"by seq 0 after the fork at op 1, and each sequence's hash "
+                                   r"chain is its own after a fork"),
+    ("cow_appends_copy", 2, r"returned copy \(1, 2\) and appended block 2 to the table \[0, 1, "
+                            r"2\]: the copy replaces the shared last block in place"),
     ("gather_wrong_offset", 4, r"wrong block offset: a flat pool index is block \* block_size"),
     ("gather_no_mask", 4, r"no mask: table slots past context_len"),
     ("gather_gqa_tiled", 4, r"GQA heads were tiled"),
