@@ -122,6 +122,11 @@ def l1_logits(p: dict[str, Any]) -> tuple[list[int], torch.Tensor]:
         for i in range(k + 1):
             a, b = sorted(torch.randperm(v, generator=g)[:2].tolist())
             logits[i, a] = logits[i, b] = logits[i].max() + 1.0
+    if p.get("near") and v > 1:  # top-2 within 1e-4 at ~10: equal in bf16/fp16, not in fp32
+        for i in range(k + 1):
+            a, b = sorted(torch.randperm(v, generator=g)[:2].tolist())
+            top = float(logits[i].max()) + 10.0
+            logits[i, b], logits[i, a] = top, top - 1e-4  # the higher id wins by a hair
     best = logits.argmax(dim=-1).tolist()  # ties: the lowest id (torch.argmax's rule)
     drafts: list[int] = []
     for i in range(k):

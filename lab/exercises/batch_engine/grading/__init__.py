@@ -163,6 +163,13 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                             f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
                             "size or wait, whichever comes first)")
         elif name == "lone":
+            if not calls:
+                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was never "
+                            f"dispatched: it goes once it has waited max_wait "
+                            f"({wait * 1e3:g} ms)"
+                            + (" — max_wait 0 is a duration (go at once), not 'no wait "
+                               "configured' (`if max_wait_s:` is false for 0)" if not wait
+                               else ""))
             t0, due = calls[0][0], submitted[0] + wait
             if t0 < due - 1e-9:
                 raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
