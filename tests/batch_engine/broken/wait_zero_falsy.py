@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the replacements are exact lines of the reference)
 """Broken: `if self.max_wait_s` reads max_wait 0 as "no wait configured", so a partial batch
 waits for a full one forever."""
 
