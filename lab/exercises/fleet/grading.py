@@ -163,6 +163,9 @@ def _level2_fixed() -> list[Case]:
         _plan("rental-cap-at-need", "rent premium 1 and max_rented 7 for exactly 7 cards of "
               "demand: renting all 7 is at the cap, and allowed", 7 * PER_CARD,
               {**H100_8B, "rent_premium": "1", "max_rented": 7}),
+        _plan("rental-cap-none", "max_rented None means no cap (rent premium 1: renting all "
+              "7 wins the tie)", 7 * PER_CARD, {**H100_8B, "rent_premium": "1",
+                                                "max_rented": None}),
         _plan("tie-api-takes-a-card", "a card costs what the API does and the API may take 30%: "
               "0 owned + 4 rented and 0 owned + 3 rented + a card's worth on the API tie; the "
               "rule picks the fewest rented", 4 * PER_CARD,

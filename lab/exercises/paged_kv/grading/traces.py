@@ -266,7 +266,9 @@ def _table_of(tables: list[Any], col: dict[int, int], seq: int, where: str) -> l
     t = tables[col[seq]] if seq in col else None
     if not isinstance(t, list) or any(not isinstance(b, int) or isinstance(b, bool) for b in t):
         raise Fail(f"{where}: block_table({seq}) returned {t!r}; expected a list of block ids "
-                   f"(sequence {seq} is live)")
+                   f"(sequence {seq} is live)"
+                   + (" — sequence ids are any ints, negative ones included: key tables by id "
+                      "(a dict), not by list position" if seq < 0 else ""))
     return t
 
 
