@@ -165,6 +165,18 @@ def test_python_loop_gather_fails_the_speed_gate(tmp_path: Path) -> None:
                  timing_repeats=3)
 
 
+@pytest.mark.slow
+def test_a_gather_index_cached_by_table_fails_the_speed_gate(tmp_path: Path) -> None:
+    """A per-token loop whose result is cached by the tables' contents: each timed call brings
+    its own tables, so the loop runs every call and the gate sees it (with one pool and one
+    set of tables for every call it ran once and passed at 0.5x)."""
+    from lab.grader.testing import only_cases
+
+    assert_fails(only_cases("paged-kv", "gather-timed"),
+                 materialize(BROKEN / "gather_index_cached.py", tmp_path), 4,
+                 match=r"too slow for this level", kind="gate", timing_repeats=3)
+
+
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_an_independent_solution_passes(level: int) -> None:
     from tests.paged_kv.conftest import HERE

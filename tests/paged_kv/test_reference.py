@@ -115,6 +115,10 @@ def test_timed_gather_calls_each_ask_a_new_question() -> None:
     case = next(c for c in grading.cases(4, 1) if c.timed)
     a, b = (drive.run(_reference(), case, RunContext(seed=s)) for s in (11, 12))
     assert (a - b).abs().max().item() > 0.1
+    tables = [runtime.gather_inputs({**case.params, "call": c})["block_tables"]
+              for c in (11, 12)]
+    assert not torch.equal(*tables)  # fresh tables: no per-table work carries over a call
+    assert tables[0].shape == tables[1].shape  # the same amount of work
     first = runtime.gather_inputs({**case.params, "call": 11})
     first["k_cache"].zero_()
     first["v_cache"].zero_()
