@@ -162,7 +162,8 @@ def _check_large(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
         impossible = _impossible(p, bi, d, row)
         if impossible:
             return Verdict(False, f"row {bi}: {impossible} — no correct verifier can return that")
-    want = expected.get("rows") if isinstance(expected, dict) else None
+    found = expected.get("rows") if isinstance(expected, dict) else None
+    want: list[Any] = found if isinstance(found, list) else []
     forced = inputs.large_forced(int(p["seed"]), b, k, v)
     coins = [bi for bi, kind in forced.items() if kind == "coin"]
     heads = sum(len(out[bi]) >= 2 for bi in coins)
@@ -171,8 +172,7 @@ def _check_large(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
                               f"accepted it (each is a fair coin: so lopsided a count has "
                               f"probability < 1e-6) — accept each draft with probability "
                               f"min(1, p / q), a coin per row from the generator")
-    for bi in sorted(b_ for b_, kind in forced.items() if kind != "coin") \
-            if isinstance(want, list) else []:
+    for bi in sorted(b_ for b_, kind in forced.items() if kind != "coin" and b_ < len(want)):
         if out[bi] != want[bi]:
             how = ("q == p at every drafted position (always accepted) and a one-hot bonus row"
                    if forced[bi] == "accept" else
