@@ -12,7 +12,7 @@ export(mutate(
      '    cache = globals().setdefault("_INDEX", {})\n'
      '    if key not in cache:\n'
      '        cache.clear()\n'
-     '        cache[key] = torch.stack([torch.stack([block_tables[b, t // bs] * bs + t % bs for t in range(width)]) for b in range(B)]).to(q.device)\n'
+     '        cache[key] = torch.stack([torch.stack([torch.tensor(int(block_tables[b, t // bs]) * bs + t % bs) for t in range(width)]) for b in range(B)]).to(q.device)\n'
      '    index = cache[key]\n'
      '    keys = k_cache.reshape(-1, kvh, D)[index]\n'
      '    values = v_cache.reshape(-1, kvh, D)[index]'),
