@@ -154,7 +154,7 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
                                                      r"outside \[0, 512\) — check every token"),
     ("stop_ids_first_only", 1, "stop-any-element", r"element 3 of stop_token_ids .* every stop id "
                                                    r"counts"),
-    ("wait_zero_falsy", 1, "max-wait-zero", r"was never dispatched .* max_wait 0 is a duration"),
+    ("wait_zero_falsy", 1, "max-wait-zero", r"was never dispatched: .* max_wait 0 is a duration"),
     ("stop_seq_as_text", 1, "stop-any-element", r"was matched as text .* compare token ids"),
 ]
 

@@ -39,8 +39,8 @@ def _size(config: dict[str, Any]) -> int:
     heads = config.get("num_attention_heads") or 1
     kv = config.get("num_key_value_heads") or heads
     hd = config.get("head_dim") or max(1, (config.get("hidden_size") or 1) // max(1, heads))
-    try:
-        return int(layers) * int(kv) * int(hd)
+    try:  # invalid counts (0, negative) size as 1: an invalid case is never "smaller" than 1
+        return max(1, int(layers)) * max(1, int(kv)) * max(1, int(hd))
     except (TypeError, ValueError):
         return 0
 
