@@ -155,6 +155,10 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("stop_ids_first_only", 1, "stop-any-element", r"element 3 of stop_token_ids .* every stop id "
                                                    r"counts"),
     ("wait_zero_falsy", 1, "max-wait-zero", r"was never dispatched: .* max_wait 0 is a duration"),
+    ("cancel_misses_preempted", 4, "cancel-preempted", r"returned False, .* a preempted request "
+                                                       r"waiting to resume is queued"),
+    ("wait_window_outlives_cancel", 4, "cancel-pending-wait", r"went at t=0\.050 s, expected "
+                                                             r"t=0\.080 s .* leaves no deadline"),
     ("stop_seq_as_text", 1, "stop-any-element", r"was matched as text .* compare token ids"),
 ]
 

@@ -159,9 +159,13 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                             f"{first} (FIFO: the oldest go first; the order of the rows inside "
                             "a call does not matter)")
             if abs(t0 - float(at)) > EPS_S:
+                gone = [c for c in p.get("cancels", []) if c[0] < t0]
                 raise _Fail(f"the first batch went at t={t0:.3f} s, expected t={float(at):.3f} "
                             f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
-                            "size or wait, whichever comes first)")
+                            "size or wait, whichever comes first)"
+                            + (" — a request cancelled while it waited leaves no deadline "
+                               "behind: the wait runs from the oldest still-queued request's "
+                               "submit" if gone and t0 < float(at) else ""))
         elif name == "lone":
             if not calls:
                 raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was never "
