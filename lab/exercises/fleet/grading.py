@@ -100,6 +100,9 @@ def _level1_fixed() -> list[Case]:
         _eval("blended-at-limit-float", "12 full B200s at $8,278.20: blended exactly 75% of "
               "$2.50 (floats land a hair over)", 12 * B200_PER_CARD, 12, 0, B200_AT_LIMIT),
         _eval("zero-demand", "demand 0 is invalid", 0, 1, 0),
+        _eval("negative-demand", "demand -1 is invalid", -1, 1, 0),
+        _eval("one-token-demand", "demand of 1 token (the smallest valid): one card needed, "
+              "its capacity all but idle", 1, 1, 0),
         _eval("negative-owned", "owned -1 is invalid", 10**9, -1, 0),
         _eval("negative-rented", "rented -1 is invalid", 10**9, 1, -1),
     ]
