@@ -142,6 +142,24 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("stop_seq_spans_prompt", 1, "stop-sequence-output-only", r"matched across the prompt"),
     ("preempt_at_budget", 3, "budget-exact-growth", r"holds 24 of the 24 KV tokens: it fits"),
     ("cancel_id_zero", 4, "cancel-id-zero", r"cancel\(0\) at t=\S+ s returned False"),
+    ("cancel_twice_aborts", 4, "cancel-twice", r"second finish event \(sent by cancel\(1\) .* a "
+                                               r"second cancel returns False and sends nothing"),
+    ("same_id_identical", 1, "identical-requests", r"submit returned id 0 for request 1, already "
+                                                   r"used for request 0: two requests got the "
+                                                   r"same id"),
+    ("id_from_live_count", 1, "ids-never-reused", r"two requests got the same id .* never reused"),
+    ("prefill_stalls_decode", 2, "prefill-beside-decode", r"running request 0 was in the batch "
+                                                          r"but fed no token .* decode stalled"),
+    ("token_check_first_only", 1, "token-id-bounds", r"token id -1 at index 2 of the prompt is "
+                                                     r"outside \[0, 512\) — check every token"),
+    ("stop_ids_first_only", 1, "stop-any-element", r"element 3 of stop_token_ids .* every stop id "
+                                                   r"counts"),
+    ("wait_zero_falsy", 1, "max-wait-zero", r"was never dispatched: .* max_wait 0 is a duration"),
+    ("cancel_misses_preempted", 4, "cancel-preempted", r"returned False, .* a preempted request "
+                                                       r"waiting to resume is queued"),
+    ("wait_window_outlives_cancel", 4, "cancel-pending-wait", r"went at t=0\.050 s, expected "
+                                                             r"t=0\.080 s .* leaves no deadline"),
+    ("stop_seq_as_text", 1, "stop-any-element", r"was matched as text .* compare token ids"),
 ]
 
 

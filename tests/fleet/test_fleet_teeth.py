@@ -73,3 +73,43 @@ def test_broken_implementation_is_caught(broken: str, level: int, match: str) ->
 def test_floats_also_fail_the_cheapest_plan_at_the_blended_limit() -> None:
     assert_fails("fleet", BROKEN / "float_math.py", 2, match=r"its blended check is exactly at "
                  r"the limit, which passes", kind="wrong")
+
+
+@pytest.mark.parametrize(
+    ("broken", "case_id", "match"),
+    [
+        ("cap_ignored", "rental-cap-binds", r"0 owned \+ 7 rented fails: 7 rented cards, over "
+                                            r"max_rented 3"),
+        ("tie_least_api", "tie-api-takes-a-card", r"a tie — .* then fewest rented \(the API share "
+                                                  r"does not break ties"),
+        ("start_at_one", "zero-owned-optimal", r"you said infeasible .* owning none is a plan "
+                                               r"too, start the search at 0 owned"),
+        ("start_at_one", "tie-rent-equals-own", r"1 owned \+ 6 rented .* start the search at 0"),
+    ],
+)
+def test_a_contract_gap_bug_fails_its_case_with_its_name(broken: str, case_id: str,
+                                                          match: str) -> None:
+    """One level-2 case in process: the reference passes it, the broken planner fails it with
+    the rule it missed."""
+    import importlib
+    import importlib.util
+    import re
+    import sys
+
+    from lab.exercises.fleet import drive, grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(2, 1) if c.id == case_id)
+    ctx = RunContext(seed=1)
+    want = drive.run(importlib.import_module(grading.REFERENCE), case, ctx)
+    assert grading.check(case, want, want).passed
+    spec = importlib.util.spec_from_file_location(f"_fleet_{broken}", BROKEN / f"{broken}.py")
+    assert spec is not None and spec.loader is not None
+    sys.path.insert(0, str(BROKEN))
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BROKEN))
+    verdict = grading.check(case, drive.run(module, case, ctx), want)
+    assert not verdict.passed and re.search(match, verdict.message), verdict.message

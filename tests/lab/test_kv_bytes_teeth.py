@@ -53,6 +53,9 @@ def test_stub_fails_both_levels_as_not_implemented(tmp_path: Path) -> None:
         ("replicas_unchecked", 2, r"should raise ValueError here \(4 KV heads cannot be "
                                   r"replicated over 6 GPUs\)"),
         ("weights_floor", 2, r"expected 0, got 1 — each GPU holds ceil\(weight_bytes / tp\)"),
+        ("memory_unchecked", 2, r"should raise ValueError here \(gpu_mem_bytes must be a "
+                                r"non-negative int, got -1\)"),
+        ("no_half", 1, r"raised ValueError\('unknown dtype half'\) but the input is valid"),
     ],
 )
 @pytest.mark.slow
@@ -95,3 +98,39 @@ def test_check_messages_for_float_results() -> None:
     assert grading.check(case, {"value": 131072}, {"value": 131072}).passed
     raised = grading.check(case, {"raised": "ValueError", "message": "nope"}, {"value": 131072})
     assert not raised.passed and "but the input is valid: expected 131072" in raised.message
+
+
+@pytest.mark.parametrize(("broken", "level", "case_id", "match"), [
+    ("memory_unchecked", 2, "negative-reserve", r"reserve_bytes must be a non-negative int"),
+    ("no_half", 1, "dtype-half", r"unknown dtype half'\) but the input is valid"),
+])
+def test_a_bound_or_alias_bug_fails_its_case(broken: str, level: int, case_id: str,
+                                             match: str) -> None:
+    """In process, one case: the reference and the independent solution pass it, the broken
+    one fails it naming the bound or the alias."""
+    import importlib
+    import importlib.util
+    import re
+    import sys
+
+    from lab.exercises.kv_bytes import drive, grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(level, 1) if c.id == case_id)
+    ctx = RunContext(seed=1)
+    want = drive.run(importlib.import_module(grading.REFERENCE), case, ctx)
+    def load(path: Path) -> object:
+        spec = importlib.util.spec_from_file_location(f"_kv_teeth_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    sys.path.insert(0, str(BROKEN))  # the broken files import _kvbase
+    try:
+        correct, bad = load(SOLUTIONS / "correct.py"), load(BROKEN / f"{broken}.py")
+    finally:
+        sys.path.remove(str(BROKEN))
+    assert grading.check(case, drive.run(correct, case, ctx), want).passed
+    verdict = grading.check(case, drive.run(bad, case, ctx), want)
+    assert not verdict.passed and re.search(match, verdict.message), verdict.message

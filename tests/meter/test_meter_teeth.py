@@ -124,3 +124,52 @@ def test_a_window_one_event_short_bills_the_latest_redelivery_twice() -> None:
     verdict = grading.check(case, drive.run(broken, case, ctx), want)
     assert not verdict.passed
     assert "remember each (request_id, attempt) for the 10,000 events" in verdict.message
+
+
+def _in_process(broken: str, level: int, case_id: str, seed: int = 1) -> tuple[bool, str]:
+    """One case of `level`, graded in process: (the reference passes it, the broken message)."""
+    import importlib
+    import importlib.util
+    import sys
+
+    from lab.exercises.meter import drive, grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(level, seed) if c.id == case_id)
+    ctx = RunContext(seed=seed)
+    want = grading.expected(case, ctx)
+    ok = grading.check(case, drive.run(importlib.import_module(grading.REFERENCE), case, ctx),
+                       want).passed
+    spec = importlib.util.spec_from_file_location(f"_meter_{broken}", BROKEN / f"{broken}.py")
+    assert spec is not None and spec.loader is not None
+    sys.path.insert(0, str(BROKEN))
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BROKEN))
+    verdict = grading.check(case, drive.run(module, case, ctx), want)
+    return ok, "" if verdict.passed else verdict.message
+
+
+@pytest.mark.parametrize(
+    ("broken", "level", "case_id", "match"),
+    [
+        ("retry_by_arrival", 2, "retry-before-first", r"first_attempts: .* recognised by its "
+                                                      r"attempt number .* not by arriving after"),
+        ("retry_by_arrival", 2, "retry-alone", r"recognised by its attempt number"),
+        ("dup_key_tenant", 2, "duplicate-retagged", r"the key is those two fields"),
+        ("window_1000", 2, "duplicate-far", r"remember each \(request_id, attempt\) for the "
+                                            r"10,000 events"),
+        ("untagged_cents", 3, "untagged-just-over", r"untagged_ok: expected False, got True — "
+                                                    r"the check compares the exact dollars .* "
+                                                    r"not amounts rounded to the cent"),
+    ],
+)
+def test_a_contract_gap_bug_fails_its_case_with_its_name(broken: str, level: int, case_id: str,
+                                                          match: str) -> None:
+    import re
+
+    ok, message = _in_process(broken, level, case_id)
+    assert ok, f"the reference fails {case_id}"
+    assert re.search(match, message), message

@@ -63,6 +63,17 @@ BROKEN_CASES = [
     ("hit_not_counted_in_ref", 3, r"a block counted free while still in a table"),
     ("can_allocate_touches_lru", 3, r"table is \[2, 3, 1\], expected \[2, 3, 0\] — you evicted "
                                     r"block 1 \(released at op 3\) before block 0"),
+    ("append_full_not_registered", 3, r"you evicted cached block 1 while block 3 was empty "
+                                      r"\(or never cached it: block 1 became full by the "
+                                      r"append_slot at op 3, and a block is registered when it "
+                                      r"becomes full"),
+    ("fork_aliases_hash_chain", 3, r"reused 4 cached tokens, expected 8: Block 1 was filled "
+                                   r"by seq 0 after the fork at op 1, and each sequence's hash "
+                                   r"chain is its own after a fork"),
+    ("seq_ids_as_index", 1, r"block_table\(-1\) returned None; .* sequence ids are any ints, "
+                            r"negative ones included"),
+    ("cow_appends_copy", 2, r"returned copy \(1, 2\) and appended block 2 to the table \[0, 1, "
+                            r"2\]: the copy replaces the shared last block in place"),
     ("gather_wrong_offset", 4, r"wrong block offset: a flat pool index is block \* block_size"),
     ("gather_no_mask", 4, r"no mask: table slots past context_len"),
     ("gather_gqa_tiled", 4, r"GQA heads were tiled"),
@@ -152,6 +163,18 @@ def test_python_loop_gather_fails_the_speed_gate(tmp_path: Path) -> None:
     assert_fails("paged-kv", materialize(BROKEN / "gather_python_loop.py", tmp_path), 4,
                  match=r"correct, but too slow for this level: p95_ratio", kind="gate",
                  timing_repeats=3)
+
+
+@pytest.mark.slow
+def test_a_gather_index_cached_by_table_fails_the_speed_gate(tmp_path: Path) -> None:
+    """A per-token loop whose result is cached by the tables' contents: each timed call brings
+    its own tables, so the loop runs every call and the gate sees it (with one pool and one
+    set of tables for every call it ran once and passed at 0.5x)."""
+    from lab.grader.testing import only_cases
+
+    assert_fails(only_cases("paged-kv", "gather-timed"),
+                 materialize(BROKEN / "gather_index_cached.py", tmp_path), 4,
+                 match=r"too slow for this level", kind="gate", timing_repeats=3)
 
 
 @pytest.mark.parametrize("level", [1, 2, 3])

@@ -115,9 +115,41 @@ def test_timed_gather_calls_each_ask_a_new_question() -> None:
     case = next(c for c in grading.cases(4, 1) if c.timed)
     a, b = (drive.run(_reference(), case, RunContext(seed=s)) for s in (11, 12))
     assert (a - b).abs().max().item() > 0.1
+    tables = [runtime.gather_inputs({**case.params, "call": c})["block_tables"]
+              for c in (11, 12)]
+    assert not torch.equal(*tables)  # fresh tables: no per-table work carries over a call
+    assert tables[0].shape == tables[1].shape  # the same amount of work
     first = runtime.gather_inputs({**case.params, "call": 11})
     first["k_cache"].zero_()
     first["v_cache"].zero_()
     assert torch.equal(drive.run(_reference(), case, RunContext(seed=11)), a)
     runtime._POOLS.clear()  # a fresh process draws the case's pool again
     assert torch.equal(drive.run(_reference(), case, RunContext(seed=11)), a)
+
+
+@pytest.mark.slow
+def test_a_reference_timing_child_does_not_grow_with_gather_calls() -> None:
+    """The reference's timing child answers batches of timed gathers for a whole grading (issue
+    31: it once grew ~8 MB per call, to its memory cap past ~350 calls). The child's request
+    handler, driven in process through 240 calls, keeps its resident memory flat."""
+    from lab.exercises.paged_kv import grading
+    from lab.grader.api import to_wire
+    from lab.grader.sandbox import Child
+
+    def rss_mb() -> float:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+    case = next(c for c in grading.cases(4, 1) if c.id == "gather-timed")
+    child = Child()
+    drive = "lab.exercises.paged_kv.drive"
+    child.handle({"op": "warm", "drive": drive, "device": "cpu", "torch_threads": 1})
+    child.handle({"op": "load", "trusted": True, "drive": drive,
+                  "reference": grading.REFERENCE, "torch_threads": 1})
+    wire_case, wire_ctx = to_wire(case), to_wire(RunContext(device="cpu", seed=0))
+    sizes = []
+    for start in range(100, 340, 8):
+        child.handle({"op": "batch", "case": wire_case, "ctx": wire_ctx,
+                      "seeds": list(range(start, start + 8))})
+        sizes.append(rss_mb())
+    assert max(sizes[5:]) - sizes[4] < 200, sizes  # a leak of 8 MB a call would add ~1.7 GB

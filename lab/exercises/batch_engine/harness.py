@@ -158,6 +158,7 @@ def replay(
                 if ids.setdefault(rid, i) != i:
                     out.events.append((clock(), "stray", -1, f"submit returned id {rid!r} "
                                        f"for request {i}, already used for request {ids[rid]}"))
+                    open_ids.discard(i)  # its events cannot be told apart: do not wait for it
             except ValueError as exc:
                 out.rejected[i] = str(exc)
                 open_ids.discard(i)

@@ -20,7 +20,10 @@ Boundaries each level covers with a case (ids in brackets):
   [api-cheaper-than-a-card]; infeasible because every plan costs too much [infeasible-blended] and
   because a rental cap leaves no plan within the API limit [infeasible-api-share]; a rental cap
   that forces owning more [rental-cap]; the only plan sits exactly at the blended limit, which
-  float arithmetic calls infeasible [optimum-at-blended-limit].
+  float arithmetic calls infeasible [optimum-at-blended-limit]; a rental cap that binds (the
+  uncapped optimum rents more) and a plan exactly at the cap [rental-cap-binds,
+  rental-cap-at-need]; a tie between plans that all pass the API-share check, decided by
+  fewest rented [tie-api-takes-a-card]; the only plan owns 0 cards [zero-owned-optimal].
 - Level 3: a flat year, growth, peaks, a year where owning more than the quietest month's whole
   cards is optimal [greedy-trap]; a peak that premium rentals make too expensive (the blended
   check binds in one month: own more cards) [peak-blended-binds].
@@ -97,6 +100,9 @@ def _level1_fixed() -> list[Case]:
         _eval("blended-at-limit-float", "12 full B200s at $8,278.20: blended exactly 75% of "
               "$2.50 (floats land a hair over)", 12 * B200_PER_CARD, 12, 0, B200_AT_LIMIT),
         _eval("zero-demand", "demand 0 is invalid", 0, 1, 0),
+        _eval("negative-demand", "demand -1 is invalid", -1, 1, 0),
+        _eval("one-token-demand", "demand of 1 token (the smallest valid): one card needed, "
+              "its capacity all but idle", 1, 1, 0),
         _eval("negative-owned", "owned -1 is invalid", 10**9, -1, 0),
         _eval("negative-rented", "rented -1 is invalid", 10**9, 1, -1),
     ]
@@ -154,6 +160,23 @@ def _level2_fixed() -> list[Case]:
               "2 cards idle 25%", PER_CARD * 3 // 2, {**H100_8B, "max_rented": 0}),
         _plan("rental-cap", "at most 1 rented card: own the rest", 500 * 10**9,
               {**H100_8B, "max_rented": 1}),
+        _plan("rental-cap-binds", "rent premium 1 (ties go to the fewest owned, so renting "
+              "wins) and at most 3 rented: the cap binds, 4 owned + exactly 3 rented",
+              7 * PER_CARD, {**H100_8B, "rent_premium": "1", "max_rented": 3}),
+        _plan("rental-cap-at-need", "rent premium 1 and max_rented 7 for exactly 7 cards of "
+              "demand: renting all 7 is at the cap, and allowed", 7 * PER_CARD,
+              {**H100_8B, "rent_premium": "1", "max_rented": 7}),
+        _plan("rental-cap-none", "max_rented None means no cap (rent premium 1: renting all "
+              "7 wins the tie)", 7 * PER_CARD, {**H100_8B, "rent_premium": "1",
+                                                "max_rented": None}),
+        _plan("tie-api-takes-a-card", "a card costs what the API does and the API may take 30%: "
+              "0 owned + 4 rented and 0 owned + 3 rented + a card's worth on the API tie; the "
+              "rule picks the fewest rented", 4 * PER_CARD,
+              {**H100_8B, "card_month_cost": "5256", "rent_premium": "1", "max_cost_vs_api": "1",
+               "max_idle": "0", "max_api_share": "0.3"}),
+        _plan("zero-owned-optimal", "half a card of demand: one owned card idles 50%, the API "
+              "alone breaks the API-share limit; the only plan owns nothing and rents 1",
+              PER_CARD // 2, {**H100_8B, "max_cost_vs_api": "2"}),
         _plan("b200-70b", "100B tokens of 70B on B200s", 100 * 10**9, B200_70B),
         _plan("optimum-at-blended-limit", "12 card-months on B200s at $8,278.20: owning 12 "
               "lands exactly on the blended limit (passes); anything else costs more",
@@ -459,7 +482,8 @@ def _check_plan(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
                               f"{want['rented']} rented (${best:,.2f}); you said infeasible "
                               f"({got['infeasible']!r})"
                        + (f" — its {at} check is exactly at the limit, which passes: compare "
-                          "exactly (fractions.Fraction), floats land a hair over" if at else ""))
+                          "exactly (fractions.Fraction), floats land a hair over" if at else
+                          _zero_owned(want, got)))
     cost, failing = _month_costs(case, got["owned"], [got["rented"]])
     if failing:
         return Verdict(False, f"your plan {got['owned']} owned + {got['rented']} rented fails: "
@@ -469,11 +493,21 @@ def _check_plan(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
     mine = f"{got['owned']} owned + {got['rented']} rented costs ${cost:,.2f}"
     theirs = f"{want['owned']} owned + {want['rented']} rented (${best:,.2f})"
     if _close(cost, best):
-        return Verdict(False, f"{mine}, the same as {theirs}: a tie — the rule is fewest owned "
-                              "cards, then fewest rented")
+        rule = ("fewest owned cards, then fewest rented" if got["owned"] != want["owned"] else
+                "fewest owned cards, then fewest rented (the API share does not break ties: "
+                "any plan passing its check will do)")
+        return Verdict(False, f"{mine}, the same as {theirs}: a tie — the rule is {rule}"
+                       + _zero_owned(want, got))
     return Verdict(False, f"{mine}; {theirs} is cheaper and passes every check — not optimal "
                           "(try every owned count, and let the API take a remainder when that "
                           "is cheaper than a whole rented card)")
+
+
+def _zero_owned(want: dict[str, Any], got: dict[str, Any]) -> str:
+    """The hint when the optimum owns no card and the answer is what a search starting at 1
+    owned card finds (infeasible, or the tie rule's pick from 1 owned up)."""
+    return (" — the optimum owns 0 cards: owning none is a plan too, start the search at 0 owned"
+            if want.get("owned") == 0 and ("infeasible" in got or got.get("owned") == 1) else "")
 
 
 def _check_year(case: Case, got: Any, want: dict[str, Any]) -> Verdict:

@@ -39,8 +39,8 @@ def _size(config: dict[str, Any]) -> int:
     heads = config.get("num_attention_heads") or 1
     kv = config.get("num_key_value_heads") or heads
     hd = config.get("head_dim") or max(1, (config.get("hidden_size") or 1) // max(1, heads))
-    try:
-        return int(layers) * int(kv) * int(hd)
+    try:  # invalid counts (0, negative) size as 1: an invalid case is never "smaller" than 1
+        return max(1, int(layers)) * max(1, int(kv)) * max(1, int(hd))
     except (TypeError, ValueError):
         return 0
 
@@ -97,6 +97,23 @@ def _level1_fixed() -> list[Case]:
                      "head_dim": 64}, "fp16"), "explicit-head-dim-indivisible-hidden",
                "head_dim 64 set, hidden_size 1000 / 12 heads does not divide: valid, the "
                "divisibility rule applies only when head_dim is derived"),
+        # every field on each side of its bound, every element of the dtype table
+        _named(_bpt({**LLAMA3_8B, "num_hidden_layers": -1}, "bf16"), "negative-layers",
+               "num_hidden_layers = -1 is invalid"),
+        _named(_bpt({**LLAMA3_8B, "num_hidden_layers": 32.0}, "bf16"), "float-layers",
+               "num_hidden_layers = 32.0 is not an int: invalid"),
+        _named(_bpt({**LLAMA2_7B, "num_attention_heads": 0}, "fp16"), "zero-attention-heads",
+               "num_attention_heads = 0 is invalid (MHA: no KV-head key)"),
+        _named(_bpt({**LLAMA2_7B, "hidden_size": 0}, "fp16"), "zero-hidden-size",
+               "hidden_size = 0 with head_dim derived is invalid"),
+        _named(_bpt({**LLAMA3_8B, "num_key_value_heads": 64}, "bf16"), "more-kv-than-query-heads",
+               "64 KV heads for 32 query heads: 32 is not a multiple of 64"),
+        _named(_bpt({**LLAMA3_8B, "num_key_value_heads": 32}, "bf16"), "kv-heads-equal-heads",
+               "num_key_value_heads = num_attention_heads (the largest valid value): MHA"),
+        *[_named(_bpt(LLAMA3_8B, name), f"dtype-{name}", f"dtype {name!r} is in the table")
+          for name in ("float32", "half", "float8_e5m2", "fp8", "float16", "fp16", "bfloat16")],
+        _named(_bpt(LLAMA3_8B, "FP16"), "dtype-upper-case", "'FP16' is not a name in the table "
+               "(names are exact)"),
     ]
 
 
@@ -196,6 +213,37 @@ def _level2_fixed() -> list[Case]:
         ("int4-seats-32k", "int4 cache at 32k context",
          _capacity("max_concurrent_seqs", LLAMA3_8B, "int4", gpu_mem_bytes=h100,
                    weight_bytes=w8b, reserve_bytes=4 * GiB, context_len=32768)),
+        # every parameter on each side of its bound
+        ("context-one", "context_len 1 (the minimum): one block per sequence",
+         _capacity("max_concurrent_seqs", tiny, "fp16", gpu_mem_bytes=10 * 16 * 32,
+                   weight_bytes=0, reserve_bytes=0, context_len=1)),
+        ("zero-seqs", "num_seqs 0 is invalid",
+         _capacity("max_context_len", tiny, "fp16", gpu_mem_bytes=10 * 16 * 32,
+                   weight_bytes=0, reserve_bytes=0, num_seqs=0)),
+        ("one-seq", "num_seqs 1 (the minimum): every block to one sequence",
+         _capacity("max_context_len", tiny, "fp16", gpu_mem_bytes=10 * 16 * 32 + 31,
+                   weight_bytes=0, reserve_bytes=0, num_seqs=1)),
+        ("zero-block-size", "block_size 0 is invalid",
+         _capacity("max_concurrent_seqs", tiny, "fp16", gpu_mem_bytes=10 * 16 * 32,
+                   weight_bytes=0, reserve_bytes=0, context_len=16, block_size=0)),
+        ("zero-tp", "tensor_parallel 0 is invalid",
+         _capacity("max_concurrent_seqs", LLAMA3_8B, "bf16", gpu_mem_bytes=h100,
+                   weight_bytes=w8b, reserve_bytes=0, context_len=1024, tensor_parallel=0)),
+        ("tp-equals-kv-heads", "tensor_parallel = KV heads (8): one head per GPU, no replica",
+         _capacity("max_concurrent_seqs", LLAMA3_8B, "bf16", gpu_mem_bytes=h100,
+                   weight_bytes=w8b, reserve_bytes=0, context_len=1024, tensor_parallel=8)),
+        ("negative-gpu-mem", "gpu_mem_bytes -1 is invalid",
+         _capacity("max_concurrent_seqs", tiny, "fp16", gpu_mem_bytes=-1,
+                   weight_bytes=0, reserve_bytes=0, context_len=16)),
+        ("negative-weights", "weight_bytes -1 is invalid (it would add memory)",
+         _capacity("max_concurrent_seqs", tiny, "fp16", gpu_mem_bytes=10 * 16 * 32,
+                   weight_bytes=-1, reserve_bytes=0, context_len=16)),
+        ("negative-reserve", "reserve_bytes -1 is invalid (it would add memory)",
+         _capacity("max_concurrent_seqs", tiny, "fp16", gpu_mem_bytes=10 * 16 * 32,
+                   weight_bytes=0, reserve_bytes=-1, context_len=16)),
+        ("zero-memory", "gpu_mem_bytes 0 (valid, the minimum): nothing fits",
+         _capacity("max_context_len", tiny, "fp16", gpu_mem_bytes=0,
+                   weight_bytes=0, reserve_bytes=0, num_seqs=1)),
     ]
     return [_named(case, cid, desc, level=2) for cid, desc, case in specs]
 

@@ -30,6 +30,11 @@ BUGS: dict[str, str] = {
     "dup_twice": "a redelivered event (same request_id and attempt) must be billed once",
     "retry_dropped": "a retry (same request_id, attempt ≥ 2) is a new attempt billed in full, "
                      "not a duplicate",
+    "retry_by_arrival": "a retry is recognised by its attempt number (attempt >= 2), not by "
+                        "arriving after another event of the same request (an attempt 2 may "
+                        "arrive first, or alone)",
+    "dup_key_tenant": "a duplicate is the same (request_id, attempt), whatever else the "
+                      "redelivery says (its tenant tag included): the key is those two fields",
     "received_month": "an event belongs to the UTC month of its ts (when the request ran), not "
                       "of received_ts (when it reached the meter)",
     "blended_fresh_only": "the blended rate divides by every token moved: prompt tokens "
@@ -61,6 +66,20 @@ def variant(events: Iterable[Mapping[str, Any]], prices: Mapping[str, Any],
         shaped = [{**e, "request_id": (e["request_id"], i)} for i, e in enumerate(events)]
     elif bug == "retry_dropped":
         shaped = [{**e, "attempt": 1} for e in events]
+    elif bug == "retry_by_arrival":  # the first delivery of a request id is "attempt 1"
+        arrived: set[Any] = set()
+        keys: set[tuple[Any, int]] = set()
+        shaped = []
+        for e in events:  # dedup as the contract says, then relabel by arrival
+            if (e["request_id"], e["attempt"]) in keys:
+                continue
+            keys.add((e["request_id"], e["attempt"]))
+            first = e["request_id"] not in arrived
+            arrived.add(e["request_id"])
+            shaped.append({**e, "request_id": (e["request_id"], e["attempt"]),
+                           "attempt": 1 if first else 2})
+    elif bug == "dup_key_tenant":
+        shaped = [{**e, "request_id": (e["request_id"], e.get("tenant"))} for e in events]
     elif bug == "received_month":
         shaped = [{**e, "ts": e.get("received_ts", e["ts"])} for e in events]
     elif bug == "cached_twice":

@@ -16,7 +16,10 @@ Boundaries each level covers with a case (ids in brackets):
   redelivered retry [duplicate-*]; a retry is not a duplicate [retry-not-duplicate]; a late event
   [late-event]; ts exactly at a month's first second and at the previous month's last second
   [month-boundary]; a retry in the next month, whose month has no first attempt (increase
-  undefined) [retry-across-months]; leap day [leap-day].
+  undefined) [retry-across-months]; leap day [leap-day]; an attempt 2 before its attempt 1,
+  and alone [retry-before-first, retry-alone]; a redelivery whose tenant changed (the key is
+  (request_id, attempt) only) [duplicate-retagged]; a redelivery 9,999 events later
+  [duplicate-far].
 - Level 3: untagged exactly 10% of dollars (passes) and one token over (fails)
   [untagged-exactly-10pct, untagged-just-over]; over 10% by less than the reported share shows
   (0.10000009 reads 0.1000 and fails) [untagged-rounds-to-10pct]; 0 dollars (share undefined,
@@ -65,7 +68,8 @@ FIELDS: dict[int, tuple[str, ...]] = {
 LEVEL_BUGS: dict[int, tuple[str, ...]] = {
     1: ("float", "half_even", "round_each_event", "cached_free", "cached_full", "cached_twice",
         "blended_fresh_only"),
-    2: ("dup_twice", "retry_dropped", "received_month", "retry_share_swapped"),
+    2: ("dup_twice", "retry_dropped", "received_month", "retry_share_swapped", "dup_key_tenant",
+        "retry_by_arrival"),
     3: ("untagged_ge", "empty_tag", "chargeback_none", "chargeback_full",
         "chargeback_reversed"),
 }
@@ -190,6 +194,32 @@ def _level2_fixed() -> list[Case]:
         _ledger(2, "retry-across-months", "attempt 1 on 31 January, its retry on 1 February",
                 [ev("x", 2400, 600, ts=FEB - 10),
                  ev("x", 2400, 600, attempt=2, ts=FEB + 10)]),
+        _ledger(2, "retry-before-first", "attempt 2 of a request arrives before its attempt "
+                "1 (other token counts): the attempt number, not the arrival order, makes it a "
+                "retry", [ev("o", 12_000, 4000, attempt=2, ts=JAN + day + 30),
+                          ev("o", 800, 300, ts=JAN + day), ev("p", 1000, 100)],
+                hint="a retry is recognised by its attempt number (attempt >= 2), not by "
+                     "arriving after another event of the same request"),
+        _ledger(2, "retry-alone", "an attempt 2 whose attempt 1 never reaches the meter is a "
+                "retry", [ev("r", 12_000, 4000, attempt=2), ev("s", 800, 300)],
+                hint="a retry is recognised by its attempt number (attempt >= 2), even when no "
+                     "attempt 1 of that request was seen"),
+        _ledger(2, "duplicate-retagged", "a redelivery whose tenant tag changed on the way "
+                "(search, then ads, then untagged): the same (request_id, attempt), billed once",
+                [ev("d", 12_000, 4000, tenant="search"),
+                 ev("d", 12_000, 4000, tenant="ads", received=JAN + day + 60),
+                 ev("d", 12_000, 4000, tenant=None, received=JAN + day + 90),
+                 ev("e", 800, 300)],
+                hint="a duplicate is the same (request_id, attempt), whatever else the "
+                     "redelivery says: the key is those two fields only"),
+        Case(id="duplicate-far", level=2, description="an event redelivered 9,999 events after "
+             "its first delivery (the latest the window allows): billed once",
+             timeout_s=CASE_TIMEOUT_S, size=10_500,
+             params={"function": "ledger", "prices": PRICES,
+                     "stream": {"seed": "duplicate-far", "n": 10_500, "far_dup": True},
+                     "hint": "a redelivery arrives up to 9,999 events after the first delivery: "
+                             "remember each (request_id, attempt) for the 10,000 events that "
+                             "follow it"}),
         _ledger(2, "leap-day", "29 February 2028 is in 2028-02",
                 [ev("leap", 1000, 100, ts=1835395200 + 3600)]),  # 2028-02-29T01:00:00Z
     ]
@@ -422,9 +452,19 @@ def _diagnose(case: Case, path: str, got_value: Any, want_value: Any) -> str:
         here = _pick(_graded(variant, case.level, "ledger"), path)
         if here is _MISSING or _equal(here, want_here):
             continue
-        if _equal(here, got_here):
-            return diagnose.BUGS[bug]
+        if not _equal(here, got_here):
+            continue
+        if isinstance(want_here, bool) and not _month_agrees(variant, got_value, path, case):
+            continue  # a yes/no figure agrees by chance: the variant must explain its month
+        return diagnose.BUGS[bug]
     return ""
+
+
+def _month_agrees(variant: Any, got: Any, path: str, case: Case) -> bool:
+    """Whether the variant's month (the one `path` is in) equals the learner's, figure by figure
+    on what this level grades."""
+    month = ".".join(path.split(".")[:3])
+    return _equal(_pick(_graded(variant, case.level, "ledger"), month), _pick(got, month))
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -487,6 +527,11 @@ def _figure_hint(path: str, got: Any, want: Any) -> str:
                 and here is (Decimal(month["untagged_share"]) <= Decimal("0.10"))):
             return ("the check compares the exact dollars (untagged ≤ 10% × total), not the "
                     "share rounded to 4 places")
+        if (path.endswith(".untagged_ok") and month.get("untagged") is not None
+                and here is (Decimal(month["untagged"]) <= Decimal("0.10")
+                             * Decimal(month["total"]))):
+            return ("the check compares the exact dollars (untagged ≤ 10% × total), not "
+                    "amounts rounded to the cent")
     except (InvalidOperation, TypeError, ValueError):
         return ""
     return ""

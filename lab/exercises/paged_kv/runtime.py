@@ -204,7 +204,10 @@ def gather_inputs(p: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
     A timed call (`p["call"]`, its own seed: drive.run) asks a new question without redrawing the
     pool, whose ~1M normal draws cost as much as the gather being timed (they would dilute a slow
     gather's ratio and lengthen every batch): it gets the case's pool, drawn once per process,
-    with K and V scaled (on the device) by factors drawn for the call, and queries of its own.
+    with K and V scaled (on the device) by factors drawn for the call, queries of its own, and
+    its own block tables (the case's block ids relabelled by a permutation drawn for the call:
+    the same work, other blocks), so nothing worked out from one call's tables (a per-token
+    index built in a Python loop, then cached) answers the next.
     """
     import torch
 
@@ -227,8 +230,11 @@ def gather_inputs(p: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
     q = torch.randn((B, H, D), generator=g)
     width = max(len(t) for t in p["tables"])
     pad = int(p.get("pad", 0))
-    tables = torch.tensor([list(t) + [pad] * (width - len(t)) for t in p["tables"]],
-                          dtype=torch.long)
+    rows = [list(t) for t in p["tables"]]
+    if "call" in p:
+        relabel = torch.randperm(int(p["num_blocks"]), generator=g).tolist()
+        rows = [[relabel[b] for b in t] for t in rows]
+    tables = torch.tensor([t + [pad] * (width - len(t)) for t in rows], dtype=torch.long)
     lens = torch.tensor(p["context_lens"], dtype=torch.long)
     return {"q": q.to(device), "k_cache": k_cache.to(device), "v_cache": v_cache.to(device),
             "block_tables": tables.to(device), "context_lens": lens.to(device),

@@ -82,11 +82,45 @@ def batch_calls(p: dict[str, Any]
 def large_inputs(seed: int, b: int, k: int, v: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(q [B, k, V], p [B, k+1, V]) of the large-vocabulary batch, built once per process so a
     timed round trip measures the verifier, not the making of 10^7 random probabilities (its
-    drafts are drawn per call: `large_drafts`)."""
+    drafts are drawn per call: `large_drafts`).
+
+    The rows `large_forced` names have an answer no coin can change, whatever the drafts: in an
+    "accept" row q == p at every drafted position (p/q = 1: always accepted) and the bonus row
+    is one-hot; in a "reject" row the first position's p is one-hot on a token q never drafts
+    (p = 0 for every draft: always rejected; the residual max(0, p - q) is that one-hot). The
+    grader compares those rows of every timed call exactly with the reference's."""
     g = torch.Generator().manual_seed(seed)
     tp = torch.softmax(torch.randn(b, k + 1, v, generator=g) * 4, -1)
     tq = torch.softmax(torch.randn(b, k, v, generator=g) * 4, -1)
+    half = v // 2
+    for row, kind in large_forced(seed, b, k, v).items():
+        if kind == "coin" and k:  # p(x) / q(x) = 1/2 for every x q can draft at position 0
+            tq[row, 0, half:] = 0.0
+            tq[row, 0] /= tq[row, 0].sum()
+            rest = tp[row, 0].clone()
+            rest[:half] = 0.0
+            tp[row, 0] = tq[row, 0] / 2 + rest / rest.sum() / 2
+        elif kind == "accept":
+            tq[row] = tp[row, :k]
+            tp[row, k] = 0.0
+            tp[row, k, (seed + 7 * row) % v] = 1.0
+        elif k:
+            tp[row, 0] = 0.0
+            tp[row, 0, v - 1 - row] = 1.0  # q's support stops before it (below)
+            tq[row, 0, v - 1 - b:] = 0.0
+            tq[row, 0] /= tq[row, 0].sum()
     return tq, tp
+
+
+@lru_cache(maxsize=2)
+def large_forced(seed: int, b: int, k: int, v: int) -> dict[int, str]:
+    """Rows of the large batch with a known law, drawn from the case's seed (the learner cannot
+    tell them from the shapes): an eighth "accept" and an eighth "reject" (forced answers), and
+    half "coin" (the first draft is accepted with probability exactly 1/2)."""
+    rows = random.Random(f"large-forced/{seed}").sample(range(b), max(4, b // 4 + b // 2))
+    kinds = {r: ("accept" if i % 2 == 0 else "reject") for i, r in enumerate(rows[: b // 4])}
+    kinds.update({r: "coin" for r in rows[b // 4:]})
+    return kinds
 
 
 def large_drafts(seed: int, b: int, k: int, v: int, g: torch.Generator) -> torch.Tensor:
@@ -122,6 +156,11 @@ def l1_logits(p: dict[str, Any]) -> tuple[list[int], torch.Tensor]:
         for i in range(k + 1):
             a, b = sorted(torch.randperm(v, generator=g)[:2].tolist())
             logits[i, a] = logits[i, b] = logits[i].max() + 1.0
+    if p.get("near") and v > 1:  # top-2 within 1e-4 at ~10: equal in bf16/fp16, not in fp32
+        for i in range(k + 1):
+            a, b = sorted(torch.randperm(v, generator=g)[:2].tolist())
+            top = float(logits[i].max()) + 10.0
+            logits[i, b], logits[i, a] = top, top - 1e-4  # the higher id wins by a hair
     best = logits.argmax(dim=-1).tolist()  # ties: the lowest id (torch.argmax's rule)
     drafts: list[int] = []
     for i in range(k):
@@ -316,11 +355,14 @@ def _tiny_case(key: tuple[tuple[str, Any], ...]) -> tuple[Any, Any, tuple[int, .
     target, draft = tiny_pair(*base)
     prng = random.Random(p.get("prompt_seed", 0))
     prompt = [prng.randrange(vocab) for _ in range(int(p.get("prompt_len", 5)))]
-    at = p.get("eos_at")
-    if at is None:
+    at, in_prompt = p.get("eos_at"), p.get("eos_prompt_at")
+    if in_prompt is not None:  # EOS is a token of the prompt (it may also come out later)
+        eos = prompt[int(in_prompt)]
+    elif at is None:
         return target, draft, tuple(prompt), None
-    plain = greedy(target, prompt, int(at) + 1).tokens
-    eos = pick_eos(plain, int(at))
+    else:
+        plain = greedy(target, prompt, int(at) + 1).tokens
+        eos = pick_eos(plain, int(at))
     if not p.get("eos_zero") or eos == 0:
         return target, draft, tuple(prompt), eos
     # relabel: the EOS token becomes id 0 (the shipped pair's own EOS id), same computation
@@ -346,7 +388,7 @@ def models(p: dict[str, Any], device: str, paths: dict[str, str] | None = None
             eos = pick_eos(greedy(target, prompt, at + 1).tokens, at)
         return target, draft, prompt, eos
     keys = ("model", "pair_seed", "noise", "draft_seed", "prompt_seed", "prompt_len", "eos_at",
-            "eos_zero", "law_pair", "prompt_ids")
+            "eos_zero", "law_pair", "prompt_ids", "eos_prompt_at")
     key = tuple((name, _frozen(p[name])) for name in keys if name in p)
     target, draft, ids, eos = _tiny_case(key)
     return target, draft, list(ids), eos

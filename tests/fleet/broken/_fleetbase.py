@@ -7,7 +7,8 @@ from fractions import Fraction as F
 CHECKS = ("idle", "blended", "api_share")
 
 
-def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, strict_limit=False,
+def make(cap_ignored=False, tie_least_api=False, start_at_one=False,
+         idle_over_demand=False, rented_as_owned=False, floor_cards=False, strict_limit=False,
          no_premium=False, api_share_of_overflow=False, greedy=False, no_infeasible=False,
          always_blended=False, tie_most_owned=False, greedy_year=False, own_the_peak=False,
          no_api_for_remainder=False, float_math=False, api_share_dollars=False,
@@ -75,7 +76,7 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
         return month(scenario, demand, plan["owned"], plan["rented"])
 
     def ok(sc, d, owned, rented, skip=(), figures=None):
-        cap = cap_of(sc)
+        cap = None if cap_ignored else cap_of(sc)
         if cap is not None and rented > cap:
             return False
         checks = (figures or month(sc, d, owned, rented))["checks"]
@@ -97,7 +98,8 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
         spare = 1 - F(scenario["max_idle"])  # more owned cards than this fails the idle check
         most = need if spare <= 0 else min(need, max(math.floor(F(demand) / per),
                                                      math.floor(F(demand) / (per * spare))))
-        for owned in range(most if owned_below_need and most == need else most + 1):
+        for owned in range(1 if start_at_one else 0,
+                           most if owned_below_need and most == need else most + 1):
             for rented in options(scenario, demand, owned):
                 fig = month(scenario, demand, owned, rented)
                 if ok(scenario, demand, owned, rented, ("blended",), fig):
@@ -107,9 +109,10 @@ def make(idle_over_demand=False, rented_as_owned=False, floor_cards=False, stric
                     continue
                 cost = fig["total_cost"]
                 better = best is None or cost < best[0] or (
-                    tie_most_owned and cost == best[0] and owned > best[1])
+                    tie_most_owned and cost == best[0] and owned > best[1]) or (
+                    tie_least_api and cost == best[0] and fig["api_share"] < best[3])
                 if better:
-                    best = (cost, owned, rented)
+                    best = (cost, owned, rented, fig["api_share"])
         if best is None:
             return {"infeasible": "blended" if capacity_ok or always_blended else "api_share"}
         return {"owned": best[1], "rented": best[2]}

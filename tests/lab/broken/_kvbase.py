@@ -14,8 +14,10 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
          fp8_two_bytes=False, accept_unknown_dtype=False, kv_key_required=False,
          no_blocks=False, no_reserve=False, weights_not_split=False, kv_zero_falsy=False,
          head_dim_zero_falsy=False, hidden_checked_first=False, replicas_unchecked=False,
-         weights_floor=False):
+         weights_floor=False, memory_unchecked=False, no_half=False):
     def kv_bytes_per_token(config, dtype, tensor_parallel=1):
+        if no_half and dtype == "half":
+            raise ValueError(f"unknown dtype {dtype}")
         if dtype not in BYTES:
             if not accept_unknown_dtype:
                 raise ValueError(f"unknown dtype {dtype}")
@@ -26,8 +28,8 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
             per_value = 2
         layers = config["num_hidden_layers"]
         heads = config["num_attention_heads"]
-        if layers < 1:
-            raise ValueError("layers")
+        if type(layers) is not int or layers < 1 or type(heads) is not int or heads < 1:
+            raise ValueError("layers and heads must be positive ints")
         kv = config["num_key_value_heads"] if kv_key_required else config.get("num_key_value_heads")
         if kv_zero_falsy:  # `or`: a count of 0 reads as "not set"
             kv = kv or heads
@@ -47,7 +49,7 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
         if hd is not None and hd < 1:
             raise ValueError("head_dim must be positive")
         if hd is None or ignore_head_dim:
-            if config["hidden_size"] % heads:
+            if config["hidden_size"] % heads or config["hidden_size"] < 1:
                 raise ValueError("hidden % heads")
             hd = config["hidden_size"] // heads
         tp = tensor_parallel
@@ -58,7 +60,7 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
         return (1 if no_kv_pair else 2) * layers * kv * vector
 
     def _blocks_and_per_token(config, dtype, gpu, weights, reserve, block_size, tp):
-        if min(gpu, weights, reserve) < 0 or block_size < 1:
+        if (not memory_unchecked and min(gpu, weights, reserve) < 0) or block_size < 1:
             raise ValueError("bad sizes")
         per_token = kv_bytes_per_token(config, dtype, tp)
         w = weights if weights_not_split else weights // tp if weights_floor else -(-weights // tp)

@@ -17,7 +17,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
          untagged_rounded_share=False, empty_owner=False, half_up_floor=False,
          sum_rounded_lines=False, blended_rounded_total=False, window_short=False,
          transfer_before_dedup=False, retry_first_month=False, discount_at_fraction=False,
-         reader_raw_tag=False):
+         reader_raw_tag=False, retry_by_arrival=False, dup_key_tenant=False,
+         window_1000=False, untagged_cents=False):
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
 
     def q(x, step="0.01"):
@@ -74,7 +75,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
         seen, window = set(), deque()
         months = {}
         first_month = {}
-        span = WINDOW - 1 if window_short else WINDOW
+        span = WINDOW - 1 if window_short else 1000 if window_1000 else WINDOW
+        arrived = set()
 
         def month_of(e):
             ts = e["received_ts"] if received_month else e["ts"]
@@ -104,6 +106,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                 for _ in range(3):
                     e = copy.deepcopy(e)
             key = e["request_id"] if retry_once else (e["request_id"], e["attempt"])
+            if dup_key_tenant:
+                key = (*key, e.get("tenant"))
             if transfer_before_dedup:  # the chargeback pass sees every delivery
                 transfer(month_entry(month_of(e)), e, tag(e.get("tenant")))
             if not dup_twice:
@@ -121,7 +125,12 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
             for j, x in enumerate((f, c, o, d)):
                 t[j] += x
             spent = f + c + o
-            m["first" if e["attempt"] == 1 else "retries"] += spent
+            if retry_by_arrival:  # the first delivery of a request id is its first attempt
+                first = e["request_id"] not in arrived
+                arrived.add(e["request_id"])
+            else:
+                first = e["attempt"] == 1
+            m["first" if first else "retries"] += spent
             m["tokens"] += e["prompt_tokens"] + e["output_tokens"]
             m["fresh_tokens"] += e["prompt_tokens"] - e["cached_tokens"] + e["output_tokens"]
             tenant = tag(e.get("tenant"))
@@ -145,6 +154,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                     charge[k] = v
             limit = num("0.10") * total
             ok = not (m["untagged"] >= limit and total) if untagged_ge else m["untagged"] <= limit
+            if untagged_cents:  # the check on amounts rounded to the cent
+                ok = q(m["untagged"]) <= num("0.10") * q(total)
             if untagged_rounded_share:  # the check on the reported (4-place) share
                 ok = not total or q(m["untagged"] / total, "0.0001") <= num("0.10")
             lines = {t: (q(f), q(c), q(o), q(d)) for t, (f, c, o, d) in m["tiers"].items()}

@@ -141,7 +141,9 @@ def generate(target: Any, draft: Any, prompt_ids: list[int], max_new_tokens: int
                 and not (bug.get("eos_falsy") and not eos_token_id))
         if bug.get("eos_drafts_only"):
             stop = eos_token_id is not None and eos_token_id in emitted[:-1]
-        if stop:
+        if bug.get("eos_in_seq"):  # looks for EOS in the whole sequence, prompt included
+            stop = eos_token_id is not None and eos_token_id in seq + emitted
+        if stop and eos_token_id in emitted:
             emitted = emitted[: emitted.index(eos_token_id) + 1]
         if not bug.get("overrun"):
             emitted = emitted[: max_new_tokens - len(out)]
@@ -153,7 +155,7 @@ def generate(target: Any, draft: Any, prompt_ids: list[int], max_new_tokens: int
             break
         if not bug.get("no_crop"):
             target.crop(n + m)
-            draft.crop(min(draft.cache_len, n + m))
+            draft.crop(min(draft.cache_len, n if bug.get("draft_crop_start") else n + m))
     return out
 
 

@@ -21,6 +21,7 @@ Three kinds of case, all replayed by `harness.replay` on an injected clock:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from lab.exercises.batch_engine.grading import level1, level2, level3, level4
@@ -61,8 +62,15 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
                         f"made {plural(calls, 'model call')}: with an empty queue there is "
                         f"nothing to "
                         "run — return False (the caller then waits instead of spinning)")
+        dup = [e[3] for e in got["events"]
+               if e[1] == "stray" and str(e[3]).startswith("submit returned id")]
+        if dup:
+            raise _Fail(f"{dup[0]}: two requests got the same id — every submit returns a new "
+                        "id (identical requests are still two requests, and an id is never "
+                        "reused, also after its request finished)")
         if got["stuck"]:
-            if p["model"] == "probe":  # a policy mistake that led there names the cause
+            if p["model"] == "probe" and not p.get("same_markers"):  # a policy mistake that
+                # led there names the cause
                 g = view(case, got, expected)
                 _check_policy(p, g["reqs"], g)
             raise _Fail(got["stuck"])
@@ -72,6 +80,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
                         "alone), finish them with 'error' and keep serving the rest")
         g = view(case, got, expected)
         reqs = g["reqs"]
+        _check_rejections(p, reqs, g)  # first: a bad id the engine fed names the validation
         if g["violations"]:
             raise _Fail("the model saw malformed inputs: " + g["violations"][0]
                         + (f" (+{len(g['violations']) - 1} more)"
@@ -80,13 +89,12 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
             raise _Fail(f"{g['multi_call_steps']} step() calls made more than one model call: "
                         "each step makes one forward over the whole running batch (newcomers "
                         "prefill inside it)")
-        _check_rejections(p, reqs, g)
         streams = _check_stream(reqs, g, p)
         outputs = _expected_outputs(case, reqs, expected)
         level4._check_cancels(reqs, g, streams)
         _check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("target"))
-        if p["model"] == "probe":
-            _check_policy(p, reqs, g)
+        if p["model"] == "probe" and not p.get("same_markers"):
+            _check_policy(p, reqs, g)  # (identical requests: the record cannot tell them apart)
         if "load" in p["checks"]:
             stats = latency_stats(got["submitted"], got["events"])
             ref = latency_stats(expected["submitted"], expected["events"])
@@ -102,6 +110,22 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     except _Fail as exc:
         return Verdict(False, str(exc), metrics)
     return Verdict(True, "; ".join(notes), metrics)
+
+
+def _check_no_stall(calls: list[Any], index: dict[int, int], finish_t: dict[int, float]) -> None:
+    """Every row of a call feeds at least one real token: a running request in the batch whose
+    row is all padding made no progress that step (its decode stalled, e.g. behind a newcomer's
+    prefill) while holding a slot."""
+    for n, (t0, _width, rows, _step) in enumerate(calls):
+        for marker, new, _after in rows:
+            who = index.get(marker)
+            if new or who is None or finish_t.get(who, math.inf) <= t0:
+                continue
+            busy = [index.get(m, m) for m, k, _ in rows if k]
+            raise _Fail(f"model call {n} at t={t0:.3f} s: running request {who} was in the batch "
+                        f"but fed no token (its row was all padding) while requests {busy} fed "
+                        "theirs — its decode stalled for that step. Every running request decodes "
+                        "one token at every step, in the same call as the newcomers' prefill")
 
 
 def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
@@ -121,6 +145,7 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
     recomputed = _check_kv_reuse(p, got, calls, index, finish_t)
     if p["kv_budget_tokens"] is not None:
         level3.check_budget(p, reqs, got, calls, rows_of, finish_t, recomputed)
+    _check_no_stall(calls, index, finish_t)  # after the budget: a paused row names that first
     for c in p["checks"]:
         name, _, arg = c.partition(":")
         if name == "first_call_at":
@@ -134,10 +159,21 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                             f"{first} (FIFO: the oldest go first; the order of the rows inside "
                             "a call does not matter)")
             if abs(t0 - float(at)) > EPS_S:
+                gone = [c for c in p.get("cancels", []) if c[0] < t0]
                 raise _Fail(f"the first batch went at t={t0:.3f} s, expected t={float(at):.3f} "
                             f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
-                            "size or wait, whichever comes first)")
+                            "size or wait, whichever comes first)"
+                            + (" — a request cancelled while it waited leaves no deadline "
+                               "behind: the wait runs from the oldest still-queued request's "
+                               "submit" if gone and t0 < float(at) else ""))
         elif name == "lone":
+            if not calls:
+                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was never "
+                            f"dispatched: it goes once it has waited max_wait "
+                            f"({wait * 1e3:g} ms)"
+                            + (" — max_wait 0 is a duration (go at once), not 'no wait "
+                               "configured' (`if max_wait_s:` is false for 0)" if not wait
+                               else ""))
             t0, due = calls[0][0], submitted[0] + wait
             if t0 < due - 1e-9:
                 raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "

@@ -186,11 +186,30 @@ def _check_rejections(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[s
             want = {int(x) for x in c.split(":")[1].split(",")}
     rejected = set(got["rejected"])
     for i in sorted(want - rejected):
-        raise _Fail(f"request {i} ({_describe(reqs[i])}) should be rejected: submit must raise "
-                    "ValueError")
+        raise _Fail(f"request {i} ({_describe(reqs[i])}) should be rejected"
+                    f"{_why_invalid(p, reqs[i])}: submit must raise ValueError")
     for i in sorted(rejected - want):
         raise _Fail(f"request {i} ({_describe(reqs[i])}) is valid but submit raised "
                     f"ValueError: {got['rejected'][i]}")
+
+
+def _why_invalid(p: dict[str, Any], r: dict[str, Any]) -> str:
+    """Which bound of the request contract `r` breaks (first found), as ' (…)'."""
+    prompt, max_tokens = r["prompt"], r["max_tokens"]
+    vocab = probe.VOCAB
+    bad = [(j, t) for j, t in enumerate(prompt) if not 0 <= t < vocab]
+    total = len(prompt) + max_tokens
+    budget = p.get("kv_budget_tokens")
+    why = ("the prompt is empty" if not prompt else
+           f"max_tokens {max_tokens} < 0" if max_tokens < 0 else
+           f"token id {bad[0][1]} at index {bad[0][0]} of the prompt is outside [0, {vocab}) — "
+           "check every token, not only the first" if bad and p["model"] == "probe" else
+           f"prompt + max_tokens = {total} > max_positions "
+           f"{p.get('max_positions', probe.MAX_POSITIONS)}"
+           if total > p.get("max_positions", probe.MAX_POSITIONS) else
+           f"it alone needs {total - 1} KV tokens, over the budget of {budget}"
+           if budget is not None and max_tokens > 0 and total - 1 > budget else "")
+    return f" ({why})" if why else ""
 
 
 def _describe(r: dict[str, Any]) -> str:
@@ -205,12 +224,21 @@ def _check_stream(reqs: list[dict[str, Any]], got: dict[str, Any],
     streams: dict[int, tuple[list[int], list[str]]] = {}
     for n, (_t, kind, idx, payload) in enumerate(got["events"]):
         if kind == "stray":
+            if str(payload).startswith("submit returned id"):
+                raise _Fail(f"{payload}: two requests got the same id — every submit returns a "
+                            "new id (identical requests are still two requests, and an id is "
+                            "never reused, also after its request finished)")
             raise _Fail(f"an event for a request id submit never returned: {payload}")
         tokens, reasons = streams.setdefault(idx, ([], []))
         if kind == "finish":
             reasons.append(payload)
             if len(reasons) == 2:
                 where = " (sent again by shutdown())" if n >= got["after_shutdown"] else ""
+                again = [c for c in got.get("cancels", []) if c[1] == idx and c[3] <= n < c[4]]
+                if again:
+                    where = (f" (sent by cancel({idx}) at t={again[0][0]:.3f} s, a cancel of a "
+                             "request that had already finished: a second cancel returns False "
+                             "and sends nothing)")
                 raise _Fail(f"request {idx} got a second finish event{where}: "
                             f"{reasons[0]!r} then {reasons[1]!r} — exactly one terminal event")
         elif reasons:
@@ -302,6 +330,25 @@ def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
           streams: dict[int, tuple[list[int], list[str]]],
           expected: dict[int, tuple[list[int], str]]) -> str:
     n = min(len(want), len(got))
+    req = reqs[i]
+    if len(got) > n and want[:n] == got[:n] and want:
+        ids, seqs = list(req.get("stop_ids", ())), [list(s) for s in req.get("stop_seqs", ())]
+        if want[-1] in ids[1:] and want[-1] != ids[0]:
+            return (f" — it should have stopped at {want[-1]}, element {ids.index(want[-1]) + 1} "
+                    f"of stop_token_ids {ids}: every stop id counts, not only the first")
+        hit = [s for s in seqs if s and want[-len(s):] == s]
+        if hit and seqs.index(hit[0]) > 0:
+            return (f" — it should have stopped at the stop sequence {hit[0]}, element "
+                    f"{seqs.index(hit[0]) + 1} of stop_sequences: every sequence counts, not "
+                    "only the first")
+    if len(got) < len(want) and want[:len(got)] == got:
+        text = "".join(map(str, got))
+        for stop in req.get("stop_seqs", ()):
+            if (stop and text.endswith("".join(map(str, stop)))
+                    and got[-len(stop):] != list(stop)):
+                return (f" — the stop sequence {list(stop)} was matched as text ({text[-8:]!r} "
+                        f"ends with {''.join(map(str, stop))!r}), but the last tokens are "
+                        f"{got[-len(stop):]}: compare token ids, not their joined digits")
     if len(got) > n and want[:n] == got[:n] and want and want[-1] == 0:
         return (" — it should have stopped at token id 0, a stop id like any other (`if token:` "
                 "is False for id 0)")

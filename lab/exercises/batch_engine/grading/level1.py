@@ -5,8 +5,9 @@ Boundaries, special values and feature pairs, and the case that covers each:
   1 (lone-request-waits-max-wait), max_batch_size 1 (max-batch-one), exactly B
   (full-batch-goes-at-once), B + 1 (b-plus-one-fifo), 11 with B 4 (cap-never-exceeded);
 - max_wait: a lone request goes exactly at submit + max_wait, not before, not after (lone-...);
-  arrivals inside the window share it (window-shares-a-batch); max_wait 0 (hidden cases draw
-  5-50 ms; cancel-finished-or-unknown at level 4 uses 0);
+  arrivals inside the window share it (window-shares-a-batch); max_wait 0 (max-wait-zero:
+  `if self.max_wait_s` is false for 0); an arrival tied with the oldest's expiry joins its
+  batch (arrival-at-wait-expiry);
 - prompt length 1 and max_tokens 0, 1 (padding-mask-positions, conventions-stop-and-length);
 - prompt + max_tokens exactly max_positions (accepted) and + 1 (rejected), with a long and a
   one-token prompt; token id vocab_size - 1 (accepted) and vocab_size (rejected)
@@ -18,11 +19,20 @@ Boundaries, special values and feature pairs, and the case that covers each:
   (eos-id-zero: the probe emits 0 there as a real token);
 - static + a request arriving mid-batch: it waits for the whole batch (static-runs-to-completion);
 - shutdown with requests queued and running (shutdown-mid-run);
+- ids: two identical requests (same prompt, same settings) are two requests with two ids and two
+  streams (identical-requests); an id is never reused, also once every earlier request finished
+  or finished at submit (ids-never-reused);
+- token ids per bound: -1 and vocab_size rejected wherever they sit in the prompt (not only
+  first), 0 and vocab_size - 1 accepted (token-id-bounds);
+- collections: a stop id that is not the first of stop_token_ids, a stop sequence that is not
+  the first of stop_sequences, a one-token stop sequence, and a stop sequence whose digits
+  coincide with two generated tokens' (stop-any-element);
 - the real target model, fp32, mixed lengths and stops (target-mixed-static, hidden-target).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -90,6 +100,47 @@ def _zero_requests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return reqs, {"zero_id": zero_id}
 
 
+def _unused_ids(tokens: list[int], n: int) -> list[int]:
+    """`n` ids the probe never emits in `tokens` (stop ids that must not match)."""
+    return [t for t in range(probe.FIRST_ID, probe.VOCAB) if t not in tokens][:n]
+
+
+def _coinciding_pair(tokens: list[int]) -> list[int]:
+    """Two ids whose decimal digits, joined, equal two consecutive generated tokens' but which
+    are other tokens (34, 336 -> [343, 36]): a stop sequence compared as joined text matches."""
+    pairs = list(itertools.pairwise(tokens))
+    for a, b in pairs:
+        text = f"{a}{b}"
+        for cut in range(1, len(text)):
+            x, y = text[:cut], text[cut:]
+            if x[0] == "0" or y[0] == "0":
+                continue
+            pair = (int(x), int(y))
+            if (pair != (a, b) and all(probe.FIRST_ID <= v < probe.VOCAB for v in pair)
+                    and pair not in pairs):
+                return list(pair)
+    raise AssertionError("no coinciding pair in this output")
+
+
+def _stop_any_element_requests() -> list[dict[str, Any]]:
+    """Matches on a non-first element of each collection; one non-match by coincidence."""
+    reqs = [_req(k, 5, 12) for k in range(4)]
+    outs = [probe.solo(r["prompt"], 12)[0] for r in reqs]
+    reqs[0]["stop_ids"] = [*_unused_ids(outs[0], 2), outs[0][3]]
+    reqs[1]["stop_seqs"] = [[*_unused_ids(outs[1], 3)], [outs[1][4], outs[1][5]]]
+    reqs[2]["stop_seqs"] = [_unused_ids(outs[2], 2), [outs[2][6]]]
+    reqs[3]["stop_seqs"] = [_coinciding_pair(outs[3])]
+    return reqs
+
+
+def _identical_requests() -> list[dict[str, Any]]:
+    """Request 1 is request 0 again (same prompt, same settings), submitted at the same time;
+    request 3 is request 0 again, after everything finished."""
+    first = _req(0, 4, 5)
+    return [first, dict(first, prompt=list(first["prompt"])), _req(2, 3, 4),
+            dict(first, prompt=list(first["prompt"]), t=0.3)]
+
+
 def _level1_fixed() -> list[Case]:
     return [
         _case("padding-mask-positions", 1, "4 prompts of lengths 1, 3, 7, 12 in one batch: "
@@ -103,6 +154,13 @@ def _level1_fixed() -> list[Case]:
         _case("lone-request-waits-max-wait", 1, "one request at t=0.010: it goes at "
               "t = 0.010 + max_wait, not earlier, not later", [_req(0, 4, 2, t=0.010)],
               checks=("lone",)),
+        _case("max-wait-zero", 1, "max_wait 0: a lone request goes at the step it arrives "
+              "(0 is a duration, not 'no wait configured')", [_req(0, 3, 2, t=0.010)],
+              wait=0.0, checks=("lone",)),
+        _case("arrival-at-wait-expiry", 1, "a request arrives exactly when the oldest has "
+              "waited max_wait (50 ms): both are queued at that step and share the batch",
+              [_req(0, 4, 3), _req(1, 3, 3, t=0.05)], B=4,
+              checks=("first_call_at:0.05:0,1",)),
         _case("window-shares-a-batch", 1, "arrivals at 0, 15 and 30 ms with max_wait 50 ms share "
               "one batch at 50 ms", [_req(k, 4, 2, t=0.015 * k) for k in range(3)], B=8,
               checks=("first_call_at:0.05:0,1,2",)),
@@ -134,6 +192,25 @@ def _level1_fixed() -> list[Case]:
         _case("eos-id-zero", 1, "the stop token is id 0 (as the shipped target's EOS) and a "
               "prompt contains id 0: both are ordinary ids (`if token:` is false for 0)",
               _zero_requests()[0], **_zero_requests()[1]),
+        _case("identical-requests", 1, "two identical requests (same prompt, same settings) at "
+              "once, and the same request again once all finished: each submit is a new "
+              "request with its own id, tokens and finish event", _identical_requests(),
+              B=4, wait=0.01, same_markers=1),
+        _case("ids-never-reused", 1, "request 0 finishes; request 1 (max_tokens 0) finishes at "
+              "submit; requests 2 and 3 reach an empty engine later: every submit returns an id "
+              "never returned before", [_req(0, 3, 2), _req(1, 3, 0, t=0.2), _req(2, 4, 3, t=0.3),
+                                        _req(3, 4, 2, t=0.3)], B=2, wait=0.01),
+        _case("token-id-bounds", 1, "token id -1 and vocab_size are rejected wherever they sit "
+              "in the prompt (last, middle); 0 and vocab_size - 1 anywhere are accepted",
+              [{**_req(0, 3, 3), "prompt": [MARK0, 5, -1]},
+               {**_req(1, 4, 3), "prompt": [MARK0 + 1, 7, probe.VOCAB, 9]},
+               {**_req(2, 4, 3), "prompt": [MARK0 + 2, 0, 3, probe.VOCAB - 1]},
+               {**_req(3, 3, 3), "prompt": [MARK0 + 3, 6, probe.VOCAB + 7]},
+               _req(4, 3, 3)], checks=("rejects:0,1,3",), zero_id=probe.VOCAB),
+        _case("stop-any-element", 1, "the matching stop id is the third of stop_token_ids; the "
+              "matching stop sequence the second of stop_sequences; a one-token stop sequence; "
+              "a stop sequence whose digits joined equal two generated tokens' does not match",
+              _stop_any_element_requests()),
         _case("max-batch-one", 1, "max_batch_size 1: each request runs alone, in arrival order",
               [_req(k, 2 + 3 * k, 3 + k) for k in range(3)], B=1, wait=0.01),
         _case("shutdown-mid-run", 1, "shutdown() while requests are queued and running: every "

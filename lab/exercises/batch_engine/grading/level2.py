@@ -1,4 +1,13 @@
 """Level 2: continuous batching.
+
+Boundaries, special values and feature pairs, and the case that covers each:
+- a slot freed by a finish is refilled at the very next step (refill-next-step), a request
+  arriving mid-batch joins at the next step, not after max_wait (join-a-running-batch);
+- refilled rows see only their own KV, many refills, mixed lengths (refilled-slots-many);
+- a newcomer's prefill (long: several chunks) beside running decodes: every running row feeds a
+  token at every step, no stall (prefill-beside-decode; the no-stall check runs on every case);
+- shutdown mid-run (shutdown-continuous); seeded arrivals (hidden-probe-*), the load gate
+  (load-poisson-35-per-s), the real target (target-mixed-continuous).
 """
 
 from __future__ import annotations
@@ -30,6 +39,10 @@ def _level2_fixed() -> list[Case]:
         _case("refilled-slots-many", 2, "B=3, 12 requests of mixed lengths: each refilled row "
               "must see only its own KV", [_req(k, 1 + (k * 5) % 13, 1 + (k * 7) % 11)
                                            for k in range(12)], B=3, checks=("reformed",)),
+        _case("prefill-beside-decode", 2, "a 20-token prompt joins a decoding request: while "
+              "it prefills (in one call or in chunks) the running request still decodes one "
+              "token at every step", [_req(0, 3, 20), _req(1, 20, 4, t=0.03)], B=2,
+              checks=("reformed",)),
         _case("shutdown-continuous", 2, "shutdown() mid-run: one finish event per request",
               [_req(k, 3 + k, 25, t=0.01 * k) for k in range(7)], B=3, wait=0.02,
               shutdown_at=0.1, checks=("shutdown",)),

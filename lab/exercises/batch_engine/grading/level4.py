@@ -5,6 +5,12 @@ Boundaries, special values and feature pairs, and the case that covers each:
 - cancel a queued request (cancel-queued), a running one (cancel-running), a finished one and an
   id no request has (cancel-finished-or-unknown: False, no event); the abort is sent from inside
   `cancel()` (checked by event order in every cancel case, not by time);
+- cancel x state: the same request cancelled twice (running: twice at one moment, then later;
+  queued: twice) - only the first returns True (cancel-twice); a request finished by stop, by
+  length, at submit (max_tokens 0) and by error (poison) (cancel-finished-any-reason);
+- cancel of a preempted request waiting to resume (cancel-preempted); cancel of the only
+  queued request while its max_wait runs: the next arrival's wait starts at its own submit
+  (cancel-pending-wait: a timer whose owner went away);
 - cancel + KV budget: the cancelled row's KV is free at once, so a request waiting for KV joins
   at the next step (cancel-frees-kv);
 - poison alone in a fresh batch (poison-fails-alone), joining a running batch
@@ -30,6 +36,13 @@ def _poisoned(k: int, length: int, max_tokens: int, t: float = 0.0) -> dict[str,
     return req
 
 
+def _finished_any_reason() -> list[dict[str, Any]]:
+    """Request 0 stops on a stop token, 1 runs to max_tokens, 2 has max_tokens 0, 3 is poison."""
+    first = _req(0, 4, 8)
+    stop = probe.solo(first["prompt"], 8)[0][2]
+    return [{**first, "stop_ids": [stop]}, _req(1, 3, 3), _req(2, 3, 0), _poisoned(3, 4, 5)]
+
+
 def _level4_fixed() -> list[Case]:
     return [
         _case("cancel-queued", 4, "cancel a queued request: one `abort`, it never runs, the "
@@ -46,6 +59,24 @@ def _level4_fixed() -> list[Case]:
         _case("cancel-finished-or-unknown", 4, "cancel a finished request or an unknown id: "
               "returns False, no event", [_req(0, 3, 2)], B=1, wait=0.0,
               cancels=[(0.2, 0), (0.2, -1)]),
+        _case("cancel-twice", 4, "cancel the same request twice: a running one twice at the "
+              "same moment and once more later, a queued one twice; only the first cancel "
+              "returns True and sends the one `abort`", [_req(0, 4, 20), _req(1, 3, 20),
+                                                       _req(2, 3, 6, t=0.001),
+                                                       _req(3, 5, 4, t=0.002)], B=2,
+              cancels=[(0.02, 1), (0.02, 1), (0.02, 3), (0.025, 3), (0.04, 1)]),
+        _case("cancel-finished-any-reason", 4, "cancel requests after they finished by `stop`, "
+              "by `length`, at submit (max_tokens 0) and by `error` (poison): each returns "
+              "False and sends nothing", _finished_any_reason(), B=4,
+              cancels=[(0.3, 0), (0.3, 1), (0.3, 2), (0.3, 3), (0.3, -1)]),
+        _case("cancel-preempted", 4, "KV budget 60: request 3 is preempted (back in the queue, "
+              "with tokens already streamed) and cancelled before it resumes: True, one `abort`, "
+              "it never runs again", [_req(k, 8, 20) for k in range(4)], B=4, budget=60,
+              cancels=[(0.13, 3)]),
+        _case("cancel-pending-wait", 4, "max_wait 50 ms: the only queued request is cancelled "
+              "while its wait runs; a request arriving at 30 ms waits its own 50 ms (goes at "
+              "80 ms), not what was left of the cancelled one's", [_req(0, 4, 3), _req(1, 3, 3,
+              t=0.03)], B=4, cancels=[(0.02, 0)], checks=("first_call_at:0.08:1",)),
         _case("cancel-frees-kv", 4, "KV budget 24: a request waits for KV while two run; "
               "cancelling one frees its KV at once, so the waiting request joins at the next step",
               [_req(0, 8, 17), _req(1, 8, 5), _req(2, 8, 3, t=0.001)], B=4, wait=0.0,
@@ -94,8 +125,12 @@ def _check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
             continue
         first = first_finish.get(idx, math.inf)
         if ok is not True and first >= before:
+            streamed = any(e[1] == "token" and e[2] == idx for e in got["events"][:before])
             raise _Fail(f"cancel({idx}) at t={t:.3f} s returned {ok!r}, but the request was still "
-                        "queued or running: expected True and one Finish 'abort'")
+                        "queued or running: expected True and one Finish 'abort'"
+                        + (" — it had streamed tokens and was not finished: a preempted request "
+                           "waiting to resume is queued, and cancel must find it there too"
+                           if streamed else ""))
         if ok is True and first < before:
             raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True for a request that had "
                         "already finished: return False and send nothing")

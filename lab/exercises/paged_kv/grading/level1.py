@@ -11,6 +11,7 @@ Boundaries and special values, one case each (block_size 4 unless said):
   that must change nothing (all-or-nothing), then one that fits;
 - freed blocks are reused lowest id first;
 - misuse raises ValueError: allocate of a live sequence, append/free of an unknown or freed one;
+- sequence ids are any ints: -1, -2 and 10**12 (`negative-and-huge-seq-ids`);
 - seeded random traces near capacity (block sizes 1, 2, 4, 16) for whatever the fixed ones miss.
 Every case checks invariants after every operation (tables of ceil(tokens / block_size) blocks,
 no block in two tables, num_free exact, every token still where its table says) and compares the
@@ -66,6 +67,12 @@ def cases(seed: int) -> list[Case]:
               [["allocate", 0, toks(4, 21)], ["allocate", 0, toks(4, 22)],
                ["append", 9, 5], ["free", 9], ["free", 0], ["free", 0], ["append", 0, 5],
                ["allocate", 0, toks(2, 23)]]),
+        trace("negative-and-huge-seq-ids", 1, "sequence ids -1, -2 and 10**12 are ids like any "
+              "other (a list indexed by id wraps around on -1)", 8, 4,
+              [["allocate", -1, toks(5, 24)], ["allocate", 10**12, toks(3, 25)],
+               ["allocate", -2, toks(4, 26)], *a.grow(-1, 3), ["free", -2],
+               *a.grow(10**12, 1), ["free", -1], ["append", -1, 7], ["allocate", -1, toks(2, 27)],
+               ["free", 10**12], ["free", -1]]),
         trace("interleaved-growth", 1, "four sequences growing in turns across block "
               "boundaries, finishing at different times", 16, 4, _interleaved(a)),
     ]

@@ -12,6 +12,9 @@ Boundaries and interacting features, one case each (block_size 4 unless said):
 - a cache smaller than the working set: documents cycled through 8 blocks, evictions and hits
   exact;
 - fork + prefix cache (a forked child's copy-on-write and the blocks it fills become cached);
+  a child and its parent each fill their own copy of the shared partial block: each one's hash
+  chains over its own blocks, and the parent's whole sequence is a hit later
+  (`fork-then-both-fill`);
   eviction + fork (blocks a live child still holds are never evicted);
 - two blocks that fill with the same tokens after the same prefix (two requests, or a fork and
   its parent, appending the same tokens): the first one registered stays the cached one, the
@@ -76,6 +79,10 @@ def cases(seed: int) -> list[Case]:
             _cycle()),
         _l3("fork-with-prefix-cache", "fork a cached prompt: the copy-on-write block and the "
             "blocks filled after it become cached for a later request", 10, _fork_cache(a)),
+        _l3("fork-then-both-fill", "a child and its parent each fill their own copy of the "
+            "shared partial block; later the parent's whole sequence is sent again: its 2 full "
+            "blocks are hits (after a fork each sequence's hash chain is its own)", 8,
+            _fork_both_fill()),
         _l3("eviction-with-live-fork", "blocks a live child still holds are never evicted, even "
             "after its parent is freed; when only those remain, OutOfBlocks", 5,
             [["allocate", 0, toks(8, 73)], ["fork", 0, 1], ["free", 0],
@@ -147,6 +154,16 @@ def _cycle() -> list[list[Any]]:
     for n, k in enumerate([0, 1, 0, 2, 1, 3, 0, 3, 2, 2, 1, 0]):
         ops += [["allocate", n, docs[k] + toks(1, f"q{n}")], ["free", n]]
     return ops
+
+
+def _fork_both_fill() -> list[list[Any]]:
+    """Parent 0 (6 tokens) forks child 1; the child fills its copy of the partial block, then
+    the parent fills its own; both leave, and the parent's whole sequence comes back: its 2 full
+    blocks are hits (each sequence's hash chain is its own after the fork)."""
+    prompt, child, parent = toks(6, 90), toks(2, 91), toks(2, 92)
+    return [["allocate", 0, prompt], ["fork", 0, 1],
+            *[["append", 1, t] for t in child], *[["append", 0, t] for t in parent],
+            ["free", 1], ["free", 0], ["allocate", 2, prompt + parent + toks(2, 93)]]
 
 
 def _fork_cache(a: Appender) -> list[list[Any]]:

@@ -68,6 +68,9 @@ class _View:
     tables: dict[int, list[int]] = field(default_factory=dict)
     content: dict[int, list[_Slot | None]] = field(default_factory=dict)
     released: dict[int, tuple[int, int]] = field(default_factory=dict)
+    filled_by: dict[int, tuple[str, int]] = field(default_factory=dict)  # block -> (call, op)
+    filler: dict[int, int] = field(default_factory=dict)  # block -> the seq that filled it
+    forked: dict[int, int] = field(default_factory=dict)  # seq -> op of a fork it took part in
 
     def refs(self) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -239,19 +242,33 @@ class _Snap:
     tables: dict[int, list[int]]
     status: dict[int, str]
     released: dict[int, tuple[int, int]]
+    filled_by: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 def _snapshot(view: _View) -> _Snap:
     refs = view.refs()
     return _Snap(refs, {s: list(t) for s, t in view.tables.items()},
-                 {b: view.status(b, refs) for b in range(view.num_blocks)}, dict(view.released))
+                 {b: view.status(b, refs) for b in range(view.num_blocks)}, dict(view.released),
+                 dict(view.filled_by))
+
+
+def _appended_full(block: int, filled_by: dict[int, tuple[str, int]]) -> str:
+    """A hint when `block` became full by an append_slot (registered then, by the contract)."""
+    how = filled_by.get(block)
+    if how is None or how[0] != "append_slot":
+        return ""
+    return (f"block {block} became full by the append_slot at op {how[1]}, and a block is "
+            "registered (hashed and cached) when it becomes full, by allocate or by the "
+            "append_slot that fills it — ")
 
 
 def _table_of(tables: list[Any], col: dict[int, int], seq: int, where: str) -> list[int]:
     t = tables[col[seq]] if seq in col else None
     if not isinstance(t, list) or any(not isinstance(b, int) or isinstance(b, bool) for b in t):
         raise Fail(f"{where}: block_table({seq}) returned {t!r}; expected a list of block ids "
-                   f"(sequence {seq} is live)")
+                   f"(sequence {seq} is live)"
+                   + (" — sequence ids are any ints, negative ones included: key tables by id "
+                      "(a dict), not by list position" if seq < 0 else ""))
     return t
 
 
@@ -278,6 +295,8 @@ def _apply(where: str, i: int, op: list[Any], res: Any, tables: list[Any], col: 
             _check_hit(where, seq, pos, table, view)
         for pos in range(res, len(toks)):
             view.write(table[pos // bs], pos % bs, seq, pos, i)
+            if pos % bs == bs - 1:
+                view.filled_by[table[pos // bs]] = ("allocate", i)
     elif name == "append":
         seq, token = op[1], op[2]
         n = len(view.tokens[seq])
@@ -295,6 +314,12 @@ def _apply(where: str, i: int, op: list[Any], res: Any, tables: list[Any], col: 
             raise Fail(f"{where} returned offset {offset}; the new token is position {n}, so it "
                        f"goes at offset {n} % {bs} = {n % bs} of the table's block {n // bs} — "
                        "off by one at a block boundary?")
+        if (cow is not None and n % bs and len(table) == len(old) + 1
+                and table[:len(old)] == old):
+            raise Fail(f"{where} returned copy {tuple(cow)} and appended block {table[-1]} to "
+                       f"the table {table}: the copy replaces the shared last block in place "
+                       f"(table[-1] = new block), so the table keeps {len(old)} blocks — the "
+                       "token goes into the copy, not into a block after it")
         _check_len(where, seq, table, n + 1, bs, view)
         if table[-1] != block:
             raise Fail(f"{where} returned block {block}, but the table's last block is "
@@ -321,6 +346,9 @@ def _apply(where: str, i: int, op: list[Any], res: Any, tables: list[Any], col: 
         if n % bs == 0 and block in old:
             raise Fail(f"{where} returned block {block}, which is already in seq {seq}'s table")
         view.write(block, offset, seq, n, i)
+        if offset == bs - 1:
+            view.filled_by[block] = ("append_slot", i)
+            view.filler[block] = seq
     elif name == "fork":
         parent, child = op[1], op[2]
         view.set_tokens(child, view.tokens[parent])
@@ -329,6 +357,8 @@ def _apply(where: str, i: int, op: list[Any], res: Any, tables: list[Any], col: 
             raise Fail(f"{where}: the child's table {table} differs from the parent's "
                        f"{view.tables[parent]} — a fork shares every block of the parent")
         view.tables[child] = table
+        view.forked.setdefault(parent, i)
+        view.forked.setdefault(child, i)
     elif name == "free":
         seq = op[1]
         old = view.tables.pop(seq)
@@ -432,7 +462,18 @@ def _compare(where: str, op: list[Any], g_res: Any, e_res: Any, g_free: int, e_f
                    "it reuses that is itself free does not count twice)")
     if name == "allocate" and g_res != e_res:
         if isinstance(g_res, int) and isinstance(e_res, int) and g_res < e_res:
-            raise Fail(f"{where} reused {g_res} cached tokens, expected {e_res}: the first "
+            k = seqs.index(op[1]) if op[1] in seqs else -1
+            table = e_tables[k] if k >= 0 and e_tables[k] else []
+            missed = table[g_res // view.bs] if 0 <= g_res // view.bs < len(table) else -1
+            hint = _appended_full(missed, before.filled_by) if before else ""
+            seq = view.filler.get(missed, -1)
+            fork_at = view.forked.get(seq, -1)
+            if hint and before and 0 <= fork_at < before.filled_by[missed][1]:
+                hint = (f"block {missed} was filled by seq {seq} after the fork at op {fork_at}, "
+                        "and each sequence's hash chain is its own after a fork (a chain shared "
+                        "with the other side lets its blocks change this one's hashes) — ")
+            raise Fail(f"{where} reused {g_res} cached tokens, expected {e_res}: "
+                       + (hint[0].upper() + hint[1:] if hint else "") + "the first "
                        f"{plural(e_res // view.bs, 'full block')} of this prompt "
                        f"{noun(e_res // view.bs, 'is', 'are')} cached (freed "
                        "blocks stay cached until evicted) — walk the prompt's full blocks, "
@@ -469,8 +510,12 @@ def _choice(x: int, y: int, before: _Snap) -> str:
         return (f"block {x} was still held by {_holders(holders)}: evicting or reusing a block "
                 "that is in use corrupts its KV")
     if sx == "cached" and sy == "empty":
-        return (f"you evicted cached block {x} while block {y} was empty: a freed full block "
-                "stays cached, and is evicted only when no empty block is left")
+        how = before.filled_by.get(x, ("", 0))
+        unregistered = (f" (or never cached it: block {x} became full by the append_slot at op "
+                        f"{how[1]}, and a block is registered when it becomes full, by allocate "
+                        "or by the append_slot that fills it)" if how[0] == "append_slot" else "")
+        return (f"you evicted cached block {x} while block {y} was empty{unregistered}: a freed "
+                "full block stays cached, and is evicted only when no empty block is left")
     if sx == "cached" and sy == "cached":
         rx, ry = before.released.get(x, (-1, 0)), before.released.get(y, (-1, 0))
         if rx[0] == ry[0]:

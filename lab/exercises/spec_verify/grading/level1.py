@@ -10,6 +10,8 @@ Boundaries, special values and interactions, each with its case:
 - ties in the argmax (two ids share a row's top logit; the lowest id is the argmax, a draft equal
   to the other tied id is a mismatch): L1-tie-reject; a tie at the accepted prefix: L1-tie-accept.
 - token id 0 as the argmax and as a drafted token (a falsy id): L1-id0-accepted, L1-id0-rejected.
+- the accept loop to the block's end with the last draft rejected: L1-last-rejected-k8.
+- precision: top-2 logits 1e-4 apart at ~10, equal in bf16/fp16: L1-near-tie.
 - real logits from the shipped pair, k in {0, 1, 2, 4, 8}: L1-model-k*.
 """
 
@@ -52,6 +54,11 @@ def cases(seed: int) -> list[Case]:
         synth("mid-reject", 1000, 8, 3, 4, "three accepted, then a correction; drafts after it "
               "match their rows"),
         synth("all-accepted-k8", 1000, 8, 8, 5),
+        synth("last-rejected-k8", 1000, 8, 7, 7, "seven accepted, the eighth (last) draft "
+              "rejected: the loop runs to the block's end"),
+        synth("near-tie", 50, 4, 2, 8, "each row's top two logits differ by 1e-4 at ~10 (the "
+              "higher id wins in fp32; bf16 or fp16 would tie them and pick the lower)",
+              near=True),
     ]
     for i in range(10):
         k = rng.choice([0, 1, 2, 4, 8])
@@ -92,10 +99,17 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     if out == exp[:-1]:
         what = ("the bonus token argmax(row k) after all k matched" if m == k
                 else f"the correction argmax(row {m}) after the first mismatch")
-        return Verdict(False, f"the last token is missing: {what} (bonus token dropped?); {head}")
+        loop = (" - or the accept loop stopped one draft short of the block's end (run it over "
+                "all k drafts, however many)" if m == k and k > 1 else "")
+        return Verdict(False, f"the last token is missing: {what} (bonus token dropped?{loop}); "
+                              f"{head}")
     if len(out) > len(exp) and out[: len(exp)] == exp:
         return Verdict(False, f"emitted tokens past the block's end: stop right after the first "
                               f"target token (correction or bonus); {head}")
+    if case.params.get("near"):
+        return Verdict(False, f"each row's top two logits differ by 1e-4 here: compare them in "
+                              f"the logits' own precision (fp32) — in bf16 or fp16 they tie and "
+                              f"the argmax flips to the lower id; {head}")
     if case.params.get("tie"):
         return Verdict(False, f"with tied top logits the argmax is the lowest tied id (what "
                               f"torch.argmax returns, and what the target's greedy decoding "

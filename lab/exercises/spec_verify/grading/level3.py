@@ -10,7 +10,10 @@ Boundaries, special values and interactions, each with its case:
   q(y) = 0, p(x) = 0, V = 2 and warped rows, each padded to k = 3, V = 8 (zeros beyond V).
 - randomness only from `generator`: L3-reproducible.
 - V = 32 000 (no Python loop over the vocabulary; timed by the parent against the reference, the
-  level's gate in exercise.toml): L3-large-vocab.
+  level's gate in exercise.toml): L3-large-vocab. Every timed call is checked, not only for
+  possibility: a quarter of its rows have forced answers (always accepted with a one-hot bonus,
+  or always rejected with a one-hot residual) compared exactly with the reference's, and half
+  are fair coins on the first draft (p / q = 1/2), whose count of heads must be plausible.
 
 Power (bug class: detection probability at n = L3_ROWS_PER_CASE = 2 000 rows per table, and
 ONE_ROW_CALLS = 2 000 calls for one-row; per-test alpha = FAMILY_ALPHA / tests; computed by
@@ -159,7 +162,31 @@ def _check_large(p: dict[str, Any], got: Any, expected: Any) -> Verdict:
         impossible = _impossible(p, bi, d, row)
         if impossible:
             return Verdict(False, f"row {bi}: {impossible} — no correct verifier can return that")
+    found = expected.get("rows") if isinstance(expected, dict) else None
+    want: list[Any] = found if isinstance(found, list) else []
+    forced = inputs.large_forced(int(p["seed"]), b, k, v)
+    coins = [bi for bi, kind in forced.items() if kind == "coin"]
+    heads = sum(len(out[bi]) >= 2 for bi in coins)
+    if k and coins and min(heads, len(coins) - heads) <= COIN_TAIL:
+        return Verdict(False, f"{heads} of {len(coins)} rows whose first draft has p / q = 1/2 "
+                              f"accepted it (each is a fair coin: so lopsided a count has "
+                              f"probability < 1e-6) — accept each draft with probability "
+                              f"min(1, p / q), a coin per row from the generator")
+    for bi in sorted(b_ for b_, kind in forced.items() if kind != "coin" and b_ < len(want)):
+        if out[bi] != want[bi]:
+            how = ("q == p at every drafted position (always accepted) and a one-hot bonus row"
+                   if forced[bi] == "accept" else
+                   "p is one-hot on a token q never drafts (always rejected, and the residual "
+                   "is that one-hot)")
+            return Verdict(False, f"row {bi}: its answer is forced ({how}): expected "
+                                  f"{want[bi]}, got {out[bi]} — every row of the batch must be "
+                                  "verified, with its own p and q")
     return Verdict(True)
+
+
+# 32 fair coins: P(at most 2 heads or at most 2 tails) = 2 * (1 + 32 + 496) / 2^32 < 2.5e-7 per
+# timed call, so even 100 checked calls fail a correct verifier with probability < 3e-5
+COIN_TAIL = 2
 
 
 def _impossible(p: dict[str, Any], bi: int, drafts: list[int], row: list[int]) -> str:

@@ -20,6 +20,10 @@ Boundaries, special values and interactions, each with its case:
   (L4-greedy-eos-never); EOS id 0, the shipped pair's own EOS id (relabelled vocabularies, so
   `if eos_token_id and ...` fails deterministically): L4-greedy-eos-id0, L4-greedy-eos-on-bonus,
   L4-greedy-eos-id0-first-token, L4-sampled-eos-budget.
+- EOS in the prompt (its last token: L4-greedy-eos-last-in-prompt; id 0 mid-prompt:
+  L4-greedy-eos-id0-in-prompt), generated later too: only generated tokens end the run.
+- the draft's cache after a block: cut to the accepted length, not the block's start (every
+  greedy case with k >= 2: a draft pass that re-runs a token its cache held fails).
 - EOS x budget: EOS at the last budgeted token: L4-greedy-eos-at-budget.
 - the shipped pair, k in {0, 1, 2, 4, 8}, an EOS, the measured figures, the timed loop.
 - sampling: same generator seed -> same output, global RNG untouched (L4-sampled-reproducible);
@@ -106,6 +110,10 @@ def cases(seed: int) -> list[Case]:
         _tiny("eos-on-bonus", 2, 5, k=3, max_new_tokens=20, noise=0.0, eos_at=3, eos_zero=True),
         _tiny("eos-at-budget", k=2, max_new_tokens=8, eos_at=7),
         _tiny("eos-never", k=2, max_new_tokens=10, eos_at=30),
+        _tiny("eos-last-in-prompt", 0, 24, k=3, max_new_tokens=24, prompt_len=8,
+              eos_prompt_at=7),
+        _tiny("eos-id0-in-prompt", 0, 22, k=4, max_new_tokens=24, prompt_len=8,
+              eos_prompt_at=3, eos_zero=True),
         _tiny("all-accepted", 3, 6, k=4, max_new_tokens=20, noise=0.0),
         _tiny("unrelated-draft", 3, 7, k=4, max_new_tokens=16, draft_seed=99),
         _tiny("k4", k=4, max_new_tokens=31),
@@ -277,6 +285,9 @@ def _check_greedy(p: dict[str, Any], got: Any, exp: dict[str, Any]) -> Verdict:
     budget, eos, plain = int(p["max_new_tokens"]), exp["eos"], exp["plain"]
     msg = ending(out, budget, eos, exp["V"])
     if msg:
+        if eos is not None and eos in exp["prompt"] and "without reaching EOS" in msg:
+            msg += (f" - the prompt holds EOS ({eos}) at index {exp['prompt'].index(eos)}: only "
+                    "generated tokens end the generation, never the prompt's")
         return Verdict(False, msg)
     want = plain[: plain.index(eos) + 1] if eos is not None and eos in plain else plain
     rep = trace_report(got.get("ledger", []), exp["prompt"], out, int(p["k"]))
@@ -394,13 +405,13 @@ def _recompute_fault(entries: list[tuple[str, Pass | None]]) -> str:
             if prev is not None:
                 pnum, pp = prev
                 c = ps.cached
-                if name == "target":
-                    again = (c < len(pp.context) and ps.context[: c + 1] == pp.context[: c + 1])
-                else:
-                    again = c == 0
+                again = (c < len(pp.context) and ps.context[: c + 1] == pp.context[: c + 1])
+                again = again or (name == "draft" and c == 0)
                 if again:
                     why = (f"{name}.reset() was called in between" if reset else
-                           f"its cache was cropped back to {c} tokens")
+                           f"its cache was cropped back to {c} tokens"
+                           + (", the block's start instead of the accepted length"
+                              if name == "draft" and c > 0 else ""))
                     return (f"{name} pass #{num} re-ran token {ps.context[c]} at position {c}, "
                             f"which pass #{pnum} had already put in its KV cache after the same "
                             f"prefix ({why}): it recomputes the cached prefix instead of reusing "

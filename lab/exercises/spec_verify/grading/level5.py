@@ -13,6 +13,10 @@ Boundaries, special values and interactions, each with its case:
   (parents[0] == -1 appends the root to the last node's children) walks back into the root:
   L5-verify-root-token-at-last-node (a chain) and L5-verify-root-token-at-last-leaf (branches).
 - token id 0 on nodes and as the argmax: L5-verify-id0.
+- depth beyond the statement's examples: a 20-node chain accepted to its leaf (a walk with a
+  small fixed bound stops early): L5-verify-deep-chain; paths of different lengths, the match
+  down the longer, second one: L5-verify-uneven-paths; a mask 11 deep beside short branches:
+  L5-mask-deep-uneven.
 - the grader's tree loop with your mask and verifier on a tiny pair (budget ending mid-tree)
   and on the shipped pair: L5-generate-*.
 """
@@ -47,6 +51,10 @@ def cases(seed: int) -> list[Case]:
              description="siblings must not see each other"),
         Case("L5-mask-two-branches", 5, {"kind": "mask", "parents": [-1, 0, 1, 2, 0, 4, 5]},
              size=7, description="a later branch must not see the earlier one"),
+        Case("L5-mask-deep-uneven", 5, {"kind": "mask",
+                                        "parents": [-1, *range(0, 11), 0, 12, 1, 14]},
+             size=16, description="a branch 11 deep beside branches of 2 from the root and from "
+                                  "its first node: every node sees exactly its ancestors"),
     ]
     for i in range(4):
         n = rng.randint(2, 16)
@@ -62,6 +70,8 @@ def cases(seed: int) -> list[Case]:
         ("root-token-at-last-leaf", [-1, 0, 1, 0, 3, 4], 3, {"branch": 1,
                                                             "root_token_last": True}),
         ("id0", [-1, 0, 0, 1], 2, {"V": 3}),
+        ("deep-chain", [-1, *range(0, 19)], 19, {}),
+        ("uneven-paths", [-1, 0, 1, 0, 3, 4, 5, 6], 5, {"branch": 1}),
     ]
     for name, par, depth, extra in fixed:
         out.append(Case(f"L5-verify-{name}", 5, {"kind": "verify", "parents": par,
@@ -184,6 +194,12 @@ def _check_verify(par: list[int], result: Any, exp: dict[str, Any]) -> Verdict:
     if own_row or first_child:
         why = " - or - ".join(m for m, hit in ((kid_msg, first_child), (row_msg, own_row)) if hit)
         return Verdict(False, f"{why}; {head}")
+    if (isinstance(have[0], list) and len(have[0]) < len(want[0])
+            and have[0] == want[0][:len(have[0])]):
+        return Verdict(False, f"the walk stopped after {len(have[0])} accepted nodes although "
+                              f"node {want[0][len(have[0])]} still matched: walk until no child "
+                              f"matches, however deep the tree (no fixed bound on the depth); "
+                              f"{head}")
     if have[0] == want[0]:
         return Verdict(False, f"right path, wrong last token: it is the argmax of the row of "
                               f"the last accepted node (the root's row if none); {head}")

@@ -1,0 +1,80 @@
+"""Every exercise enumerates its contract per level (lab/exercises/<pkg>/CONTRACT.md): each cell
+names cases that exist at that level whatever the seed, and each fixed case of a level (same
+inputs at every seed) covers some cell, so a case added without its cell, or a cell whose case
+was renamed away, fails here."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+
+from lab.exercises import get
+
+ROOT = Path(__file__).resolve().parents[2] / "lab" / "exercises"
+EXERCISES = {"spec-verify": "spec_verify", "batch-engine": "batch_engine",
+             "paged-kv": "paged_kv", "meter": "meter", "fleet": "fleet", "kv-bytes": "kv_bytes"}
+SEEDS = (1, 2)  # a fixed case has the same id and inputs at every seed
+LEVEL = re.compile(r"^## Level (\d+)\b")
+CELL_CASES = re.compile(r"`([^`]+)`")
+
+
+def cells(exercise: str) -> dict[int, list[tuple[str, list[str]]]]:
+    """Per level: (the row's text, the case ids its last column names)."""
+    text = (ROOT / EXERCISES[exercise] / "CONTRACT.md").read_text(encoding="utf-8")
+    out: dict[int, list[tuple[str, list[str]]]] = {}
+    level = None
+    for line in text.splitlines():
+        m = LEVEL.match(line)
+        if m:
+            level = int(m.group(1))
+            out[level] = []
+            continue
+        if level is None or not line.startswith("|") or set(line) <= set("|-: "):
+            continue
+        columns = [c.strip() for c in line.strip().strip("|").split("|")]
+        if columns[0] == "area":
+            continue  # the header row
+        out[level].append((line, CELL_CASES.findall(columns[-1])))
+    return out
+
+
+@functools.cache
+def ids_at_every_seed(exercise: str, level: int) -> tuple[set[str], set[str]]:
+    """(ids present at every seed, ids whose inputs are also the same at every seed: fixed)."""
+    grading = get(exercise).grading()
+    runs = [{c.id: c.params for c in grading.cases(level, seed)} for seed in SEEDS]
+    common = set(runs[0]).intersection(*runs[1:])
+    return common, {cid for cid in common if all(r[cid] == runs[0][cid] for r in runs[1:])}
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_every_level_has_its_table(exercise: str) -> None:
+    levels = [lvl.number for lvl in get(exercise).levels]
+    assert sorted(cells(exercise)) == levels
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_every_cell_names_fixed_cases_of_its_level(exercise: str) -> None:
+    problems = []
+    for level, rows in cells(exercise).items():
+        ids, _ = ids_at_every_seed(exercise, level)  # a seeded gate case keeps its id
+        for row, named in rows:
+            real = [n for n in named if n != "empty_step"]
+            if not real and "every" not in row:
+                problems.append(f"L{level}: no case named: {row}")
+            problems += [f"L{level}: {n!r} is not a case of level {level}: {row}"
+                         for n in real if n not in ids]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_every_fixed_case_covers_a_cell(exercise: str) -> None:
+    missing = []
+    for level, rows in cells(exercise).items():
+        named = {n for _, ns in rows for n in ns}
+        fixed = ids_at_every_seed(exercise, level)[1]
+        missing += [f"L{level}: {cid}" for cid in sorted(fixed - named)]
+    assert not missing, "fixed cases with no cell in CONTRACT.md:\n" + "\n".join(missing)
