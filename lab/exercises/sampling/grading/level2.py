@@ -121,8 +121,16 @@ def _leak(got: torch.Tensor, rows: list[dict[str, Any]], r: int) -> str | None:
         if (pr_j, ou_j) != (prompt, output) and torch.equal(
                 got, variants.process(row, params, pr_j, ou_j)):
             return f"penalised with row {j}'s history instead of its own"
+        for name in inputs.PARAM_NAMES:
+            swapped = {**params, name: p_j.get(name, inputs.NEUTRAL[name])}
+            if swapped != params and torch.equal(got, variants.process(row, swapped, prompt,
+                                                                       output)):
+                return (f"took row {j}'s {name} ({swapped[name]}) instead of its own "
+                        f"({params.get(name, inputs.NEUTRAL[name])})")
     hist_all = [t for x in rows for t in [*x["prompt"], *x["output"]]]
     outs_all = [t for x in rows for t in x["output"]]
-    if torch.equal(got, variants.process(row, params, hist_all, outs_all)):
-        return "penalised with every row's history pooled"
+    for pr, ou, what in ((hist_all, outs_all, "every row's history pooled"),
+                         (hist_all, output, "every row's history pooled (repetition penalty)")):
+        if torch.equal(got, variants.process(row, params, pr, ou)):
+            return f"penalised with {what}"
     return None

@@ -6,7 +6,8 @@ engine emits exactly the reference's tokens for the same seeds. Boundaries and p
 its case: greedy with top-5 alternatives (L4-greedy-logprobs); EOS (id 0, a falsy id) first
 (L4-eos-first) and beside rows that go on (L4-eos-in-batch); a stop string hit on the first
 token and one never hit (L4-batch-mixed); two stop strings where the later-listed one occurs
-first in the text (L4-stop-earliest); max_tokens 0 and 1 (L4-max-tokens-edges); the same request
+first in the text (L4-stop-earliest); a stop string spread over
+several tokens (L4-stop-spans-tokens); max_tokens 0 and 1 (L4-max-tokens-edges); the same request
 twice with the same seed beside another (L4-same-seed); penalties that change a greedy
 continuation (L4-penalties-greedy); random requests (L4-hidden-*).
 """
@@ -48,8 +49,11 @@ def cases(seed: int) -> list[Case]:
              "greedy emits EOS (id 0) first: finish 'stop', empty text, the EOS token listed"),
         case("greedy-logprobs", [_req(0, 1, 12, temperature=0.0, top_logprobs=5)],
              "T = 0 with the top-5 alternatives per token"),
-        case("stop-earliest", [_req(0, 1, 16, temperature=0.0, stop=["(a", "\n\n"])],
-             "the second-listed stop string occurs first in the text: cut there"),
+        case("stop-earliest", [_req(0, 1, 16, temperature=0.0, stop=["\n", " a\n"])],
+             "two stop strings complete at the same token; the second-listed one starts "
+             "earlier in the text: cut there"),
+        case("stop-spans-tokens", [_req(0, 1, 16, temperature=0.0, stop=["\n\ndef"])],
+             "a stop string spread over three tokens"),
         case("eos-in-batch", [_req(4, 1, 8, temperature=1.0), _req(3, 4, 10, temperature=0.7,
                                                                    top_logprobs=1)],
              "one row ends at EOS, the other goes on"),
@@ -126,6 +130,9 @@ def _one(o: Any, w: dict[str, Any], req: dict[str, Any]) -> str | None:
         stops = [s for s in req.get("stop", []) if s and s in str(o["text"])]
         extra = (f" - the text must end just before the earliest stop string (found {stops} in "
                  f"yours)" if stops else "")
+        if not stops and req.get("stop") and len(str(o["text"])) > len(w["text"]):
+            extra = (" - cut just before the EARLIEST occurrence of any stop string in the "
+                     "decoded output, whichever of them is listed first")
         return f"text {o['text']!r} expected {w['text']!r}{extra}"
     return _logprobs(o["logprobs"], w["logprobs"], int(req.get("top_logprobs", 0)))
 

@@ -129,13 +129,13 @@ def _top_p(x: torch.Tensor, untempered: torch.Tensor, top_p: float, bug: str | N
     sorted_logits, order = torch.sort(basis, descending=False)
     cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
     if bug == "topp_drops_crossing":  # keep only ids strictly inside mass p (at least one)
-        drop_sorted = cum <= (1 - top_p)
-        drop_sorted = torch.cat([drop_sorted[..., 1:], torch.ones_like(drop_sorted[..., :1])],
-                                dim=-1)
-        drop_sorted[..., -1] = False
-    else:
-        drop_sorted = cum <= (1 - top_p)
-        drop_sorted[..., -1] = False
+        desc, down = torch.sort(basis.softmax(-1), descending=True)
+        inside = desc.cumsum(-1) < top_p
+        inside[..., 0] = True
+        keep = torch.zeros_like(inside).scatter(1, down, inside)
+        return x.masked_fill(~keep, NEG_INF)
+    drop_sorted = cum <= (1 - top_p)
+    drop_sorted[..., -1] = False
     drop = drop_sorted.scatter(1, order, drop_sorted)
     if bug in ("topp_ties_arbitrary", "topp_at_one"):
         return x.masked_fill(drop, NEG_INF)
