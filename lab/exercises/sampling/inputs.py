@@ -50,7 +50,15 @@ def batch_inputs(p: dict[str, Any], device: str
         logits = torch.stack([r[0] for r in rows]).to(device)
         return logits, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
     return random_batch(int(p["seed"]), int(p["B"]), int(p["V"]), int(p.get("history", 64)),
-                        device, p.get("top_p_rows"))
+                        device, p.get("top_p_rows"), bool(p.get("penalised", False)))
+
+
+def filtered_rows(params: list[dict[str, Any]], v: int) -> None:
+    """Give every request a top-k (< V) or a min-p, so few ids survive per row: the timed
+    case's [64, 32000] output then travels back as its few finite entries, not 8 MB per call."""
+    for prm in params:
+        if not 0 < int(prm["top_k"]) < v and float(prm["min_p"]) == 0.0:
+            prm["min_p"] = 0.05
 
 
 def random_params(rng: random.Random) -> dict[str, Any]:
@@ -65,10 +73,11 @@ def random_params(rng: random.Random) -> dict[str, Any]:
 
 
 def random_batch(seed: int, b: int, v: int, history: int, device: str,
-                 top_p_rows: int | None = None
+                 top_p_rows: int | None = None, penalised: bool = False
                  ) -> tuple[torch.Tensor, list[dict[str, Any]], list[list[int]], list[list[int]]]:
     """B random requests; `top_p_rows` caps how many use top-p (its sort over V costs the
-    same in a loop as in a batch, so the timed case keeps it to a few rows)."""
+    same in a loop as in a batch, so the timed case keeps it to a few rows); `penalised`: every
+    request has a repetition penalty (a chat server's common setting)."""
     rng = random.Random(seed)
     g = torch.Generator().manual_seed(seed)
     logits = (torch.randn(b, v, generator=g) * 3.0).to(device)
@@ -76,8 +85,13 @@ def random_batch(seed: int, b: int, v: int, history: int, device: str,
     if top_p_rows is not None:
         for i, prm in enumerate(params):
             prm["top_p"] = 0.9 if i < int(top_p_rows) else 1.0
+    if penalised:
+        filtered_rows(params, v)
+        for prm in params:
+            if prm["repetition_penalty"] == 1.0:
+                prm["repetition_penalty"] = 1.1
     # histories drawn from a few hundred ids, so repeats (prompt and output) are common
-    pool = rng.sample(range(v), min(v, 300))
+    pool = rng.sample(range(v), min(v, 4 * history + 44))
     prompts = [[rng.choice(pool) for _ in range(history)] for _ in range(b)]
     outputs = [[rng.choice(pool) for _ in range(history)] for _ in range(b)]
     return logits, params, prompts, outputs

@@ -79,10 +79,12 @@ def cases(seed: int) -> list[Case]:
                              [rng.choice(hist) for _ in range(rng.randrange(8))],
                              [rng.choice(hist) for _ in range(rng.randrange(12))]))
         out.append(Case(f"L2-hidden-{i}", 2, {"rows": rows}, size=b * v))
-    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 64, "top_p_rows": 2},
+    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 128, "top_p_rows": 2,
+                                    "penalised": True},
                     size=64 * 32000, timed=True, timeout_s=30,
-                    description="B = 64 requests, V = 32000, histories of 64 + 64 ids; a fresh "
-                                "batch per timed call"))
+                    description="B = 64 requests, V = 32000, histories of 128 + 128 ids, every "
+                                "request with a repetition penalty; a fresh batch per timed "
+                                "call"))
     return out
 
 
@@ -90,7 +92,8 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     out = as_tensor(got)
     if isinstance(out, str):
         return Verdict(False, f"process_batch {out}")
-    want = expected["out"].detach().cpu()
+    want = as_tensor(expected)
+    assert isinstance(want, torch.Tensor)
     if out.shape != want.shape or out.dtype != want.dtype:
         return Verdict(False, f"process_batch returned {tuple(out.shape)} {out.dtype}, expected "
                               f"{tuple(want.shape)} {want.dtype} (B rows in, B rows out)")

@@ -157,9 +157,11 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
         for r, rowspec in enumerate(batch["rows"]):
             if float(rowspec["params"].get("temperature", 1.0)) != 0.0:
                 continue
-            fresh = torch.Generator().manual_seed(inputs.seeds(batch)[r]).get_state()
+            # the drive's own record of the generator before and after the calls
+            fresh = (runs[bi].get("states_before") or [None] * (r + 1))[r]
             state = runs[bi]["states"][r] if runs[bi].get("states") else None
-            if isinstance(state, torch.Tensor) and not torch.equal(state.cpu(), fresh):
+            if (isinstance(state, torch.Tensor) and isinstance(fresh, torch.Tensor)
+                    and not torch.equal(state.cpu(), fresh.cpu())):
                 return Verdict(False, f"batch {bi} row {r} is greedy (T = 0) but its generator "
                                       f"advanced: a greedy row takes the argmax and draws nothing "
                                       f"(so a later sampled step of that request is unchanged)")
