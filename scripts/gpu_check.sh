@@ -13,5 +13,7 @@ echo "== bench/spec_decode.py --device cuda"
 timeout 120 $py bench/spec_decode.py --device cuda --repeats 3 || status=1
 echo "== bench/batch_engine.py --device cuda --quick"
 timeout 120 $py bench/batch_engine.py --device cuda --quick || status=1
+echo "== bench/sampling.py --device cuda --quick"
+timeout 120 $py bench/sampling.py --device cuda --quick || status=1
 echo "== gpu_check: exit $status"
 exit $status
