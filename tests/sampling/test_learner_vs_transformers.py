@@ -64,6 +64,7 @@ def _params(rng: random.Random, v: int) -> dict[str, Any]:
             "repetition_penalty": rng.choice([1.0, 1.3, 0.7, 2.0])}
 
 
+@pytest.mark.slow
 def test_learner_equals_transformers_processors() -> None:
     """300 random rows (continuous logits: no ties at the top-p cut) plus the named edges:
     k = 0, k = V, k > V, p = 1, a -inf row, -inf ids, a token repeated in prompt and output."""
