@@ -3,7 +3,7 @@
     python bench/sampling.py [--device auto|cpu|cuda] [--vocab 32000] [--repeats 5] [--quick]
 
 For each batch size B (V = 32,000, histories of 128 prompt + 128 output ids, the level-2 timed
-case's parameter mix: every request its own T, k, min-p and penalties, top-p in B/32 rows), one
+case's parameter mix: every request its own T, k, min-p and penalties, and a top-p), one
 run times, per call (median of --repeats):
   batched     the reference's `process_batch` (one op per stage over the rows that use it);
   hf-per-row  transformers' processors applied row by row with each row's own parameters (the
@@ -53,8 +53,7 @@ def _one(b: int, vocab: int, repeats: int, device: str, sync: Any, loop: Any) ->
     from lab.exercises.sampling.inputs import random_batch
     from lab.reference import sampling as ref
 
-    logits, params, prompts, outputs = random_batch(b, b, vocab, 128, device, max(1, b // 32),
-                                                    penalised=True)
+    logits, params, prompts, outputs = random_batch(b, b, vocab, 128, device, b, penalised=True)
     shared = LogitsProcessorList([RepetitionPenaltyLogitsProcessor(1.3),
                                   TemperatureLogitsWarper(0.7), TopKLogitsWarper(50),
                                   TopPLogitsWarper(0.9), MinPLogitsWarper(0.05)])

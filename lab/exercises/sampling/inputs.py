@@ -75,9 +75,9 @@ def random_params(rng: random.Random) -> dict[str, Any]:
 def random_batch(seed: int, b: int, v: int, history: int, device: str,
                  top_p_rows: int | None = None, penalised: bool = False
                  ) -> tuple[torch.Tensor, list[dict[str, Any]], list[list[int]], list[list[int]]]:
-    """B random requests; `top_p_rows` caps how many use top-p (its sort over V costs the
-    same in a loop as in a batch, so the timed case keeps it to a few rows); `penalised`: every
-    request has a repetition penalty (a chat server's common setting)."""
+    """B random requests; `top_p_rows`: the first that many use top-p 0.9 and the rest none
+    (the timed case gives it to every row, so every correct version sorts every row);
+    `penalised`: every request has a repetition penalty (a chat server's common setting)."""
     rng = random.Random(seed)
     g = torch.Generator().manual_seed(seed)
     logits = (torch.randn(b, v, generator=g) * 3.0).to(device)

@@ -5,7 +5,8 @@ parameters, so a leaked parameter or history shows (L2-leak-params, L2-leak-hist
 sampled rows together (L2-greedy-mixed); a -inf row beside finite ones (L2-neg-inf-row); every
 level-1 edge of one vocabulary size in one batch (L2-edges-*); a row without any history beside
 rows with long ones (L2-leak-history); random batches (L2-hidden-*); and the timed case
-(L2-timed: B = 64, V = 32000, a fresh batch per call) whose gate a per-id Python loop fails.
+(L2-timed: B = 64, V = 32000, every row with top-p, so every correct version sorts every row;
+a fresh batch per call) whose gate a per-id Python loop fails.
 """
 
 from __future__ import annotations
@@ -79,12 +80,12 @@ def cases(seed: int) -> list[Case]:
                              [rng.choice(hist) for _ in range(rng.randrange(8))],
                              [rng.choice(hist) for _ in range(rng.randrange(12))]))
         out.append(Case(f"L2-hidden-{i}", 2, {"rows": rows}, size=b * v))
-    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 128, "top_p_rows": 2,
+    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 128, "top_p_rows": 64,
                                     "penalised": True},
                     size=64 * 32000, timed=True, timeout_s=30,
                     description="B = 64 requests, V = 32000, histories of 128 + 128 ids, every "
-                                "request with a repetition penalty; a fresh batch per timed "
-                                "call"))
+                                "request with top-p, a repetition penalty and a top-k or min-p; "
+                                "a fresh batch per timed call"))
     return out
 
 
