@@ -87,6 +87,18 @@ def _flat(ids: list[list[int]], rows: list[int], v: int, device: Any) -> torch.T
     return torch.tensor(flat, dtype=torch.long, device=device)
 
 
+def _take(scores: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """The rows a stage works on: the tensor itself when that is every row (no copy)."""
+    return scores if len(rows) == scores.shape[0] else scores[rows]
+
+
+def _put(scores: torch.Tensor, rows: list[int], new: torch.Tensor) -> torch.Tensor:
+    if len(rows) == scores.shape[0]:
+        return new
+    scores[rows] = new
+    return scores
+
+
 def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
                   prompts: list[list[int]], outputs: list[list[int]]) -> torch.Tensor:
     """Level 1 on every row [B, V] at once, each row with its own parameters (no loop over
@@ -130,19 +142,19 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
     if rows:
         temp = torch.tensor([_param(params[r], "temperature") for r in rows],
                             dtype=scores.dtype, device=dev).unsqueeze(1)
-        scores[rows] = scores[rows] / temp
+        scores = _put(scores, rows, _take(scores, rows) / temp)
     # top-k: keep logits >= the k-th largest (ties at the cut kept); k <= 0 or k >= V keeps all
     ks = [int(_param(p, "top_k")) for p in params]
     rows = [r for r, k in enumerate(ks) if 0 < k < v]
     if rows:
-        sub = scores[rows]
+        sub = _take(scores, rows)
         kk = torch.tensor([ks[r] for r in rows], device=scores.device).unsqueeze(1)
         kth = sub.topk(int(kk.max()), dim=1).values.gather(1, kk - 1)
-        scores[rows] = sub.masked_fill(sub < kth, NEG_INF)
+        scores = _put(scores, rows, sub.masked_fill(sub < kth, NEG_INF))
     # top-p: transformers' ascending cumulative rule, then ties at the cut kept
     rows = [r for r, p in enumerate(params) if _param(p, "top_p") < 1.0]
     if rows:
-        sub = scores[rows]
+        sub = _take(scores, rows)
         sorted_logits, order = torch.sort(sub, descending=False)
         cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
         limit = torch.tensor([1 - _param(params[r], "top_p") for r in rows],
@@ -151,17 +163,17 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
         drop_sorted[:, -1] = False
         drop = drop_sorted.scatter(1, order, drop_sorted)
         kept_min = torch.where(drop, float("inf"), sub).amin(dim=1, keepdim=True)
-        scores[rows] = sub.masked_fill(sub < kept_min, NEG_INF)
+        scores = _put(scores, rows, sub.masked_fill(sub < kept_min, NEG_INF))
     # min-p: drop probs < min_p * max prob, keep the top token
     rows = [r for r, p in enumerate(params) if _param(p, "min_p") > 0.0]
     if rows:
-        sub = scores[rows]
+        sub = _take(scores, rows)
         probs = sub.softmax(dim=-1)
         min_p = torch.tensor([_param(params[r], "min_p") for r in rows], dtype=sub.dtype,
                              device=sub.device).unsqueeze(1)
         drop = probs < min_p * probs.amax(dim=-1, keepdim=True)
         drop.scatter_(1, probs.topk(1, dim=-1).indices, False)
-        scores[rows] = sub.masked_fill(drop, NEG_INF)
+        scores = _put(scores, rows, sub.masked_fill(drop, NEG_INF))
     if greedy:
         scores[greedy] = one_hot
     return scores
