@@ -19,5 +19,7 @@ echo "== bench/batch_engine.py --device cuda --quick"
 timeout 120 $py bench/batch_engine.py --device cuda --quick || status=1
 echo "== bench/tensor_parallel.py --device cuda (NCCL where each rank has a GPU, else gloo)"
 timeout 120 $py bench/tensor_parallel.py --device cuda --worlds 1,2 --repeats 1 || status=1
+echo "== bench/sampling.py --device cuda --quick"
+timeout 120 $py bench/sampling.py --device cuda --quick || status=1
 echo "== gpu_check: exit $status"
 exit $status

@@ -77,7 +77,7 @@ def _on_cpu(exercise: str, case: Case) -> bool:
     return any(rule(case) for (ex, _), rule in ON_CPU.items() if ex == exercise)
 
 
-@pytest.mark.parametrize("exercise", ["spec-verify", "batch-engine", "paged-kv"])
+@pytest.mark.parametrize("exercise", ["spec-verify", "batch-engine", "paged-kv", "sampling"])
 def test_tensors_handed_to_the_learner_follow_the_device(exercise: str) -> None:
     ex = get(exercise)
     drive = importlib.import_module(f"{ex.module}.drive")
@@ -93,6 +93,11 @@ def test_tensors_handed_to_the_learner_follow_the_device(exercise: str) -> None:
                 pass
             except ValueError as exc:
                 if "unknown device 'meta'" not in str(exc):
+                    raise
+                needs_model += 1
+                continue
+            except RuntimeError as exc:  # a torch.Generator cannot live on meta (sampling's
+                if "META device type" not in str(exc):  # level 3 draws on the grading's device)
                     raise
                 needs_model += 1
                 continue

@@ -1,0 +1,15 @@
+"""Broken: the repetition penalty walks every (row, id) of the batch in Python: right, but
+B x V steps."""
+
+from _sampling_base import export, mutate
+
+export(mutate(
+    'batch_vocab_loop',
+    ('        got = flat[idx]\n        flat[idx] = torch.where(got < 0, got * rep, got / rep)\n',
+     '        mask = torch.zeros(b * v, dtype=torch.bool)\n'
+     '        mask[idx.cpu()] = True\n'
+     '        for f in range(b * v):\n'
+     '            if bool(mask[f]):\n'
+     '                x, r = float(flat[f]), float(rep[int((idx == f).nonzero()[0])])\n'
+     '                flat[f] = x * r if x < 0 else x / r\n'),
+), globals())
