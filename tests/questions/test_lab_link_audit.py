@@ -12,9 +12,6 @@ from lab.concepts import concepts_for
 from lab.exercises import discover
 from trainer.core.bank import load_study_bank
 
-# Topics another change relinks to labs of their own (the sampler and tensor-parallel labs).
-RELINKED_ELSEWHERE = {"sampling"}
-
 
 def cases_behind_each_question() -> dict[tuple[str, int, str], list[str]]:
     """(exercise, level, question id) -> the case ids of that level that test the question."""
@@ -37,7 +34,7 @@ def test_every_lab_link_is_exercised_by_cases_of_its_level(
     bad: list[str] = []
     listed = 0
     for q in bank.questions:
-        if q.lab is None or q.topic in RELINKED_ELSEWHERE:
+        if q.lab is None:
             continue
         cases = behind.get((q.lab.exercise, q.lab.level, q.id), [])
         listed += 1
@@ -53,5 +50,5 @@ def test_every_lab_link_is_exercised_by_cases_of_its_level(
     named = {qid for (_, _, qid) in behind}
     for qid in sorted(named):
         q = bank.get(qid)
-        assert q is not None and (q.lab is None or (q.lab.exercise, q.lab.level, qid) in behind
-                                  or q.topic in RELINKED_ELSEWHERE), qid
+        assert q is not None, qid
+        assert q.lab is None or (q.lab.exercise, q.lab.level, qid) in behind, qid
