@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,7 +55,7 @@ class Outcome:
     @property
     def child_lost(self) -> bool:
         """The child was killed or died: the next request needs a fresh one."""
-        return self.kind in ("timeout", "memory", "crash", "protocol")
+        return self.kind in ("timeout", "memory", "crash", "protocol", "sandbox")
 
 
 class Cancelled(Exception):
@@ -65,6 +66,26 @@ class MemoryExceeded(Exception):
     def __init__(self, rss_mb: float) -> None:
         super().__init__(f"{rss_mb:.0f} MiB")
         self.rss_mb = rss_mb
+
+
+# ESC-introduced sequences (CSI "ESC [ ... final", OSC/DCS/APC/PM "... BEL or ESC \\", two-byte
+# escapes), their 8-bit C1 forms, then any other control character but tab and newline, and the
+# Unicode controls that reorder what a terminal shows (bidi overrides and isolates)
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x9d\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str) -> str:
+    """What the learner's code printed (or put in an exception message), safe to show on a
+    terminal: escape sequences and control characters removed, carriage returns made line
+    breaks, so their output cannot recolour, move the cursor over, retitle or hide the verdict."""
+    text = _ESCAPES.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
 
 
 def trim_output(text: str) -> str:
@@ -153,6 +174,44 @@ def kill_tagged(var: str, token: str) -> int:
         except (OSError, ValueError):  # gone, or not ours to read
             continue
     return killed
+
+
+def _git_roots(root: Path) -> list[Path]:
+    """The checkout holding the git history of `root` when `root` is a linked worktree (its
+    `.git` file names a gitdir inside another checkout's `.git`)."""
+    marker = root / ".git"
+    if not marker.is_file():
+        return []
+    try:
+        text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    gitdir = (root / text.split(":", 1)[1].strip()).resolve()
+    for parent in gitdir.parents:
+        if parent.name == ".git":
+            return [parent.parent]
+    return []
+
+
+def app_view(root: Path = REPO_ROOT) -> tuple[list[str], list[str]]:
+    """(folders to cover, paths inside them to show again) in a confined child: the app's tree
+    (and, for a linked git worktree, the checkout holding its history) shows only the `lab`
+    package and the Python installation (a virtualenv inside the tree); the workspace is added
+    by the child. Tests, .git, the other packages and the docs are not there to be read."""
+    cover = [root.resolve(), *_git_roots(root)]
+    keep = [root.resolve() / "lab"]
+    for entry in {sys.prefix, sys.exec_prefix, sys.base_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path}:
+        if not entry or not os.path.isabs(entry):
+            continue
+        path = Path(entry).resolve()
+        if any(path == c or c.is_relative_to(path) for c in cover):
+            continue  # the tree itself on the path (PYTHONPATH): only `lab` is kept of it
+        if any(path.is_relative_to(c) for c in cover) and path.exists():
+            keep.append(path)
+    return [str(c) for c in dict.fromkeys(cover)], [str(k) for k in dict.fromkeys(keep)]
 
 
 class Sandbox:
@@ -249,6 +308,13 @@ class Sandbox:
             cmd += ["--data-limit-mb", str(self.memory_mb + DATA_LIMIT_SLACK_MB)]
         cmd += ["--workspace", str(self.solution.parent), "--shm-mb", str(self.shm_mb)]
         cmd += [arg for path in self.hide for arg in ("--hide", path)]
+        cover, keep = app_view()
+        # the exercise's own package and modules (an exercise may live outside `lab`, e.g. a
+        # test's fixture); the judge's files among them are hidden again by `hide`
+        keep += [*self.load.get("guarded_paths", []), *self.load.get("reference_paths", []),
+                 *filter(None, self.load.get("allowed", {}).values())]
+        cmd += [arg for path in cover for arg in ("--cover", path)]
+        cmd += [arg for path in keep for arg in ("--keep", path)]
         if not self.confine:
             cmd.append("--no-confine")
         try:
@@ -340,7 +406,7 @@ class Sandbox:
         start = max(0, end - CAPTURE_TAIL_BYTES)
         self.capture.seek(start)
         data: bytes = self.capture.read()
-        text = trim_output(data.decode("utf-8", errors="replace"))
+        text = trim_output(clean_text(data.decode("utf-8", errors="replace")))
         if start and not text.startswith("…"):
             text = "… (earlier output not shown)\n" + text
         return text
@@ -392,6 +458,12 @@ class Sandbox:
                 if reply.get("op") != "hello" or not isinstance(reply.get("pid"), int):
                     self.kill()
                     return Outcome(False, kind="protocol", message="the sandbox did not start")
+                if reply.get("error"):
+                    self.kill()
+                    return Outcome(False, kind="sandbox", message=(
+                        f"the sandbox could not confine itself ({reply['error']}); nothing of "
+                        "yours ran. Report this; DOJO_LAB_NO_CONFINE=1 grades without the "
+                        "namespaces (see lab/README.md)"))
                 self.pid = int(reply["pid"])
                 self.missing = [str(m) for m in reply.get("missing", [])]
                 return Outcome(True)
@@ -400,8 +472,8 @@ class Sandbox:
                 reply.get("ok") is True,
                 value=reply.get("value"),
                 kind=str(reply.get("kind", "")),
-                message=str(reply.get("message", "")),
-                traceback=str(reply.get("traceback", "")),
+                message=clean_text(str(reply.get("message", ""))),
+                traceback=clean_text(str(reply.get("traceback", ""))),
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],

@@ -642,7 +642,7 @@ class _Grading:
         else:
             outcome = self._start(self.sandbox)
         if not outcome.ok:
-            prefix = "your module failed to load: "
+            prefix = "" if outcome.kind == "sandbox" else "your module failed to load: "
             outcome.message = prefix + outcome.message
             self.sandbox.close()
             self.load_failure = outcome
