@@ -418,6 +418,10 @@ def _plan(exercise: Exercise, solution: Path, levels: list[int] | None, device: 
         exercise = dataclasses.replace(exercise, needs_torch=False)
     if not solution.is_file():
         raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
+    if solution.is_symlink() and solution.resolve().parent != solution.parent.resolve():
+        raise UsageError(f"{solution} is a symbolic link to {solution.resolve()}, outside its "
+                         "folder: the grader grades the file in your workspace, not one a link "
+                         "points to elsewhere. Put the code itself in the workspace file")
     if solution.resolve().parent == REFERENCE_DIR:
         raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
                          "compares against it. Grade your own file (dojo lab start "

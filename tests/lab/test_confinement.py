@@ -93,10 +93,12 @@ print(json.dumps({"passed": run.result.passed, "events": run.events}))
 
 
 def grade_as_learner(folder: Path, probe: str, exercise: str = "kv-bytes",
-                     level: int = 1, body: str = CORRECT) -> tuple[dict[str, Any], Any]:
+                     level: int = 1, body: str = CORRECT,
+                     ws: Path | None = None) -> tuple[dict[str, Any], Any]:
     """Grade a kv-bytes file whose import runs `probe` (which fills the dict `seen`) as the
-    learner's user; returns (the grading's JSON, what the probe saw)."""
-    ws = folder / "ws"
+    learner's user, in `ws` (default: folder/ws); returns (the grading's JSON, what the probe
+    saw)."""
+    ws = ws or folder / "ws"
     solution = ws / "kv_bytes.py"
     solution.write_text(
         "import ctypes, errno, json, os\n"
@@ -277,3 +279,62 @@ def test_escape_sequences_in_learner_output_are_stripped(learner_dir: Path) -> N
     text = "\n".join(lines)
     assert "PASSED all levels" in text and "ValueError" in text, text
     assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+
+
+# -- 3. what the app trusts is not in the workspace; no link planted there is followed ---------
+def test_planted_state_and_links_in_the_workspace_change_nothing(
+    learner_dir: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The issue's attacks: rewrite state.json to grade a correct file from tests/, plant a
+    state.tmp (and backups/, and the workspace file itself) as links to the database."""
+    import sqlite3
+
+    from lab import workspace
+    from lab.exercises import get
+    from lab.grader.runner import UsageError, grade
+    from scheduler.store import Store
+
+    home = learner_dir / "home"
+    monkeypatch.setenv("DOJO_HOME", str(home))
+    ex = get("kv-bytes")
+    path, _ = workspace.start(ex)  # the app's own start: the database has the state now
+    with Store.open() as store:
+        store.update_settings(new_limit=7)
+    db = home / "dojo.sqlite3"
+    outside = learner_dir / "outside"
+    outside.mkdir()
+    for p in (home, *home.rglob("*")):
+        os.chown(p, NOBODY, NOBODY) if AS_NOBODY else None
+    correct = ROOT / "tests" / "lab" / "solutions" / "correct.py"
+    probe = (
+        f"ws = {str(path.parent)!r}\n"
+        "seen['state'] = oserr(lambda: open(os.path.join(ws, 'state.json'), 'w').write("
+        f"json.dumps({{'workspace': {str(correct.parent)!r}, 'hints_shown': 99}})))\n"
+        f"seen['tmp'] = oserr(os.symlink, {str(db)!r}, os.path.join(ws, 'state.tmp'))\n"
+        f"seen['backups'] = oserr(os.symlink, {str(outside)!r}, os.path.join(ws, 'backups'))\n"
+        f"seen['db'] = oserr(open, {str(db)!r}, 'r+b')\n"
+    )
+    result, seen = grade_as_learner(learner_dir, probe, ws=path.parent,
+                                    body=CORRECT.replace("def kv_bytes_per_token(",
+                                                         "def _real("))
+    assert not result["passed"]
+    assert seen["state"] == seen["tmp"] == seen["backups"] == "ok"  # its own folder: allowed
+    assert seen["db"] == "EROFS"  # the database is not
+    # the app, afterwards: same workspace file, no hint counted, links replaced not followed
+    assert workspace.solution_path(ex) == path
+    assert workspace.hints_shown(ex) == []
+    workspace.start(ex)
+    workspace.reset(ex)
+    workspace.start_interview(ex, 1, 30)
+    workspace.end_interview(ex)
+    assert list(outside.iterdir()) == []
+    assert (path.parent / "backups").is_dir() and not (path.parent / "backups").is_symlink()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    with Store.open() as store:
+        assert store.settings().new_limit == 7
+    # and a workspace file replaced by a link to a correct file elsewhere is not graded
+    path.unlink()
+    path.symlink_to(correct)
+    with pytest.raises(UsageError, match="symbolic link"):
+        grade(ex, path, levels=[1], store=False, device="cpu")
