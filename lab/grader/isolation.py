@@ -155,6 +155,101 @@ def describe_exit(returncode: int | None) -> str:
     )
 
 
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process descending from it (Linux: /proc/<pid>/task/*/children, a few
+    reads; elsewhere psutil). In the sandbox's PID namespace every process of the run descends
+    from its init, however detached; unconfined, the child is a subreaper, so orphans still do."""
+    if _PROC_CHILDREN:
+        out, i = [pid], 0
+        while i < len(out):
+            parent = out[i]
+            i += 1
+            try:
+                tasks = os.listdir(f"/proc/{parent}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as fh:
+                        out.extend(int(c) for c in fh.read().split())
+                except (OSError, ValueError):
+                    continue
+        return list(dict.fromkeys(out))
+    import psutil
+
+    try:
+        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return [pid]
+
+
+def _pss_mb(pid: int) -> float:
+    """Proportional set size (shared pages split between their users): a forked worker shares
+    its parent's pages, and counting its RSS in full would count them twice."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return rss_mb(pid)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Memory of the whole process tree in MiB: the main process's RSS (polled every 20 ms:
+    cheap), and when it has started others, the tree's proportional set size."""
+    if not _PROC_CHILDREN:
+        import psutil
+
+        total = 0.0
+        for p in process_tree(pid):
+            try:
+                total += psutil.Process(p).memory_info().rss / (1 << 20)
+            except psutil.Error:
+                continue
+        return total
+    tree = process_tree(pid)
+    if len(tree) == 1:
+        return rss_mb(pid)
+    return sum(_pss_mb(p) for p in tree)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds charged to the whole tree: each live process's own and its reaped children's
+    (`cpu_s`), so work handed to a forked worker is counted as the learner's."""
+    if not _PROC_CHILDREN and not os.path.isdir(f"/proc/{pid}"):
+        import psutil
+
+        total = 0.0
+        for p in process_tree(pid):
+            try:
+                t = psutil.Process(p).cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                continue
+        return total
+    return sum(cpu_s(p) for p in process_tree(pid))
+
+
+def signal_tree(pid: int, sig: int) -> list[int]:
+    """Send `sig` to every process of the tree, again until no new one appears (a fork between
+    the listing and the signal); returns the pids signalled."""
+    done: list[int] = []
+    for _ in range(8):
+        new = [p for p in process_tree(pid) if p not in done]
+        if not new:
+            break
+        for p in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, sig)
+            done.append(p)
+    return done
+
+
 def kill_tagged(var: str, token: str) -> int:
     """SIGKILL every process whose environment has var=token (Linux /proc; elsewhere the
     process group kill has to do). Returns how many were killed."""
@@ -250,6 +345,7 @@ class Sandbox:
         self.spawned = 0
         self.ready = False  # spawned and warmed by `prepare`, the learner's module not loaded
         self.cancelled: Callable[[], bool] = lambda: False
+        self.frozen: list[int] = []  # pids stopped between requests (see _freeze)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Outcome:
@@ -389,12 +485,27 @@ class Sandbox:
             self.capture = None
 
     # -- requests --------------------------------------------------------------------------
+    def _freeze(self) -> None:
+        """Stop every process of the learner's tree until the next request: nothing of theirs
+        runs while the grader is not asking (no work done ahead of a timed call, no waiting
+        worker computing beside the reference). SIGSTOP cannot be caught or ignored."""
+        if self.pid and self.alive:
+            self.frozen = signal_tree(self.pid, signal.SIGSTOP)
+
+    def _thaw(self) -> None:
+        if self.frozen:
+            for pid in self.frozen:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGCONT)
+            signal_tree(self.pid, signal.SIGCONT)
+            self.frozen = []
+
     def _check_memory(self) -> None:
         assert self.proc is not None
         if self.cancelled():
             self.kill()
             raise Cancelled()
-        rss = rss_mb(self.pid or self.proc.pid)
+        rss = tree_rss_mb(self.pid or self.proc.pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_mb:
             raise MemoryExceeded(rss)
@@ -416,7 +527,9 @@ class Sandbox:
         reply; the round trip is measured here, so the child cannot misreport it."""
         assert self.proc is not None and self.reader is not None
         self.capture.truncate(0)  # each request's output on its own; the file never grows
-        cpu_start = cpu_s(self.pid) if send else 0.0
+        if send:
+            self._thaw()
+        cpu_start = tree_cpu_s(self.pid) if send else 0.0
         start = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         try:
@@ -424,7 +537,9 @@ class Sandbox:
                 protocol.send(self.wfd, msg)
             reply = self.reader.recv(deadline, poll=self._check_memory)
             elapsed = time.perf_counter() - start
-            cpu = cpu_s(self.pid) - cpu_start if send else 0.0
+            cpu = tree_cpu_s(self.pid) - cpu_start if send else 0.0
+            if send:  # (a hello comes from the outer process, before the learner's pid is known)
+                self._freeze()
             if not isinstance(reply, dict):
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:

@@ -53,6 +53,12 @@ NO_EXPECTED_KINDS = frozenset({"not_implemented", "forbidden_import", "memory", 
 STOP_LEVEL_KINDS = frozenset({"not_implemented"})
 
 
+def timed_seeds(n: int) -> list[int]:
+    """Seeds for `n` timed calls, drawn from the OS per batch: a solution cannot know a timed
+    call's inputs before the call (the replayable `--seed` decides the graded cases only)."""
+    return [secrets.randbits(31) for _ in range(n)]
+
+
 def cheapest_first(cases: list[Case]) -> list[Case]:
     """Cases in order of cost (`Case.size`), stable, so the first failure comes back fast."""
     return sorted(cases, key=lambda c: c.size)
@@ -715,7 +721,7 @@ class _Grading:
             if isinstance(child, Sandbox):
                 for case in timed:
                     if not case.timed_once:  # its one call is the measurement: no warm-up
-                        out = self._batch(child, case, [self.seed * 1000], self._timeout(case))
+                        out = self._batch(child, case, timed_seeds(1), self._timeout(case))
                         if out.ok and child.alive:
                             self._reference_warm.add(case.id)
 
@@ -772,20 +778,20 @@ class _Grading:
         msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
         return sandbox.request(msg, timeout)
 
-    def _calibrate(self, child: Sandbox, case: Case, seed: int,
+    def _calibrate(self, child: Sandbox, case: Case,
                    warm_up: bool = True) -> tuple[int, float] | Outcome:
         """Calls per batch for `child`: one discarded warm-up call (first calls pay for caches
         and page faults) unless the child has just run this case (`warm_up=False`: the
         learner's graded call, the reference's run ahead), then batches grown until one lasts
         BATCH_TARGET_S. Returns the size and the per-call time, or the failed Outcome."""
         if warm_up:
-            warm = self._batch(child, case, [seed], self._timeout(case))
+            warm = self._batch(child, case, timed_seeds(1), self._timeout(case))
             if not warm.ok:
                 return warm
         calls: int | None = 1
         while True:
             assert calls is not None
-            probe = self._batch(child, case, [seed] * calls, self._timeout(case))
+            probe = self._batch(child, case, timed_seeds(calls), self._timeout(case))
             if not probe.ok:
                 return probe
             grown = next_batch_size(calls, probe.elapsed_s)
@@ -801,13 +807,12 @@ class _Grading:
         ref = self._reference_child()
         if isinstance(ref, str):
             return CaseResult(case, False, kind="grader_error", message=ref)
-        first_seed = self.seed * 1000 + 1
         sizes: dict[str, int] = {}
         call_s: dict[str, float] = {}
         # the learner's child has just answered this case (its graded call, before this)
         cold = {"reference": case.id not in self._reference_warm, "learner": False}
         for who, child in (("reference", ref), ("learner", self.sandbox)):
-            got = self._calibrate(child, case, first_seed, warm_up=cold[who])
+            got = self._calibrate(child, case, warm_up=cold[who])
             if isinstance(got, Outcome):
                 return self._timing_failure(case, who, got)
             sizes[who], call_s[who] = got
@@ -820,7 +825,7 @@ class _Grading:
         reference_cpu: list[float] = []
         warmup = self.exercise.timing_warmup
         for i in range(warmup + self.timing_repeats):
-            seeds = [first_seed + 1 + i * most + j for j in range(most)]
+            seeds = timed_seeds(most)  # drawn now, while the learner's child is stopped
             results: dict[str, Outcome] = {}
             for who in interleaved_order(i):
                 child = self.sandbox if who == "learner" else ref

@@ -92,6 +92,24 @@ print(json.dumps({"passed": run.result.passed, "events": run.events}))
 """
 
 
+def run_as_learner(folder: Path, script: str, *args: str) -> Any:
+    """Run `script` (Python; it prints one JSON line last) as the learner's user, with the data
+    dir in `folder`; returns what it printed."""
+    env = {**os.environ, "DOJO_HOME": str(folder / "home"), "PYTHONPATH": str(ROOT),
+           "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(folder / "home")}
+    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                         env=env, timeout=300, check=False, cwd=str(folder / "ws"),
+                         preexec_fn=_as_nobody if AS_NOBODY else None)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _owned(path: Path) -> Path:
+    if AS_NOBODY:
+        os.chown(path, NOBODY, NOBODY)
+    return path
+
+
 def grade_as_learner(folder: Path, probe: str, exercise: str = "kv-bytes",
                      level: int = 1, body: str = CORRECT,
                      ws: Path | None = None) -> tuple[dict[str, Any], Any]:
@@ -114,16 +132,8 @@ def grade_as_learner(folder: Path, probe: str, exercise: str = "kv-bytes",
         "        return errno.errorcode.get(e.errno, str(e.errno))\n"
         + probe +
         f"\nopen({str(ws / 'seen.json')!r}, 'w').write(json.dumps(seen))\n\n" + body)
-    env = {**os.environ, "DOJO_HOME": str(folder / "home"), "PYTHONPATH": str(ROOT),
-           "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(folder / "home")}
-    if AS_NOBODY:
-        os.chown(solution, NOBODY, NOBODY)
-    out = subprocess.run(
-        [sys.executable, "-c", GRADE, exercise, str(solution), str(level)],
-        capture_output=True, text=True, env=env, timeout=300, check=False, cwd=str(ws),
-        preexec_fn=_as_nobody if AS_NOBODY else None)
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    _owned(solution)
+    result = run_as_learner(folder, GRADE, exercise, str(solution), str(level))
     seen_file = ws / "seen.json"
     assert seen_file.exists(), json.dumps(result["events"])[-3000:]
     return result, json.loads(seen_file.read_text())
@@ -338,3 +348,115 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
     path.symlink_to(correct)
     with pytest.raises(UsageError, match="symbolic link"):
         grade(ex, path, levels=[1], store=False, device="cpu")
+
+
+# -- 5. timed inputs cannot be known ahead; the learner's whole tree is stopped and counted -----
+TIMED_DEMO = ROOT / "tests" / "lab" / "fixtures" / "timed_demo"
+SANDBOX_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from lab.exercises import load_exercise
+from lab.grader.runner import learner_sandbox, reference_guess, sandbox_options
+ex = load_exercise(Path(sys.argv[1]), module="tests.lab.fixtures.timed_demo")
+_, box = learner_sandbox(ex, Path(sys.argv[2]), "tests.lab.fixtures.timed_ref",
+                         sandbox_options(ex, "cpu", 1536, None, True))
+from lab.grader.api import Case, RunContext, to_wire
+msg = {"op": "run", "case": to_wire(Case(id="c", level=1, params={"what": "sum", "n": 8})),
+       "ctx": to_wire(RunContext(device="cpu", seed=1, dtype="float32"))}
+out = {}
+try:
+    assert box.start().ok
+    first = box.request(msg, 30)
+    out["cpu_s"] = first.cpu_s
+    ticks = Path(sys.argv[3])
+    before = ticks.read_text()
+    time.sleep(0.6)  # between requests: the learner's worker must not run
+    out["ticked_between"] = ticks.read_text() != before
+    box.request(msg, 30)
+    out["ticked_during"] = ticks.read_text() != before
+finally:
+    box.close()
+print(json.dumps(out))
+"""
+WORKER = """
+import os, time
+from pathlib import Path
+TICKS = Path(__file__).with_name("ticks.txt")
+TICKS.write_text("0")
+r, w = os.pipe()
+done_r, done_w = os.pipe()
+if os.fork() == 0:  # a worker that outlives each call: it does the work, and ticks meanwhile
+    os.set_blocking(r, False)
+    n = 0
+    while True:
+        try:
+            asked = os.read(r, 1)
+        except BlockingIOError:
+            asked = b""
+        if asked:
+            end = time.process_time() + 0.4
+            while time.process_time() < end:
+                pass
+            os.write(done_w, b"x")
+        n += 1
+        TICKS.write_text(str(n))
+        time.sleep(0.01)
+
+
+def square_sum(a):
+    os.write(w, b"x")
+    os.read(done_r, 1)
+    return (a @ a).sum()
+"""
+
+
+def test_a_forked_worker_is_counted_and_stopped_between_requests(learner_dir: Path) -> None:
+    """The issue's meter ledger: work handed to a forked worker that stays alive. Its CPU time
+    is the learner's, and it does not run while the grader is not asking."""
+    ws = learner_dir / "ws"
+    solution = ws / "timed_demo.py"
+    solution.write_text(WORKER)
+    _owned(solution)
+    seen = run_as_learner(learner_dir, SANDBOX_SCRIPT, str(TIMED_DEMO), str(solution),
+                          str(ws / "ticks.txt"))
+    assert seen["cpu_s"] >= 0.3, seen  # the worker's 0.4 s of CPU, not the waiting parent's 0
+    assert not seen["ticked_between"], "the learner's worker ran between requests"
+    assert seen["ticked_during"]
+
+
+def test_timed_seeds_are_drawn_per_grading_not_derived_from_the_replay_seed(
+    learner_dir: Path,
+) -> None:
+    ws = learner_dir / "ws"
+    log = ws / "seeds.txt"
+    log.write_text("")
+    _owned(log)
+    solution = ws / "timed_demo.py"
+    solution.write_text(
+        "import sys\n"
+        "main = sys.modules['__main__']\n"
+        "real = main.Child.batch\n"
+        "def logged(self, msg):\n"
+        f"    open({str(log)!r}, 'a').write(' '.join(map(str, msg['seeds'])) + '\\n')\n"
+        "    return real(self, msg)\n"
+        "main.Child.batch = logged\n"
+        "def square_sum(a):\n"
+        "    return (a @ a).sum()\n")
+    _owned(solution)
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from lab.exercises import load_exercise\n"
+        "from lab.grader.testing import grade_file\n"
+        f"ex = load_exercise(Path({str(TIMED_DEMO)!r}), module='tests.lab.fixtures.timed_demo')\n"
+        "runs = []\n"
+        "for _ in range(2):\n"
+        f"    Path({str(log)!r}).write_text('')\n"
+        "    run = grade_file(ex, Path(sys.argv[1]), 1, seed=7, timing_repeats=2)\n"
+        f"    runs.append(Path({str(log)!r}).read_text().split())\n"
+        "    assert run.result.passed, run.describe()\n"
+        "print(json.dumps(runs))\n")
+    first, second = run_as_learner(learner_dir, script, str(solution))
+    assert first and second
+    assert not set(first) & set(second)  # same --seed, unrelated timed inputs
+    assert not any(7000 <= int(s) < 8000 for s in first + second)  # not seed*1000 + k
