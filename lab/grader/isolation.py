@@ -297,8 +297,10 @@ def app_view(root: Path = REPO_ROOT) -> tuple[list[str], list[str]]:
     by the child. Tests, .git, the other packages and the docs are not there to be read."""
     cover = [root.resolve(), *_git_roots(root)]
     keep = [root.resolve() / "lab"]
+    libraries = [p for p in sys.path if os.path.basename(p) in ("site-packages",
+                                                                  "dist-packages")]
     for entry in {sys.prefix, sys.exec_prefix, sys.base_prefix,
-                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path}:
+                  os.path.dirname(os.path.realpath(sys.executable)), *libraries}:
         if not entry or not os.path.isabs(entry):
             continue
         path = Path(entry).resolve()
