@@ -1,15 +1,23 @@
 """The learner's side of the lab on disk: workspace files and hint progress.
 
-Per exercise, `data_dir()/lab/<id>/` holds `state.json` (where the workspace is, how many hints
-were shown — graded results live in the attempts table, see `lab.grader.record`) and `backups/`;
-the workspace file itself lives there too unless `--workspace DIR` chose another folder, which
-`state.json` then remembers.
+Per exercise, `data_dir()/lab/<id>/` holds the workspace file (unless `--workspace DIR` chose
+another folder) and `backups/`. What the app trusts about it — which folder is the workspace,
+how many hints were shown, the interview clock — is kept in the learner's database
+(`Store.lab_state`), written only by the app, never in the workspace: the learner's code may
+write its workspace folder during a grading. A `state.json` from an older release is read once
+(without following a symbolic link) and moved into the database. Graded results live in the
+attempts table (see `lab.grader.record`).
+
+Files the app writes into the workspace or `backups/` are never written through a symbolic
+link: a link planted there is replaced, not followed (it could point at the database).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -59,25 +67,76 @@ def lab_dir(exercise: Exercise) -> Path:
     return path
 
 
-def _state_path(exercise: Exercise) -> Path:
-    return lab_dir(exercise) / "state.json"
-
-
-def load_state(exercise: Exercise) -> dict[str, Any]:
-    path = _state_path(exercise)
+def _legacy_state(exercise: Exercise) -> dict[str, Any]:
+    """An older release's state.json, read without following a symbolic link."""
+    path = lab_dir(exercise) / "state.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(fd, encoding="utf-8") as f:
+            data = json.loads(f.read(1 << 20))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
+def load_state(exercise: Exercise) -> dict[str, Any]:
+    """The remembered workspace state (from the database; see the module docstring)."""
+    from scheduler.errors import ReadOnlyDatabaseError, StoreError
+    from scheduler.store import Store
+
+    try:
+        try:
+            with Store.open(auto_backup=False) as store:
+                data = store.lab_state(exercise.id)
+        except ReadOnlyDatabaseError:  # read-only data: the state can still be read
+            with Store.open(auto_backup=False, read_only=True) as store:
+                data = store.lab_state(exercise.id)
+    except (StoreError, OSError):
+        return {}  # an unreadable database: the defaults (the CLI says what is wrong with it)
+    if data is None:  # nothing stored yet: an older release's file, once
+        data = _legacy_state(exercise)
+        with contextlib.suppress(ReadOnlyLabError):  # read-only: moved in on a later run
+            save_state(exercise, data)
+    return data
+
+
 def save_state(exercise: Exercise, state: dict[str, Any]) -> None:
-    path = _state_path(exercise)
-    tmp = path.with_suffix(".tmp")
-    with _writing(path.parent):
-        tmp.write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)  # atomic: a crash never leaves half a state file
+    from scheduler.errors import ReadOnlyDatabaseError
+    from scheduler.store import Store
+
+    try:
+        with Store.open(auto_backup=False) as store:
+            store.set_lab_state(exercise.id, state)
+    except ReadOnlyDatabaseError as exc:  # the data folder or database is read-only: say so
+        raise ReadOnlyLabError(errno.EROFS, f"read-only: answers will not be saved ({exc}). "
+                               "Make it writable, or work in another folder with "
+                               "--workspace DIR.") from exc
+
+
+def _replace_file(source: Path, target: Path, *, metadata: bool = False) -> None:
+    """Copy `source` to `target` without writing through a link: a symbolic link at `target`
+    is removed first, and the file is opened with O_NOFOLLOW."""
+    if target.is_symlink():
+        target.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    with open(source, "rb") as src, os.fdopen(os.open(target, flags, 0o644), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    if metadata:
+        with contextlib.suppress(OSError):
+            shutil.copystat(source, target)
+
+
+def _backups(exercise: Exercise) -> Path:
+    """`backups/` under the exercise's folder, a real directory (a symbolic link planted there
+    is removed rather than followed out of the folder)."""
+    backups = lab_dir(exercise) / "backups"
+    if backups.is_symlink() or (backups.exists() and not backups.is_dir()):
+        backups.unlink()
+    backups.mkdir(exist_ok=True)
+    return backups
 
 
 def solution_path(exercise: Exercise, workspace: Path | None = None) -> Path:
@@ -109,11 +168,11 @@ def start(exercise: Exercise, workspace: Path | None = None,
             raise
         # A writable --workspace beside a read-only data folder: the file can still be made;
         # only the reminder of where it is (and which levels were started) is lost.
-    if path.exists():
+    if path.exists() and not path.is_symlink():
         return path, False
     with _writing(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(exercise.stub_path, path)
+        _replace_file(exercise.stub_path, path)
     return path, True
 
 
@@ -122,9 +181,8 @@ def reset(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path
     path = solution_path(exercise, workspace)
     backup: Path | None = None
     if path.exists():
-        backups = lab_dir(exercise) / "backups"
-        with _writing(backups.parent):
-            backups.mkdir(exist_ok=True)
+        with _writing(lab_dir(exercise)):
+            backups = _backups(exercise)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         backup = backups / f"{path.stem}-{stamp}{path.suffix}"
         n = 1
@@ -132,10 +190,10 @@ def reset(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path
             backup = backups / f"{path.stem}-{stamp}-{n}{path.suffix}"
             n += 1
         with _writing(backups):
-            shutil.copy2(path, backup)
+            _replace_file(path, backup, metadata=True)
     with _writing(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(exercise.stub_path, path)
+        _replace_file(exercise.stub_path, path)
     return path, backup
 
 
@@ -183,8 +241,9 @@ def levels_started(exercise: Exercise, state: dict[str, Any] | None = None) -> l
 # -- interview rehearsal --------------------------------------------------------------------
 # A rehearsal of one level from a blank stub against a clock: the learner's file is moved aside
 # (restorable with `restore`), hints are off, and each grading of the level counts. State lives in
-# state.json under "interview"; what was graded is recorded with the attempt (see
-# `interview_metrics`), so time-to-first-pass and the number of gradings are in lab_attempts.
+# the database's lab state under "interview" (the learner's code cannot move the clock); what was
+# graded is recorded with the attempt (see `interview_metrics`), so time-to-first-pass and the
+# number of gradings are in lab_attempts.
 
 DEFAULT_INTERVIEW_MINUTES = 45
 
@@ -226,9 +285,8 @@ def interview(exercise: Exercise) -> Interview | None:
 
 
 def _backup_path(exercise: Exercise, path: Path, tag: str) -> Path:
-    backups = lab_dir(exercise) / "backups"
-    with _writing(backups.parent):
-        backups.mkdir(exist_ok=True)
+    with _writing(lab_dir(exercise)):
+        backups = _backups(exercise)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup = backups / f"{path.stem}-{tag}{stamp}{path.suffix}"
     n = 1
@@ -309,9 +367,9 @@ def end_interview(exercise: Exercise, workspace: Path | None = None) -> tuple[Pa
         kept = _backup_path(exercise, path, "interview-")
         shutil.move(str(path), kept)
     if session.moved_aside and Path(session.moved_aside).exists():
-        shutil.copy2(session.moved_aside, path)
+        _replace_file(Path(session.moved_aside), path, metadata=True)
     else:
-        shutil.copyfile(exercise.stub_path, path)
+        _replace_file(exercise.stub_path, path)
     state = load_state(exercise)
     state.pop("interview", None)
     save_state(exercise, state)

@@ -1163,6 +1163,28 @@ class Store:
                     out[label] += n
         return out
 
+    # ----------------------------------------------------------------------- lab workspace
+    def lab_state(self, exercise: str) -> dict[str, Any] | None:
+        """What the app remembers about an exercise's workspace (which folder, hints shown,
+        the interview clock), or None when nothing is stored yet. Kept here, not in a file in
+        the workspace: the learner's code may write its workspace, never this database."""
+        with self._read() as s:
+            raw = s.scalar(select(SettingRow.value).where(
+                SettingRow.key == _LAB_STATE_KEY + exercise))
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def set_lab_state(self, exercise: str, state: dict[str, Any]) -> None:
+        """Replace an exercise's remembered workspace state (see `lab_state`)."""
+        value = _json_object(state, "lab state") or "{}"
+        with self._write() as s:
+            s.merge(SettingRow(key=_LAB_STATE_KEY + exercise, value=value))
+
     # -------------------------------------------------------------------------- lab attempts
     def record_lab_attempt(
         self,
@@ -1345,6 +1367,7 @@ class Store:
 
 
 SCHEDULERS = ("sm2", "fsrs")
+_LAB_STATE_KEY = "lab_state:"  # + exercise id: Store.lab_state, in the settings table
 _DAY_HOLD_KEY = "_day_rule_hold"  # [old timezone, old rollover_hour, from ms, until ms]
 
 

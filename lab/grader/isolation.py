@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,7 +55,7 @@ class Outcome:
     @property
     def child_lost(self) -> bool:
         """The child was killed or died: the next request needs a fresh one."""
-        return self.kind in ("timeout", "memory", "crash", "protocol")
+        return self.kind in ("timeout", "memory", "crash", "protocol", "sandbox")
 
 
 class Cancelled(Exception):
@@ -65,6 +66,26 @@ class MemoryExceeded(Exception):
     def __init__(self, rss_mb: float) -> None:
         super().__init__(f"{rss_mb:.0f} MiB")
         self.rss_mb = rss_mb
+
+
+# ESC-introduced sequences (CSI "ESC [ ... final", OSC/DCS/APC/PM "... BEL or ESC \\", two-byte
+# escapes), their 8-bit C1 forms, then any other control character but tab and newline, and the
+# Unicode controls that reorder what a terminal shows (bidi overrides and isolates)
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x9d\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str) -> str:
+    """What the learner's code printed (or put in an exception message), safe to show on a
+    terminal: escape sequences and control characters removed, carriage returns made line
+    breaks, so their output cannot recolour, move the cursor over, retitle or hide the verdict."""
+    text = _ESCAPES.sub("", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
 
 
 def trim_output(text: str) -> str:
@@ -134,6 +155,101 @@ def describe_exit(returncode: int | None) -> str:
     )
 
 
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process descending from it (Linux: /proc/<pid>/task/*/children, a few
+    reads; elsewhere psutil). In the sandbox's PID namespace every process of the run descends
+    from its init, however detached; unconfined, the child is a subreaper, so orphans still do."""
+    if _PROC_CHILDREN:
+        out, i = [pid], 0
+        while i < len(out):
+            parent = out[i]
+            i += 1
+            try:
+                tasks = os.listdir(f"/proc/{parent}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as fh:
+                        out.extend(int(c) for c in fh.read().split())
+                except (OSError, ValueError):
+                    continue
+        return list(dict.fromkeys(out))
+    import psutil
+
+    try:
+        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return [pid]
+
+
+def _pss_mb(pid: int) -> float:
+    """Proportional set size (shared pages split between their users): a forked worker shares
+    its parent's pages, and counting its RSS in full would count them twice."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return rss_mb(pid)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Memory of the whole process tree in MiB: the main process's RSS (polled every 20 ms:
+    cheap), and when it has started others, the tree's proportional set size."""
+    if not _PROC_CHILDREN:
+        import psutil
+
+        total = 0.0
+        for p in process_tree(pid):
+            try:
+                total += psutil.Process(p).memory_info().rss / (1 << 20)
+            except psutil.Error:
+                continue
+        return total
+    tree = process_tree(pid)
+    if len(tree) == 1:
+        return rss_mb(pid)
+    return sum(_pss_mb(p) for p in tree)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds charged to the whole tree: each live process's own and its reaped children's
+    (`cpu_s`), so work handed to a forked worker is counted as the learner's."""
+    if not _PROC_CHILDREN and not os.path.isdir(f"/proc/{pid}"):
+        import psutil
+
+        total = 0.0
+        for p in process_tree(pid):
+            try:
+                t = psutil.Process(p).cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                continue
+        return total
+    return sum(cpu_s(p) for p in process_tree(pid))
+
+
+def signal_tree(pid: int, sig: int) -> list[int]:
+    """Send `sig` to every process of the tree, again until no new one appears (a fork between
+    the listing and the signal); returns the pids signalled."""
+    done: list[int] = []
+    for _ in range(8):
+        new = [p for p in process_tree(pid) if p not in done]
+        if not new:
+            break
+        for p in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, sig)
+            done.append(p)
+    return done
+
+
 def kill_tagged(var: str, token: str) -> int:
     """SIGKILL every process whose environment has var=token (Linux /proc; elsewhere the
     process group kill has to do). Returns how many were killed."""
@@ -153,6 +269,46 @@ def kill_tagged(var: str, token: str) -> int:
         except (OSError, ValueError):  # gone, or not ours to read
             continue
     return killed
+
+
+def _git_roots(root: Path) -> list[Path]:
+    """The checkout holding the git history of `root` when `root` is a linked worktree (its
+    `.git` file names a gitdir inside another checkout's `.git`)."""
+    marker = root / ".git"
+    if not marker.is_file():
+        return []
+    try:
+        text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    gitdir = (root / text.split(":", 1)[1].strip()).resolve()
+    for parent in gitdir.parents:
+        if parent.name == ".git":
+            return [parent.parent]
+    return []
+
+
+def app_view(root: Path = REPO_ROOT) -> tuple[list[str], list[str]]:
+    """(folders to cover, paths inside them to show again) in a confined child: the app's tree
+    (and, for a linked git worktree, the checkout holding its history) shows only the `lab`
+    package and the Python installation (a virtualenv inside the tree); the workspace is added
+    by the child. Tests, .git, the other packages and the docs are not there to be read."""
+    cover = [root.resolve(), *_git_roots(root)]
+    keep = [root.resolve() / "lab"]
+    libraries = [p for p in sys.path if os.path.basename(p) in ("site-packages",
+                                                                  "dist-packages")]
+    for entry in {sys.prefix, sys.exec_prefix, sys.base_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable)), *libraries}:
+        if not entry or not os.path.isabs(entry):
+            continue
+        path = Path(entry).resolve()
+        if any(path == c or c.is_relative_to(path) for c in cover):
+            continue  # the tree itself on the path (PYTHONPATH): only `lab` is kept of it
+        if any(path.is_relative_to(c) for c in cover) and path.exists():
+            keep.append(path)
+    return [str(c) for c in dict.fromkeys(cover)], [str(k) for k in dict.fromkeys(keep)]
 
 
 class Sandbox:
@@ -191,6 +347,7 @@ class Sandbox:
         self.spawned = 0
         self.ready = False  # spawned and warmed by `prepare`, the learner's module not loaded
         self.cancelled: Callable[[], bool] = lambda: False
+        self.frozen: list[int] = []  # pids stopped between requests (see _freeze)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Outcome:
@@ -249,6 +406,13 @@ class Sandbox:
             cmd += ["--data-limit-mb", str(self.memory_mb + DATA_LIMIT_SLACK_MB)]
         cmd += ["--workspace", str(self.solution.parent), "--shm-mb", str(self.shm_mb)]
         cmd += [arg for path in self.hide for arg in ("--hide", path)]
+        cover, keep = app_view()
+        # the exercise's own package and modules (an exercise may live outside `lab`, e.g. a
+        # test's fixture); the judge's files among them are hidden again by `hide`
+        keep += [*self.load.get("guarded_paths", []), *self.load.get("reference_paths", []),
+                 *filter(None, self.load.get("allowed", {}).values())]
+        cmd += [arg for path in cover for arg in ("--cover", path)]
+        cmd += [arg for path in keep for arg in ("--keep", path)]
         if not self.confine:
             cmd.append("--no-confine")
         try:
@@ -323,12 +487,27 @@ class Sandbox:
             self.capture = None
 
     # -- requests --------------------------------------------------------------------------
+    def _freeze(self) -> None:
+        """Stop every process of the learner's tree until the next request: nothing of theirs
+        runs while the grader is not asking (no work done ahead of a timed call, no waiting
+        worker computing beside the reference). SIGSTOP cannot be caught or ignored."""
+        if self.pid and self.alive:
+            self.frozen = signal_tree(self.pid, signal.SIGSTOP)
+
+    def _thaw(self) -> None:
+        if self.frozen:
+            for pid in self.frozen:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGCONT)
+            signal_tree(self.pid, signal.SIGCONT)
+            self.frozen = []
+
     def _check_memory(self) -> None:
         assert self.proc is not None
         if self.cancelled():
             self.kill()
             raise Cancelled()
-        rss = rss_mb(self.pid or self.proc.pid)
+        rss = tree_rss_mb(self.pid or self.proc.pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         if rss > self.memory_mb:
             raise MemoryExceeded(rss)
@@ -340,7 +519,7 @@ class Sandbox:
         start = max(0, end - CAPTURE_TAIL_BYTES)
         self.capture.seek(start)
         data: bytes = self.capture.read()
-        text = trim_output(data.decode("utf-8", errors="replace"))
+        text = trim_output(clean_text(data.decode("utf-8", errors="replace")))
         if start and not text.startswith("…"):
             text = "… (earlier output not shown)\n" + text
         return text
@@ -350,7 +529,9 @@ class Sandbox:
         reply; the round trip is measured here, so the child cannot misreport it."""
         assert self.proc is not None and self.reader is not None
         self.capture.truncate(0)  # each request's output on its own; the file never grows
-        cpu_start = cpu_s(self.pid) if send else 0.0
+        if send:
+            self._thaw()
+        cpu_start = tree_cpu_s(self.pid) if send else 0.0
         start = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         try:
@@ -358,7 +539,9 @@ class Sandbox:
                 protocol.send(self.wfd, msg)
             reply = self.reader.recv(deadline, poll=self._check_memory)
             elapsed = time.perf_counter() - start
-            cpu = cpu_s(self.pid) - cpu_start if send else 0.0
+            cpu = tree_cpu_s(self.pid) - cpu_start if send else 0.0
+            if send:  # (a hello comes from the outer process, before the learner's pid is known)
+                self._freeze()
             if not isinstance(reply, dict):
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
@@ -392,6 +575,12 @@ class Sandbox:
                 if reply.get("op") != "hello" or not isinstance(reply.get("pid"), int):
                     self.kill()
                     return Outcome(False, kind="protocol", message="the sandbox did not start")
+                if reply.get("error"):
+                    self.kill()
+                    return Outcome(False, kind="sandbox", message=(
+                        f"the sandbox could not confine itself ({reply['error']}); nothing of "
+                        "yours ran. Report this; DOJO_LAB_NO_CONFINE=1 grades without the "
+                        "namespaces (see lab/README.md)"))
                 self.pid = int(reply["pid"])
                 self.missing = [str(m) for m in reply.get("missing", [])]
                 return Outcome(True)
@@ -400,8 +589,8 @@ class Sandbox:
                 reply.get("ok") is True,
                 value=reply.get("value"),
                 kind=str(reply.get("kind", "")),
-                message=str(reply.get("message", "")),
-                traceback=str(reply.get("traceback", "")),
+                message=clean_text(str(reply.get("message", ""))),
+                traceback=clean_text(str(reply.get("traceback", ""))),
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],

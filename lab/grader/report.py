@@ -111,10 +111,13 @@ class TextReport:
         m = e["metrics"]
         if "median_ratio" in m and m.get("samples") == 1:  # a `timed_once` case
             cpu = m.get("cpu_median_ratio")
+            runs = int(m.get("reference_runs", 1))
+            how = "one run each" if runs == 1 else f"your one run against the median of " \
+                                                   f"{runs} reference runs back to back"
             self.write(
                 f"  ⏱ {e['case']}: {m['median_ratio']:.2f}× the reference's time "
                 f"({m['learner_median_ms'] / 1e3:.3g} s vs {m['reference_median_ms'] / 1e3:.3g} s,"
-                f" one run each, side by side)"
+                f" {how}, side by side)"
                 + ("" if cpu is None else f", {cpu:.2f}× in CPU time")
             )
         elif "median_ratio" in m:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from lab.exercises import load_exercise
+from lab.grader import runner
 from lab.grader.events import CaseFailed
 from lab.grader.runner import grade, prepare
 from tests.lab.conftest import HERE, SOLUTIONS
@@ -112,7 +113,7 @@ def test_a_judge_file_loaded_by_path_is_caught_in_a_prepared_child(tmp_path: Pat
 
 
 def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A level with a timed case (spec-verify 3): the reference's child is spawned and warmed
     once the learner's is ready, and the grading's timed case loads the reference into that
     very child (no fresh spawn, whose torch import the learner would otherwise wait for); the
@@ -147,16 +148,27 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
 
     counting(ref, "reference")
     counting(prepared.sandbox, "learner")
+    warm_ups: list[bool] = []
+    calibrate = runner._Grading._calibrate
+
+    def spied(self: Any, child: Any, case: Any, warm_up: bool = True) -> Any:
+        warm_ups.append(warm_up)
+        return calibrate(self, child, case, warm_up=warm_up)
+
+    monkeypatch.setattr(runner._Grading, "_calibrate", spied)
     result = grade(exercise, solution, levels=[3], device="cpu", store=False, seed=1,
                    prepared=prepared)
     assert result.passed, [e for e in result.events if isinstance(e, CaseFailed)]
     assert "load" in ops and ops.count("batch") >= 4  # the timed case ran in `ref`
     assert ref.spawned == 1  # loaded as it was, not respawned
     assert not ref.alive  # closed with the grading
-    # the timed case ran once ahead in `ref` (seed 1000); neither side then pays a discarded
-    # warm-up call before calibrating: the first probe (seed 1001, one call) is sent once
-    assert batches["reference"][0] == [1000] and batches["reference"].count([1001]) == 1
-    assert batches["learner"] and batches["learner"].count([1001]) == 1
+    # the timed case ran once ahead in `ref` (one call); neither side then pays a discarded
+    # warm-up call before calibrating
+    assert len(batches["reference"][0]) == 1 and warm_ups == [False, False]
+    # every timed call has its own seed, drawn per batch (never one seen before)
+    for who in ("reference", "learner"):
+        seeds = [seed for batch in batches[who] for seed in batch]  # type: ignore[attr-defined]
+        assert seeds and len(set(seeds)) == len(seeds), who
 
 
 def test_no_reference_child_is_prepared_for_levels_without_a_timed_case(tmp_path: Path) -> None:

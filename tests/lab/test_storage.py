@@ -107,3 +107,33 @@ def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1)
     assert result.passed and not result.stored and "could not store" in result.store_error
+
+
+def test_workspace_state_lives_in_the_database_and_a_state_json_is_imported_once(
+    dojo_home: Path,
+) -> None:
+    """Issue 31: state.json sits in the workspace folder the learner's code may write; what the
+    app trusts is read from the database, and an older release's file only once."""
+    from lab import workspace
+
+    ex = get("kv-bytes")
+    folder = dojo_home / "lab" / ex.id
+    folder.mkdir(parents=True)
+    (folder / "state.json").write_text(json.dumps({"hints_shown": 1}))
+    assert workspace.load_state(ex) == {"hints_shown": 1}  # imported
+    (folder / "state.json").write_text(json.dumps({"hints_shown": 5, "workspace": "/elsewhere"}))
+    assert workspace.load_state(ex) == {"hints_shown": 1}  # never read again
+    assert workspace.solution_path(ex) == folder / ex.workspace_file
+
+
+def test_a_state_json_link_is_not_followed(dojo_home: Path, tmp_path: Path) -> None:
+    from lab import workspace
+
+    ex = get("kv-bytes")
+    folder = dojo_home / "lab" / ex.id
+    folder.mkdir(parents=True)
+    planted = tmp_path / "planted.json"
+    planted.write_text(json.dumps({"workspace": str(tmp_path), "hints_shown": 3}))
+    (folder / "state.json").symlink_to(planted)
+    assert workspace.load_state(ex) == {}
+    assert workspace.solution_path(ex) == folder / ex.workspace_file
