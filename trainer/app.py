@@ -327,23 +327,16 @@ class DojoApp(App[None]):
 
     @work(thread=True, group="export")
     def _export(self) -> None:
-        import datetime as dt
-        import json
+        from trainer.core.store import export_history, new_export_path
 
         services = self.services
         if services is None:
             self.call_from_thread(self.notify, "Still loading…")
             return
         store = services.store
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        target = store.path.parent / "exports" / f"history-{stamp}.json"
         try:
-            data = store.export_history()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial_file = target.with_name(target.name + ".partial")
-            partial_file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
-                                    encoding="utf-8")
-            partial_file.replace(target)
+            target = new_export_path(store)
+            data = export_history(store, target)
         except Exception as exc:  # disk full, read-only: say it, keep going
             self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
             return

@@ -215,9 +215,9 @@ def _card_lines(ex: Any, recorder: Any, session: Any) -> None:
 
 
 def _store() -> Any:
-    from scheduler.store import Store
+    from trainer.core.store import open_store
 
-    return Store.open()
+    return open_store()
 
 
 def _read_only_note() -> None:

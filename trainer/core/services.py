@@ -62,16 +62,13 @@ class Services:
         now: dt.datetime | None = None,
     ) -> Services:
         """Open the store and load the bank; new questions get cards. Slow-ish: call off-thread."""
-        from scheduler.errors import ReadOnlyDatabaseError
-        from scheduler.store import Store
         from trainer.core.bank import load_study_bank, sync_bank
+        from trainer.core.store import open_store
 
         bank = load_study_bank(bank_paths)  # every kind: case studies are answered step by step
-        try:
-            store = Store.open(db_path)
-        except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so
-            store = Store.open(db_path, read_only=True)
-            store.warnings.append(f"{exc} Browsing it read-only.")
+        why_read_only: list[str] = []  # healthy but unwritable: browse it, say so
+        store = open_store(db_path, browse=True, on_read_only=why_read_only.append)
+        store.warnings.extend(f"{why} Browsing it read-only." for why in why_read_only)
         if store.writable:
             sync_bank(store, bank)  # its note is the bank's errors, which Today shows
         return cls(store, bank, now)
