@@ -112,14 +112,14 @@ class QuestionScreen(ModalScreen[None]):
         self.question = question
 
     def compose(self) -> ComposeResult:
-        from trainer.core.session import choice_label
+        from questions.answers import choice_label
 
         q = self.question
         inst = q.draw(0)
         if inst.correct_index is not None:
             answer = choice_label(inst.correct_index, inst.choices[inst.correct_index])
         else:
-            unit = str(getattr(q, "unit", "") or "")
+            unit = q.unit
             answer = f"{inst.answer:g} {unit}".strip() if inst.answer is not None else "—"
         choices = "\n".join(f"- {choice_label(i, c)}" for i, c in enumerate(inst.choices))
         body = "\n\n".join(x for x in (inst.prompt, choices, f"**Answer:** {answer}",
