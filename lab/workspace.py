@@ -181,15 +181,8 @@ def reset(exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path
     path = solution_path(exercise, workspace)
     backup: Path | None = None
     if path.exists():
-        with _writing(lab_dir(exercise)):
-            backups = _backups(exercise)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        backup = backups / f"{path.stem}-{stamp}{path.suffix}"
-        n = 1
-        while backup.exists():
-            backup = backups / f"{path.stem}-{stamp}-{n}{path.suffix}"
-            n += 1
-        with _writing(backups):
+        backup = _backup_path(exercise, path, "")
+        with _writing(backup.parent):
             _replace_file(path, backup, metadata=True)
     with _writing(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -285,6 +278,8 @@ def interview(exercise: Exercise) -> Interview | None:
 
 
 def _backup_path(exercise: Exercise, path: Path, tag: str) -> Path:
+    """A new, unused name under the exercise's `backups/` (created) for a copy of `path`:
+    `<stem>-<tag><time stamp>[-n]<suffix>` (`-n` when two are made within a second)."""
     with _writing(lab_dir(exercise)):
         backups = _backups(exercise)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -6,7 +6,7 @@ in `Bank.errors` (file:line:field) for the UI to show.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,10 +15,6 @@ from questions.problems import Problem
 from questions.validate import LOAD_DRAWS, validate_files
 
 ALL_KINDS = frozenset({"mcq", "numeric", "case"})
-# What a client that only knows single-answer cards gets by default. A case study is answered step
-# by step (`Instance.steps`, `questions.cases`); a client that can show one asks for it with
-# `load_bank(kinds=ALL_KINDS)`, so a card it cannot show is never scheduled or served to it.
-SINGLE_ANSWER_KINDS = frozenset({"mcq", "numeric"})
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "topics"
 
@@ -89,17 +85,24 @@ class Bank:
 
 
 def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DRAWS,
-              kinds: Collection[str] = SINGLE_ANSWER_KINDS) -> Bank:
+              kinds: Collection[str] = ALL_KINDS, exercises: Mapping[str, int] | None = None,
+              sims: Collection[str] | None = None) -> Bank:
     """Load the built-in bank plus imported packs (or just `paths`: files or folders).
 
-    Only questions of `kinds` are loaded (all are still validated); the default leaves case
-    studies out for clients that cannot show them yet, and `Bank.left_out` counts what was
-    left out by kind. The validated result is cached on disk (`questions.cache`)."""
+    Every kind by default (case studies are answered step by step, `questions.cases`). A
+    client that cannot show some kind passes `kinds` so such a card is never scheduled or
+    served to it: all questions are still validated, and `Bank.left_out` counts what was left
+    out by kind. `exercises`/`sims` are lab's catalogue to check the lab links against
+    (`validate_files`; the trainer passes `trainer.core.catalogue.lab_links()`). The validated
+    result is cached on disk (`questions.cache`), keyed by the files' content and the catalogue."""
     from questions.cache import cached_report
 
     files = builtin_files() + pack_files() if paths is None else expand(paths)
+    catalogue = repr((sorted((exercises or {}).items()), sorted(sims or ()),
+                      exercises is None, sims is None))
     report = cached_report(files, draws, BUILTIN_DIR, lambda: validate_files(
-        files, draws=draws, builtin_dir=BUILTIN_DIR))  # keyed by content: never stale
+        files, draws=draws, builtin_dir=BUILTIN_DIR, exercises=exercises, sims=sims),
+        catalogue)  # keyed by content: never stale
     kept = [q for q in report.questions if q.kind in kinds]
     left_out: dict[str, int] = {}
     for q in report.questions:

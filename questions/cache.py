@@ -50,11 +50,13 @@ def _code_files() -> list[Path]:
     return files
 
 
-def bank_key(files: Sequence[Path], draws: int, builtin_dir: Path | None) -> str | None:
-    """A digest of everything the validation of `files` reads; None when a file cannot be
-    read (validation then reports it, uncached)."""
+def bank_key(files: Sequence[Path], draws: int, builtin_dir: Path | None,
+             catalogue: str = "") -> str | None:
+    """A digest of everything the validation of `files` reads (the lab catalogue its links are
+    checked against included); None when a file cannot be read (validation then reports it,
+    uncached)."""
     digest = hashlib.sha256()
-    digest.update(f"{FORMAT}|{sys.version}|{draws}|{builtin_dir}".encode())
+    digest.update(f"{FORMAT}|{sys.version}|{draws}|{builtin_dir}|{catalogue}".encode())
     try:
         for group, paths in (("bank", files), ("code", _code_files())):
             for path in paths:
@@ -67,11 +69,13 @@ def bank_key(files: Sequence[Path], draws: int, builtin_dir: Path | None) -> str
 
 
 def cached_report(
-    files: Sequence[Path], draws: int, builtin_dir: Path | None, validate: Callable[[], Report]
+    files: Sequence[Path], draws: int, builtin_dir: Path | None, validate: Callable[[], Report],
+    catalogue: str = "",
 ) -> Report:
     """The validation report of `files`: from the cache when its key matches, else
-    `validate()`, then stored for the next start (best effort)."""
-    key = bank_key(files, draws, builtin_dir)
+    `validate()`, then stored for the next start (best effort). `catalogue` names what else
+    the validation depends on (the lab links' catalogue)."""
+    key = bank_key(files, draws, builtin_dir, catalogue)
     if key is None:
         return validate()
     folder = cache_dir()

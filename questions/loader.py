@@ -91,10 +91,11 @@ class ParsedFile:
         return self.index.locate(self.blocks.get(question_id), field_path)
 
 
-def parse_file(path: Path, exercises: Mapping[str, int],
-               sims: Collection[str] = (), *, strict: bool = True) -> ParsedFile:
+def parse_file(path: Path, exercises: Mapping[str, int] | None,
+               sims: Collection[str] | None = (), *, strict: bool = True) -> ParsedFile:
     """Parse and schema-check one topic file; `exercises` maps lab ids to their level count,
-    `sims` names the sims a question may link to (both from lab's catalogue, `questions.labs`).
+    `sims` names the sims a question may link to (both from lab's catalogue, which the caller
+    supplies: `trainer.core.catalogue`; None checks only the link's shape).
     `strict` False (a learner's pack) turns missing mistakes and whys into warnings."""
     try:
         with path.open("rb") as handle:  # never more than the limit + 1 byte in memory
@@ -179,7 +180,8 @@ class _QuestionReader:
     MISTAKE_TABLE = "question.mistake"
 
     def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
-                 topic_id: str, exercises: Mapping[str, int], sims: Collection[str]) -> None:
+                 topic_id: str, exercises: Mapping[str, int] | None,
+                 sims: Collection[str] | None) -> None:
         self.parsed, self.block, self.topic_id, self.exercises = parsed, block, topic_id, exercises
         self.sims = sims
         self.raw: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -235,7 +237,9 @@ class _QuestionReader:
             self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
         lab = self._lab(raw.get("lab"))
         sim = raw.get("sim")
-        if sim is not None and sim not in self.sims:
+        if sim is not None and self.sims is None and (not isinstance(sim, str) or not sim):
+            self.fail("sim", f"sim must be a sim's name, got {sim!r}")
+        elif sim is not None and self.sims is not None and sim not in self.sims:
             self.fail("sim", f"sim must be one of {', '.join(sorted(self.sims))}, got {sim!r}")
         related = self._text_list("related")
         for other in related:
@@ -465,6 +469,14 @@ class _QuestionReader:
         exercise, level = raw.get("exercise"), raw.get("level")
         for key in sorted(set(raw) - {"exercise", "level"}):
             self.fail(f"lab.{key}", "unknown key (expected exercise, level)")
+        if self.exercises is None:  # no catalogue given: only the link's shape is checked
+            if not isinstance(exercise, str) or not exercise:
+                self.fail("lab.exercise", f"lab exercise must be an exercise id, got {exercise!r}")
+                return None
+            if not _is_int(level) or level < 1:
+                self.fail("lab.level", f"level must be a whole number >= 1, got {level!r}")
+                return None
+            return LabLink(exercise, int(level))
         if exercise not in self.exercises:
             known = ", ".join(f"{k} (levels 1-{v})" for k, v in sorted(self.exercises.items()))
             self.fail("lab.exercise", f"unknown lab exercise {exercise!r}; known: {known}")

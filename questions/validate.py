@@ -17,7 +17,6 @@ from pathlib import Path
 from questions.answers import check_answer
 from questions.formula import FormulaError
 from questions.givens import trace_givens
-from questions.labs import known_exercises, known_sims
 from questions.loader import parse_file
 from questions.model import DrawError, Instance, Question, Topic, Value, round_count
 from questions.problems import Problem
@@ -59,10 +58,9 @@ def validate_files(
     their own problems are not reported. Files under `builtin_dir` must have topic id == stem
     and are always `strict`: every numeric question names its mistakes, every MCQ its whys and
     the misconception in its explanation. Other files (a learner's pack) get warnings for
-    missing mistakes/whys unless `strict`. Lab links are checked against lab's catalogue unless
-    `exercises` / `sims` are given."""
-    exercises = known_exercises() if exercises is None else exercises
-    sims = known_sims() if sims is None else sims
+    missing mistakes/whys unless `strict`. Lab links are checked against `exercises` (id ->
+    highest level) and `sims` when given: questions never imports lab, so the caller supplies
+    lab's catalogue (`trainer.core.catalogue.lab_links()`); None checks only their shape."""
     targets = [Path(p) for p in paths]
     resolved = {p.resolve() for p in targets}
     extra = [Path(p) for p in context if Path(p).resolve() not in resolved]

@@ -33,6 +33,30 @@ def _default_factory() -> Services:
     return Services.open(now=pinned_now())  # a bad or far-future value is refused with why
 
 
+# The command palette's navigation, in order: (title, what it does, the app's action). A
+# screen's own bindings are listed after these by themselves; one bound to a navigation action
+# (`app.lab()`) is not listed twice. A new top-level place adds its `action_*` and a row here.
+NAVIGATION: tuple[tuple[str, str, str], ...] = (
+    ("Home", "Today's overview", "home"),
+    ("Start today's session", "Due reviews, new cards, re-drills", "start"),
+    ("Cram", "Practise a topic without touching the schedule", "cram"),
+    ("Mock round", "One clock: estimates, a sim decision, a design answer and a lab level (like "
+     "`dojo mock`)", "mock"),
+    ("Browse", "Every question, filters, history", "browse"),
+    ("Stats", "Heatmap, retention, accuracy, forecast", "stats"),
+    ("Custom study", "Recurring mistakes, recent lapses, a topic ahead of schedule, cram before "
+     "the interview", "study"),
+    ("Plan to the interview day", "Set the date and minutes a day; the pace, and each topic's "
+     "predicted recall (like `dojo plan`)", "plan"),
+    ("Lab", "Coding exercises and the grader", "lab"),
+    ("Sims", "Capacity, metering and fleet worksheets", "sim"),
+    ("Help", "Keys on this screen (F1)", "help"),
+    ("Export history", "Cards, answers, lab attempts and flags as JSON (like `dojo export`)",
+     "export"),
+    ("Backup now", "A copy of your database in backups/ (like `dojo backup`)", "backup"),
+)
+
+
 class ServicesReady(Message):
     """Posted to the app when the store and bank are open (or failed to open)."""
 
@@ -259,34 +283,13 @@ class DojoApp(App[None]):
     # -- command palette: every binding of the active screen plus navigation ----------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield SystemCommand("Home", "Today's overview", self.action_home)
-        yield SystemCommand(
-            "Start today's session", "Due reviews, new cards, re-drills", self.action_start
-        )
-        yield SystemCommand(
-            "Cram", "Practise a topic without touching the schedule", self.action_cram
-        )
-        yield SystemCommand("Mock round", "One clock: estimates, a sim decision, a design "
-                            "answer and a lab level (like `dojo mock`)", self.action_mock)
-        yield SystemCommand("Browse", "Every question, filters, history", self.action_browse)
-        yield SystemCommand("Stats", "Heatmap, retention, accuracy, forecast", self.action_stats)
-        yield SystemCommand("Custom study", "Recurring mistakes, recent lapses, a topic ahead "
-                            "of schedule, cram before the interview", self.action_study)
-        yield SystemCommand("Plan to the interview day", "Set the date and minutes a day; the "
-                            "pace, and each topic's predicted recall (like `dojo plan`)",
-                            self.action_plan)
-        yield SystemCommand("Lab", "Coding exercises and the grader", self.action_lab)
-        yield SystemCommand("Sims", "Capacity, metering and fleet worksheets", self.action_sim)
-        yield SystemCommand("Help", "Keys on this screen (F1)", self.action_help)
-        yield SystemCommand("Export history", "Cards, answers, lab attempts and flags as JSON "
-                            "(like `dojo export`)", self.action_export)
-        yield SystemCommand("Backup now", "A copy of your database in backups/ "
-                            "(like `dojo backup`)", self.action_backup)
+        for title, what, action in NAVIGATION:
+            yield SystemCommand(title, what, getattr(self, f"action_{action}"))
         yield from self._content_commands()
-        # Listed above, or plumbing every Textual app has (focus moves, copy).
-        seen = {"help", "home", "start", "cram", "mock", "browse", "stats", "plan", "study",
-                "lab()", "lab", "sim()", "sim", "command_palette", "copy_text", "focus_next",
-                "focus_previous", "quit"}
+        # A binding to a navigation action is listed above already; the rest is plumbing every
+        # Textual app has (focus moves, copy).
+        seen = {name for *_, action in NAVIGATION for name in (action, f"{action}()")}
+        seen |= {"command_palette", "copy_text", "focus_next", "focus_previous", "quit"}
         for active in screen.active_bindings.values():
             binding = active.binding
             action = binding.action
@@ -380,23 +383,16 @@ class DojoApp(App[None]):
 
     @work(thread=True, group="export")
     def _export(self) -> None:
-        import datetime as dt
-        import json
+        from trainer.core.store import export_history, new_export_path
 
         services = self.services
         if services is None:
             self.call_from_thread(self.notify, "Still loading…")
             return
         store = services.store
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        target = store.path.parent / "exports" / f"history-{stamp}.json"
         try:
-            data = store.export_history()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial_file = target.with_name(target.name + ".partial")
-            partial_file.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
-                                    encoding="utf-8")
-            partial_file.replace(target)
+            target = new_export_path(store)
+            data = export_history(store, target)
         except Exception as exc:  # disk full, read-only: say it, keep going
             self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
             return

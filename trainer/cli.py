@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
-# Subcommand modules, each exposing click commands/groups listed by name.
-_SUBCOMMANDS: dict[str, tuple[str, ...]] = {
-    "trainer.commands.schedule": ("due", "stats", "backup", "export", "import_", "settings"),
-    "trainer.commands.questions": ("questions",),
-    "trainer.commands.lab": ("lab",),
-    "trainer.commands.sim": ("sim",),
-    "trainer.commands.plan": ("plan",),
-    "trainer.commands.fsrs": ("fsrs",),
-    "trainer.commands.study": ("study",),
-    "trainer.commands.mock": ("mock",),
-}
-# Commands added to a group defined elsewhere: (group, module, command).
-_GROUP_EXTRAS: tuple[tuple[str, str, str], ...] = (
-    ("questions", "trainer.commands.flags", "flagged"),
-)
+# Each command module imports only click at top level (the rest inside the command), so
+# importing them all here keeps `dojo --help` fast.
+from trainer.commands.flags import flagged
+from trainer.commands.fsrs import fsrs
+from trainer.commands.lab import lab
+from trainer.commands.mock import mock
+from trainer.commands.plan import plan
+from trainer.commands.questions import questions
+from trainer.commands.schedule import backup, due, export, import_, settings, stats
+from trainer.commands.sim import sim
+from trainer.commands.study import study
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,15 +32,7 @@ def main(ctx: click.Context) -> None:
         run_app()
 
 
-def _register() -> None:
-    for module_name, names in _SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            main.add_command(getattr(module, name))
-    for group_name, module_name, name in _GROUP_EXTRAS:
-        group = main.commands[group_name]
-        assert isinstance(group, click.Group)
-        group.add_command(getattr(importlib.import_module(module_name), name))
-
-
-_register()
+for _command in (due, stats, backup, export, import_, settings, questions, lab, sim, plan, fsrs,
+                 study, mock):
+    main.add_command(_command)
+questions.add_command(flagged)  # `dojo questions flagged`, kept beside the other flag code

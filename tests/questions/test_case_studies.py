@@ -244,13 +244,15 @@ def test_suggested_grade_needs_a_step() -> None:
 
 
 @pytest.mark.slow
-def test_single_answer_clients_never_get_a_case(bank: Any) -> None:
-    default = load_bank()
-    assert all(q.kind in ("mcq", "numeric") for q in default.questions)
-    assert all(q.kind != "case" for q in default.study_order())
-    assert default.left_out == {"case": len(REDERIVE)}
-    assert "case-studies" not in default.topics
-    assert len(bank.questions) == len(default.questions) + len(REDERIVE)
+def test_the_default_bank_has_every_kind_and_a_client_may_ask_for_fewer(bank: Any) -> None:
+    everything = load_bank()
+    assert {q.kind for q in everything.questions} == {"mcq", "numeric", "case"}
+    assert everything.left_out == {} and "case-studies" in everything.topics
+    single = load_bank(kinds={"mcq", "numeric"})
+    assert all(q.kind != "case" for q in single.study_order())
+    assert single.left_out == {"case": len(REDERIVE)}
+    assert "case-studies" not in single.topics
+    assert len(everything.questions) == len(single.questions) + len(REDERIVE)
 
 
 CASE_HEAD = """[topic]

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from questions.answers import Reask, parse_answer, parse_quantity
-from questions.labs import known_exercises, known_sims
 from questions.units import UNITS, format_quantity
+from tests.questions.conftest import VALID
+from trainer.core.catalogue import known_exercises, known_sims
 
 QUESTION_UNITS = sorted(UNITS)
 
@@ -70,3 +71,21 @@ def test_the_real_catalogue_is_lab_s_own() -> None:
 
     assert known_exercises() == {ex.id: max(ex.level_numbers) for ex in discover()}
     assert known_sims() == set(SIMS)
+
+
+def test_the_trainer_checks_lab_links_against_lab_and_the_bank_alone_their_shape(
+        tmp_path: Path) -> None:
+    """`questions` never imports lab: the trainer hands it lab's catalogue, so a link to a lab
+    that does not exist is refused where the learner loads or checks the bank."""
+    from questions.bank import load_bank
+    from trainer.core.bank import load_study_bank
+
+    text = (VALID / "fixture-kv.toml").read_text(encoding="utf-8")
+    pack = tmp_path / "fixture-kv.toml"
+    pack.write_text(text.replace('exercise = "kv-bytes"', 'exercise = "no-such-lab"', 1),
+                    encoding="utf-8")
+    checked = load_study_bank([pack])
+    assert any("unknown lab exercise 'no-such-lab'" in str(e) for e in checked.errors)
+    assert checked.get("fixture-kv-001") is None
+    shape_only = load_bank([pack])
+    assert shape_only.errors == [] and shape_only.get("fixture-kv-001") is not None

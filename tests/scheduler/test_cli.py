@@ -28,6 +28,8 @@ class FakeQuestion:
     topic: str
     choices: tuple[str, ...] = ()
     mistakes: tuple[FakeMistake, ...] = ()
+    why: tuple[str, ...] = ()
+    steps: tuple[object, ...] = ()
 
 
 @pytest.fixture
@@ -55,8 +57,11 @@ def fake_bank(monkeypatch: pytest.MonkeyPatch) -> list[FakeQuestion]:
         topics={"kv-cache": types.SimpleNamespace(title="KV cache", note="")},
         get=lambda qid: next((q for q in questions if q.id == qid), None))
 
-    def load_bank(paths: object = None, *, kinds: frozenset[str] = frozenset()) -> object:
+    def load_bank(paths: object = None, *,
+                  kinds: frozenset[str] = frozenset({"mcq", "numeric", "case"}),
+                  **links: object) -> object:
         assert "case" in kinds  # `due` and `stats` load what the TUI serves, case studies too
+        assert "exercises" in links  # and check the lab links against lab's catalogue
         return bank
 
     module.load_bank = load_bank  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ QUESTION = types.SimpleNamespace(
     choices=("static  batching", "continuous batching", "none"),
     why=("assumed a batch is fixed for the run", "", ""),
     mistakes=(types.SimpleNamespace(id="plus-tpot", says="added a TPOT for the first token"),),
+    steps=(),
 )
 
 

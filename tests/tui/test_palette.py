@@ -63,3 +63,34 @@ async def test_palette_opens_a_question_a_lab_level_and_exports(make_app: AppFac
         assert app.services is not None
         (exported,) = (app.services.store.path.parent / "exports").glob("history-*.json")
         assert json.loads(exported.read_text())["cards"]
+
+
+@pytest.mark.slow
+async def test_a_new_screen_needs_no_list_to_keep_its_keys_once_in_the_palette(
+    make_app: AppFactory,
+) -> None:
+    """A screen's own keys are listed; one bound to a navigation action (here Export, which
+    the app lists already) is not listed a second time, with nothing to register in app.py."""
+    from textual.binding import Binding
+
+    from trainer.app import NAVIGATION
+    from trainer.screens.base import DojoScreen
+
+    class NewScreen(DojoScreen):
+        BINDINGS = [
+            Binding("x", "app.export", "Export", id="new-export"),
+            Binding("z", "zap", "Zap", id="new-zap", tooltip="The new screen's own action"),
+        ]
+
+        def action_zap(self) -> None:
+            pass
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await app.push_screen(NewScreen())
+        await pilot.pause()
+        titles = _titles(app)
+        assert titles[:len(NAVIGATION)] == [title for title, _, _ in NAVIGATION]
+        assert "Zap (z)" in titles
+        assert "Export (x)" not in titles and titles.count("Export history") == 1

@@ -8,7 +8,6 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -175,15 +174,21 @@ def _grade_once(
         else:
             report(event)
 
-    report = TextReport(click.echo, status=_status_line() if sys.stdout.isatty() else None)
+    status = ProgressLine() if sys.stdout.isatty() and not as_json else None
+    report = TextReport(click.echo, status=status)
     session = _interview_grading(ex, path, levels)
     from lab.grader.record import Recorder
     from lab.workspace import interview_metrics
 
     recorder = Recorder()
-    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models,
-                   attempt_metrics=interview_metrics(session) if session else None,
-                   recorder=recorder, prepared=prepared)
+    try:
+        result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit,
+                       models=models,
+                       attempt_metrics=interview_metrics(session) if session else None,
+                       recorder=recorder, prepared=prepared)
+    finally:  # an interrupted grading must not leave the progress line on the terminal
+        if status is not None:
+            status.close()
     if session is not None:
         _interview_line(ex, session, result, as_json)
     if not as_json:
@@ -221,9 +226,9 @@ def _card_lines(ex: Any, recorder: Any, session: Any) -> None:
 
 
 def _store() -> Any:
-    from scheduler.store import Store
+    from trainer.core.store import open_store
 
-    return Store.open()
+    return open_store()
 
 
 def _read_only_note() -> None:
@@ -260,17 +265,42 @@ def _interview_line(ex: Any, session: Any, result: Any, as_json: bool) -> None:
     click.echo(f"interview: {session.clock()} · grading {session.gradings}{passed}")
 
 
-def _status_line() -> Any:
-    """A progress line rewritten in place on the terminal ("" clears it)."""
-    shown = [False]
+class ProgressLine:
+    """The grading's progress line ("  L1 case 3/28: name …"), drawn in place by rich's
+    progress display on a terminal; `""` clears it before a permanent line is written.
 
-    def status(text: str) -> None:
-        if text or shown[0]:
-            sys.stdout.write("\r\x1b[2K" + text[: shutil.get_terminal_size().columns - 1])
-            sys.stdout.flush()
-        shown[0] = bool(text)
+    rich keeps the line within the terminal's width and erases it when cleared; case names are
+    shown as written (never read as rich markup)."""
 
-    return status
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, TextColumn
+        from rich.table import Column
+
+        column = TextColumn("{task.description}", markup=False,
+                            table_column=Column(no_wrap=True, overflow="ellipsis"))
+        self.progress = Progress(column, console=console or Console(), transient=True,
+                                 auto_refresh=False, redirect_stdout=False,
+                                 redirect_stderr=False)
+        self._task: Any = None
+
+    def __call__(self, text: str) -> None:
+        if not text:
+            self.close()
+            return
+        if self._task is None:
+            self.progress.start()
+            self._task = self.progress.add_task(text)
+        else:
+            self.progress.update(self._task, description=text)
+        self.progress.refresh()
+
+    def close(self) -> None:
+        """Erase the line (if shown) and hand the terminal back."""
+        if self._task is not None:
+            self.progress.remove_task(self._task)
+            self._task = None
+            self.progress.stop()
 
 
 def _resolve_file(ex: Any, file: Path | None) -> Path:

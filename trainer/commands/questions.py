@@ -45,6 +45,7 @@ def check(paths: tuple[Path, ...], draws: int, strict: bool) -> None:
     """
     from questions.bank import BUILTIN_DIR, builtin_files, expand, pack_files
     from questions.validate import validate_files
+    from trainer.core.catalogue import lab_links
 
     if paths:
         files = expand(paths)
@@ -60,7 +61,7 @@ def check(paths: tuple[Path, ...], draws: int, strict: bool) -> None:
         click.echo("no question files to check" + ("" if paths else f" (in {BUILTIN_DIR})"))
         return
     report = validate_files(files, context=context, draws=draws, builtin_dir=BUILTIN_DIR,
-                            strict=strict)
+                            strict=strict, **lab_links())
     for problem in report.problems:
         click.echo(str(problem))
     _echo_warnings(report.warnings)
@@ -81,6 +82,7 @@ def import_(file: Path, replace: bool) -> None:
     """Validate FILE (a topic file in the bank's format) and add it to your packs."""
     from questions.bank import builtin_files, pack_files, packs_dir
     from questions.validate import validate_files
+    from trainer.core.catalogue import lab_links
 
     if file.suffix != ".toml":
         raise click.ClickException(f"{file}: a pack is a .toml file")
@@ -96,7 +98,7 @@ def import_(file: Path, replace: bool) -> None:
                 "rename your file or pass --replace"
             )
     others = [p for p in pack_files() if p.name != file.name]
-    report = validate_files([file], context=builtin_files() + others)
+    report = validate_files([file], context=builtin_files() + others, **lab_links())
     for problem in report.problems:
         click.echo(str(problem))
     _echo_warnings(report.warnings)
@@ -130,9 +132,9 @@ def show(question_id: str, seed: int, typed: tuple[str, ...]) -> None:
 
     Markdown is rendered for a terminal and printed as plain text when piped. A case study shows
     its scenario and every step with its answer and explanation."""
-    from questions.bank import ALL_KINDS, load_bank
+    from trainer.core.bank import load_study_bank
 
-    bank = load_bank(kinds=ALL_KINDS)
+    bank = load_study_bank()
     question = bank.get(question_id)
     if question is None:
         raise click.ClickException(f"no question {question_id!r} (see `dojo questions list --ids`)")
@@ -231,9 +233,9 @@ def _markdown_out(stream: TextIO | None = None, *,
 @click.option("--ids", is_flag=True, help="Also list every question id.")
 def list_(ids: bool) -> None:
     """Print the bank by topic with question counts (case studies included)."""
-    from questions.bank import ALL_KINDS, load_bank
+    from trainer.core.bank import load_study_bank
 
-    bank = load_bank(kinds=ALL_KINDS)
+    bank = load_study_bank()
     for topic_id in sorted(bank.topics):
         topic = bank.topics[topic_id]
         items = bank.by_topic(topic_id)

@@ -30,18 +30,13 @@ def _open_store(*, browse: bool = False) -> Store:
     note instead of refused. Warnings that did not stop the command (a failed daily backup,
     unreadable settings) go to stderr."""
     from scheduler.days import ClockError, pinned_now
-    from scheduler.errors import ReadOnlyDatabaseError, StoreError
-    from scheduler.store import Store
+    from scheduler.errors import StoreError
+    from trainer.core.store import open_store
 
     try:
         pinned_now()  # a bad $DOJO_NOW is refused before anything is opened
-        try:
-            store = Store.open()
-        except ReadOnlyDatabaseError as exc:
-            if not browse:
-                raise
-            store = Store.open(read_only=True)
-            click.echo(f"note: {exc} Showing it read-only.", err=True)
+        store = open_store(browse=browse, on_read_only=lambda why: click.echo(
+            f"note: {why} Showing it read-only.", err=True))
         store.settings()  # reads settings_problem
     except (StoreError, ClockError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -247,15 +242,13 @@ def export(file: Path | None) -> None:
 
     The file can be imported on another machine with `dojo import FILE`.
     """
+    from trainer.core.store import export_history, history_text
+
     with _open_store(browse=True) as store:
-        data = _read(store.export_history)
-    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-    if file is None or str(file) == "-":
-        sys.stdout.write(text)
-        return
-    tmp = file.with_name(file.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(file)
+        if file is None or str(file) == "-":
+            sys.stdout.write(history_text(_read(store.export_history)))
+            return
+        data = _read(lambda: export_history(store, file))
     click.echo(
         f"Exported {plural(len(data['cards']), 'card')}, "
         f"{plural(len(data['reviews']), 'answer')} and "

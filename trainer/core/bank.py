@@ -15,9 +15,10 @@ def load_study_bank(paths: Sequence[Path | str] | None = None) -> Bank:
     """The bank every client of the schedule opens (the TUI, `dojo due`, `dojo stats`): every
     kind, case studies included, so Today's counts, `dojo due` and a session agree and no
     client retires the cards another one serves."""
-    from questions.bank import ALL_KINDS, load_bank
+    from questions.bank import load_bank
+    from trainer.core.catalogue import lab_links
 
-    return load_bank(list(paths) if paths else None, kinds=ALL_KINDS)
+    return load_bank(list(paths) if paths else None, **lab_links())
 
 
 def sync_bank(store: Store, bank: Bank) -> str | None:

@@ -93,9 +93,8 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> Pla
     passed = store.lab_levels_passed()
     labs: dict[str, set[tuple[str, int]]] = {t: set() for t in order}
     for q in bank.questions:
-        link = getattr(q, "lab", None)
-        if link is not None and q.topic in labs:
-            labs[q.topic].add((link.exercise, int(link.level)))
+        if q.topic in labs and q.lab is not None:
+            labs[q.topic].add((q.lab.exercise, q.lab.level))
     topics = [
         TopicReadiness(
             topic=t, title=bank.topics[t].title if t in bank.topics else t,

@@ -66,26 +66,20 @@ class Services:
         the GIL), so the day's data is ready sooner."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from scheduler.errors import ReadOnlyDatabaseError
-        from scheduler.store import Store
         from trainer.core.bank import load_study_bank, sync_bank
+        from trainer.core.store import open_store
 
-        def open_store() -> Store:
-            try:
-                return Store.open(db_path)
-            except ReadOnlyDatabaseError as exc:  # healthy but unwritable: browse it, say so
-                store = Store.open(db_path, read_only=True)
-                store.warnings.append(f"{exc} Browsing it read-only.")
-                return store
-
+        why_read_only: list[str] = []  # healthy but unwritable: browse it, say so
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dojo-store") as pool:
-            opening = pool.submit(open_store)
+            opening = pool.submit(open_store, db_path, browse=True,
+                                  on_read_only=why_read_only.append)
             try:
                 bank = load_study_bank(bank_paths)  # every kind: case studies step by step
             except BaseException:
                 opening.add_done_callback(_close_opened)
                 raise
             store = opening.result()  # raises what opening the store raised
+        store.warnings.extend(f"{why} Browsing it read-only." for why in why_read_only)
         if store.writable:
             sync_bank(store, bank)  # its note is the bank's errors, which Today shows
         return cls(store, bank, now)

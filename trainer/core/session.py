@@ -39,13 +39,6 @@ RIGHT_GRADES = (3, 4, 5)
 ALL_GRADES = (*WRONG_GRADES, *RIGHT_GRADES)  # a case study: suggested from its steps, any grade
 
 
-def choice_label(index: int, text: str) -> str:
-    """A shown MCQ choice as the checker displays it in a verdict: `A) text`."""
-    from questions.model import LETTERS
-
-    return f"{LETTERS[index]}) {text}"
-
-
 @dataclass
 class Item:
     """One card as shown in a session: the question and this showing's drawn instance."""
@@ -96,7 +89,7 @@ class Feedback:
 
 
 @dataclass
-class Summary:
+class SessionSummary:
     answered: int = 0
     correct: int = 0
     overridden: int = 0  # of `correct`, verdicts the learner counted right after a typo
@@ -117,7 +110,7 @@ class Summary:
 class _State:
     queue: list[Item]
     pending: list[str]  # ids awaiting re-drill (transition.needs_redrill), in order
-    summary: Summary
+    summary: SessionSummary
     done: list[str]
 
 
@@ -129,7 +122,7 @@ class Session:
         self.services = services
         self.cram = cram
         self.total_scheduled = len(items)
-        self._state = _State(list(items), list(pending), Summary(cram=cram), [])
+        self._state = _State(list(items), list(pending), SessionSummary(cram=cram), [])
         self._history: list[tuple[_State, Item, Future[ReviewResult]]] = []
         # What each queued answer added to the summary, to take back if it is not saved.
         self._counted: dict[Future[ReviewResult], tuple[Item, bool, bool, str | None, bool]] = {}
@@ -277,18 +270,17 @@ class Session:
             explanation=item.instance.explanation,
             response_ms=elapsed_ms,
             chosen_index=outcome.chosen_index,
-            # Named-mistake diagnosis (issue #14); absent from checkers that do not name them.
-            mistake_id=getattr(outcome, "mistake_id", None),
-            diagnosis=getattr(outcome, "diagnosis", None) or "",
-            accepted=getattr(outcome, "accepted", "") or "",
+            mistake_id=outcome.mistake_id,  # the named-mistake diagnosis (issue #14)
+            diagnosis=outcome.diagnosis or "",
+            accepted=outcome.accepted,
             lab="" if outcome.correct else self._lab_suggestion(item),
         )
         return self._feedback
 
     def _lab_suggestion(self, item: Item) -> str:
         """For a miss: the question's lab level, when the learner has not passed it yet."""
-        link = getattr(item.question, "lab", None)
-        if link is None:
+        link = item.question.lab
+        if link is None:  # a concept no lab level exercises
             return ""
         if self._passed_labs is None:
             try:
@@ -471,7 +463,7 @@ class Session:
         if item is not None:
             self.services.store.flag(item.question_id, note, self.services.now)
 
-    def summary(self) -> Summary:
+    def summary(self) -> SessionSummary:
         s = replace(self._state.summary, missed_topics=dict(self._state.summary.missed_topics))
         s.seconds = time.monotonic() - self._started
         s.left_today = len(self._state.queue) + len(self._state.pending)

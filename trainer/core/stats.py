@@ -79,7 +79,7 @@ def rehearsal_line(r: Rehearsals) -> str:
 
 
 @dataclass(frozen=True)
-class Mistake:
+class RecurringMistake:
     """One recurring mistake: what it is, how often, and where its concept note is."""
 
     question_id: str
@@ -104,7 +104,7 @@ class StatsReport:
     intervals: dict[str, int]
     cards: list[Card]
     overridden: int  # answers counted right after a typo, in the window
-    mistakes: list[Mistake]  # over the last MISTAKE_DAYS days, most frequent first
+    mistakes: list[RecurringMistake]  # over the last MISTAKE_DAYS days, most frequent first
     rehearsals: list[Rehearsals] = field(default_factory=list)  # interview times per level
     # true retention per 7-day window, oldest first, the last ending today (12 weeks)
     weeks: list[tuple[dt.date, Retention]] = field(default_factory=list)
@@ -134,13 +134,13 @@ def collect(
 
 def recurring_mistakes(
     store: Store, bank: Bank | None, now: dt.datetime | None = None, limit: int = 10
-) -> list[Mistake]:
+) -> list[RecurringMistake]:
     """The mistakes fallen for most over the last 30 days, described from the bank."""
     out = []
     for m in store.recurring_mistakes(MISTAKE_DAYS, now, limit):
         question = bank.get(m.question_id) if bank is not None else None
         topic = bank.topics.get(m.topic) if bank is not None else None
-        out.append(Mistake(
+        out.append(RecurringMistake(
             question_id=m.question_id, topic=m.topic,
             topic_title=topic.title if topic is not None else m.topic,
             mistake_id=m.mistake_id, says=describe_mistake(question, m.mistake_id),
@@ -159,18 +159,18 @@ def describe_mistake(question: Question | None, mistake_id: str) -> str:
     if kind == "choice" and index.isdecimal():
         i = int(index)
         if i < len(question.choices):
-            whys = tuple(getattr(question, "why", ()) or ())  # parallel to `choices`
+            whys = question.why  # parallel to `choices`
             why = whys[i] if i < len(whys) and whys[i] else ""
             chosen = " ".join(question.choices[i].split())
             return f"chose “{chosen}”" + (f": {why}" if why else "")
         return mistake_id
-    for step in getattr(question, "steps", ()) or ():  # a case study's `<step name>:<id>`
+    for step in question.steps:  # a case study's `<step name>:<id>`
         if step.name == kind and index:
             says = describe_mistake(step.question, index)
             return f"{step.name}: {says}" if says != index else mistake_id
-    for mistake in getattr(question, "mistakes", ()) or ():
-        if getattr(mistake, "id", None) == mistake_id:
-            return str(getattr(mistake, "says", "") or mistake_id)
+    for mistake in question.mistakes:
+        if mistake.id == mistake_id:
+            return mistake.says or mistake_id
     return mistake_id
 
 

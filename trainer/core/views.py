@@ -7,7 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainer.core.stats import Mistake, collect, rehearsal_line
+from trainer.core.stats import RecurringMistake, collect, rehearsal_line
 
 if TYPE_CHECKING:
     from lab.rebuild import DueRebuild
@@ -202,7 +202,7 @@ class StatsView:
     streak: int
     lab: list[tuple[str, int, bool, int, str]]  # (exercise, level, passed ever, attempts, best)
     overridden: int  # answers counted right after a typo, last 365 days
-    mistakes: list[Mistake]  # recurring mistakes, last 30 days
+    mistakes: list[RecurringMistake]  # recurring mistakes, last 30 days
     rehearsals: list[str] = field(default_factory=list)  # a chart line per rehearsed level
     plan: PlanReport | None = None  # the plan and every topic's readiness, weakest first
 

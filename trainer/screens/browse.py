@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Select, Static
 
-from trainer.core.session import choice_label
+from questions.answers import choice_label
 from trainer.core.views import BrowseRow, HistoryRow, browse_rows, card_history
 from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar

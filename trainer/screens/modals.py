@@ -136,7 +136,7 @@ class QuestionScreen(ModalScreen[None]):
         self.studied = studied
 
     def compose(self) -> ComposeResult:
-        from trainer.core.session import choice_label
+        from questions.answers import choice_label
 
         q = self.question
         inst = q.draw(0)
@@ -145,7 +145,7 @@ class QuestionScreen(ModalScreen[None]):
             if inst.correct_index is not None:
                 answer = choice_label(inst.correct_index, inst.choices[inst.correct_index])
             else:
-                unit = str(getattr(q, "unit", "") or "")
+                unit = q.unit
                 answer = f"{inst.answer:g} {unit}".strip() if inst.answer is not None else "—"
             parts: tuple[str, ...] = (inst.prompt, choices, f"**Answer:** {answer}",
                                       inst.explanation)

@@ -16,8 +16,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from questions.answers import Reask
-from trainer.core.session import GRADE_LABELS, Feedback, Item, Session, choice_label
+from questions.answers import Reask, choice_label
+from trainer.core.session import GRADE_LABELS, Feedback, Item, Session
 from trainer.screens.base import DojoScreen
 from trainer.screens.case import CasePanel, case_summary
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen, related_rows
@@ -158,7 +158,7 @@ class ReviewScreen(DojoScreen):
             numeric.display = True
             answer = self.query_one("#answer", Input)
             answer.value = ""
-            unit = str(getattr(item.question, "unit", "") or "")
+            unit = item.question.unit
             answer.placeholder = _placeholder(unit)
             self.query_one("#unit", Static).update(unit)
             answer.focus()
@@ -206,12 +206,10 @@ class ReviewScreen(DojoScreen):
         self.query_one("#explanation", Static).update(_markdown(fb.explanation))
         q = item.question
         links = ["[b]n[/] concept note"]
-        related = list(getattr(q, "related", ()) or ())
-        if related:
-            links.append(f"[b]r[/] related ({len(related)})")
-        lab = getattr(q, "lab", None)
-        if lab is not None:
-            links.append(f"[b]l[/] lab {getattr(lab, 'exercise', lab)} L{getattr(lab, 'level', 1)}")
+        if q.related:
+            links.append(f"[b]r[/] related ({len(q.related)})")
+        if q.lab is not None:
+            links.append(f"[b]l[/] lab {q.lab.exercise} L{q.lab.level}")
         if q.sim:
             links.append(f"[b]m[/] sim {escape(q.sim)}")
         self.query_one("#links", Static).update(" · ".join(links))
@@ -344,9 +342,9 @@ class ReviewScreen(DojoScreen):
                 return False
             q = current.question if current else None
             if action == "related":
-                return bool(getattr(q, "related", None)) or None
+                return bool(q is not None and q.related) or None
             if action == "lab":
-                return getattr(q, "lab", None) is not None or None
+                return q is not None or None
             return True
         if action == "note":
             return answered or (current is not None and current.is_mcq)
@@ -403,11 +401,11 @@ class ReviewScreen(DojoScreen):
             return
         bank = self.session.services.bank
         topic = bank.topics.get(str(item.question.topic))
-        title = str(getattr(topic, "title", item.question.topic))
+        title = topic.title if topic is not None else item.question.topic
         sims = Counter(q.sim for q in bank.by_topic(str(item.question.topic)) if q.sim)
         sim = sims.most_common(1)[0][0] if sims else None
         self.app.push_screen(
-            NoteScreen(title, str(getattr(topic, "note", "") or "_No note._"), sim=sim)
+            NoteScreen(title, (topic.note if topic is not None else "") or "_No note._", sim=sim)
         )
 
     def action_related(self) -> None:
@@ -419,12 +417,9 @@ class ReviewScreen(DojoScreen):
 
     def action_lab(self) -> None:
         item = self.session.current
-        lab = getattr(item.question, "lab", None) if item else None
-        if lab is None:
+        if item is None or item.question.lab is None:
             return
-        level = getattr(lab, "level", None)
-        self.dojo.action_lab(str(getattr(lab, "exercise", lab)),
-                             level if isinstance(level, int) else None)
+        self.dojo.action_lab(item.question.lab.exercise, item.question.lab.level)
 
     def action_sim(self) -> None:
         item = self.session.current

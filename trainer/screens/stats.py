@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from questions.wording import noun, plural
 from trainer.core.plan import PlanReport
-from trainer.core.stats import Mistake
+from trainer.core.stats import RecurringMistake
 from trainer.core.views import StatsView, stats_view
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
@@ -86,7 +86,7 @@ class StatsScreen(DojoScreen):
                 yield Static("", id="stats-mock")
         yield KeyBar()
 
-    mistakes: list[Mistake] = []
+    mistakes: list[RecurringMistake] = []
 
     _plan: PlanReport | None = None
 
@@ -131,7 +131,7 @@ class StatsScreen(DojoScreen):
             return
         mistake = self.mistakes[index]
         topic = self.dojo.services.bank.topics.get(mistake.topic)
-        note = str(getattr(topic, "note", "") or "_No note._")
+        note = (topic.note if topic is not None else "") or "_No note._"
         self.app.push_screen(NoteScreen(mistake.topic_title, note))
 
     def reload(self) -> None:

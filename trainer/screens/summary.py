@@ -13,14 +13,14 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from questions.wording import plural
-from trainer.core.session import Summary
+from trainer.core.session import SessionSummary
 from trainer.widgets.keybar import KeyBar
 
 
 class SummaryScreen(Screen[None]):
     BINDINGS = [Binding("enter,escape,space", "app.home", "Home", id="summary-home")]
 
-    def __init__(self, summary: Summary) -> None:
+    def __init__(self, summary: SessionSummary) -> None:
         super().__init__()
         self.summary = summary
 

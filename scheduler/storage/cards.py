@@ -1,0 +1,425 @@
+"""Store part: question cards, flags, today's queue, answering and undo."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from scheduler import transition
+from scheduler.days import from_ms, to_ms, utc_now
+from scheduler.errors import AnsweredElsewhereError, UnknownCardError
+from scheduler.models import CardRow, FlagRow, ReviewRow, SettingRow
+from scheduler.records import (
+    MODES,
+    Card,
+    Flag,
+    Mode,
+    Queue,
+    QueueItem,
+    Review,
+    ReviewResult,
+    SyncResult,
+    UndoResult,
+)
+from scheduler.sm2 import CardState, check_quality
+from scheduler.storage.base import json_object
+from scheduler.storage.lab import lab_recall_items
+from scheduler.storage.settings import SettingsPart
+
+
+def _card(row: CardRow) -> Card:
+    return Card(
+        question_id=row.question_id,
+        topic=row.topic,
+        state=CardState(row.ef, row.repetitions, row.interval),
+        due=row.due,
+        lapses=row.lapses,
+        leech=row.leech,
+        suspended=row.suspended,
+        buried_until=row.buried_until,
+        retired=row.retired,
+        created_at=from_ms(row.created_ms),
+        last_reviewed_at=None if row.last_reviewed_ms is None else from_ms(row.last_reviewed_ms),
+    )
+
+
+def _review(row: ReviewRow) -> Review:
+    return Review(
+        id=row.id,
+        uid=row.uid,
+        question_id=row.question_id,
+        reviewed_at=from_ms(row.reviewed_ms),
+        day=row.study_day,
+        mode=row.mode,  # type: ignore[arg-type]  # constrained on write
+        quality=row.quality,
+        correct=row.correct,
+        answer_text=row.answer_text,
+        response_ms=row.response_ms,
+        params=None if row.params is None else json.loads(row.params),
+        before=CardState(row.ef_before, row.reps_before, row.interval_before),
+        after=CardState(row.ef_after, row.reps_after, row.interval_after),
+        due_before=row.due_before,
+        due_after=row.due_after,
+        mistake_id=row.mistake_id,
+        overridden=row.overridden,
+    )
+
+
+
+class CardsPart(SettingsPart):
+    """The question cards and their answer log."""
+
+    # ------------------------------------------------------------------------------- cards
+    def sync_cards(
+        self, questions: Iterable[tuple[str, str]], *, retire_missing: bool = False
+    ) -> SyncResult:
+        """Create a card for every new (question id, topic), update topics that changed.
+
+        Never-reviewed cards are introduced in the order given, at every sync: a question
+        pack added later is interleaved with the remaining new cards (as the bank orders
+        it) instead of waiting behind all of them. With `retire_missing`, cards whose
+        question is absent are retired (kept with their history, never queued) and come
+        back if the question returns. Pass the whole bank.
+        """
+        wanted: dict[str, str] = {}
+        for qid, topic in questions:
+            if not isinstance(qid, str) or not qid:
+                raise ValueError(f"question id must be a non-empty string, got {qid!r}")
+            wanted[qid] = str(topic)
+        added = updated = retired = 0
+        now_ms = to_ms(utc_now())
+        with self._write() as s:
+            existing = {
+                r.question_id: (r.topic, r.retired)
+                for r in s.execute(select(CardRow.question_id, CardRow.topic, CardRow.retired))
+            }
+            position = s.scalar(select(func.max(CardRow.position)))
+            position = -1 if position is None else position
+            for qid, topic in wanted.items():
+                if qid not in existing:
+                    position += 1
+                    s.add(CardRow(question_id=qid, topic=topic, position=position, ef=250,
+                                  repetitions=0, interval=0, due=None, lapses=0, leech=False,
+                                  suspended=False, buried_until=None, retired=False,
+                                  created_ms=now_ms))
+                    added += 1
+                elif existing[qid] != (topic, False):
+                    s.execute(update(CardRow).where(CardRow.question_id == qid)
+                              .values(topic=topic, retired=False))
+                    updated += 1
+            s.flush()
+            self._resequence_new(s, list(wanted))
+            if retire_missing:
+                gone = [q for q, (_, was) in existing.items() if q not in wanted and not was]
+                for chunk in range(0, len(gone), 500):
+                    s.execute(update(CardRow).where(
+                        CardRow.question_id.in_(gone[chunk:chunk + 500])).values(retired=True))
+                retired = len(gone)
+        return SyncResult(added, updated, retired)
+
+    @staticmethod
+    def _resequence_new(s: Session, order: list[str]) -> None:
+        """Give the never-reviewed cards among `order` their positions in that order (the
+        same set of positions, permuted, so reviewed and retired cards keep theirs)."""
+        rank = {qid: i for i, qid in enumerate(order)}
+        rows = [(qid, pos) for qid, pos in s.execute(
+            select(CardRow.question_id, CardRow.position).where(CardRow.due.is_(None))
+        ) if qid in rank]
+        slots = sorted(pos for _, pos in rows)
+        wanted = sorted(rows, key=lambda r: rank[r[0]])
+        changes = [{"question_id": qid, "position": slot}
+                   for (qid, pos), slot in zip(wanted, slots, strict=True) if pos != slot]
+        if changes:
+            s.execute(update(CardRow), changes)
+
+    def card(self, question_id: str) -> Card:
+        """The card for a question id; UnknownCardError if there is none."""
+        with self._read() as s:
+            return _card(self._get(s, question_id))
+
+    def cards(self) -> list[Card]:
+        """Every card, in new-card order."""
+        with self._read() as s:
+            return [_card(r) for r in s.scalars(select(CardRow).order_by(CardRow.position))]
+
+    @staticmethod
+    def _get(s: Session, question_id: str) -> CardRow:
+        row = s.get(CardRow, question_id)
+        if row is None:
+            raise UnknownCardError(f"no card for question id {question_id!r}")
+        return row
+
+    def suspend(self, question_id: str) -> None:
+        """Take a card out of every queue until unsuspended."""
+        self._set(question_id, suspended=True)
+
+    def unsuspend(self, question_id: str) -> None:
+        self._set(question_id, suspended=False)
+
+    def bury(self, question_id: str, now: dt.datetime | None = None) -> None:
+        """Hide a card for the rest of today's study day."""
+        self._set(question_id, buried_until=self.study_day(now))
+
+    def unbury(self, question_id: str) -> None:
+        self._set(question_id, buried_until=None)
+
+    def _set(self, question_id: str, **values: Any) -> None:
+        with self._write() as s:
+            self._get(s, question_id)
+            s.execute(update(CardRow).where(CardRow.question_id == question_id).values(**values))
+
+    def flag(self, question_id: str, note: str, now: dt.datetime | None = None) -> int:
+        """Record that a question looks wrong (kept for the author); returns the flag id."""
+        if not isinstance(note, str) or not note.strip():
+            raise ValueError("a flag needs a note saying what looks wrong")
+        with self._write() as s:
+            self._get(s, question_id)
+            row = FlagRow(question_id=question_id, note=note.strip(),
+                          created_ms=to_ms(now or utc_now()))
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def flags(self, question_id: str | None = None) -> list[Flag]:
+        query = select(FlagRow).order_by(FlagRow.id)
+        if question_id is not None:
+            query = query.where(FlagRow.question_id == question_id)
+        with self._read() as s:
+            return [Flag(r.id, r.question_id, r.note, from_ms(r.created_ms))
+                    for r in s.scalars(query)]
+
+    def clear_flags(self, question_id: str) -> int:
+        with self._write() as s:
+            ids = list(s.scalars(select(FlagRow.id).where(FlagRow.question_id == question_id)))
+            s.execute(delete(FlagRow).where(FlagRow.id.in_(ids)))
+            return len(ids)
+
+    # ------------------------------------------------------------------------------- queue
+    def today_queue(
+        self,
+        now: dt.datetime | None = None,
+        new_limit: int | None = None,
+        review_limit: int | None = None,
+    ) -> Queue:
+        """Today's queue: due reviews oldest first, then new cards, then re-drill.
+
+        New cards fill up to the daily new limit (less those already introduced today), and
+        reviews plus new cards stay within the daily review limit (less answers already
+        given today). Re-drill lists cards whose latest graded answer today is below 4.
+        Suspended, buried and retired cards never appear. Limits default to the settings.
+        """
+        cfg = self.settings()
+        day = self.study_day(now, cfg)
+        new_cap = cfg.new_limit if new_limit is None else new_limit
+        plan = self.plan() if new_limit is None else None
+        review_cap = cfg.review_limit if review_limit is None else review_limit
+        visible = (
+            ~CardRow.suspended,
+            ~CardRow.retired,
+            (CardRow.buried_until.is_(None)) | (CardRow.buried_until < day),
+        )
+        with self._read() as s:
+            today = s.execute(
+                select(ReviewRow.question_id, ReviewRow.mode, ReviewRow.quality,
+                       ReviewRow.due_before)
+                .where(ReviewRow.study_day == day).order_by(ReviewRow.id)
+            ).all()
+            scheduled = [r for r in today if r.mode == "review"]
+            introduced = sum(1 for r in scheduled if r.due_before is None)
+            if plan is not None:  # a plan to the interview replaces the new-card limit
+                from scheduler.plan import paced_new_limit
+
+                waiting = s.scalar(select(func.count()).select_from(CardRow).where(
+                    CardRow.due.is_(None), ~CardRow.suspended, ~CardRow.retired)) or 0
+                paced = paced_new_limit(plan, day, waiting + introduced)
+                new_cap = new_cap if paced is None else paced
+            room = max(0, review_cap - len(scheduled))
+            due_rows = s.execute(
+                select(CardRow.question_id, CardRow.topic, CardRow.due)
+                .where(CardRow.due <= day, *visible)
+                .order_by(CardRow.due, CardRow.position).limit(room)
+            ).all()
+            new_room = min(max(0, new_cap - introduced), room - len(due_rows))
+            new_rows = s.execute(
+                select(CardRow.question_id, CardRow.topic)
+                .where(CardRow.due.is_(None), *visible)
+                .order_by(CardRow.position).limit(new_room)
+            ).all() if new_room > 0 else []
+            latest: dict[str, int] = {}
+            for r in today:
+                if r.mode != "cram":
+                    latest.pop(r.question_id, None)  # keep the order of the latest answer
+                    latest[r.question_id] = r.quality
+            failing = [q for q, quality in latest.items() if transition.needs_redrill(quality)]
+            due_ids = {r.question_id for r in due_rows}
+            lab_items = lab_recall_items(
+                s, day, due_ids | {r.question_id for r in new_rows}, visible)
+            redrill_rows: dict[str, str] = {}
+            for chunk in range(0, len(failing), 500):
+                redrill_rows.update(s.execute(
+                    select(CardRow.question_id, CardRow.topic)
+                    .where(CardRow.question_id.in_(failing[chunk:chunk + 500]), *visible)
+                ).all())
+        return Queue(
+            day=day,
+            reviews=tuple(QueueItem(r.question_id, r.topic, "review", r.due) for r in due_rows),
+            new=tuple(QueueItem(r.question_id, r.topic, "new", None) for r in new_rows),
+            redrill=tuple(
+                QueueItem(q, redrill_rows[q], "redrill", None)
+                for q in failing if q in redrill_rows and q not in due_ids
+                and q not in {i.question_id for i in lab_items}
+            ),
+            lab=lab_items,
+        )
+
+    # ------------------------------------------------------------------------------ answer
+    def answer(
+        self,
+        question_id: str,
+        quality: int,
+        *,
+        correct: bool,
+        answer_text: str,
+        response_ms: int,
+        params: dict[str, Any] | None = None,
+        now: dt.datetime | None = None,
+        mode: Mode = "review",
+        mistake_id: str | None = None,
+        overridden: bool = False,
+    ) -> ReviewResult:
+        """Record one answer: the card update and its log row commit in one transaction.
+
+        `mode="review"` applies SM-2 to a card that is due (or new) today; a failing grade
+        (< 3) is a lapse, and the card becomes a leech at the configured number of lapses.
+        `"redrill"` (today's re-drill) and `"cram"` (practice outside the schedule) are
+        logged but leave the schedule untouched. `mistake_id` names the mistake a wrong
+        answer matched (kept for "recurring mistakes"); `overridden` marks a wrong verdict the
+        learner counted right after a typo. Raises ValueError for a bad grade, mode or a
+        review of a card not due today, UnknownCardError for an unknown question id.
+        """
+        quality = check_quality(quality)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if isinstance(response_ms, bool) or not isinstance(response_ms, int) or response_ms < 0:
+            raise ValueError(f"response_ms must be a whole number >= 0, got {response_ms!r}")
+        params_json = json_object(params, "params")
+        if mistake_id is not None and (not isinstance(mistake_id, str) or not mistake_id):
+            raise ValueError(f"mistake_id must be a non-empty string or None, got {mistake_id!r}")
+        moment = now or utc_now()
+        cfg = self.settings()
+        day = self.study_day(moment, cfg)
+        with self._write() as s:
+            card = self._get(s, question_id)
+            old = _card(card).scheduled
+            try:
+                new, redrill = transition.apply(old, quality, mode, day, cfg)
+                if cfg.scheduler == "fsrs" and mode == "review":  # FSRS sets the due day
+                    new = self._fsrs_due(s, question_id, new, quality, moment, day)
+            except ValueError as exc:
+                if mode == "review" and card.due is not None and card.due > day and s.scalars(
+                    select(ReviewRow.id).where(ReviewRow.question_id == question_id,
+                                               ReviewRow.study_day == day,
+                                               ReviewRow.mode == "review").limit(1)
+                ).first() is not None:
+                    raise AnsweredElsewhereError(
+                        f"{question_id} was already answered today (in another window?) and "
+                        f"is not due until {card.due.isoformat()}; this answer was not recorded"
+                    ) from None
+                raise ValueError(f"{question_id}: {exc}") from None
+            before, after = old.state, new.state
+            snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
+            due, lapses, leech = new.due, new.lapses, new.leech
+            if new != old:
+                card.ef, card.repetitions, card.interval = (
+                    after.ef_hundredths, after.repetitions, after.interval)
+                card.due, card.lapses, card.leech = due, lapses, leech
+                card.last_reviewed_ms = to_ms(moment)
+            row = ReviewRow(
+                uid=uuid.uuid4().hex, question_id=question_id, reviewed_ms=to_ms(moment),
+                study_day=day, mode=mode, quality=quality, correct=bool(correct),
+                answer_text=str(answer_text), response_ms=response_ms, params=params_json,
+                ef_before=before.ef_hundredths, reps_before=before.repetitions,
+                interval_before=before.interval, due_before=snapshot[0],
+                lapses_before=snapshot[1], leech_before=snapshot[2],
+                last_reviewed_ms_before=snapshot[3],
+                ef_after=after.ef_hundredths, reps_after=after.repetitions,
+                interval_after=after.interval, due_after=due, lapses_after=lapses,
+                leech_after=leech, mistake_id=mistake_id, overridden=bool(overridden),
+            )
+            s.add(row)
+            s.flush()
+            self._inside_answer_transaction()
+        return ReviewResult(
+            review_id=row.id, question_id=question_id, mode=mode, quality=quality,
+            correct=bool(correct), day=day, before=before, after=after, due=due,
+            lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
+            needs_redrill=redrill,
+        )
+
+    def _fsrs_due(self, s: Session, question_id: str, new: transition.Scheduled,
+                  quality: int, moment: dt.datetime, day: dt.date) -> transition.Scheduled:
+        """`new` with its interval and due day from an FSRS replay of the card's answers."""
+        from scheduler.fsrs_schedule import fsrs_interval
+        from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+        answers = [(from_ms(ms), q) for ms, q in s.execute(
+            select(ReviewRow.reviewed_ms, ReviewRow.quality)
+            .where(ReviewRow.question_id == question_id).order_by(ReviewRow.id)).all()]
+        raw = s.scalar(select(SettingRow.value).where(SettingRow.key == FSRS_PARAMETERS_KEY))
+        interval = fsrs_interval([*answers, (moment, quality)],
+                                 None if raw is None else json.loads(raw))
+        state = CardState(new.state.ef_hundredths, new.state.repetitions, interval)
+        return replace(new, state=state, due=day + dt.timedelta(days=interval))
+
+    def _inside_answer_transaction(self) -> None:
+        """Test seam: runs after the answer is written, before it commits."""
+
+    def undo(
+        self, now: dt.datetime | None = None, review_id: int | None = None
+    ) -> UndoResult | None:
+        """Undo the latest answer of today's study day; call again to undo further.
+
+        With `review_id` (what `answer` returned), undo exactly that answer whatever the day,
+        as a session does after the rollover hour passes mid-session, provided it is still
+        its card's latest answer. Restores the card's schedule exactly as it was and deletes
+        the log row. Returns None when there is nothing (left) to undo.
+        """
+        with self._write() as s:
+            if review_id is None:
+                row = s.scalars(
+                    select(ReviewRow).where(ReviewRow.study_day == self.study_day(now))
+                    .order_by(ReviewRow.id.desc()).limit(1)
+                ).first()
+            else:
+                row = s.get(ReviewRow, review_id)
+                if row is not None and s.scalars(
+                    select(ReviewRow.id).where(ReviewRow.question_id == row.question_id,
+                                               ReviewRow.id > row.id).limit(1)
+                ).first() is not None:
+                    return None  # answered again since (another process): would lose that
+            if row is None:
+                return None
+            card = self._get(s, row.question_id)
+            card.ef, card.repetitions, card.interval = (
+                row.ef_before, row.reps_before, row.interval_before)
+            card.due, card.lapses, card.leech = row.due_before, row.lapses_before, row.leech_before
+            card.last_reviewed_ms = row.last_reviewed_ms_before
+            result = UndoResult(row.id, row.question_id, row.mode,  # type: ignore[arg-type]
+                                row.quality, _card(card))
+            s.delete(row)
+        return result
+
+    def history(self, question_id: str) -> list[Review]:
+        """Every logged answer for a question, oldest first."""
+        with self._read() as s:
+            self._get(s, question_id)
+            return [_review(r) for r in s.scalars(
+                select(ReviewRow).where(ReviewRow.question_id == question_id)
+                .order_by(ReviewRow.id))]
