@@ -39,10 +39,9 @@ def cases(seed: int) -> list[Case]:
 def _eval(cid: str, description: str, demand: int, owned: int, rented: int,
           scenario: dict[str, Any] | None = None) -> Case:
     return make_case(1, cid, description, "evaluate_plan", scenario or H100_8B, demand,
-                 {"owned": owned, "rented": rented})
+                     {"owned": owned, "rented": rented})
 
 
-# -- level 1 ---------------------------------------------------------------------------------------
 def _fixed() -> list[Case]:
     at_limit = 20 * PER_CARD * 85 // 100  # 20 owned cards, exactly 15% idle
     return [
@@ -216,7 +215,7 @@ def check(case: Case, got: Any, want: dict[str, Any]) -> Verdict:
                                   + (f" — {why}" if why else ""))
         m = c["margin"]
         if isinstance(m, bool) or not isinstance(m, int | float) or not close(float(m),
-                                                                               w["margin"]):
+                                                                              w["margin"]):
             why = _explain(case, f"checks.{name}.margin", m)
             return Verdict(False, f"the {name} check's margin: expected {w['margin']:.10g} "
                                   f"(limit − figure), got {m!r}" + (f" — {why}" if why else ""))

@@ -36,7 +36,7 @@ def expected(case: Case, ctx: RunContext) -> Any:
         return _stream_expected(json.dumps(drive.call_params(case, ctx), sort_keys=True))
     return drive.run(reference, case, ctx)
 
-# -- checking --------------------------------------------------------------------------------------
+
 class Mismatch(Exception):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(message)

@@ -48,7 +48,7 @@ def ev(rid: str, prompt: int, out: int, cached: int = 0, *, tier: str = "flagshi
 
 
 def ledger(level: int, cid: str, description: str, events: list[dict[str, Any]],
-            prices: dict[str, Any] | None = None, hint: str | None = None) -> Case:
+           prices: dict[str, Any] | None = None, hint: str | None = None) -> Case:
     """`hint`: the rule this case is about, added to a mismatch no known mistake explains."""
     params: dict[str, Any] = {"function": "ledger", "events": events, "prices": prices or PRICES}
     if hint:
@@ -60,7 +60,6 @@ def ledger(level: int, cid: str, description: str, events: list[dict[str, Any]],
 def request(level: int, cid: str, description: str, event: dict[str, Any]) -> Case:
     return Case(id=cid, level=level, description=description, timeout_s=CASE_TIMEOUT_S, size=1,
                 params={"function": "bill_request", "event": event, "prices": PRICES})
-
 
 
 def stream_case(level: int, cid: str, description: str, spec: dict[str, Any]) -> Case:

@@ -26,35 +26,35 @@ def _fixed() -> list[Case]:
     return [
         request(1, "request-uncached", "copilot request 2,400 in / 600 out, flagship", copilot),
         request(1, "request-cached-prefix", "the same request with a 2,000-token cached prefix",
-                 ev("c2", 2400, 600, 2000)),
+                ev("c2", 2400, 600, 2000)),
         request(1, "request-zero-tokens", "a request of 0 tokens costs $0", ev("z", 0, 0)),
         request(1, "request-unknown-tier", "tier 'turbo' is not on the price sheet",
-                 ev("t", 10, 10, tier="turbo")),
+                ev("t", 10, 10, tier="turbo")),
         ledger(1, "no-events", "no events: no months", []),
         ledger(1, "zero-tokens", "one event of 0 tokens: $0.00 and no blended rate",
-                [ev("z", 0, 0)]),
+               [ev("z", 0, 0)]),
         ledger(1, "one-request", "one copilot request with a cached prefix",
-                [ev("c2", 2400, 600, 2000)]),
+               [ev("c2", 2400, 600, 2000)]),
         ledger(1, "all-cached", "every prompt token read from the cache",
-                [ev("a1", 100_000, 0, 100_000, tier="frontier")]),
+               [ev("a1", 100_000, 0, 100_000, tier="frontier")]),
         ledger(1, "half-cent-tie-input", "5,000 fresh flagship tokens = $0.015 exactly",
-                [ev("h1", 5000, 0)]),
+               [ev("h1", 5000, 0)]),
         ledger(1, "half-cent-tie-even", "fast tier: 31,250 in = $0.025 and 11,250 out = $0.045, "
-                "ties that round-half-even sends down",
-                [ev("h2", 31_250, 11_250, tier="fast")]),
+               "ties that round-half-even sends down",
+               [ev("h2", 31_250, 11_250, tier="fast")]),
         ledger(1, "half-cent-tie-output", "frontier: 3,400 output tokens = $0.255",
-                [ev("h4", 0, 3400, tier="frontier")]),
+               [ev("h4", 0, 3400, tier="frontier")]),
         ledger(1, "half-cent-tie-cached", "flagship: 50,000 cached tokens = $0.015",
-                [ev("h5", 50_000, 0, 50_000)]),
+               [ev("h5", 50_000, 0, 50_000)]),
         ledger(1, "sub-cent-events", "nine events of $0.0010664: $0.0096 in all, not 9 × $0.00",
-                many_small),
+               many_small),
         ledger(1, "three-tiers", "one request per tier",
-                [ev("f", 800, 300, tier="fast"), ev("g", 2400, 600, 1200),
+               [ev("f", 800, 300, tier="fast"), ev("g", 2400, 600, 1200),
                  ev("x", 12_000, 4000, 8000, tier="frontier")]),
         ledger(1, "unknown-tier", "an event on a tier the price sheet lacks",
-                [ev("ok", 10, 10), ev("bad", 10, 10, tier="turbo")]),
+               [ev("ok", 10, 10), ev("bad", 10, 10, tier="turbo")]),
         ledger(1, "cached-over-prompt", "cached_tokens 600 > prompt_tokens 500",
-                [ev("bad", 500, 10, 600)]),
+               [ev("bad", 500, 10, 600)]),
     ]
 
 
@@ -78,6 +78,6 @@ def _hidden(seed: int) -> list[Case]:
     for i in range(8):
         n = rng.choice([2, 10, 50, 300])
         cases.append(ledger(1, f"hidden-month-{i:02d}", f"seeded month of {n} events",
-                             _random_events(rng, n)))
+                            _random_events(rng, n)))
     return cases
 

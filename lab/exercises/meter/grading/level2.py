@@ -37,40 +37,40 @@ def _fixed() -> list[Case]:
     twenty += [ev(f"r{i}", 800, 300, attempt=2, ts=JAN + day + 5) for i in (3, 7)]
     return [
         ledger(2, "retry-full-price", "one request and its retry: both billed in full",
-                [ev("a", 2400, 600, 1000), ev("a", 2400, 600, 1000, attempt=2, ts=JAN + day + 9)]),
+               [ev("a", 2400, 600, 1000), ev("a", 2400, 600, 1000, attempt=2, ts=JAN + day + 9)]),
         ledger(2, "retry-tax-20pct", "10 equal requests, 2 retried once: +20%, 1/6 of the bill",
-                twenty),
+               twenty),
         ledger(2, "no-retries", "no retries: the retry tax is 0", [ev("a", 800, 300)]),
         ledger(2, "duplicate-first-attempt", "the same event delivered twice, 60 s apart",
-                [ev("d", 12_000, 4000), ev("d", 12_000, 4000, received=JAN + day + 60),
+               [ev("d", 12_000, 4000), ev("d", 12_000, 4000, received=JAN + day + 60),
                  ev("e", 800, 300)]),
         ledger(2, "duplicate-retry", "a retry delivered twice",
-                [ev("d", 800, 300), ev("d", 800, 300, attempt=2, ts=JAN + day + 1),
+               [ev("d", 800, 300), ev("d", 800, 300, attempt=2, ts=JAN + day + 1),
                  ev("d", 800, 300, attempt=2, ts=JAN + day + 1, received=JAN + day + 99)]),
         ledger(2, "retry-not-duplicate", "attempts 1, 2 and 3 of one request, identical tokens",
-                [ev("k", 1000, 100, attempt=a, ts=JAN + day + a) for a in (1, 2, 3)]),
+               [ev("k", 1000, 100, attempt=a, ts=JAN + day + a) for a in (1, 2, 3)]),
         ledger(2, "late-event", "an event that ran on 31 January reaches the meter in February",
-                [ev("l", 5000, 500, ts=FEB - 3600, received=FEB + 7200), ev("m", 800, 300,
+               [ev("l", 5000, 500, ts=FEB - 3600, received=FEB + 7200), ev("m", 800, 300,
                                                                             ts=FEB + 7200)]),
         ledger(2, "month-boundary", "ts at 2026-02-01T00:00:00Z is February; one second "
-                "earlier is January",
-                [ev("b1", 1000, 100, ts=FEB - 1), ev("b2", 2000, 200, ts=FEB)]),
+               "earlier is January",
+               [ev("b1", 1000, 100, ts=FEB - 1), ev("b2", 2000, 200, ts=FEB)]),
         ledger(2, "retry-across-months", "attempt 1 on 31 January, its retry on 1 February",
-                [ev("x", 2400, 600, ts=FEB - 10),
+               [ev("x", 2400, 600, ts=FEB - 10),
                  ev("x", 2400, 600, attempt=2, ts=FEB + 10)]),
         ledger(2, "retry-before-first", "attempt 2 of a request arrives before its attempt "
-                "1 (other token counts): the attempt number, not the arrival order, makes it a "
-                "retry", [ev("o", 12_000, 4000, attempt=2, ts=JAN + day + 30),
+               "1 (other token counts): the attempt number, not the arrival order, makes it a "
+               "retry", [ev("o", 12_000, 4000, attempt=2, ts=JAN + day + 30),
                           ev("o", 800, 300, ts=JAN + day), ev("p", 1000, 100)],
                 hint="a retry is recognised by its attempt number (attempt >= 2), not by "
                      "arriving after another event of the same request"),
         ledger(2, "retry-alone", "an attempt 2 whose attempt 1 never reaches the meter is a "
-                "retry", [ev("r", 12_000, 4000, attempt=2), ev("s", 800, 300)],
-                hint="a retry is recognised by its attempt number (attempt >= 2), even when no "
+               "retry", [ev("r", 12_000, 4000, attempt=2), ev("s", 800, 300)],
+               hint="a retry is recognised by its attempt number (attempt >= 2), even when no "
                      "attempt 1 of that request was seen"),
         ledger(2, "duplicate-retagged", "a redelivery whose tenant tag changed on the way "
-                "(search, then ads, then untagged): the same (request_id, attempt), billed once",
-                [ev("d", 12_000, 4000, tenant="search"),
+               "(search, then ads, then untagged): the same (request_id, attempt), billed once",
+               [ev("d", 12_000, 4000, tenant="search"),
                  ev("d", 12_000, 4000, tenant="ads", received=JAN + day + 60),
                  ev("d", 12_000, 4000, tenant=None, received=JAN + day + 90),
                  ev("e", 800, 300)],
@@ -85,7 +85,7 @@ def _fixed() -> list[Case]:
                              "remember each (request_id, attempt) for the 10,000 events that "
                              "follow it"}),
         ledger(2, "leap-day", "29 February 2028 is in 2028-02",
-                [ev("leap", 1000, 100, ts=1835395200 + 3600)]),  # 2028-02-29T01:00:00Z
+               [ev("leap", 1000, 100, ts=1835395200 + 3600)]),  # 2028-02-29T01:00:00Z
     ]
 
 
@@ -96,6 +96,6 @@ def _hidden(seed: int) -> list[Case]:
         spec = {"seed": f"2-{seed}-{i}", "n": rng.choice([40, 200, 800]), "dup": 0.08,
                 "retry": 0.12, "late": 0.15, "months": rng.choice([1, 2, 3])}
         out.append(stream_case(2, f"hidden-{i:02d}", f"seeded stream of {spec['n']} events "
-                                "with redeliveries, retries and late events", spec))
+                               "with redeliveries, retries and late events", spec))
     return out
 
