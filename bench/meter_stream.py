@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lab.exercises.meter import grading, streams
+from lab.exercises.meter import streams
+from lab.exercises.meter.grading.common import PRICES
 from lab.reference import meter
 
 MIX = {"dup": 0.02, "retry": 0.05, "late": 0.02, "untagged": 0.08, "shared": 0.1, "months": 3}
@@ -49,7 +50,7 @@ def main() -> None:
             pass
 
     gen = best_cpu_s(generate, args.repeats)
-    both = best_cpu_s(lambda: meter.ledger(streams.events(spec), grading.PRICES), args.repeats)
+    both = best_cpu_s(lambda: meter.ledger(streams.events(spec), PRICES), args.repeats)
     per = 1e6 / args.events
     print(f"{args.events:,} events, best of {args.repeats} (CPU):")
     print(f"  generator alone          {gen * per:5.2f} µs/event")

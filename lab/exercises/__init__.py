@@ -1,9 +1,10 @@
 """The exercise catalogue: one package per exercise, `lab/exercises/<id_with_underscores>/`.
 
 Each package holds `exercise.toml`, `statement.md`, `stub.py`, `hints.md` (hints separated by a
-line containing only `---`), `drive.py` (runs in the learner's sandbox) and `grading.py` (runs in
-the grader only) — the contract is in lab/README.md. Discovery only reads TOML and Markdown; the
-grading module (which may need torch) is imported on demand by `Exercise.grading()`.
+line containing only `---`), `drive.py` (runs in the learner's sandbox) and the `grading/` package
+(runs in the grader only; one `levelN.py` per level) — the contract is in lab/README.md.
+Discovery only reads TOML and Markdown; the grading package (which may need torch) is imported on
+demand by `Exercise.grading()`.
 
 `exercise.toml`::
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from lab.exercises.fleet import grading
+from lab.exercises.fleet.grading import common
 from lab.reference import fleet
 
 
@@ -43,10 +44,10 @@ def _brute_year(sc: dict[str, Any], demand: list[int]) -> dict[str, Any]:
 def test_planners_match_a_brute_force() -> None:
     rng = random.Random(2026)
     for _ in range(40):
-        sc = grading._random_scenario(rng)
+        sc = common.random_scenario(rng)
         if rng.random() < 0.3:
             sc["max_rented"] = rng.randrange(0, 4)
-        per_card = grading._per_card(sc)
+        per_card = common.per_card(sc)
         demand = [rng.randrange(per_card // 3, 9 * per_card) for _ in range(rng.choice([1, 3]))]
         brute = _brute_year(sc, demand)
         assert fleet.plan_year(sc, demand) == brute
@@ -74,7 +75,7 @@ def test_default_month_matches_the_sim() -> None:
     from lab.sims import SIMS
 
     r = SIMS["fleet"].evaluate()  # 500B tokens, 18 owned H100s, overflow rented by the hour
-    s = fleet.Scenario(grading.H100_8B)
+    s = fleet.Scenario(common.H100_8B)
     rented = (Fraction(500 * 10**9) - 18 * s.per_card) / s.per_card
     month = fleet.evaluate(s, Fraction(500 * 10**9), 18, rented)
     # the sim's dials are floats (1.35 is not exactly 135/100), hence approx

@@ -47,8 +47,12 @@ def test_exercise_folder_is_complete(ex: object) -> None:
     assert isinstance(ex, Exercise)
     for name in ("statement.md", "stub.py", "hints.md"):
         assert (ex.path / name).is_file(), name
-    # grading is a module, or a package of per-level modules (the judge contract allows both)
-    assert (ex.path / "grading.py").is_file() or (ex.path / "grading" / "__init__.py").is_file()
+    # one layout for every exercise (lab/README.md): the child's drive.py, and a grading
+    # package with one module per level that its __init__ dispatches to
+    assert (ex.path / "drive.py").is_file()
+    assert not (ex.path / "grading.py").exists()
+    for level in ex.levels:
+        assert (ex.path / "grading" / f"level{level.number}.py").is_file(), level.number
     assert ex.statement().strip()
     grading = ex.grading()
     module = grading.REFERENCE

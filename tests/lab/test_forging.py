@@ -102,7 +102,7 @@ def test_patching_drive_or_the_sandbox_only_changes_what_the_learner_reports(
 def test_the_judge_files_cannot_be_read_as_text(tmp_path: Path) -> None:
     if not CONFINED:
         pytest.skip("no mount namespace: reading lab/*.py as text is not prevented here")
-    grading = ROOT / "lab" / "exercises" / "kv_bytes" / "grading.py"
+    grading = ROOT / "lab" / "exercises" / "kv_bytes" / "grading" / "__init__.py"
     reference = ROOT / "lab" / "reference" / "kv_bytes.py"
     path = _solution(tmp_path, (
         "seen = {}\n"

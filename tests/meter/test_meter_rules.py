@@ -7,26 +7,27 @@ from decimal import Decimal
 import pytest
 
 from lab.exercises.meter import grading, streams
+from lab.exercises.meter.grading import common
 from lab.grader.api import Case
 from lab.reference import meter
 
-PRICES = grading.PRICES
+PRICES = common.PRICES
 
 
 def test_bill_request_is_exact_and_matches_the_topic_example() -> None:
     # copilot 2,400 in / 600 out, 2,000 cached, flagship: (400 × 3 + 2,000 × 0.3 + 600 × 15) / 1e6
-    bill = meter.bill_request(grading.ev("c", 2400, 600, 2000), PRICES)
+    bill = meter.bill_request(common.ev("c", 2400, 600, 2000), PRICES)
     assert bill["total"] == Decimal("0.0108")
     assert bill["cached_discount"] == Decimal("0.0054")  # 2,000 × 3 × 0.9 / 1e6
 
 
 def test_round_once_half_up_from_the_exact_value() -> None:
-    one = meter.ledger(iter([grading.ev("h", 31_250, 11_250, tier="fast")]), PRICES)
+    one = meter.ledger(iter([common.ev("h", 31_250, 11_250, tier="fast")]), PRICES)
     line = one["months"]["2026-01"]["tiers"]["fast"]
     assert line["fresh_input"] == Decimal("0.03")  # $0.025 exactly, half up
     assert line["output"] == Decimal("0.05")  # $0.045 exactly, half up
     assert one["months"]["2026-01"]["total"] == Decimal("0.07")
-    nine = meter.ledger(iter([grading.ev(f"s{i}", 1333, 0, tier="fast") for i in range(9)]),
+    nine = meter.ledger(iter([common.ev(f"s{i}", 1333, 0, tier="fast") for i in range(9)]),
                         PRICES)
     assert nine["months"]["2026-01"]["total"] == Decimal("0.01")  # 9 × $0.0010664, not 9 × 0
 
@@ -59,8 +60,8 @@ def test_chargeback_moves_half_the_saving_and_keeps_the_total() -> None:
 
 
 def test_month_is_the_utc_month_of_ts() -> None:
-    assert meter.month_of(grading.FEB - 1) == "2026-01"
-    assert meter.month_of(grading.FEB) == "2026-02"
+    assert meter.month_of(common.FEB - 1) == "2026-01"
+    assert meter.month_of(common.FEB) == "2026-02"
     assert meter.month_of(1835395200) == "2028-02"  # 29 February 2028
 
 

@@ -1,9 +1,10 @@
 """Grading for `batch-engine` (parent side; see statement.md for the contract it enforces).
 
-`drive.run` replays a case in the sandbox child and returns the raw record; everything here
-judges it. One module per level holds that level's cases and the checks of its feature, with the
-boundaries, special values and feature pairs it covers listed in its docstring; `common` holds
-what they share, `probe_checks` reads the probe's raw call record.
+`drive.run` replays a case in the sandbox child and returns the raw record; `checks` judges it,
+in an order that names the first cause. One module per level holds that level's cases and the
+checks of its feature, with the boundaries, special values and feature pairs it covers listed in
+its docstring; `common` holds what they share, `probe_checks` reads the probe's raw call record.
+This module only dispatches.
 
 Three kinds of case, all replayed by `harness.replay` on an injected clock:
 - probe cases: the grader's stub model (probe.py) records every forward with its virtual time;
@@ -21,26 +22,10 @@ Three kinds of case, all replayed by `harness.replay` on an injected clock:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from lab.exercises.batch_engine.grading import level1, level2, level3, level4
-from lab.exercises.batch_engine.grading.common import (
-    EPS_S,
-    _check_fifo,
-    _check_kv_reuse,
-    _check_outputs,
-    _check_rejections,
-    _check_stream,
-    _check_waiting,
-    _dups,
-    _expected_outputs,
-    _Fail,
-    latency_stats,
-    view,
-)
+from lab.exercises.batch_engine.grading import checks, level1, level2, level3, level4
 from lab.grader.api import Case, Verdict
-from questions.wording import noun, plural
 
 REFERENCE = "lab.reference.batch_engine"
 LEVELS = {1: level1, 2: level2, 3: level3, 4: level4}
@@ -51,142 +36,4 @@ def cases(level: int, seed: int) -> list[Case]:
 
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:
-    assert isinstance(got, dict) and isinstance(expected, dict)
-    p = case.params
-    notes: list[str] = []
-    metrics: dict[str, float] = {}
-    try:
-        returned, calls = got["empty_step"]
-        if returned or calls:
-            raise _Fail(f"step() on an engine with nothing submitted returned {returned!r} and "
-                        f"made {plural(calls, 'model call')}: with an empty queue there is "
-                        f"nothing to "
-                        "run — return False (the caller then waits instead of spinning)")
-        dup = [e[3] for e in got["events"]
-               if e[1] == "stray" and str(e[3]).startswith("submit returned id")]
-        if dup:
-            raise _Fail(f"{dup[0]}: two requests got the same id — every submit returns a new "
-                        "id (identical requests are still two requests, and an id is never "
-                        "reused, also after its request finished)")
-        if got["stuck"]:
-            if p["model"] == "probe" and not p.get("same_markers"):  # a policy mistake that
-                # led there names the cause
-                g = view(case, got, expected)
-                _check_policy(p, g["reqs"], g)
-            raise _Fail(got["stuck"])
-        if got.get("crash"):
-            raise _Fail(f"step() raised {got['crash']} — one poison request must fail alone: "
-                        "catch the error, find the requests at fault (e.g. retry each row "
-                        "alone), finish them with 'error' and keep serving the rest")
-        g = view(case, got, expected)
-        reqs = g["reqs"]
-        _check_rejections(p, reqs, g)  # first: a bad id the engine fed names the validation
-        if g["violations"]:
-            raise _Fail("the model saw malformed inputs: " + g["violations"][0]
-                        + (f" (+{len(g['violations']) - 1} more)"
-                           if len(g["violations"]) > 1 else ""))
-        if g["multi_call_steps"]:
-            raise _Fail(f"{g['multi_call_steps']} step() calls made more than one model call: "
-                        "each step makes one forward over the whole running batch (newcomers "
-                        "prefill inside it)")
-        streams = _check_stream(reqs, g, p)
-        outputs = _expected_outputs(case, reqs, expected)
-        level4._check_cancels(reqs, g, streams)
-        _check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("target"))
-        if p["model"] == "probe" and not p.get("same_markers"):
-            _check_policy(p, reqs, g)  # (identical requests: the record cannot tell them apart)
-        if "load" in p["checks"]:
-            stats = latency_stats(got["submitted"], got["events"])
-            ref = latency_stats(expected["submitted"], expected["events"])
-            metrics.update({f"learner_{k}": v for k, v in stats.items()})
-            metrics.update({f"reference_{k}": v for k, v in ref.items()})
-            metrics["p95_ratio"] = stats["e2e_p95_s"] / max(ref["e2e_p95_s"], 1e-9)
-            metrics["ttft_p95_ratio"] = stats["ttft_p95_s"] / max(ref["ttft_p95_s"], 1e-9)
-            notes.append(
-                f"p95 end-to-end {stats['e2e_p95_s'] * 1e3:.0f} ms vs reference "
-                f"{ref['e2e_p95_s'] * 1e3:.0f} ms (x{metrics['p95_ratio']:.2f}); p95 TTFT "
-                f"{stats['ttft_p95_s'] * 1e3:.0f} vs {ref['ttft_p95_s'] * 1e3:.0f} ms; "
-                f"{stats['tok_per_s']:.0f} vs {ref['tok_per_s']:.0f} tok/s (virtual time)")
-    except _Fail as exc:
-        return Verdict(False, str(exc), metrics)
-    return Verdict(True, "; ".join(notes), metrics)
-
-
-def _check_no_stall(calls: list[Any], index: dict[int, int], finish_t: dict[int, float]) -> None:
-    """Every row of a call feeds at least one real token: a running request in the batch whose
-    row is all padding made no progress that step (its decode stalled, e.g. behind a newcomer's
-    prefill) while holding a slot."""
-    for n, (t0, _width, rows, _step) in enumerate(calls):
-        for marker, new, _after in rows:
-            who = index.get(marker)
-            if new or who is None or finish_t.get(who, math.inf) <= t0:
-                continue
-            busy = [index.get(m, m) for m, k, _ in rows if k]
-            raise _Fail(f"model call {n} at t={t0:.3f} s: running request {who} was in the batch "
-                        f"but fed no token (its row was all padding) while requests {busy} fed "
-                        "theirs — its decode stalled for that step. Every running request decodes "
-                        "one token at every step, in the same call as the newcomers' prefill")
-
-
-def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
-    """The batching policy, from the probe's record: what every level obeys, then what the
-    case's features add (static: run to completion; continuous: re-formed every step; a KV
-    budget: held, used for admission, preemption; named checks: first batch, lone request)."""
-    B, wait = p["max_batch_size"], p["max_wait_s"]
-    calls, rows_of, index = got["policy_calls"], got["rows_of"], got["index"]
-    finish_t, submitted = got["finish_t"], got["submitted"]
-    for n, (c, rows) in enumerate(zip(calls, rows_of, strict=True)):
-        if len(c[2]) > B:
-            raise _Fail(f"model call {n} at t={c[0]:.3f} s ran {len(c[2])} rows, over "
-                        f"max_batch_size {B} (requests {rows})")
-        if len(set(rows)) != len(rows):
-            raise _Fail(f"model call {n} has {noun(len(_dups(rows)), 'request')} {_dups(rows)} "
-                        f"in two rows at once")
-    recomputed = _check_kv_reuse(p, got, calls, index, finish_t)
-    if p["kv_budget_tokens"] is not None:
-        level3.check_budget(p, reqs, got, calls, rows_of, finish_t, recomputed)
-    _check_no_stall(calls, index, finish_t)  # after the budget: a paused row names that first
-    for c in p["checks"]:
-        name, _, arg = c.partition(":")
-        if name == "first_call_at":
-            at, _, who = arg.partition(":")
-            want = [int(x) for x in who.split(",")]
-            if not calls:
-                raise _Fail("the model was never called")
-            t0, first = calls[0][0], rows_of[0]
-            if sorted(first) != sorted(want):  # the order of the rows inside a call is free
-                raise _Fail(f"the first batch should be requests {want} in arrival order, got "
-                            f"{first} (FIFO: the oldest go first; the order of the rows inside "
-                            "a call does not matter)")
-            if abs(t0 - float(at)) > EPS_S:
-                gone = [c for c in p.get("cancels", []) if c[0] < t0]
-                raise _Fail(f"the first batch went at t={t0:.3f} s, expected t={float(at):.3f} "
-                            f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
-                            "size or wait, whichever comes first)"
-                            + (" — a request cancelled while it waited leaves no deadline "
-                               "behind: the wait runs from the oldest still-queued request's "
-                               "submit" if gone and t0 < float(at) else ""))
-        elif name == "lone":
-            if not calls:
-                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was never "
-                            f"dispatched: it goes once it has waited max_wait "
-                            f"({wait * 1e3:g} ms)"
-                            + (" — max_wait 0 is a duration (go at once), not 'no wait "
-                               "configured' (`if max_wait_s:` is false for 0)" if not wait
-                               else ""))
-            t0, due = calls[0][0], submitted[0] + wait
-            if t0 < due - 1e-9:
-                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
-                            f"at t={t0:.3f} s, before max_wait ({wait * 1e3:g} ms) had passed — "
-                            "a partial batch waits for more requests until the oldest has "
-                            "waited max_wait")
-            if t0 > due + EPS_S:
-                raise _Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
-                            f"at t={t0:.3f} s, {(t0 - due) * 1e3:.0f} ms after its max_wait "
-                            f"({wait * 1e3:g} ms) ran out")
-    _check_fifo(reqs, got, rows_of)
-    _check_waiting(p, reqs, got, calls, rows_of, finish_t)
-    if p["continuous"] and "reformed" in p["checks"]:
-        level2._check_reformed(p, reqs, got, calls, rows_of, finish_t)
-    if not p["continuous"]:
-        level1._check_static(calls, rows_of, finish_t)
+    return checks.check(case, got, expected)

@@ -28,24 +28,24 @@ EPS_S = 0.003  # scheduling tolerance on the virtual clock (the harness ticks 1 
 MARK0 = 100  # probe prompts start with MARK0 + request index, so calls name their requests
 
 
-class _Fail(Exception):
+class Fail(Exception):
     pass
 
 
 # -- cases ------------------------------------------------------------------------------------
-def _req(k: int, length: int, max_tokens: int, t: float = 0.0, rng: random.Random | None = None,
-         **extra: Any) -> dict[str, Any]:
+def probe_request(k: int, length: int, max_tokens: int, t: float = 0.0,
+                  rng: random.Random | None = None, **extra: Any) -> dict[str, Any]:
     """A probe request whose first prompt token is its marker."""
     r = rng or random.Random(k * 7919 + length)
     prompt = [MARK0 + k] + [r.randrange(2, probe.VOCAB) for _ in range(length - 1)]
     return {"t": t, "prompt": prompt, "max_tokens": max_tokens, **extra}
 
 
-def _case(cid: str, level: int, description: str, requests: list[dict[str, Any]], *,
-          model: str = "probe", B: int = 4, wait: float = 0.05, checks: tuple[str, ...] = (),
-          budget: int | None = None, shutdown_at: float | None = None, timeout_s: float = 30.0,
-          required: bool = True, cancels: list[tuple[float, int]] | None = None,
-          **probe: int) -> Case:
+def make_case(cid: str, level: int, description: str, requests: list[dict[str, Any]], *,
+              model: str = "probe", B: int = 4, wait: float = 0.05, checks: tuple[str, ...] = (),
+              budget: int | None = None, shutdown_at: float | None = None, timeout_s: float = 30.0,
+              required: bool = True, cancels: list[tuple[float, int]] | None = None,
+              **probe: int) -> Case:
     """`probe`: ProbeModel settings for this case (max_positions, zero_id)."""
     params = {
         "model": model, "max_batch_size": B, "max_wait_s": wait, "continuous": level >= 2,
@@ -78,11 +78,11 @@ def _target_requests(seed: int, n: int, max_tokens: list[int], stops: bool,
     return out
 
 
-def _target_cases(level: int, seed: int) -> list[Case]:
+def target_cases(level: int, seed: int) -> list[Case]:
     continuous = level >= 2
     B = 4 if level == 1 else 3
     budget = 120 if level == 3 else None
-    fixed = _case(
+    fixed = make_case(
         f"target-mixed-{'static' if not continuous else 'continuous'}", level,
         "target model (shipped, or --target), fp32: mixed prompt lengths, max_tokens 0/1/5/32, "
         "more requests than "
@@ -90,14 +90,14 @@ def _target_cases(level: int, seed: int) -> list[Case]:
         "greedy generation", _target_requests(1, 7, [5, 32, 1, 0, 32, 5, 32], True,
                                               0.0 if level == 1 else 0.004),
         model="target", B=B, wait=0.01, budget=budget, timeout_s=120.0)
-    hidden = _case(
+    hidden = make_case(
         f"hidden-target-{seed}", level, "target model (shipped, or --target), seeded requests",
         _target_requests(seed, 6, [32, 5, 1, 32, 0, 5], True, 0.003 * (level - 1)),
         model="target", B=B, wait=0.01, budget=budget, timeout_s=120.0)
     return [fixed, hidden]
 
 
-def _hidden_probe(level: int, seed: int, n: int = 3) -> list[Case]:
+def hidden_probe(level: int, seed: int, n: int = 3) -> list[Case]:
     rng = random.Random(seed * 31 + level)
     out = []
     for j in range(n):
@@ -107,22 +107,22 @@ def _hidden_probe(level: int, seed: int, n: int = 3) -> list[Case]:
         t = 0.0
         for k in range(rng.randint(8, 20)):
             t += rng.expovariate(rng.choice([30.0, 100.0, 400.0]))
-            reqs.append(_req(k, rng.randint(1, 16), rng.choice([0, 1, 2, 5, 9, 17]),
+            reqs.append(probe_request(k, rng.randint(1, 16), rng.choice([0, 1, 2, 5, 9, 17]),
                              round(t, 4), rng))
         budget = None
         if level == 3:
             budget = max(len(r["prompt"]) + r["max_tokens"] for r in reqs) + rng.randint(0, 30)
-        out.append(_case(f"hidden-probe-{seed}-{j}", level,
+        out.append(make_case(f"hidden-probe-{seed}-{j}", level,
                          f"seeded arrivals, max_batch_size {B}, max_wait {wait * 1e3:g} ms"
                          + (f", KV budget {budget}" if budget else ""), reqs, B=B, wait=wait,
                          budget=budget))
     return out
 
 
-def _load_case(level: int, seed: int, rate: float) -> Case:
+def load_case(level: int, seed: int, rate: float) -> Case:
     reqs = harness.poisson_trace(seed, 90, rate, (4, 24), (1, 48), (2, probe.VOCAB),
                                  first_marker=MARK0)
-    return _case(f"load-poisson-{rate:g}-per-s", level,
+    return make_case(f"load-poisson-{rate:g}-per-s", level,
                  f"seeded Poisson trace, 90 requests at {rate:g}/s, output lengths 1-48, "
                  "max_batch_size 8, virtual-time cost model: tok/s and p50/p95 TTFT and "
                  "end-to-end latency vs the reference (level 2 gate: p95 e2e <= 1.5x)",
@@ -179,18 +179,18 @@ def pct(ordered: list[float], q: float) -> float:
 
 
 # -- stream and outputs ----------------------------------------------------------------------------
-def _check_rejections(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
+def check_rejections(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
     want: set[int] = set()
     for c in p["checks"]:
         if c.startswith("rejects:"):
             want = {int(x) for x in c.split(":")[1].split(",")}
     rejected = set(got["rejected"])
     for i in sorted(want - rejected):
-        raise _Fail(f"request {i} ({_describe(reqs[i])}) should be rejected"
-                    f"{_why_invalid(p, reqs[i])}: submit must raise ValueError")
+        raise Fail(f"request {i} ({_describe(reqs[i])}) should be rejected"
+                   f"{_why_invalid(p, reqs[i])}: submit must raise ValueError")
     for i in sorted(rejected - want):
-        raise _Fail(f"request {i} ({_describe(reqs[i])}) is valid but submit raised "
-                    f"ValueError: {got['rejected'][i]}")
+        raise Fail(f"request {i} ({_describe(reqs[i])}) is valid but submit raised "
+                   f"ValueError: {got['rejected'][i]}")
 
 
 def _why_invalid(p: dict[str, Any], r: dict[str, Any]) -> str:
@@ -218,17 +218,17 @@ def _describe(r: dict[str, Any]) -> str:
     return f"prompt {shown} ({len(prompt)} tokens), max_tokens {r['max_tokens']}"
 
 
-def _check_stream(reqs: list[dict[str, Any]], got: dict[str, Any],
+def check_stream(reqs: list[dict[str, Any]], got: dict[str, Any],
                   p: dict[str, Any]) -> dict[int, tuple[list[int], list[str]]]:
     """Per request: (tokens, finish reasons) from the event stream, with its invariants."""
     streams: dict[int, tuple[list[int], list[str]]] = {}
     for n, (_t, kind, idx, payload) in enumerate(got["events"]):
         if kind == "stray":
             if str(payload).startswith("submit returned id"):
-                raise _Fail(f"{payload}: two requests got the same id — every submit returns a "
-                            "new id (identical requests are still two requests, and an id is "
-                            "never reused, also after its request finished)")
-            raise _Fail(f"an event for a request id submit never returned: {payload}")
+                raise Fail(f"{payload}: two requests got the same id — every submit returns a "
+                           "new id (identical requests are still two requests, and an id is "
+                           "never reused, also after its request finished)")
+            raise Fail(f"an event for a request id submit never returned: {payload}")
         tokens, reasons = streams.setdefault(idx, ([], []))
         if kind == "finish":
             reasons.append(payload)
@@ -239,26 +239,26 @@ def _check_stream(reqs: list[dict[str, Any]], got: dict[str, Any],
                     where = (f" (sent by cancel({idx}) at t={again[0][0]:.3f} s, a cancel of a "
                              "request that had already finished: a second cancel returns False "
                              "and sends nothing)")
-                raise _Fail(f"request {idx} got a second finish event{where}: "
-                            f"{reasons[0]!r} then {reasons[1]!r} — exactly one terminal event")
+                raise Fail(f"request {idx} got a second finish event{where}: "
+                           f"{reasons[0]!r} then {reasons[1]!r} — exactly one terminal event")
         elif reasons:
-            raise _Fail(f"request {idx} streamed token {payload} after its finish event "
-                        f"({reasons[0]!r})")
+            raise Fail(f"request {idx} streamed token {payload} after its finish event "
+                       f"({reasons[0]!r})")
         else:
             tokens.append(payload)
     for i in range(len(reqs)):
         if i in got["rejected"]:
             if i in streams:
-                raise _Fail(f"request {i} was rejected by submit but still got events")
+                raise Fail(f"request {i} was rejected by submit but still got events")
             continue
         if not streams.get(i, ([], []))[1]:
-            raise _Fail(f"request {i} ({_describe(reqs[i])}) never got a finish event"
-                        + (" — shutdown() must finish every queued and running request with "
+            raise Fail(f"request {i} ({_describe(reqs[i])}) never got a finish event"
+                       + (" — shutdown() must finish every queued and running request with "
                            "`abort`" if p["shutdown_at"] is not None else ""))
     return streams
 
 
-def _expected_outputs(case: Case, reqs: list[dict[str, Any]],
+def expected_outputs(case: Case, reqs: list[dict[str, Any]],
                       expected: dict[str, Any]) -> dict[int, tuple[list[int], str]]:
     if case.params["model"] == "probe":
         zero_id = case.params.get("zero_id", -1)
@@ -276,7 +276,7 @@ def _expected_outputs(case: Case, reqs: list[dict[str, Any]],
     return out
 
 
-def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
+def check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
                    streams: dict[int, tuple[list[int], list[str]]],
                    expected: dict[int, tuple[list[int], str]], notes: list[str],
                    metrics: dict[str, float], target: str | None = None) -> None:
@@ -290,13 +290,13 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
         reason = reasons[0]
         if probe.POISON in reqs[i]["prompt"] and case.params["model"] == "probe":
             if reason != "error" or tokens:
-                raise _Fail(f"request {i} breaks the model (poison): expected no tokens and one "
-                            f"'error' finish, got {len(tokens)} tokens and {reason!r}")
+                raise Fail(f"request {i} breaks the model (poison): expected no tokens and one "
+                           f"'error' finish, got {len(tokens)} tokens and {reason!r}")
             continue
         if (shutdown or i in cancelled) and reason == "abort":
             if tokens != want[:len(tokens)]:
-                raise _Fail(f"request {i} was aborted by shutdown, but the tokens it streamed "
-                            f"{_diff(want, tokens)}")
+                raise Fail(f"request {i} was aborted by shutdown, but the tokens it streamed "
+                           f"{_diff(want, tokens)}")
             continue
         if tokens != want:
             if case.params["model"] == "target":
@@ -305,12 +305,12 @@ def _check_outputs(case: Case, reqs: list[dict[str, Any]], got: dict[str, Any],
                     notes.append(f"request {i}: {excuse}")
                     metrics["near_ties"] = metrics.get("near_ties", 0) + 1
                     continue
-            raise _Fail(f"request {i} ({_describe(reqs[i])}): tokens {_diff(want, tokens)}"
-                        + _hint(i, reqs, want, tokens, streams, expected))
+            raise Fail(f"request {i} ({_describe(reqs[i])}): tokens {_diff(want, tokens)}"
+                       + _hint(i, reqs, want, tokens, streams, expected))
         if reason != want_reason:
-            raise _Fail(f"request {i} ({_describe(reqs[i])}): finish reason {reason!r}, "
-                        f"expected {want_reason!r} (stop = a stop token or stop sequence was "
-                        "emitted, checked before max_tokens; length = max_tokens reached)")
+            raise Fail(f"request {i} ({_describe(reqs[i])}): finish reason {reason!r}, "
+                       f"expected {want_reason!r} (stop = a stop token or stop sequence was "
+                       "emitted, checked before max_tokens; length = max_tokens reached)")
 
 
 def _diff(want: list[int], got: list[int]) -> str:
@@ -407,7 +407,7 @@ def _without_isolation(got: dict[str, Any]) -> list[Any]:
     return [c for n, c in enumerate(got["calls"]) if c[3] not in err or last[c[3]] == n]
 
 
-def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
+def check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
                     index: dict[int, int], finish_t: dict[int, float]) -> int:
     """The KV cache is used: a request's row attends, in each call, to every token the cache held
     for it after its previous call, and feeds only what is new. The one exception is a preempted
@@ -429,7 +429,7 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
                 continue
             who = index.get(marker, marker)
             if budget is None or past > 0:
-                raise _Fail(
+                raise Fail(
                     f"model call {n}: request {who} re-fed {plural(before - past, 'token')} it had "
                     f"already fed — its row held {before} KV tokens after its previous call, "
                     f"but this call attends to {past} of them and feeds {new} again. Use the KV "
@@ -445,7 +445,7 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
         ongoing = [m for m in prev if finish_t.get(index.get(m, -1), math.inf) > t0
                    and m in [r[0] for r in rows]]
         if ongoing and set(ongoing) <= set(restarted):
-            raise _Fail(
+            raise Fail(
                 f"model call {n}: every running request ({[index.get(m, m) for m in ongoing]}) "
                 "was recomputed from its prompt, as if the KV cache were thrown away each step "
                 "— keep each row's cache between steps; preemption frees the newest request "
@@ -454,7 +454,7 @@ def _check_kv_reuse(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
     return recomputes
 
 
-def _dropped(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> bool:
+def dropped(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> bool:
     """Whether some request left the batch unfinished (preempted) at some call."""
     for n in range(1, len(calls)):
         if any(r not in rows_of[n] and finish_t.get(r, math.inf) > calls[n][0]
@@ -463,11 +463,11 @@ def _dropped(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, flo
     return False
 
 
-def _dups(rows: list[int]) -> list[int]:
+def dups(rows: list[int]) -> list[int]:
     return sorted({r for r in rows if rows.count(r) > 1})
 
 
-def _check_fifo(reqs: list[dict[str, Any]], got: dict[str, Any], rows_of: list[list[int]]) -> None:
+def check_fifo(reqs: list[dict[str, Any]], got: dict[str, Any], rows_of: list[list[int]]) -> None:
     """FIFO is about the step that admits each request (its first model call), not the order of
     the rows inside one call: a request must not start at an earlier call than one that arrived
     before it (same arrival time: submitted first)."""
@@ -479,13 +479,13 @@ def _check_fifo(reqs: list[dict[str, Any]], got: dict[str, Any], rows_of: list[l
     for k, early in enumerate(arrival):
         late = min(arrival[k + 1:], key=lambda r: (first[r], r), default=None)
         if late is not None and first[late] < first[early]:
-            raise _Fail(f"requests started out of arrival order: {late} started before "
-                        f"{early}, which arrived first (FIFO: {late} first ran in model call "
-                        f"{first[late]}, {early} only in call {first[early]}; first model "
-                        f"calls: {[rows for rows in rows_of[:4]]})")
+            raise Fail(f"requests started out of arrival order: {late} started before "
+                       f"{early}, which arrived first (FIFO: {late} first ran in model call "
+                       f"{first[late]}, {early} only in call {first[early]}; first model "
+                       f"calls: {[rows for rows in rows_of[:4]]})")
 
 
-def _check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
+def check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
                    calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
     """Idle engine: a request must not wait past max_wait (+eps), nor go before it unless full."""
     wait, B = p["max_wait_s"], p["max_batch_size"]
@@ -504,12 +504,12 @@ def _check_waiting(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str,
             continue
         oldest = min(got["submitted"][r] for r in queued)
         if len(queued) < B and t0 < oldest + wait - 1e-9:
-            raise _Fail(f"a batch of {len(rows)} went at t={t0:.3f} s with only {len(queued)} "
-                        f"queued (max_batch_size {B}) before the oldest (submitted "
-                        f"t={oldest:.3f} s) had waited max_wait ({wait * 1e3:g} ms) — a partial "
-                        "batch waits for more requests until then")
+            raise Fail(f"a batch of {len(rows)} went at t={t0:.3f} s with only {len(queued)} "
+                       f"queued (max_batch_size {B}) before the oldest (submitted "
+                       f"t={oldest:.3f} s) had waited max_wait ({wait * 1e3:g} ms) — a partial "
+                       "batch waits for more requests until then")
         due = max(oldest + wait, idle_since)
         if t0 > due + EPS_S:
-            raise _Fail(f"requests queued since t={oldest:.3f} s were dispatched only at "
-                        f"t={t0:.3f} s, {(t0 - due) * 1e3:.0f} ms after max_wait "
-                        f"({wait * 1e3:g} ms) ran out with the engine idle")
+            raise Fail(f"requests queued since t={oldest:.3f} s were dispatched only at "
+                       f"t={t0:.3f} s, {(t0 - due) * 1e3:.0f} ms after max_wait "
+                       f"({wait * 1e3:g} ms) ran out with the engine idle")

@@ -39,13 +39,13 @@ from typing import Any
 from lab.exercises.batch_engine import probe
 from lab.exercises.batch_engine.grading.common import (
     MARK0,
-    _case,
-    _Fail,
-    _hidden_probe,
-    _load_case,
-    _req,
-    _target_cases,
+    Fail,
+    hidden_probe,
+    load_case,
+    target_cases,
 )
+from lab.exercises.batch_engine.grading.common import make_case as _case
+from lab.exercises.batch_engine.grading.common import probe_request as _req
 from lab.grader.api import Case
 from questions.wording import noun
 
@@ -220,19 +220,19 @@ def _level1_fixed() -> list[Case]:
     ]
 
 
-def _check_static(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
+def check_static(calls: list[Any], rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
     for n in range(1, len(calls)):
         joined = set(rows_of[n]) - set(rows_of[n - 1])
         if not joined:
             continue
         running = [r for r in rows_of[n - 1] if finish_t.get(r, math.inf) > calls[n][0]]
         if running:
-            raise _Fail(f"model call {n}: {noun(len(joined), 'request')} {sorted(joined)} "
-                        f"joined while requests "
-                        f"{running} of the running batch were unfinished — with continuous="
-                        "False a batch runs to completion before the next one forms")
+            raise Fail(f"model call {n}: {noun(len(joined), 'request')} {sorted(joined)} "
+                       f"joined while requests "
+                       f"{running} of the running batch were unfinished — with continuous="
+                       "False a batch runs to completion before the next one forms")
 
 
 def cases(seed: int) -> list[Case]:
-    return (_level1_fixed() + _hidden_probe(1, seed) + [_load_case(1, seed, 35.0)]
-            + _target_cases(1, seed))
+    return (_level1_fixed() + hidden_probe(1, seed) + [load_case(1, seed, 35.0)]
+            + target_cases(1, seed))

@@ -16,13 +16,13 @@ import math
 from typing import Any
 
 from lab.exercises.batch_engine.grading.common import (
-    _case,
-    _Fail,
-    _hidden_probe,
-    _load_case,
-    _req,
-    _target_cases,
+    Fail,
+    hidden_probe,
+    load_case,
+    target_cases,
 )
+from lab.exercises.batch_engine.grading.common import make_case as _case
+from lab.exercises.batch_engine.grading.common import probe_request as _req
 from lab.grader.api import Case
 from questions.wording import noun
 
@@ -49,7 +49,7 @@ def _level2_fixed() -> list[Case]:
     ]
 
 
-def _check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
+def check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
                     calls: list[Any], rows_of: list[list[int]],
                     finish_t: dict[int, float]) -> None:
     """Continuous: every step re-forms the batch; a free slot is refilled at the next step."""
@@ -67,15 +67,15 @@ def _check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str
                 admitted_at[r] = n
         if gone:
             if budget is None:
-                raise _Fail(f"model call {n} at t={t0:.3f} s dropped unfinished "
-                            f"{noun(len(gone), 'request')} {gone}: every running request takes "
-                            f"part in every step")
+                raise Fail(f"model call {n} at t={t0:.3f} s dropped unfinished "
+                           f"{noun(len(gone), 'request')} {gone}: every running request takes "
+                           f"part in every step")
             kept = [r for r in unfinished if r in rows]
             newest_kept = max((admitted_at.get(r, -1) for r in kept), default=-1)
             for r in gone:
                 if admitted_at.get(r, -1) < newest_kept:
-                    raise _Fail(f"model call {n} preempted request {r} while a newer request "
-                                f"was kept running — preempt the newest (latest admitted)")
+                    raise Fail(f"model call {n} preempted request {r} while a newer request "
+                               f"was kept running — preempt the newest (latest admitted)")
                 preempted[r] = n
         if not unfinished:
             continue  # idle engine: the size-or-wait rule applies (checked elsewhere)
@@ -86,17 +86,17 @@ def _check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str
         waiting_preempted = [r for r in waiting if r in preempted]
         if waiting_preempted and any(r not in preempted for r in fresh):
             jumped = [r for r in fresh if r not in preempted]
-            raise _Fail(f"model call {n} admitted {jumped} while preempted "
-                        f"{noun(len(waiting_preempted), 'request')} {waiting_preempted} waited "
-                        f"— a preempted request goes back to the "
-                        "front of the queue")
+            raise Fail(f"model call {n} admitted {jumped} while preempted "
+                       f"{noun(len(waiting_preempted), 'request')} {waiting_preempted} waited "
+                       f"— a preempted request goes back to the "
+                       "front of the queue")
         if waiting and len(rows) < B and budget is None:
-            raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(rows)} of {B} rows while "
-                        f"{noun(len(waiting), 'request')} {waiting[:5]} "
-                        f"{noun(len(waiting), 'was', 'were')} queued — in continuous batching "
-                        "a free slot is refilled at the next step")
+            raise Fail(f"model call {n} at t={t0:.3f} s ran {len(rows)} of {B} rows while "
+                       f"{noun(len(waiting), 'request')} {waiting[:5]} "
+                       f"{noun(len(waiting), 'was', 'were')} queued — in continuous batching "
+                       "a free slot is refilled at the next step")
 
 
 def cases(seed: int) -> list[Case]:
-    return (_level2_fixed() + _hidden_probe(2, seed) + [_load_case(2, seed, 35.0)]
-            + _target_cases(2, seed))
+    return (_level2_fixed() + hidden_probe(2, seed) + [load_case(2, seed, 35.0)]
+            + target_cases(2, seed))

@@ -20,14 +20,14 @@ import math
 from typing import Any
 
 from lab.exercises.batch_engine.grading.common import (
-    _case,
-    _dropped,
-    _Fail,
-    _hidden_probe,
-    _load_case,
-    _req,
-    _target_cases,
+    Fail,
+    dropped,
+    hidden_probe,
+    load_case,
+    target_cases,
 )
+from lab.exercises.batch_engine.grading.common import make_case as _case
+from lab.exercises.batch_engine.grading.common import probe_request as _req
 from lab.grader.api import Case
 from questions.wording import noun
 
@@ -96,12 +96,12 @@ def _check_budget_admission(p: dict[str, Any], reqs: list[dict[str, Any]], got: 
             freed = (f" ({noun(len(cancelled), 'request')} {cancelled} "
                      f"{noun(len(cancelled), 'was', 'were')} cancelled while running: their KV "
                      "is free at once)") if cancelled else ""
-            raise _Fail(f"model call {n} at t={t0:.3f} s ran {len(c[2])} of {B} rows, leaving "
-                        f"{held} of the {budget} KV tokens in use, while request {head} at the "
-                        f"head of the queue needed {need} ({what}): it fits, so it joins at this "
-                        "step — admit from the front of the queue whatever fits the budget (the "
-                        "budget caps the KV held; it is no reason to run fewer requests, or to "
-                        f"reserve room for tokens not generated yet){freed}")
+            raise Fail(f"model call {n} at t={t0:.3f} s ran {len(c[2])} of {B} rows, leaving "
+                       f"{held} of the {budget} KV tokens in use, while request {head} at the "
+                       f"head of the queue needed {need} ({what}): it fits, so it joins at this "
+                       "step — admit from the front of the queue whatever fits the budget (the "
+                       "budget caps the KV held; it is no reason to run fewer requests, or to "
+                       f"reserve room for tokens not generated yet){freed}")
 
 
 def _check_needless_preemption(p: dict[str, Any], got: dict[str, Any], calls: list[Any],
@@ -128,16 +128,16 @@ def _check_needless_preemption(p: dict[str, Any], got: dict[str, Any], calls: li
             others = sum(r2[2] for r2 in calls[n][2]) - now.get(r, 0)
             grown = others + before.get(r, 0) + 1
             if grown <= budget:
-                raise _Fail(f"model call {n} at t={t0:.3f} s preempted request {r}"
-                            + (" (and recomputed it at once)" if restarted else "")
-                            + f", but the batch with it, grown by its next token, holds {grown} "
-                            f"of the {budget} KV tokens: it fits — preempt only when the running "
-                            "batch cannot grow within the budget (exactly at the budget fits)")
+                raise Fail(f"model call {n} at t={t0:.3f} s preempted request {r}"
+                           + (" (and recomputed it at once)" if restarted else "")
+                           + f", but the batch with it, grown by its next token, holds {grown} "
+                           f"of the {budget} KV tokens: it fits — preempt only when the running "
+                           "batch cannot grow within the budget (exactly at the budget fits)")
 
 
 def cases(seed: int) -> list[Case]:
-    return (_level3_fixed() + _hidden_probe(3, seed) + [_load_case(3, seed, 35.0)]
-            + _target_cases(3, seed))
+    return (_level3_fixed() + hidden_probe(3, seed) + [load_case(3, seed, 35.0)]
+            + target_cases(3, seed))
 
 
 def check_budget(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any],
@@ -148,15 +148,15 @@ def check_budget(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, A
     for n, c in enumerate(calls):
         held = sum(r[2] for r in c[2])
         if held > p["kv_budget_tokens"]:
-            raise _Fail(f"model call {n} leaves {held} KV tokens in the cache, over the "
-                        f"budget of {p['kv_budget_tokens']} — admit only what fits and "
-                        "preempt the newest when the running batch cannot grow")
+            raise Fail(f"model call {n} leaves {held} KV tokens in the cache, over the "
+                       f"budget of {p['kv_budget_tokens']} — admit only what fits and "
+                       "preempt the newest when the running batch cannot grow")
     if p["continuous"]:
         _check_needless_preemption(p, got, calls, rows_of, finish_t)
         _check_budget_admission(p, reqs, got, calls, rows_of, finish_t)
-    if "preempts" in p["checks"] and not recomputed and not _dropped(calls, rows_of, finish_t):
-        raise _Fail(f"no request was ever preempted, but these {len(reqs)} requests cannot "
-                    f"all grow to their length within the {p['kv_budget_tokens']}-token KV "
-                    "budget — admit whatever fits, and when the running batch cannot grow by "
-                    "one token each, preempt the newest running request (drop its row, put "
-                    "it back at the front of the queue, recompute it later)")
+    if "preempts" in p["checks"] and not recomputed and not dropped(calls, rows_of, finish_t):
+        raise Fail(f"no request was ever preempted, but these {len(reqs)} requests cannot "
+                   f"all grow to their length within the {p['kv_budget_tokens']}-token KV "
+                   "budget — admit whatever fits, and when the running batch cannot grow by "
+                   "one token each, preempt the newest running request (drop its row, put "
+                   "it back at the front of the queue, recompute it later)")

@@ -26,7 +26,9 @@ import random
 from typing import Any
 
 from lab.exercises.batch_engine import probe
-from lab.exercises.batch_engine.grading.common import _case, _Fail, _req
+from lab.exercises.batch_engine.grading.common import Fail
+from lab.exercises.batch_engine.grading.common import make_case as _case
+from lab.exercises.batch_engine.grading.common import probe_request as _req
 from lab.grader.api import Case
 
 
@@ -110,7 +112,7 @@ def _hidden_level4(seed: int) -> list[Case]:
     return out
 
 
-def _check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
+def check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
                    streams: dict[int, tuple[list[int], list[str]]]) -> None:
     """cancel() is True exactly for a live request, which then gets its one abort from inside the
     call (between the events before and after it), and never runs again."""
@@ -121,35 +123,35 @@ def _check_cancels(reqs: list[dict[str, Any]], got: dict[str, Any],
     for t, idx, ok, before, after in got.get("cancels", []):
         if idx < 0:
             if ok is not False:
-                raise _Fail(f"cancel() of an id no request has returned {ok!r}, expected False")
+                raise Fail(f"cancel() of an id no request has returned {ok!r}, expected False")
             continue
         first = first_finish.get(idx, math.inf)
         if ok is not True and first >= before:
             streamed = any(e[1] == "token" and e[2] == idx for e in got["events"][:before])
-            raise _Fail(f"cancel({idx}) at t={t:.3f} s returned {ok!r}, but the request was still "
-                        "queued or running: expected True and one Finish 'abort'"
-                        + (" — it had streamed tokens and was not finished: a preempted request "
+            raise Fail(f"cancel({idx}) at t={t:.3f} s returned {ok!r}, but the request was still "
+                       "queued or running: expected True and one Finish 'abort'"
+                       + (" — it had streamed tokens and was not finished: a preempted request "
                            "waiting to resume is queued, and cancel must find it there too"
                            if streamed else ""))
         if ok is True and first < before:
-            raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True for a request that had "
-                        "already finished: return False and send nothing")
+            raise Fail(f"cancel({idx}) at t={t:.3f} s returned True for a request that had "
+                       "already finished: return False and send nothing")
         if ok is True:
             reasons = streams.get(idx, ([], []))[1]
             if not before <= first < after:
                 when = ("never" if first == math.inf else
                         f"at t={got['events'][int(first)][0]:.3f} s, after cancel() returned")
-                raise _Fail(f"cancel({idx}) at t={t:.3f} s returned True but sent no finish event "
-                            f"from inside the call (its finish came {when}): send "
-                            "Finish(id, 'abort') from cancel() itself, before it returns")
+                raise Fail(f"cancel({idx}) at t={t:.3f} s returned True but sent no finish event "
+                           f"from inside the call (its finish came {when}): send "
+                           "Finish(id, 'abort') from cancel() itself, before it returns")
             if reasons[:1] != ["abort"]:
-                raise _Fail(f"cancel({idx}) at t={t:.3f} s sent {reasons[:1]}, expected "
-                            "Finish(id, 'abort')")
+                raise Fail(f"cancel({idx}) at t={t:.3f} s sent {reasons[:1]}, expected "
+                           "Finish(id, 'abort')")
             later = [n for n, c in enumerate(got["calls"]) if c[0] > t
                      and any(row[0] == reqs[idx]["prompt"][0] for row in c[2])]
             if later:
-                raise _Fail(f"request {idx} was cancelled at t={t:.3f} s but still ran in model "
-                            f"call {later[0]}: free its slot (drop its row) at once")
+                raise Fail(f"request {idx} was cancelled at t={t:.3f} s but still ran in model "
+                           f"call {later[0]}: free its slot (drop its row) at once")
 
 
 def cases(seed: int) -> list[Case]:

@@ -3,15 +3,11 @@
 Levels 1-3 replay BlockManager traces (traces.py: invariants after every operation, then an exact
 comparison with the reference); level 4 checks the gather, the slot write and decoding of the
 shipped target over the learner's paged pool (level4.py). The learner's code only runs in
-drive.py; nothing here imports the reference.
+drive.py; nothing here imports the reference. This module only dispatches.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import sys
-import threading
 from typing import Any
 
 from lab.exercises.paged_kv.grading import level1, level2, level3, level4, traces
@@ -28,25 +24,8 @@ def cases(level: int, seed: int) -> list[Case]:
     if level == 3:
         return level3.cases(seed)
     if level == 4:
-        _import_torch_meanwhile()
         return level4.cases(seed)
     raise ValueError(f"paged-kv has no level {level}")
-
-
-def _import_torch_meanwhile() -> None:
-    """Start importing torch on a thread: every level-4 answer is a tensor or a model's decode, so
-    this process needs it, and the grader builds the cases while the learner's child starts (its
-    own torch import, seconds): the two imports overlap instead of adding up. A thread, so that a
-    stub's first failure, which needs no torch here, is not held up by it; not at the top of the
-    module, so that levels 1-3 stay pure Python. A failed import shows where torch is used."""
-    if "torch" in sys.modules:
-        return
-
-    def run() -> None:
-        with contextlib.suppress(Exception):
-            importlib.import_module("torch")
-
-    threading.Thread(target=run, name="paged-kv-import-torch", daemon=True).start()
 
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:

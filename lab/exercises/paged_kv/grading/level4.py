@@ -23,7 +23,11 @@ Cases:
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import random
+import sys
+import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -152,7 +156,24 @@ def _memory_report(seed: int) -> Case:
                  mean_tokens=total / n)
 
 
+def _import_torch_meanwhile() -> None:
+    """Start importing torch on a thread: every level-4 answer is a tensor or a model's decode, so
+    this process needs it, and the grader builds the cases while the learner's child starts (its
+    own torch import, seconds): the two imports overlap instead of adding up. A thread, so that a
+    stub's first failure, which needs no torch here, is not held up by it; not at the top of the
+    module, so that levels 1-3 stay pure Python. A failed import shows where torch is used."""
+    if "torch" in sys.modules:
+        return
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            importlib.import_module("torch")
+
+    threading.Thread(target=run, name="paged-kv-import-torch", daemon=True).start()
+
+
 def cases(seed: int) -> list[Case]:
+    _import_torch_meanwhile()
     rng = random.Random(f"paged-kv/4/{seed}")
     out = [
         _gather("gather-boundaries", "3 sequences: 1 token, exactly one full block (16), and "
