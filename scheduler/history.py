@@ -1,7 +1,8 @@
 """Export and import of the review history as JSON.
 
-The document carries every card's schedule, the whole answer log, the lab attempts and the
-lab cards (schema v4; optional on import, so older files still read). Log
+The document carries every card's schedule, the whole answer log, the lab attempts, the
+lab cards (schema v4) and the mock rounds (schema v5); the last two are optional on import, so
+older files still read. A mock round is known by its start time. Log
 rows and lab attempts carry a stable `uid`, so importing the same file twice adds nothing.
 A card's schedule is taken from the file only when the file has seen a later review of it
 than this database has. Everything is validated before anything is written.
@@ -18,7 +19,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scheduler.errors import HistoryFormatError
-from scheduler.models import CardRow, FlagRow, LabAttemptRow, LabCardRow, ReviewRow
+from scheduler.models import (
+    CardRow,
+    FlagRow,
+    LabAttemptRow,
+    LabCardRow,
+    MockRoundRow,
+    ReviewRow,
+)
 from scheduler.records import MODES, ImportSummary
 from scheduler.sm2 import MIN_EF
 
@@ -72,10 +80,15 @@ def export_history(s: Session) -> dict[str, Any]:
          "last_pass_gradings": c.last_pass_gradings}
         for c in s.scalars(select(LabCardRow).order_by(LabCardRow.exercise, LabCardRow.level))
     ]
+    mock_rounds = [
+        {"started_ms": m.started_ms, "finished_ms": m.finished_ms, "minutes": m.minutes,
+         "score": m.score, "state": json.loads(m.state)}
+        for m in s.scalars(select(MockRoundRow).order_by(MockRoundRow.id))
+    ]
     return {"format": FORMAT, "version": VERSION,
             "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "cards": cards, "reviews": reviews, "lab_attempts": labs, "flags": flags,
-            "lab_cards": lab_cards}
+            "lab_cards": lab_cards, "mock_rounds": mock_rounds}
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,7 @@ class Document:
     lab_attempts: list[dict[str, Any]]
     flags: tuple[dict[str, Any], ...] = ()  # optional key: files from before flags were kept
     lab_cards: tuple[dict[str, Any], ...] = ()  # optional key: files from before schema v4
+    mock_rounds: tuple[dict[str, Any], ...] = ()  # optional key: files from before schema v5
 
 
 class _Checker:
@@ -155,7 +169,7 @@ def validate(data: Any) -> Document:
     if doc.get("version") != VERSION:
         raise c.fail("version", f"this app reads version {VERSION}, got {doc.get('version')!r}")
     lists = {}
-    for key in ("cards", "reviews", "lab_attempts", "flags", "lab_cards"):
+    for key in ("cards", "reviews", "lab_attempts", "flags", "lab_cards", "mock_rounds"):
         value = doc.get(key, [])
         if not isinstance(value, list):
             raise c.fail(key, "expected a list")
@@ -252,8 +266,23 @@ def validate(data: Any) -> Document:
         if seconds is not None and (isinstance(seconds, bool)
                                     or not isinstance(seconds, int | float) or seconds < 0):
             raise c.fail(f"{where}.last_pass_s", f"expected seconds >= 0 or null, got {seconds!r}")
+    starts: set[int] = set()
+    for i, mock in enumerate(lists["mock_rounds"]):
+        where = f"mock_rounds[{i}]"
+        start = int(c.int_(mock, "started_ms", where, low=-(2**62)) or 0)
+        if start in starts:
+            raise c.fail(f"{where}.started_ms", f"duplicate mock round started at {start}")
+        starts.add(start)
+        c.int_(mock, "finished_ms", where, low=-(2**62), nullable=True)
+        c.int_(mock, "minutes", where, low=1)
+        score = c.field(mock, "score", where)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
+                                  or not 0 <= score <= 1):
+            raise c.fail(f"{where}.score", f"expected a number 0..1 or null, got {score!r}")
+        c.obj(c.field(mock, "state", where), f"{where}.state")
     return Document(lists["cards"], lists["reviews"], lists["lab_attempts"],
-                    tuple(lists["flags"]), tuple(lists["lab_cards"]))
+                    tuple(lists["flags"]), tuple(lists["lab_cards"]),
+                    tuple(lists["mock_rounds"]))
 
 
 def _state_columns(card: dict[str, Any]) -> dict[str, Any]:
@@ -320,6 +349,7 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
             duration_s=float(at["duration_s"]), created_ms=at["created_ms"]))
         labs_added += 1
     lab_cards_added, lab_cards_updated = _import_lab_cards(s, doc.lab_cards)
+    mock_rounds_added = _import_mock_rounds(s, doc.mock_rounds)
     have: set[tuple[str, str, int]] = {
         (q, n, int(ms)) for q, n, ms in s.execute(
             select(FlagRow.question_id, FlagRow.note, FlagRow.created_ms)).all()}
@@ -336,7 +366,26 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
         reviews_skipped=len(doc.reviews) - reviews_added, lab_attempts_added=labs_added,
         lab_attempts_skipped=len(doc.lab_attempts) - labs_added,
         lab_cards_added=lab_cards_added, lab_cards_updated=lab_cards_updated,
+        mock_rounds_added=mock_rounds_added,
     )
+
+
+def _import_mock_rounds(s: Session, rounds: tuple[dict[str, Any], ...]) -> int:
+    """Add the rounds this database lacks (same start time = same round); a round still open
+    here that the file has finished takes the file's finished state. Returns rounds added."""
+    local = {m.started_ms: m for m in s.scalars(select(MockRoundRow))}
+    added = 0
+    for mock in rounds:
+        state = json.dumps(mock["state"], sort_keys=True)
+        score = None if mock["score"] is None else float(mock["score"])
+        row = local.get(mock["started_ms"])
+        if row is None:
+            s.add(MockRoundRow(started_ms=mock["started_ms"], finished_ms=mock["finished_ms"],
+                               minutes=mock["minutes"], score=score, state=state))
+            added += 1
+        elif row.finished_ms is None and mock["finished_ms"] is not None:
+            row.finished_ms, row.score, row.state = mock["finished_ms"], score, state
+    return added
 
 
 def _import_lab_cards(s: Session, cards: tuple[dict[str, Any], ...]) -> tuple[int, int]:

@@ -247,3 +247,4 @@ class ImportSummary:
     flags_added: int = 0
     lab_cards_added: int = 0
     lab_cards_updated: int = 0
+    mock_rounds_added: int = 0

@@ -1,7 +1,9 @@
 """Every exercise enumerates its contract per level (lab/exercises/<pkg>/CONTRACT.md): each cell
 names cases that exist at that level whatever the seed, and each fixed case of a level (same
 inputs at every seed) covers some cell, so a case added without its cell, or a cell whose case
-was renamed away, fails here."""
+was renamed away, fails here. Every exercise `discover()` finds is checked, so a new one joins
+by writing its CONTRACT.md in the one format: per `## Level N` a table whose last column is
+headed `case` and names case ids in backticks."""
 
 from __future__ import annotations
 
@@ -11,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.exercises import get
+from lab.exercises import discover, get
 
 ROOT = Path(__file__).resolve().parents[2] / "lab" / "exercises"
-EXERCISES = {"spec-verify": "spec_verify", "batch-engine": "batch_engine",
-             "paged-kv": "paged_kv", "meter": "meter", "fleet": "fleet", "kv-bytes": "kv_bytes"}
+EXERCISES = {ex.id: ex.path.name for ex in discover()}
 SEEDS = (1, 2)  # a fixed case has the same id and inputs at every seed
 LEVEL = re.compile(r"^## Level (\d+)\b")
 CELL_CASES = re.compile(r"`([^`]+)`")
@@ -26,7 +27,8 @@ def cells(exercise: str) -> dict[int, list[tuple[str, list[str]]]]:
     text = (ROOT / EXERCISES[exercise] / "CONTRACT.md").read_text(encoding="utf-8")
     out: dict[int, list[tuple[str, list[str]]]] = {}
     level = None
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         m = LEVEL.match(line)
         if m:
             level = int(m.group(1))
@@ -35,7 +37,9 @@ def cells(exercise: str) -> dict[int, list[tuple[str, list[str]]]]:
         if level is None or not line.startswith("|") or set(line) <= set("|-: "):
             continue
         columns = [c.strip() for c in line.strip().strip("|").split("|")]
-        if columns[0] == "area":
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if following.startswith("|") and set(following) <= set("|-: "):
+            assert columns[-1] == "case", f"{exercise} L{level}: last column not `case`: {line}"
             continue  # the header row
         out[level].append((line, CELL_CASES.findall(columns[-1])))
     return out

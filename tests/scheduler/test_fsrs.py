@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,21 @@ def test_fit_reports_log_loss_before_and_after(tmp_path: Path, dojo_home: Path) 
     assert (kept is not None) == (after < before)
     if kept is not None:
         assert len(kept) == 21 and "Kept" in out.output
+
+
+def test_fit_docs_match_what_the_set_up_installs() -> None:
+    """The set-up installs the dev extra, which carries the optimiser: README and --help must
+    not send a learner to install what they have, and must name the extra for a bare install."""
+    root = Path(__file__).resolve().parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert "'.[dev]'" in (root / "scripts" / "setup.sh").read_text()
+    assert any(d.startswith("fsrs[optimizer]") for d in extras["dev"])
+    assert any(d.startswith("fsrs[optimizer]") for d in extras["fit"])
+    row = next(line for line in (root / "README.md").read_text().splitlines()
+               if line.startswith("| `dojo fsrs fit"))
+    text = CliRunner().invoke(main, ["fsrs", "fit", "--help"]).output
+    for doc in (row, " ".join(text.split())):
+        assert 'needs `pip install "fsrs' not in doc and 'extra (pip install "fsrs' not in doc, doc
+        assert "set-up" in doc or "setup.sh" in doc, doc
+        assert '".[fit]"' in doc, doc

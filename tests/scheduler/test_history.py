@@ -106,3 +106,39 @@ def test_duplicate_uids_are_refused(filled: Store) -> None:
         filled.import_history(doc)
     with pytest.raises(HistoryFormatError, match="top level"):
         filled.import_history([])  # type: ignore[arg-type]
+
+
+def test_mock_rounds_travel_in_export_and_import(store: Store, tmp_path: Path) -> None:
+    """A finished round's score (the mock chart) and an open round (to resume) survive a move
+    to another machine, once each however often the file is imported."""
+    store.save_mock_round({"items": [{"id": "a", "score": 1.0}]}, started=at(1),
+                                 minutes=30, finished=at(1, 13), score=0.75)
+    still_open = store.save_mock_round({"items": [], "cursor": 2}, started=at(2), minutes=45)
+    exported = json.loads(json.dumps(store.export_history()))
+    assert [m["started_ms"] for m in exported["mock_rounds"]] == [
+        int(at(1).timestamp() * 1000), int(at(2).timestamp() * 1000)]
+    with Store.open(tmp_path / "other.sqlite3") as other:
+        assert other.import_history(exported).mock_rounds_added == 2
+        assert [(when, score, state) for _, when, score, state in other.mock_rounds()] == [
+            (at(1, 13), 0.75, {"items": [{"id": "a", "score": 1.0}]})]
+        opened = other.open_mock_round()
+        assert opened is not None and opened[1] == {"items": [], "cursor": 2}
+        assert other.import_history(exported).mock_rounds_added == 0
+        assert len(other.mock_rounds()) == 1
+        # The open round finished on the first machine: importing again closes it here.
+        store.save_mock_round({"items": [], "cursor": 3}, round_id=still_open, started=at(2),
+                              minutes=45, finished=at(2, 14), score=0.5)
+        assert other.import_history(store.export_history()).mock_rounds_added == 0
+        assert [score for _, _, score, _ in other.mock_rounds()] == [0.75, 0.5]
+        assert other.open_mock_round() is None
+
+
+def test_files_without_mock_rounds_still_import(filled: Store, tmp_path: Path) -> None:
+    exported = filled.export_history()
+    del exported["mock_rounds"]
+    with Store.open(tmp_path / "other.sqlite3") as other:
+        assert other.import_history(exported).mock_rounds_added == 0
+        exported["mock_rounds"] = [{"started_ms": 1, "finished_ms": None, "minutes": 30,
+                                    "score": 2.0, "state": {}}]
+        with pytest.raises(HistoryFormatError, match=r"mock_rounds\[0\]\.score"):
+            other.import_history(exported)

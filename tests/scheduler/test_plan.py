@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scheduler.plan import Pace, Plan, feasibility, paced_new_limit
+from scheduler.plan import DEFAULT_LAB_LEVEL_S, Pace, Plan, feasibility, paced_new_limit
 from scheduler.store import Store
 from trainer.cli import main
 from trainer.core.bank import load_study_bank, sync_bank
@@ -59,9 +59,9 @@ def _study_day(store: Store, rng: random.Random, speed_s: tuple[int, int]) -> in
 def test_a_simulated_learner_meets_the_plan(
     dojo_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A learner who has studied a week at ~20 s an answer sets a plan 21 days out at
-    30 min/day: feasible; every topic is fully introduced by day 14 of the plan; at 5 min/day
-    the same plan is not feasible, and says why."""
+    """A learner who has studied a week at ~20 s an answer sets a plan 21 days out: at 5 and
+    30 min/day it is not feasible (the 26 linked lab levels alone take 78 min/day at 45 min
+    each), and says why; at 150 min/day it is, and every topic is fully introduced by day 14."""
     rng = random.Random(5)
     bank = load_study_bank()
     runner = CliRunner()
@@ -87,11 +87,14 @@ def test_a_simulated_learner_meets_the_plan(
     assert low["feasible"] is False
     reason = str(low["reason"])
     assert "at 5 min/day:" in reason and "of 24 topics; at" in reason, reason
-    report = plan_json("--minutes", "30")
+    cards_only = plan_json("--minutes", "30")
+    assert cards_only["feasible"] is False and "26 lab levels at 45 min each" in str(
+        cards_only["reason"]), cards_only["reason"]
+    report = plan_json("--minutes", "150")
     assert report["feasible"] is True, report["reason"]
     assert set(report) == {"interview", "days_left", "minutes_per_day", "new_per_day",
                            "feasible", "reason", "topics"}
-    assert report["days_left"] == 21 and report["minutes_per_day"] == 30
+    assert report["days_left"] == 21 and report["minutes_per_day"] == 150
     topics = report["topics"]
     assert isinstance(topics, list) and len(topics) == 24
     left = sum(t["cards"] - t["introduced"] for t in topics)
@@ -107,5 +110,34 @@ def test_a_simulated_learner_meets_the_plan(
     on(D0 + dt.timedelta(days=14))
     day14 = plan_json()
     assert all(t["introduced"] == t["cards"] > 0 for t in day14["topics"]), day14["topics"]
-    assert day14["feasible"] is True and day14["new_per_day"] == 0
+    assert day14["new_per_day"] == 0  # no level passed: all 26 left for the last day
+    assert day14["feasible"] is False and "26 lab levels" in str(day14["reason"])
     assert all(0 < t["recall_on_day"] <= 1 for t in day14["topics"])
+    with Store.open(dojo_home / "dojo.sqlite3") as store:  # one level passed in 12 min
+        level = next((q.lab.exercise, q.lab.level) for q in bank.questions if q.lab)
+        store.record_lab_attempt(*level, "cpu", True, [], {}, 3.0)
+        store.grade_lab_card(*level, 4, passed=True, rebuild=False, pass_s=720.0)
+    assert "25 lab levels at 12 min each" in str(plan_json()["reason"])
+
+
+def test_lab_levels_to_pass_count_at_the_default_time() -> None:
+    """Three levels still to pass over the 15 introduction days at 45 min each: 9 min a day,
+    which a 5-minute budget that fits the cards alone does not hold."""
+    plan = Plan(D0 + dt.timedelta(days=21), 5)
+    topics = [("kv", 0), ("batching", 0)]
+    pace = Pace.from_answers([])
+    assert pace.lab_level_s == DEFAULT_LAB_LEVEL_S == 45 * 60
+    assert feasibility(plan, D0, topics, [], pace).feasible  # the cards alone fit
+    fit = feasibility(plan, D0, topics, [], pace, {"kv": 1, "batching": 2})
+    assert not fit.feasible and fit.need_minutes == 9
+    assert "3 lab levels at 45 min each" in fit.reason and "1 of 2 topics" in fit.reason
+    assert feasibility(Plan(plan.interview, 10), D0, topics, [], pace,
+                       {"kv": 1, "batching": 2}).feasible
+
+
+def test_lab_levels_count_at_the_learners_own_time_to_pass() -> None:
+    pace = Pace.from_answers([], [600.0, 1200.0, None, 900.0])  # median of timed passes: 15 min
+    assert pace.lab_level_s == 900.0
+    fit = feasibility(Plan(D0 + dt.timedelta(days=21), 5), D0, [("kv", 0)], [], pace,
+                      {"kv": 3})
+    assert fit.feasible and fit.need_minutes == 3 and "at 15 min each" in fit.reason

@@ -18,8 +18,9 @@ def fit(reset: bool) -> None:
     """Fit FSRS's parameters to your answer log with the package's optimiser, and keep them
     when they predict your answers better (lower log-loss, shown before/after).
 
-    Needs the optimiser extra (pip install "fsrs[optimizer]") and at least 512 answers given
-    on a later day than the card's previous one; with fewer it says how many are missing.
+    Needs at least 512 answers given on a later day than the card's previous one; with fewer
+    it says how many are missing. The optimiser (fsrs[optimizer]) comes with scripts/setup.sh
+    (start.sh, test.sh); a bare `pip install .` lacks it: pip install ".[fit]".
     """
     from scheduler.fsrs_schedule import fit as fit_fsrs
     from scheduler.readiness import FSRS_PARAMETERS_KEY, answers_by_card
@@ -38,7 +39,8 @@ def fit(reset: bool) -> None:
             return
         except ImportError as exc:
             raise click.ClickException(
-                f"the FSRS optimiser is not installed ({exc}); pip install \"fsrs[optimizer]\""
+                f"the FSRS optimiser is not installed ({exc}); pip install \".[fit]\" "
+                "(from the project folder) or pip install \"fsrs[optimizer]\""
             ) from exc
         better = result.after < result.before
         if better:

@@ -287,6 +287,8 @@ def import_(file: Path) -> None:
         f"{plural(summary.lab_attempts_added, 'lab attempt')}."
         + (f" Lab cards: {summary.lab_cards_added} new, {summary.lab_cards_updated} updated."
            if summary.lab_cards_added or summary.lab_cards_updated else "")
+        + (f" {plural(summary.mock_rounds_added, 'mock round')} added."
+           if summary.mock_rounds_added else "")
     )
 
 

@@ -113,8 +113,15 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> Pla
             first = (c.due - today).days
             due_offsets += [max(0, first),
                             max(0, first) + max(1, math.ceil(c.interval * float(c.ef)))]
+    to_pass: dict[str, int] = {}
+    counted: set[tuple[str, int]] = set()  # a level linked from two topics is passed once
+    for t in topics:  # study order
+        levels = labs[t.topic] - passed - counted
+        counted |= levels
+        to_pass[t.topic] = len(levels)
+    pace = Pace.from_answers(reviews, (c.last_pass_s for c in store.lab_cards()))
     fit = feasibility(plan, today, [(t.topic, t.cards - t.introduced) for t in topics],
-                      due_offsets, Pace.from_answers(reviews))
+                      due_offsets, pace, to_pass)
     return PlanReport(plan, today, at, (plan.interview - today).days, fit.new_per_day,
                       fit.feasible, fit.reason, weakest)
 

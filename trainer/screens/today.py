@@ -72,7 +72,7 @@ class TodayScreen(DojoScreen):
                     yield Static("Due, next 14 days", classes="panel-title")
                     yield BarChart(height=5, bars=14, id="forecast")
             yield Static("", id="today-errors")
-        yield KeyBar()
+        yield KeyBar(rows=2)  # eleven keys: one line of 80 cells cuts Mock and Quit
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "rebuild":

@@ -1,7 +1,8 @@
-"""A one-line key bar: the active screen's shown bindings as text.
+"""A key bar of one line (or up to `rows` lines): the active screen's shown bindings as text.
 
 Textual's Footer rebuilds a widget per key on every bindings change (each focus move, each card),
-which cost ~100 ms a card on this machine; this renders one Static instead.
+which cost ~100 ms a card on this machine; this renders one Static instead. A screen with more
+keys than one line holds (Today) asks for two rows, used only when one line is too narrow.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ class KeyBar(Static):
     DEFAULT_CSS = """
     KeyBar {
         dock: bottom;
-        height: 1;
+        height: auto;
         background: $footer-background;
         color: $footer-foreground;
         padding: 0 1;
@@ -24,6 +25,10 @@ class KeyBar(Static):
         text-overflow: ellipsis;
     }
     """
+
+    def __init__(self, rows: int = 1) -> None:
+        super().__init__()
+        self.rows = max(1, rows)
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._changed)
@@ -49,24 +54,42 @@ class KeyBar(Static):
             part = f"[b]{key}[/] {label}" if active.enabled else f"[dim]{key} {label}[/]"
             (always if binding.action in ("help", "app.help") else parts).append(part)
         always.append("[b]^p[/] palette")
-        text = fit(parts, always, self.size.width)  # the content width (padding excluded)
+        text = fit(parts, always, self.size.width, self.rows)  # content width, no padding
         if text != getattr(self, "_last", None):
             self._last = text
             self.update(text)
 
 
-def fit(parts: list[str], always: list[str], width: int) -> str:
-    """The parts that fit in `width` cells, then an ellipsis, then `always` (Help and the
-    palette stay visible at any width, so a narrow terminal still leads to every key)."""
+def fit(parts: list[str], always: list[str], width: int, rows: int = 1) -> str:
+    """The parts that fit in `rows` lines of `width` cells (a part is never split across
+    lines), then an ellipsis if some did not, then `always` at the end of the last line (Help
+    and the palette stay visible at any width, so a narrow terminal still leads to every key)."""
     sep = "  "
     tail = sep.join(always)
     full = sep.join([*parts, tail])
     if width <= 0 or Text.from_markup(full).cell_len <= width:
         return full
+
+    def cells(line: list[str]) -> int:
+        return Text.from_markup(sep.join(line)).cell_len
+
+    lines: list[str] = []
+    rest = list(parts)
+    for _ in range(rows - 1):  # the lines above the last: as many parts as each holds
+        if cells([*rest, tail]) <= width:
+            break
+        line: list[str] = []
+        while rest and cells([*line, rest[0]]) <= width:
+            line.append(rest.pop(0))
+        if not line:
+            break
+        lines.append(sep.join(line))
+    if cells([*rest, tail]) <= width:
+        return "\n".join([*lines, sep.join([*rest, tail])])
     room = width - Text.from_markup(tail).cell_len - len(sep) - 1  # 1 for the ellipsis
     kept: list[str] = []
-    for part in parts:
-        if Text.from_markup(sep.join([*kept, part])).cell_len > room:
+    for part in rest:
+        if cells([*kept, part]) > room:
             break
         kept.append(part)
-    return sep.join([*kept, "…" + tail] if kept else ["…" + tail])
+    return "\n".join([*lines, sep.join([*kept, "…" + tail] if kept else ["…" + tail])])
