@@ -66,11 +66,12 @@ def list_() -> None:
     """Exercises, their levels, your status and best figures (from your graded attempts)."""
     from lab.exercises import discover
     from lab.grader.record import describe, level_states
+    from trainer.core.lab import rebuild_days
 
     exercises = discover()
     _read_only_note()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
-    comes_back = _rebuild_days()
+    comes_back = rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
         states = level_states(ex)
@@ -82,22 +83,6 @@ def list_() -> None:
             extra = (f" · {figures}" if figures else "") + (f" · {back}" if back else "")
             gated = f" [gate: {gate}]" if gate else ""
             click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
-
-
-def _rebuild_days() -> dict[tuple[str, int], str]:
-    """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
-    (empty when the database cannot be read: the list never depends on it)."""
-    try:
-        from lab.grader.record import default_reader
-        from scheduler.days import utc_now
-
-        with default_reader() as store:
-            today = store.study_day(utc_now())
-            cards = store.lab_cards()
-    except Exception:
-        return {}
-    return {(c.exercise, c.level): "rebuild due" if c.due is not None and c.due <= today
-            else f"rebuild {c.due.isoformat()}" for c in cards if c.due is not None}
 
 
 @lab.command()

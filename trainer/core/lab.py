@@ -382,6 +382,22 @@ def card_note(services: Services, exercise: str, level: int) -> str | None:
 
 # -- interview rehearsal, hints, lab cards ---------------------------------------------------
 
+def rebuild_days() -> dict[tuple[str, int], str]:
+    """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
+    (empty when the database cannot be read: the list never depends on it)."""
+    try:
+        from lab.grader.record import default_reader
+        from scheduler.days import utc_now
+
+        with default_reader() as store:
+            today = store.study_day(utc_now())
+            cards = store.lab_cards()
+    except Exception:
+        return {}
+    return {(c.exercise, c.level): "rebuild due" if c.due is not None and c.due <= today
+            else f"rebuild {c.due.isoformat()}" for c in cards if c.due is not None}
+
+
 def interview(ex: Exercise) -> Interview | None:
     """The interview rehearsal running for `ex`, if any."""
     from lab.workspace import interview as running
