@@ -45,7 +45,7 @@ consumers should ignore keys they do not know.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar
 
 EVENT_TYPES = (
@@ -281,3 +281,37 @@ def to_json(event: Event | dict[str, Any]) -> str:
     """One line of JSON; anything not JSON-native is stringified rather than crashing."""
     data = event if isinstance(event, dict) else event.to_dict()
     return json.dumps(data, default=str, ensure_ascii=False)
+
+
+_EMPTY: dict[str, Any] = {"int": 0, "float": 0.0, "str": "", "bool": False}
+
+
+def _empty(annotation: str) -> Any:
+    """The value of a field a reader did not send: None where allowed, else the type's zero."""
+    if "None" in annotation:
+        return None
+    head = annotation.split("[", 1)[0].strip()
+    return [] if head == "list" else {} if head == "dict" else _EMPTY.get(head)
+
+
+def from_dict(data: dict[str, Any]) -> Event | None:
+    """The typed event behind one `--json` line (`to_dict`'s inverse), for readers of the
+    stream (the TUI through `trainer.core.lab`); None for an event name it does not know.
+
+    Tolerant as the format promises: unknown keys are ignored and a missing field gets its
+    default or its type's empty value, so a reader keeps working across versions."""
+    cls = _BY_NAME.get(str(data.get("event")))
+    if cls is None:
+        return None
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name in data:
+            values[f.name] = data[f.name]
+        elif f.default is MISSING:
+            values[f.name] = _empty(str(f.type))
+    return cls(**values)
+
+
+_BY_NAME: dict[str, type[Event]] = {
+    cls.EVENT: cls for cls in (RunStarted, Notice, CaseStarted, Metrics, CasePassed, CaseFailed,
+                               CasesSkipped, LevelSummary, Summary)}

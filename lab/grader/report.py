@@ -13,9 +13,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
-from lab.grader.events import Event
+from lab.grader.events import (
+    CaseFailed,
+    CasePassed,
+    CasesSkipped,
+    CaseStarted,
+    Event,
+    LevelSummary,
+    Metrics,
+    Notice,
+    RunStarted,
+    Summary,
+)
 from questions.wording import noun
 
 MAX_OTHER_FAILURES = 8
@@ -36,32 +46,32 @@ def tidy_floats(text: str) -> str:
     return FLOAT_NOISE.sub(shorter, text)
 
 
-def failure_signature(failure: dict[str, Any]) -> str:
+def failure_signature(failure: CaseFailed) -> str:
     """What makes two failures "the same way": the exception and the line of the learner's code
     it came from ("NotImplementedError at stub.py:23"), else the kind and message."""
-    tb = str(failure.get("traceback") or "").rstrip().splitlines()
+    tb = str(failure.traceback or "").rstrip().splitlines()
     if tb:
         files = TRACEBACK_FILE.findall("\n".join(tb))
         last = tb[-1].split(":", 1)[0].strip()
         if files and last:
             name, line = files[-1]
             return f"{last} at {name}:{line}"
-    message = tidy_floats(str(failure.get("message") or "")).splitlines()
-    return f"{failure.get('kind')}: {message[0] if message else ''}"
+    message = tidy_floats(str(failure.message or "")).splitlines()
+    return f"{failure.kind}: {message[0] if message else ''}"
 
 
 def _indent(text: str, prefix: str = "      ") -> str:
     return "\n".join(prefix + line for line in text.rstrip().splitlines())
 
 
-def next_step(e: dict[str, Any], key: str = "") -> str:
+def next_step(e: Summary, key: str = "") -> str:
     """After a pass, what to do next (from the summary event's `next_level`): "Level 2 passed —
     next: Level 3 (Batched verification). Run `dojo lab start spec-verify --level 3`." `key`
     names the TUI's key for it instead of the command."""
-    nxt = e.get("next_level")
-    if not e.get("passed") or not isinstance(nxt, dict):
+    nxt = e.next_level
+    if not e.passed or not isinstance(nxt, dict):
         return ""
-    graded = list(e.get("levels", {}))
+    graded = list(e.levels)
     done = f"Level {graded[0]}" if len(graded) == 1 else f"Levels {', '.join(graded)}"
     how = f"Press {key}." if key else f"Run `{nxt['command']}`."
     return f"{done} passed — next: Level {nxt['number']} ({nxt['title']}). {how}"
@@ -77,8 +87,8 @@ class TextReport:
                  status: Callable[[str], None] | None = None) -> None:
         self._write = write
         self.status = status
-        self.failures: dict[int, list[dict[str, Any]]] = {}
-        self.skipped: dict[int, dict[str, Any]] = {}
+        self.failures: dict[int, list[CaseFailed]] = {}
+        self.skipped: dict[int, CasesSkipped] = {}
         self.seed: int | None = None
         self.replay = ""
         self.started = ""
@@ -91,80 +101,79 @@ class TextReport:
     def __call__(self, event: Event) -> None:
         handler = getattr(self, "_" + event.EVENT, None)
         if handler is not None:
-            handler(event.to_dict())
+            handler(event)
 
-    def _run_started(self, e: dict[str, Any]) -> None:
-        self.seed, self.replay = e["seed"], e["replay"]
-        self.write(f"{e['exercise']} — {e['title']}")
-        self.write(f"  file:   {e['solution']}")
-        self.write(f"  device: {e['device']} ({e['device_note']}) · seed {e['seed']}")
+    def _run_started(self, e: RunStarted) -> None:
+        self.seed, self.replay = e.seed, e.replay
+        self.write(f"{e.exercise} — {e.title}")
+        self.write(f"  file:   {e.solution}")
+        self.write(f"  device: {e.device} ({e.device_note}) · seed {e.seed}")
 
-    def _notice(self, e: dict[str, Any]) -> None:
-        self.write(f"  note:   {e['message']}")
+    def _notice(self, e: Notice) -> None:
+        self.write(f"  note:   {e.message}")
 
-    def _case_started(self, e: dict[str, Any]) -> None:
+    def _case_started(self, e: CaseStarted) -> None:
         if self.status is not None:
-            self.status(f"  L{e['level']} case {e.get('index', '?')}/{e.get('total', '?')}: "
-                        f"{e['case']} …")
+            self.status(f"  L{e.level} case {e.index}/{e.total}: {e.case} …")
 
-    def _metrics(self, e: dict[str, Any]) -> None:
-        m = e["metrics"]
+    def _metrics(self, e: Metrics) -> None:
+        m = e.metrics
         if "median_ratio" in m and m.get("samples") == 1:  # a `timed_once` case
             cpu = m.get("cpu_median_ratio")
             runs = int(m.get("reference_runs", 1))
             how = "one run each" if runs == 1 else f"your one run against the median of " \
                                                    f"{runs} reference runs back to back"
             self.write(
-                f"  ⏱ {e['case']}: {m['median_ratio']:.2f}× the reference's time "
+                f"  ⏱ {e.case}: {m['median_ratio']:.2f}× the reference's time "
                 f"({m['learner_median_ms'] / 1e3:.3g} s vs {m['reference_median_ms'] / 1e3:.3g} s,"
                 f" {how}, side by side)"
                 + ("" if cpu is None else f", {cpu:.2f}× in CPU time")
             )
         elif "median_ratio" in m:
             self.write(
-                f"  ⏱ {e['case']}: {m['median_ratio']:.2f}× the reference's median time "
+                f"  ⏱ {e.case}: {m['median_ratio']:.2f}× the reference's median time "
                 f"({m['learner_median_ms']:.3g} ms vs {m['reference_median_ms']:.3g} ms), "
                 f"p95 {m['p95_ratio']:.2f}×"
             )
 
-    def _case_passed(self, e: dict[str, Any]) -> None:
-        if e.get("report") and e.get("note"):
-            self.write(f"  ◦ {e['case']}: {tidy_floats(e['note'])}")
+    def _case_passed(self, e: CasePassed) -> None:
+        if e.report and e.note:
+            self.write(f"  ◦ {e.case}: {tidy_floats(e.note)}")
 
-    def _case_failed(self, e: dict[str, Any]) -> None:
-        self.failures.setdefault(int(e["level"]), []).append(e)
+    def _case_failed(self, e: CaseFailed) -> None:
+        self.failures.setdefault(int(e.level), []).append(e)
 
-    def _cases_skipped(self, e: dict[str, Any]) -> None:
-        self.skipped[int(e["level"])] = e
+    def _cases_skipped(self, e: CasesSkipped) -> None:
+        self.skipped[int(e.level)] = e
 
-    def _level_summary(self, e: dict[str, Any]) -> None:
-        level, total, ok = int(e["level"]), e["cases"], e["passed_cases"]
-        head = f"Level {level} · {e['title']}: "
-        if e["passed"]:
-            optional = f", {e['failed_optional']} optional failed" if e["failed_optional"] else ""
+    def _level_summary(self, e: LevelSummary) -> None:
+        level, total, ok = int(e.level), e.cases, e.passed_cases
+        head = f"Level {level} · {e.title}: "
+        if e.passed:
+            optional = f", {e.failed_optional} optional failed" if e.failed_optional else ""
             self.write(f"✓ {head}PASSED ({ok}/{total} {noun(total, 'case')}{optional}, "
-                       f"{e['duration_s']:.1f} s)")
+                       f"{e.duration_s:.1f} s)")
         else:
             self.write(f"✗ {head}FAILED ({ok}/{total} {noun(total, 'case')} passed, "
-                       f"{e['duration_s']:.1f} s)")
+                       f"{e.duration_s:.1f} s)")
         failures = sorted(self.failures.get(level, []),
-                          key=lambda f: (not f["required"], f["size"], f["case"]))
+                          key=lambda f: (not f.required, f.size, f.case))
         if failures:
             self._detail(failures[0])
             self._others(failures[0], failures[1:])
         skipped = self.skipped.get(level)
         if skipped:
-            self.write(f"    {len(skipped['cases'])} more not run: the first one failed with "
-                       f"{failures[0]['kind'] if failures else 'an error'}, the rest would fail "
+            self.write(f"    {len(skipped.cases)} more not run: the first one failed with "
+                       f"{failures[0].kind if failures else 'an error'}, the rest would fail "
                        "the same way — fix it and grade again")
 
-    def _others(self, first: dict[str, Any], others: list[dict[str, Any]]) -> None:
+    def _others(self, first: CaseFailed, others: list[CaseFailed]) -> None:
         """The other failures, grouped by how they failed (one line per group)."""
         if not others:
             return
         groups: dict[str, list[str]] = {}
         for f in others:
-            groups.setdefault(failure_signature(f), []).append(f["case"])
+            groups.setdefault(failure_signature(f), []).append(f.case)
         same = groups.pop(failure_signature(first), [])
         if same:
             self.write(f"    {len(same)} more failed the same way ({failure_signature(first)})"
@@ -177,29 +186,29 @@ class TextReport:
             self.write(f"      ×{len(names)} {signature}: {shown}"
                        + (f" … (+{more})" if more > 0 else ""))
 
-    def _detail(self, f: dict[str, Any]) -> None:
-        optional = "" if f["required"] else " (optional)"
-        self.write(f"    smallest failing case{optional}: {f['case']} [{f['kind']}]")
-        self.write("      input:    " + tidy_floats(json.dumps(f["params"], default=str)))
-        if f.get("expected"):
-            self.write(f"      expected: {tidy_floats(f['expected'])}")
-        if f.get("got"):
-            self.write(f"      got:      {tidy_floats(f['got'])}")
-        self.write(f"      why:      {tidy_floats(f['message'])}")
-        if f.get("traceback"):
+    def _detail(self, f: CaseFailed) -> None:
+        optional = "" if f.required else " (optional)"
+        self.write(f"    smallest failing case{optional}: {f.case} [{f.kind}]")
+        self.write("      input:    " + tidy_floats(json.dumps(f.params, default=str)))
+        if f.expected:
+            self.write(f"      expected: {tidy_floats(f.expected)}")
+        if f.got:
+            self.write(f"      got:      {tidy_floats(f.got)}")
+        self.write(f"      why:      {tidy_floats(f.message)}")
+        if f.traceback:
             self.write("      traceback (your code):")
-            self.write(_indent(f["traceback"], "        "))
-        if f.get("output"):
+            self.write(_indent(f.traceback, "        "))
+        if f.output:
             self.write("      your output (trimmed):")
-            self.write(_indent(f["output"], "        | "))
-        self.write(f"      replay:   {f['replay']}")
+            self.write(_indent(f.output, "        | "))
+        self.write(f"      replay:   {f.replay}")
 
-    def _summary(self, e: dict[str, Any]) -> None:
-        failed = [lvl for lvl, ok in e["levels"].items() if not ok]
-        verdict = "PASSED" if e["passed"] else f"FAILED (level {', '.join(failed)})"
-        self.write(f"{verdict} in {e['duration_s']:.1f} s on {e['device']} · replay: {e['replay']}")
-        if e.get("store_error") and "missing" not in e["store_error"]:
-            self.write(f"(not saved: {e['store_error']})")
+    def _summary(self, e: Summary) -> None:
+        failed = [lvl for lvl, ok in e.levels.items() if not ok]
+        verdict = "PASSED" if e.passed else f"FAILED (level {', '.join(failed)})"
+        self.write(f"{verdict} in {e.duration_s:.1f} s on {e.device} · replay: {e.replay}")
+        if e.store_error and "missing" not in e.store_error:
+            self.write(f"(not saved: {e.store_error})")
         step = next_step(e)
         if step:
             self.write(step)

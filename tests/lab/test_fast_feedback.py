@@ -6,6 +6,7 @@ next level."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,12 @@ def test_cases_run_cheapest_first_on_a_correct_file() -> None:
     assert summary.next_level["command"] == "dojo lab start kv-bytes --level 2"
 
 
-def _failed(case: str, size: int, message: str, traceback: str = "") -> dict[str, Any]:
+def _failed(case: str, size: int, message: str, traceback: str = "") -> events.CaseFailed:
     return events.CaseFailed(
         level=1, case=case, required=True, duration_s=0.1, metrics={}, output="",
         kind="exception" if traceback else "wrong", message=message, traceback=traceback,
         params={"x": 0.1 + 0.2}, size=size, expected="0.30000000000000004", got="0.3",
-        seed=1, replay="dojo lab grade ex --seed 1").to_dict()
+        seed=1, replay="dojo lab grade ex --seed 1")
 
 
 TB = ('  File "/home/u/lab/spec_verify.py", line 23, in verify\n'
@@ -80,10 +81,13 @@ def test_identical_failures_are_grouped_and_floats_tidied() -> None:
     lines: list[str] = []
     report = TextReport(lines.append)
     for i in range(38):
-        report._case_failed(_failed(f"c{i}", 10 + i, "boom", TB))
-    report._case_failed(_failed("odd", 99, "expected 0.06600000000000004, got 0.07"))
-    report._level_summary({"level": 1, "title": "T", "passed": False, "cases": 39,
-                           "passed_cases": 0, "duration_s": 1.0, "failed_optional": 0})
+        report(_failed(f"c{i}", 10 + i, "boom", TB))
+    report(_failed("odd", 99, "expected 0.06600000000000004, got 0.07"))
+    summary = events.from_dict({"event": "level_summary", "level": 1, "title": "T",
+                                "passed": False, "cases": 39, "passed_cases": 0,
+                                "duration_s": 1.0, "failed_optional": 0})
+    assert summary is not None
+    report(summary)
     text = "\n".join(lines)
     assert "smallest failing case: c0 [exception]" in text
     assert text.count("ValueError: boom") == 1  # one traceback, not 38
@@ -100,8 +104,10 @@ def test_tidy_floats_keeps_meaningful_digits_and_non_floats() -> None:
 
 
 def test_signature_without_a_traceback_is_kind_and_message() -> None:
-    assert failure_signature({"kind": "wrong", "message": "off by one\nmore"}) == \
-        "wrong: off by one"
+    failure = events.from_dict({"event": "case_failed", "kind": "wrong",
+                                "message": "off by one\nmore"})
+    assert isinstance(failure, events.CaseFailed)
+    assert failure_signature(failure) == "wrong: off by one"
 
 
 def test_progress_status_names_the_case_and_is_cleared_before_lines() -> None:
@@ -118,12 +124,14 @@ def test_progress_status_names_the_case_and_is_cleared_before_lines() -> None:
 def test_next_step_after_a_pass_only() -> None:
     nxt = {"number": 3, "title": "Batched verification",
            "command": "dojo lab start spec-verify --level 3"}
-    e = {"passed": True, "levels": {"2": True}, "next_level": nxt}
+    e = events.Summary(exercise="spec-verify", device="cpu", seed=1, passed=True,
+                       levels={"2": True}, duration_s=1.0, replay="", stored=True, store_error="",
+                       next_level=nxt)
     assert next_step(e) == ("Level 2 passed — next: Level 3 (Batched verification). "
                             "Run `dojo lab start spec-verify --level 3`.")
     assert next_step(e, key="n").endswith("Press n.")
-    assert next_step({**e, "passed": False}) == ""
-    assert next_step({**e, "next_level": None}) == ""
+    assert next_step(replace(e, passed=False)) == ""
+    assert next_step(replace(e, next_level=None)) == ""
 
 
 def test_list_marks_only_the_levels_started(tmp_path: Path,

@@ -52,7 +52,7 @@ async def test_grade_kv_bytes_stub_then_a_correct_file(make_app: Callable[..., D
 
         await pilot.press("g")
         await _graded(screen, pilot)
-        assert screen.last_summary is not None and screen.last_summary["passed"] is False
+        assert screen.last_summary is not None and screen.last_summary.passed is False
         table = screen.query_one("#lab-results", DataTable)
         results = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         # the stub stops the level at its first NotImplementedError: one failure, one skip row
@@ -65,11 +65,11 @@ async def test_grade_kv_bytes_stub_then_a_correct_file(make_app: Callable[..., D
         assert screen.rows[0].status == "failing"
 
         server = screen._server  # `dojo lab serve`: kept between gradings
-        assert server is not None and server.returncode is None
+        assert server is not None and server.process.returncode is None
         path.write_text(REFERENCE.read_text())  # the reference passes, by definition
         await pilot.press("g")
         await _graded(screen, pilot)
-        assert screen.last_summary is not None and screen.last_summary["passed"] is True
+        assert screen.last_summary is not None and screen.last_summary.passed is True
         assert screen._server is server  # the same warm process graded the edited file
         results = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert results and all("pass" in r for r in results)
@@ -78,7 +78,7 @@ async def test_grade_kv_bytes_stub_then_a_correct_file(make_app: Callable[..., D
         assert screen.rows[0].status == "passing"
         await pilot.press("escape")  # leaving the screen stops the server
         await pilot.pause()
-        assert server.returncode is not None
+        assert server.process.returncode is not None
 
 
 @pytest.mark.slow
@@ -94,8 +94,9 @@ async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None
             if screen._proc is not None and any("Grading" in line for line in
                                                 screen.log_lines):
                 break
-        proc = screen._proc
-        assert proc is not None and proc.returncode is None
+        assert screen._proc is not None
+        proc = screen._proc.process
+        assert proc.returncode is None
         await pilot.press("x")
         assert screen._grading is not None
         for _ in range(100):

@@ -7,7 +7,6 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -66,11 +65,12 @@ def list_() -> None:
     """Exercises, their levels, your status and best figures (from your graded attempts)."""
     from lab.exercises import discover
     from lab.grader.record import describe, level_states
+    from trainer.core.lab import rebuild_days
 
     exercises = discover()
     _read_only_note()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
-    comes_back = _rebuild_days()
+    comes_back = rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
         states = level_states(ex)
@@ -82,22 +82,6 @@ def list_() -> None:
             extra = (f" · {figures}" if figures else "") + (f" · {back}" if back else "")
             gated = f" [gate: {gate}]" if gate else ""
             click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
-
-
-def _rebuild_days() -> dict[tuple[str, int], str]:
-    """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
-    (empty when the database cannot be read: the list never depends on it)."""
-    try:
-        from lab.grader.record import default_reader
-        from scheduler.days import utc_now
-
-        with default_reader() as store:
-            today = store.study_day(utc_now())
-            cards = store.lab_cards()
-    except Exception:
-        return {}
-    return {(c.exercise, c.level): "rebuild due" if c.due is not None and c.due <= today
-            else f"rebuild {c.due.isoformat()}" for c in cards if c.due is not None}
 
 
 @lab.command()
@@ -161,11 +145,12 @@ def _grade_once(
     ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
     models: dict[str, str] | None = None, prepared: Any = None,
 ) -> bool:
-    """Run the grader (which records the attempt) and print the report or the JSON events;
-    `prepared`: a child started ahead by `lab.grader.runner.prepare` (watch, serve)."""
+    """Run the grader (which records the attempt: `trainer.core.lab.grade_and_record`) and
+    print the report or the JSON events; `prepared`: a child started ahead by
+    `lab.grader.runner.prepare` (watch, serve)."""
     from lab.grader.events import Event, to_json
     from lab.grader.report import TextReport
-    from lab.grader.runner import grade
+    from trainer.core.lab import grade_and_record
 
     def emit(event: Event) -> None:
         if as_json:
@@ -176,53 +161,32 @@ def _grade_once(
 
     status = ProgressLine() if sys.stdout.isatty() and not as_json else None
     report = TextReport(click.echo, status=status)
-    session = _interview_grading(ex, path, levels)
-    from lab.grader.record import Recorder
-    from lab.workspace import interview_metrics
-
-    recorder = Recorder()
     try:
-        result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit,
-                       models=models,
-                       attempt_metrics=interview_metrics(session) if session else None,
-                       recorder=recorder, prepared=prepared)
+        graded = grade_and_record(ex, path, levels, device, seed, emit, models, prepared)
     finally:  # an interrupted grading must not leave the progress line on the terminal
         if status is not None:
             status.close()
-    if session is not None:
-        _interview_line(ex, session, result, as_json)
-    if not as_json:
-        _card_lines(ex, recorder, session)
-    return result.passed
+    if as_json:
+        return graded.passed
+    from trainer.core.lab import card_lines, first_pass
+
+    if graded.session is not None:
+        session = graded.session
+        click.echo(f"interview: {session.clock()} · grading {session.gradings}"
+                   f"{first_pass(session)}")
+    if graded.recorder.card_error:
+        click.echo(f"note: {graded.recorder.card_error}", err=True)
+    for line in card_lines(ex, graded, _today):
+        click.echo(line)
+    return graded.passed
 
 
-def _card_lines(ex: Any, recorder: Any, session: Any) -> None:
-    """What the passes did to their lab cards: created, graded ("next rebuild in 6 days")."""
-    from lab.rebuild import comes_back
+def _today() -> Any:
+    """The study day now (read from the store, where the day's cut-off is set)."""
     from scheduler.days import utc_now
 
-    if recorder.card_error:
-        click.echo(f"note: {recorder.card_error}", err=True)
-    from lab.concepts import recall_lines
-
-    for line in recall_lines(recorder.recalls):
-        click.echo(line)
-    for r in recorder.card_results:
-        if r.card is None:
-            continue
-        with _store() as store:
-            today = store.study_day(utc_now())
-        name = f"{r.card.exercise} L{r.card.level}"
-        back = comes_back(r.card, today)
-        if r.created:
-            click.echo(f"{name} is now a lab card (quality {r.quality}): {back}.")
-        elif r.graded:
-            click.echo(f"Rebuild of {name} graded {r.quality}: {back}.")
-        elif session is not None and session.rebuild and session.level == r.card.level:
-            click.echo(f"Rebuild of {name} passed; not graded ({r.why_not}): {back}.")
-    if session is not None and session.rebuild and any(
-            r.card is not None and r.card.level == session.level for r in recorder.card_results):
-        click.echo(f"Your own file is kept: `dojo lab restore {ex.id}` brings it back.")
+    with _store() as store:
+        return store.study_day(utc_now())
 
 
 def _store() -> Any:
@@ -241,28 +205,6 @@ def _read_only_note() -> None:
         click.echo(f"note: {exc} Showing it read-only.", err=True)
     except StoreError:
         pass  # damaged, newer: the list never depends on the database
-
-
-def _interview_grading(ex: Any, path: Path, levels: list[int] | None) -> Any:
-    """Count this grading in the interview rehearsal, when it grades the rehearsal's file."""
-    from lab.workspace import count_grading, solution_path
-
-    if path.resolve() != solution_path(ex).resolve():
-        return None
-    return count_grading(ex, levels or ex.level_numbers)
-
-
-def _interview_line(ex: Any, session: Any, result: Any, as_json: bool) -> None:
-    from lab.workspace import passed_interview
-
-    level_passed = any(lvl.passed for lvl in result.levels if lvl.level == session.level)
-    if level_passed:
-        session = passed_interview(ex, session)
-    if as_json:
-        return
-    first = session.first_pass_s
-    passed = f" · first pass at {int(first) // 60}:{int(first) % 60:02d}" if first else ""
-    click.echo(f"interview: {session.clock()} · grading {session.gradings}{passed}")
 
 
 class ProgressLine:
@@ -444,32 +386,19 @@ def watch(
             prepared.close()
 
 
-def _served(rc: int) -> None:
-    click.echo(json.dumps({"event": "served", "rc": rc}))
+def _reply(reply: Any) -> None:
+    """One reply of `dojo lab serve` (`trainer.core.lab.Served`/`Prepared`), flushed."""
+    click.echo(reply.to_json())
     sys.stdout.flush()
 
 
-def _request(line: str) -> dict[str, Any] | None:
-    """A serve request: {"exercise": ID, "level": N or null, "prepare": bool}; None if not."""
-    try:
-        request = json.loads(line)
-        level = request.get("level")
-        if (not isinstance(request, dict) or not isinstance(request.get("exercise"), str)
-                or (level is not None and (not isinstance(level, int) or isinstance(level, bool)))):
-            raise TypeError("request")
-    except (ValueError, AttributeError, TypeError):
-        return None
-    return request
-
-
-def _serve_one(request: dict[str, Any], prepared: Any) -> tuple[int, Any]:
+def _serve_one(request: Any, prepared: Any) -> tuple[int, Any]:
     """Grade one request; returns the exit status `dojo lab grade` would have had and the
     arguments to prepare the next child with (None after a bad request)."""
     from lab.grader.runner import UsageError
 
     try:
-        ex, path, levels, models = _setup(request["exercise"], request.get("level"), None, None,
-                                          None)
+        ex, path, levels, models = _setup(request.exercise, request.level, None, None, None)
         passed = _grade_once(ex, path, levels, "auto", None, True, models, prepared)
     except (SystemExit, UsageError) as exc:
         if prepared is not None:
@@ -481,19 +410,20 @@ def _serve_one(request: dict[str, Any], prepared: Any) -> tuple[int, Any]:
     return (0 if passed else 1), (ex, path, levels, models)
 
 
-def _serve_prepare(request: dict[str, Any], prepared: Any) -> Any:
+def _serve_prepare(request: Any, prepared: Any) -> Any:
     """Start (or keep) the child for a likely grading of the request's exercise and level, and
     say {"event": "prepared", "ready": bool} once it is warm; silent about a lab not started
     (there is nothing to grade yet, so nothing to prepare)."""
     from lab.exercises import ExerciseError, get
     from lab.grader.runner import prepare
     from lab.workspace import solution_path
+    from trainer.core.lab import Prepared
 
     started, kept = time.monotonic(), False
     try:
-        ex = get(request["exercise"])
+        ex = get(request.exercise)
         path = solution_path(ex)
-        level = request.get("level")
+        level = request.level
         if level is not None:
             ex.level(level)
     except ExerciseError:
@@ -508,9 +438,7 @@ def _serve_prepare(request: dict[str, Any], prepared: Any) -> Any:
                            current=prepared)
         kept = prepared is not None and prepared is earlier
     ready = prepared is not None and prepared.wait() is not None and prepared.usable
-    click.echo(json.dumps({"event": "prepared", "ready": ready, "kept": kept,
-                           "seconds": round(time.monotonic() - started, 3)}))
-    sys.stdout.flush()
+    _reply(Prepared(ready, kept, round(time.monotonic() - started, 3)))
     return prepared
 
 
@@ -521,25 +449,27 @@ def serve() -> None:
     {"event": "served", "rc": 0|1|2}; with "prepare": true it only starts the child that
     grading would use (torch imported in both processes) and answers {"event": "prepared"}.
     Imports stay warm between requests, and the next grading's child is started while you
-    edit."""
+    edit. The protocol is written down in `trainer.core.lab`, whose `GradingServer` is its
+    client."""
     from lab.grader.runner import prepare
+    from trainer.core.lab import Served, ServeRequest
 
     prepared = None
     try:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            request = _request(line)
+            request = ServeRequest.parse(line)
             if request is None:
                 click.echo(f"Error: not a grade request: {line.strip()[:80]!r}", err=True)
-                _served(2)
+                _reply(Served(2))
                 continue
-            if request.get("prepare"):
+            if request.prepare:
                 prepared = _serve_prepare(request, prepared)
                 continue
             rc, again = _serve_one(request, prepared)
             prepared = None
-            _served(rc)
+            _reply(Served(rc))
             if again is not None:
                 ex, path, levels, models = again
                 prepared = prepare(ex, path, levels=levels, models=models)

@@ -1,23 +1,20 @@
 """The lab: exercises and levels with status; start, edit in $EDITOR, grade (streamed), hints.
 
-Grading runs `python -m trainer lab grade ID --json --level N` in a subprocess (the lab's CLI/JSON
-contract) from an async worker, so a CPU-heavy grader never freezes the UI; cancelling the worker
-kills the subprocess's whole process group.
+Grading goes to a warm `dojo lab serve` (`trainer.core.lab.GradingServer`, whose protocol is
+written down there) from an async worker, so a CPU-heavy grader never freezes the UI; the typed
+grader events come back as they happen; cancelling the worker kills the server's whole process
+group. Everything about the lab itself (catalogue, rehearsals, hints, cards) is asked of
+`trainer.core.lab`: screens never import `lab`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,9 +23,17 @@ from textual.widgets import DataTable, OptionList, ProgressBar, RichLog, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
-from lab.grader.report import failure_signature, next_step, tidy_floats
-from questions.wording import noun, plural
-from trainer.screens.base import DojoScreen
+from questions.wording import plural
+from trainer.core import lab as service
+from trainer.core.lab import (
+    Catalogue,
+    GradingServer,
+    LevelRow,
+    Prepared,
+    Served,
+    ServeRequest,
+)
+from trainer.screens.lab_results import LabResultsScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
 
@@ -38,16 +43,6 @@ if TYPE_CHECKING:
     from trainer.app import DojoApp
 
 
-@dataclass
-class LevelRow:
-    exercise: str
-    title: str
-    level: int
-    level_title: str
-    status: str  # not started | started | failing | passing
-    best: str
-
-
 def lab_command(app: DojoApp) -> list[str]:
     """The lab CLI: `python -m trainer lab` unless the app was given another one (tests)."""
     return list(app.lab_command or [sys.executable, "-m", "trainer", "lab"])
@@ -55,7 +50,6 @@ def lab_command(app: DojoApp) -> list[str]:
 
 PREPARE_AFTER_S = 1.0  # a selection held this long starts the grading child ahead
 LIST_TEXT_WIDTH = 22  # inside #lab-list: #lab-left width 28 less border, padding, scrollbar
-CASE_WIDTH = 20  # a case id in the results table, cut with … (the log has it whole)
 
 
 def _option_label(mark: str, row: LevelRow) -> str:
@@ -75,7 +69,7 @@ class TaskScreen(NoteScreen):
     """
 
 
-class LabScreen(DojoScreen):
+class LabScreen(LabResultsScreen):
     AUTO_FOCUS = "#lab-list"
     DEFAULT_CSS = """
     #lab-results-title { height: auto; color: $text-muted; }
@@ -111,15 +105,10 @@ class LabScreen(DojoScreen):
         self.rows: list[LevelRow] = []
         self.exercises: dict[str, Any] = {}
         self.workspaces: dict[str, Path] = {}
-        self._proc: asyncio.subprocess.Process | None = None  # the server while it grades
-        self._server: asyncio.subprocess.Process | None = None  # `dojo lab serve`, kept warm
+        self._proc: GradingServer | None = None  # the server while it grades
+        self._server: GradingServer | None = None  # `dojo lab serve`, kept warm
         self._grading: Worker[int | None] | None = None
-        self.last_summary: dict[str, Any] | None = None
-        self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
-        self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
-        self.last_attempts: dict[tuple[str, int], Any] = {}  # stored, newest per level
         self._attempts_read = False
-        self._signatures: dict[str, int] = {}  # failures per signature in the level graded
         self._prepare_timer: Timer | None = None
         self._prepared_for: tuple[str, int] | None = None
 
@@ -152,27 +141,13 @@ class LabScreen(DojoScreen):
         """The interview clock of the selected exercise (hidden when none is running)."""
         clock = self.query_one("#lab-clock", Static)
         row = self.selected() if self.rows else None
-        session = None
-        if row is not None:
-            from lab.workspace import interview
-
-            session = interview(self.exercises[row.exercise])
-        clock.display = session is not None
-        if session is not None and row is not None:
-            first = session.first_pass_s
-            passed = (f" · first pass at {int(first) // 60}:{int(first) % 60:02d}"
-                      if first is not None else "")
-            clock.update(f"⏱ Interview {row.exercise} L{session.level}: {session.clock()} · "
-                         f"gradings {session.gradings}{passed} · hints off · R restores your "
-                         "file")
+        line = service.interview_clock(self.exercises[row.exercise]) if row is not None else None
+        clock.display = line is not None
+        if line is not None:
+            clock.update(line)
 
     def reload(self) -> None:
         self._fetch()
-
-    def write_log(self, line: str) -> None:
-        """One line in the log, wrapped to its width (learner text: never markup)."""
-        self.log_lines.append(line)
-        self.query_one("#lab-log", RichLog).write(Text(line))
 
     def _grading_now(self) -> bool:
         return self._grading is not None and self._grading.state in (
@@ -184,93 +159,27 @@ class LabScreen(DojoScreen):
         if self.shown_for != (exercise, level) and not self._grading_now():
             self._clear_results(exercise, level)
 
-    def _clear_results(self, exercise: str, level: int, *, stored: bool = True) -> None:
-        """Empty the results and log for (exercise, level); with `stored`, show the level's
-        last stored grading instead (a grading about to start passes False)."""
-        self.shown_for = (exercise, level)
-        table = self.query_one("#lab-results", DataTable)
-        table.clear()
-        self.query_one("#lab-log", RichLog).clear()
-        self.log_lines = []
-        self.query_one(ProgressBar).display = False
-        title = self.query_one("#lab-results-title", Static)
-        last = self.last_attempts.get((exercise, level)) if stored else None
-        if last is None:
-            title.update(f"{exercise} L{level}: no results yet — g grades it")
-            return
-        # The stored attempt, so a grading survives a restart of the app (#33 item 8).
-        ok = sum(bool(c.get("passed")) for c in last.cases)
-        when = last.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
-        title.update(f"{exercise} L{level}: {'passed' if last.passed else 'failed'} "
-                     f"{ok}/{len(last.cases)} · graded {when} · g grades again")
-        skipped = 0
-        for case in last.cases:
-            if str(case.get("kind") or "").startswith("skip"):
-                skipped += 1  # one row for them all, as the live run shows them
-                continue
-            ratio = (case.get("metrics") or {}).get("median_ratio")
-            passed = bool(case.get("passed"))
-            table.add_row(
-                "[green]pass[/]" if passed else "[red]FAIL[/]",
-                _cut(str(case.get("id", "")), CASE_WIDTH),
-                "",
-                f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else "",
-                Text("" if passed else str(case.get("kind") or "").replace("_", " ")),
-            )
-        if skipped:
-            table.add_row("[dim]skipped[/]", f"{skipped} more", "", "",
-                          Text("not run: they would fail the same way"))
-
     # -- catalogue -----------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="lab-list")
     def _fetch(self) -> None:
         try:
-            from lab.exercises import discover
-            from lab.grader.record import Recorder, level_states
-            from lab.workspace import solution_path
-
-            exercises = discover()
-            rows = []
-            workspaces = {}
-            last: dict[tuple[str, int], Any] = {}
-            for attempt in Recorder().attempts() or []:  # one read; oldest first: newest wins
-                last[(attempt.exercise, attempt.level)] = attempt
-            for ex in exercises:
-                path = solution_path(ex)
-                if path.exists():
-                    workspaces[ex.id] = path
-                states = level_states(ex)  # the attempts table, like `dojo lab list` and Stats
-                for lvl in ex.levels:
-                    status, summary = states[lvl.number]
-                    ratio = summary.best_metrics.get("median_ratio")
-                    cases = (
-                        f"{summary.best_passed_cases}/{summary.cases} {noun(summary.cases, 'case')}"
-                        if summary.cases
-                        else ""
-                    )
-                    figures = ", ".join(
-                        x for x in (cases, f"{ratio[0]:.2f}× ref" if ratio else "") if x
-                    )
-                    rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
+            found = service.catalogue()
         except Exception as exc:  # the lab package may be missing or broken: say so
             self.app.call_from_thread(self._unavailable, f"{type(exc).__name__}: {exc}")
             return
-        self.app.call_from_thread(self._loaded, {ex.id: ex for ex in exercises}, rows, workspaces,
-                                  last)
+        self.app.call_from_thread(self._loaded, found)
 
     def _unavailable(self, why: str) -> None:
         self.query_one("#lab-detail", Static).update(
             f"[b yellow]The lab is not available:[/] {why}"
         )
 
-    def _loaded(
-        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path],
-        last: dict[tuple[str, int], Any],
-    ) -> None:
-        self.exercises, self.rows, self.workspaces = exercises, rows, workspaces
+    def _loaded(self, found: Catalogue) -> None:
+        self.exercises, self.workspaces = found.exercises, found.workspaces
+        self.rows = rows = found.rows
         first, self._attempts_read = not self._attempts_read, True
-        self.last_attempts = last
+        self.last_attempts = found.last
         table = self.query_one("#lab-results", DataTable)
         if first and self.shown_for is not None and not table.row_count and not self.log_lines:
             self._clear_results(*self.shown_for)  # the stored results, now that they are read
@@ -315,10 +224,8 @@ class LabScreen(DojoScreen):
             f"Workspace: {_short_path(ws)}" if ws else
             "Workspace: none yet — s creates it from the stub",
         ]
-        from lab.workspace import hints_shown, interview
-
-        shown, total = len(hints_shown(ex)), len(ex.hints())
-        if interview(ex) is not None:
+        shown, total, off = service.hints(ex)
+        if off:
             lines.append("Hints: off during the interview rehearsal")
         else:
             lines.append(f"Hints: {shown}/{total} revealed"
@@ -338,9 +245,7 @@ class LabScreen(DojoScreen):
         key = (row.exercise, row.level)
         if key == self._prepared_for or not ex.needs_torch_for([row.level]):
             return
-        from lab.workspace import solution_path
-
-        if solution_path(ex).is_file():
+        if service.workspace_file(ex) is not None:
             self._prepare_timer = self.set_timer(PREPARE_AFTER_S,
                                                  lambda: self._send_prepare(*key))
 
@@ -349,12 +254,8 @@ class LabScreen(DojoScreen):
         if self._grading_now():
             return  # the server prepares the graded level's next child by itself
         server = await self._grader()
-        if server.stdin is None:
-            return
-        request = {"exercise": exercise, "level": level, "prepare": True}
         try:
-            server.stdin.write((json.dumps(request) + "\n").encode())
-            await server.stdin.drain()
+            await server.send(ServeRequest(exercise, level, prepare=True))
         except (BrokenPipeError, ConnectionResetError):
             return  # the next grading starts a new server
         self._prepared_for = (exercise, level)
@@ -377,9 +278,7 @@ class LabScreen(DojoScreen):
             row = self.selected() if self.rows else None
             if row is None or running:
                 return None
-            from lab.workspace import interview
-
-            active = interview(self.exercises[row.exercise]) is not None
+            active = service.interview(self.exercises[row.exercise]) is not None
             return active if action == "restore" else not active  # hidden when it does not apply
         return True
 
@@ -387,10 +286,8 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.workspace import start_interview
-
         try:
-            path, session = start_interview(self.exercises[row.exercise], row.level)
+            path, session = service.start_interview(self.exercises[row.exercise], row.level)
         except OSError as exc:  # a read-only data folder: said, never a crash
             self._not_written(exc)
             return
@@ -408,24 +305,19 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.rebuild import comes_back, restore
-
-        services = self.dojo.services
         try:  # a rebuild ended without a pass grades its lab card a lapse
-            path, kept, lapse = restore(self.exercises[row.exercise],
-                                        store=services.store if services else None)
+            restored = service.restore(self.exercises[row.exercise], self.dojo.services)
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
             return
         except OSError as exc:
             self._not_written(exc)
             return
-        if kept is not None:
-            self.write_log(f"The rehearsal's file is kept at {kept}")
-        self.write_log(f"Your file is back: {path}")
-        if lapse is not None and lapse.graded and services is not None:
-            self.write_log(f"The rebuild ended without a pass: a lapse; "
-                           f"{comes_back(lapse.card, services.day())}.")
+        if restored.kept is not None:
+            self.write_log(f"The rehearsal's file is kept at {restored.kept}")
+        self.write_log(f"Your file is back: {restored.path}")
+        if restored.lapse:
+            self.write_log(restored.lapse)
         self._tick()
         self._describe()  # "Hints: off during the interview rehearsal" no longer holds
         self.refresh_bindings()
@@ -455,15 +347,13 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None:
             return
-        from lab.workspace import HintsOff, next_hint
-
         try:
-            hint = next_hint(self.exercises[row.exercise])
-        except HintsOff as exc:
-            self.notify(str(exc).capitalize(), severity="warning")
-            return
+            hint, off = service.next_hint(self.exercises[row.exercise])
         except OSError as exc:
             self._not_written(exc)
+            return
+        if off:
+            self.notify(off.capitalize(), severity="warning")
             return
         if hint is None:
             self.notify("No more hints for this exercise.")
@@ -478,17 +368,13 @@ class LabScreen(DojoScreen):
     def action_statement(self) -> None:
         row = self.selected()
         if row is not None:
-            from lab.workspace import statement
-
             ex = self.exercises[row.exercise]
-            self.app.push_screen(TaskScreen(ex.title, statement(ex)))
+            self.app.push_screen(TaskScreen(ex.title, service.statement(ex)))
 
     def _workspace(self, exercise: str, level: int) -> Path:
         """Copy the stub into the workspace (never overwriting the learner's work) and mark
         `level` started."""
-        from lab.workspace import start
-
-        path, created = start(self.exercises[exercise], level=level)
+        path, created = service.start(self.exercises[exercise], level)
         self.workspaces[exercise] = path
         if created:
             self.write_log(f"Created {path} from the stub.")
@@ -496,11 +382,7 @@ class LabScreen(DojoScreen):
 
     def _not_written(self, exc: OSError) -> None:
         """A lab file that could not be written (read-only data folder, full disk): say so."""
-        from lab.workspace import ReadOnlyLabError
-
-        why = str(exc.strerror) if isinstance(exc, ReadOnlyLabError) else (
-            f"could not write {exc.filename or 'a lab file'}: {exc.strerror or exc}")
-        self.notify(why, severity="error", timeout=12)
+        self.notify(service.not_written(exc), severity="error", timeout=12)
 
     def action_start(self) -> None:
         row = self.selected()
@@ -533,10 +415,8 @@ class LabScreen(DojoScreen):
         row = self.selected()
         if row is None or (self._grading is not None and self._grading.is_running):
             return
-        from lab.workspace import solution_path
-
         # nothing to grade (checked now: `dojo lab start` may have run since the list loaded)
-        if not solution_path(self.exercises[row.exercise]).exists():
+        if service.workspace_file(self.exercises[row.exercise]) is None:
             self.notify(f"{row.exercise} has no workspace file yet: press s to create it from "
                         "the stub, then g to grade it.", severity="warning")
             return
@@ -562,28 +442,24 @@ class LabScreen(DojoScreen):
         bar.display = True
         self.last_summary = None
         self.write_log(f"$ dojo lab grade {exercise} --level {level} --json")
-        self._proc = proc = await self._grader()
+        self._proc = server = await self._grader()
         rc: int | None = None
         try:
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write((json.dumps({"exercise": exercise, "level": level}) + "\n").encode())
-            await proc.stdin.drain()
-            async for raw in proc.stdout:
-                line = raw.decode(errors="replace").rstrip("\n")
-                event = _parse(line)
-                if event is None:
-                    if line.strip():
-                        self.write_log(line)
-                    continue
-                if event["event"] == "served":
-                    rc = int(event.get("rc", 1))
+            await server.send(ServeRequest(exercise, level))
+            while (reply := await server.reply()) is not None:
+                if isinstance(reply, str):
+                    if reply.strip():
+                        self.write_log(reply)
+                elif isinstance(reply, Served):
+                    rc = reply.rc
                     break
-                self._on_event(event, table, bar)
+                elif not isinstance(reply, Prepared):  # a prepare's answer says nothing here
+                    self._on_event(reply, table, bar)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server is gone: its exit status says why, below
         except asyncio.CancelledError:
             self._server = None
-            await _stop(proc)
+            await server.stop()
             self.write_log("Cancelled: the grader was stopped.")
             self.notify("Grading cancelled.")
             bar.display = False
@@ -592,34 +468,27 @@ class LabScreen(DojoScreen):
             self._proc = None
             self.call_later(self.refresh_bindings)
         if rc is None:  # the server ended (crashed, killed): the next grading starts another
-            rc = await proc.wait()
+            rc = await server.wait()
             self._server = None
         if self.last_summary is None:  # nothing was graded: the screen must not say it still is
             self.write_log(f"The grader exited with status {rc} without a summary.")
             self.query_one("#lab-results-title", Static).update(
                 f"{exercise} L{level}: not graded (the grader stopped: see the log below)")
             bar.display = False
-        elif self.last_summary.get("passed"):
+        elif self.last_summary.passed:
             self._card_note(exercise, level)
         if self._server is not None:
             self._prepared_for = (exercise, level)  # the server prepares its next grading
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
 
-    async def _grader(self) -> asyncio.subprocess.Process:
+    async def _grader(self) -> GradingServer:
         """This screen's grading server (`dojo lab serve`), started on first use and kept: its
         imports stay warm and it starts the next grading's child while you edit, so the first
         failure of a torch lab comes back in about a second, not after a torch import."""
-        if self._server is None or self._server.returncode is not None:
+        if self._server is None or not self._server.running:
             self._prepared_for = None
-            self._server = await asyncio.create_subprocess_exec(
-                *lab_command(self.dojo), "serve",
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+            self._server = await GradingServer.start(lab_command(self.dojo))
         return self._server
 
     async def on_unmount(self) -> None:
@@ -627,160 +496,7 @@ class LabScreen(DojoScreen):
         dies with it (PR_SET_PDEATHSIG); a grading still running is killed too."""
         server, self._server = self._server, None
         if server is not None:
-            await _stop(server)
-
-    def _on_event(self, ev: dict[str, Any], table: DataTable[str | Text], bar: ProgressBar) -> None:
-        kind = ev.get("event")
-        title = self.query_one("#lab-results-title", Static)
-        if kind == "run_started":
-            self.write_log(
-                f"Grading {ev.get('exercise')} on {ev.get('device')}"
-                f"{' (' + str(ev['device_note']) + ')' if ev.get('device_note') else ''}"
-                f", seed {ev.get('seed')}"
-            )
-        elif kind == "notice":
-            self.write_log(f"Note: {ev.get('message')}")
-        elif kind == "case_started":
-            index, total = ev.get("index"), ev.get("total")
-            if isinstance(index, int) and isinstance(total, int):
-                bar.update(total=total, progress=index - 1)
-                title.update(Text(f"{self._grading_title()}: case {index}/{total} · "
-                                  f"{ev.get('case')} …"))
-        elif kind in ("case_passed", "case_failed"):
-            self._case_row(ev, table, bar)
-        elif kind == "cases_skipped":
-            cases = ev.get("cases") or []
-            bar.update(progress=bar.total or bar.progress)
-            table.add_row("[dim]skipped[/]", f"{len(cases)} more", "", "",
-                          Text("not run: they would fail the same way"))
-            self.write_log(f"{len(cases)} more not run: they would fail the same way — fix the "
-                           "first one and grade again")
-        elif kind == "level_summary":
-            for signature, count in self._signatures.items():
-                if count > 1:
-                    self.write_log(f"{count - 1} more failed the same way ({signature})")
-            self._signatures = {}
-            verdict = "PASSED" if ev.get("passed") else "FAILED"
-            self.write_log(
-                f"Level {ev.get('level')}: {verdict} "
-                f"({ev.get('passed_cases')}/{ev.get('cases')} "
-                f"{noun(_count(ev.get('cases')), 'case')})"
-            )
-            smallest = ev.get("smallest_failure")
-            if isinstance(smallest, dict):
-                self.write_log(
-                    f"  smallest failing input: {smallest.get('case')} "
-                    + tidy_floats(json.dumps(smallest.get("params")))
-                )
-        elif kind == "summary":
-            self.last_summary = ev
-            bar.update(total=max(1.0, bar.progress), progress=max(1.0, bar.progress))
-            ok = bool(ev.get("passed"))
-            title.update(Text(f"{self._grading_title()}: {'passed' if ok else 'failed'}"))
-            self.write_log(
-                ("All required cases pass." if ok else "Some required cases fail.")
-                + f" ({ev.get('duration_s', 0):.1f} s on {ev.get('device')})"
-            )
-            step = next_step(ev, key="n")
-            if step:
-                self.write_log(step)
-            if ok:  # a failure is said by the title and explained in the log, which a toast
-                # in the bottom-right corner would cover at 80 columns
-                self.notify(step or "Passed!", timeout=4)
-            self.call_later(self.refresh_bindings)
-
-    def _card_note(self, exercise: str, level: int) -> None:
-        """After a pass: when the level's lab card comes back (the grader created or graded
-        it, `lab.rebuild`)."""
-        services = self.dojo.services
-        if services is None:
-            return
-        from lab.rebuild import comes_back
-
-        try:
-            card = services.store.lab_card(exercise, level)
-            today = services.day()
-        except Exception:  # the note is a courtesy: the grading itself is stored
-            return
-        back = comes_back(card, today)
-        if back:
-            self.write_log(f"{exercise} L{level} comes back as a lab card: {back}.")
-
-    def _grading_title(self) -> str:
-        return f"{self.shown_for[0]} L{self.shown_for[1]}" if self.shown_for else "grading"
-
-    def _case_row(self, ev: dict[str, Any], table: DataTable[str | Text],
-                  bar: ProgressBar) -> None:
-        """A table row per case; in the log, the first failure of each kind in full and the
-        others with the same signature only counted (38 identical tracebacks help nobody)."""
-        passed = ev.get("event") == "case_passed"
-        metrics = ev.get("metrics") or {}
-        ratio = metrics.get("median_ratio")
-        speed = f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else ""
-        duration = ev.get("duration_s")
-        message = "" if passed else tidy_floats(f"{ev.get('kind', '')}: {ev.get('message') or ''}")
-        if bar.total is None:
-            bar.advance(1)
-        else:
-            bar.update(progress=min(bar.total, bar.progress + 1))
-        table.add_row(
-            "[green]pass[/]" if passed else "[red]FAIL[/]",
-            _cut(str(ev.get("case", "")), CASE_WIDTH),
-            f"{duration:.2f} s" if isinstance(duration, int | float) else "",
-            speed,
-            # learner-controlled text: never parsed as markup ('[/]' crashed the table)
-            Text(message.splitlines()[0][:60] if message else ""),
-        )
-        if passed:
-            return
-        signature = failure_signature(ev)
-        self._signatures[signature] = self._signatures.get(signature, 0) + 1
-        if self._signatures[signature] > 1:
-            return
-        self.write_log(f"✗ {ev.get('case')}: {message}")
-        if ev.get("expected") or ev.get("got"):
-            self.write_log(tidy_floats(f"  expected {ev.get('expected')}  got {ev.get('got')}"))
-        if ev.get("traceback"):
-            for tb in str(ev["traceback"]).splitlines()[-6:]:
-                self.write_log(f"  {tb}")
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    if not line.startswith("{"):
-        return None
-    try:
-        event = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return event if isinstance(event, dict) and "event" in event else None
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Kill a grading server (and everything it started) and wait for it, its pipes closed."""
-    if proc.stdin is not None and not proc.stdin.is_closing():
-        proc.stdin.close()
-    _kill_group(proc)
-    await proc.wait()
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """Kill the grader and everything it started (it runs learner code in children)."""
-    if proc.returncode is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
-def _count(value: object) -> int:
-    """A count from a grader event (an int there; anything else counts as many)."""
-    return value if isinstance(value, int) else 0
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
+            await server.stop()
 
 def _status_line(row: LevelRow) -> str:
     """Status from the last grading, best figures from any: "failing in the last grading

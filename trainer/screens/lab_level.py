@@ -6,12 +6,10 @@ once the list has loaded, so `l` on "lab batch-engine L2" lands on level 2, not 
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from textual.widgets import OptionList
 
-from trainer.screens.lab import LabScreen, LevelRow
+from trainer.core.lab import Catalogue
+from trainer.screens.lab import LabScreen
 
 
 class LabAtLevel(LabScreen):
@@ -21,16 +19,13 @@ class LabAtLevel(LabScreen):
         super().__init__(exercise)
         self.initial_level: int | None = level
 
-    def _loaded(
-        self, exercises: dict[str, Any], rows: list[LevelRow], workspaces: dict[str, Path],
-        last: dict[tuple[str, int], Any],
-    ) -> None:
+    def _loaded(self, found: Catalogue) -> None:
         wanted, exercise = self.initial_level, self.initial
-        super()._loaded(exercises, rows, workspaces, last)
+        super()._loaded(found)
         self.initial_level = None
         if wanted is None:
             return
-        index = next((i for i, r in enumerate(rows)
+        index = next((i for i, r in enumerate(found.rows)
                       if r.exercise == exercise and r.level == wanted), None)
         if index is not None:
             self.query_one("#lab-list", OptionList).highlighted = index

@@ -135,16 +135,12 @@ class MockScreen(DojoScreen):
         self._show_feedback(skip(self.mock, self._services))
 
     def action_edit(self) -> None:
-        from pathlib import Path
-
-        from lab.exercises import get
-        from lab.workspace import solution_path
+        from trainer.core.lab import solution_file
 
         item = self.mock.current
         if item is None or item.kind != "lab":
             return
-        path: Path = solution_path(get(item.ref["exercise"]))
-        self.dojo.open_editor(self.dojo, path)
+        self.dojo.open_editor(self.dojo, solution_file(item.ref["exercise"]))
 
     def action_grade(self) -> None:
         self.grading = True

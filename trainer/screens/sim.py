@@ -27,7 +27,7 @@ class SimScreen(Screen[None]):
 
     def __init__(self, name: str | None = None) -> None:
         super().__init__()
-        from lab.sims import SIMS
+        from trainer.core.sims import SIMS
 
         self.sims = SIMS
         self.sim: Any = SIMS[name] if name in SIMS else next(iter(SIMS.values()))
@@ -67,7 +67,7 @@ class SimScreen(Screen[None]):
 
     async def _build(self) -> None:
         """(Re)create the dials for the current sim, filled from the preset or defaults."""
-        from lab.sims.report import format_value
+        from trainer.core.sims import format_value
 
         self._title()
         dials = self.query_one("#sim-dials", VerticalScroll)
@@ -88,7 +88,7 @@ class SimScreen(Screen[None]):
 
     def _fill(self) -> None:
         """Put the preset's (or the default) values into the existing dials."""
-        from lab.sims.report import format_value
+        from trainer.core.sims import format_value
 
         self._title()
         values = self.sim.resolve(preset=self.preset)
@@ -100,7 +100,7 @@ class SimScreen(Screen[None]):
 
     def _read(self) -> dict[str, Any] | str:
         """The dials' values, or the first parse error as a message."""
-        from lab.sims import SimInputError
+        from trainer.core.sims import SimInputError
 
         values: dict[str, Any] = {}
         for spec in self.sim.inputs:
@@ -127,7 +127,7 @@ class SimScreen(Screen[None]):
         return notes
 
     def _evaluate(self, values: dict[str, Any] | None = None) -> None:
-        from lab.sims import SimInputError
+        from trainer.core.sims import SimInputError
 
         read = values if values is not None else self._read()
         error = self.query_one("#sim-error", Static)

@@ -1,0 +1,197 @@
+"""The Lab screen's results: the table, progress bar and log a grading writes as its typed
+events arrive (`trainer.core.lab`), and a level's last stored grading when none is running.
+
+A base of `LabScreen` (trainer/screens/lab.py), which owns the catalogue, the actions and the
+grading server; this part only turns events into rows and log lines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable, ProgressBar, RichLog, Static
+
+from questions.wording import noun
+from trainer.core import lab as service
+from trainer.core.lab import (
+    CaseFailed,
+    CasePassed,
+    CasesSkipped,
+    CaseStarted,
+    Event,
+    LevelSummary,
+    Notice,
+    RunStarted,
+    Summary,
+    failure_signature,
+    next_step,
+    tidy_floats,
+)
+from trainer.screens.base import DojoScreen
+
+CASE_WIDTH = 20  # a case id in the results table, cut with … (the log has it whole)
+
+
+class LabResultsScreen(DojoScreen):
+    """What a grading shows: results table, progress, log (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_summary: Summary | None = None
+        self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
+        self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
+        self.last_attempts: dict[tuple[str, int], Any] = {}  # stored, newest per level
+        self._signatures: dict[str, int] = {}  # failures per signature in the level graded
+
+    def write_log(self, line: str) -> None:
+        """One line in the log, wrapped to its width (learner text: never markup)."""
+        self.log_lines.append(line)
+        self.query_one("#lab-log", RichLog).write(Text(line))
+
+    def _clear_results(self, exercise: str, level: int, *, stored: bool = True) -> None:
+        """Empty the results and log for (exercise, level); with `stored`, show the level's
+        last stored grading instead (a grading about to start passes False)."""
+        self.shown_for = (exercise, level)
+        table = self.query_one("#lab-results", DataTable)
+        table.clear()
+        self.query_one("#lab-log", RichLog).clear()
+        self.log_lines = []
+        self.query_one(ProgressBar).display = False
+        title = self.query_one("#lab-results-title", Static)
+        last = self.last_attempts.get((exercise, level)) if stored else None
+        if last is None:
+            title.update(f"{exercise} L{level}: no results yet — g grades it")
+            return
+        # The stored attempt, so a grading survives a restart of the app (#33 item 8).
+        ok = sum(bool(c.get("passed")) for c in last.cases)
+        when = last.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+        title.update(f"{exercise} L{level}: {'passed' if last.passed else 'failed'} "
+                     f"{ok}/{len(last.cases)} · graded {when} · g grades again")
+        skipped = 0
+        for case in last.cases:
+            if str(case.get("kind") or "").startswith("skip"):
+                skipped += 1  # one row for them all, as the live run shows them
+                continue
+            ratio = (case.get("metrics") or {}).get("median_ratio")
+            passed = bool(case.get("passed"))
+            table.add_row(
+                "[green]pass[/]" if passed else "[red]FAIL[/]",
+                _cut(str(case.get("id", "")), CASE_WIDTH),
+                "",
+                f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else "",
+                Text("" if passed else str(case.get("kind") or "").replace("_", " ")),
+            )
+        if skipped:
+            table.add_row("[dim]skipped[/]", f"{skipped} more", "", "",
+                          Text("not run: they would fail the same way"))
+
+    def _on_event(self, ev: Event, table: DataTable[str | Text], bar: ProgressBar) -> None:
+        title = self.query_one("#lab-results-title", Static)
+        if isinstance(ev, RunStarted):
+            self.write_log(
+                f"Grading {ev.exercise} on {ev.device}"
+                f"{' (' + str(ev.device_note) + ')' if ev.device_note else ''}"
+                f", seed {ev.seed}"
+            )
+        elif isinstance(ev, Notice):
+            self.write_log(f"Note: {ev.message}")
+        elif isinstance(ev, CaseStarted):
+            bar.update(total=ev.total, progress=ev.index - 1)
+            title.update(Text(f"{self._grading_title()}: case {ev.index}/{ev.total} · "
+                              f"{ev.case} …"))
+        elif isinstance(ev, CasePassed | CaseFailed):
+            self._case_row(ev, table, bar)
+        elif isinstance(ev, CasesSkipped):
+            bar.update(progress=bar.total or bar.progress)
+            table.add_row("[dim]skipped[/]", f"{len(ev.cases)} more", "", "",
+                          Text("not run: they would fail the same way"))
+            self.write_log(f"{len(ev.cases)} more not run: they would fail the same way — fix "
+                           "the first one and grade again")
+        elif isinstance(ev, LevelSummary):
+            for signature, count in self._signatures.items():
+                if count > 1:
+                    self.write_log(f"{count - 1} more failed the same way ({signature})")
+            self._signatures = {}
+            verdict = "PASSED" if ev.passed else "FAILED"
+            self.write_log(f"Level {ev.level}: {verdict} ({ev.passed_cases}/{ev.cases} "
+                           f"{noun(_count(ev.cases), 'case')})")
+            smallest = ev.smallest_failure
+            if isinstance(smallest, dict):
+                self.write_log(
+                    f"  smallest failing input: {smallest.get('case')} "
+                    + tidy_floats(json.dumps(smallest.get("params")))
+                )
+        elif isinstance(ev, Summary):
+            self._summary(ev, title, bar)
+
+    def _summary(self, ev: Summary, title: Static, bar: ProgressBar) -> None:
+        self.last_summary = ev
+        bar.update(total=max(1.0, bar.progress), progress=max(1.0, bar.progress))
+        title.update(Text(f"{self._grading_title()}: {'passed' if ev.passed else 'failed'}"))
+        self.write_log(
+            ("All required cases pass." if ev.passed else "Some required cases fail.")
+            + f" ({ev.duration_s:.1f} s on {ev.device})"
+        )
+        step = next_step(ev, key="n")
+        if step:
+            self.write_log(step)
+        if ev.passed:  # a failure is said by the title and explained in the log, which a toast
+            # in the bottom-right corner would cover at 80 columns
+            self.notify(step or "Passed!", timeout=4)
+        self.call_later(self.refresh_bindings)
+
+    def _card_note(self, exercise: str, level: int) -> None:
+        """After a pass: when the level's lab card comes back (the grader created or graded
+        it, `lab.rebuild`)."""
+        services = self.dojo.services
+        note = service.card_note(services, exercise, level) if services is not None else None
+        if note:
+            self.write_log(note)
+
+    def _grading_title(self) -> str:
+        return f"{self.shown_for[0]} L{self.shown_for[1]}" if self.shown_for else "grading"
+
+    def _case_row(self, ev: CasePassed | CaseFailed, table: DataTable[str | Text],
+                  bar: ProgressBar) -> None:
+        """A table row per case; in the log, the first failure of each kind in full and the
+        others with the same signature only counted (38 identical tracebacks help nobody)."""
+        ratio = (ev.metrics or {}).get("median_ratio")
+        speed = f"{ratio:.2f}× ref" if isinstance(ratio, int | float) else ""
+        duration = ev.duration_s
+        message = (tidy_floats(f"{ev.kind}: {ev.message or ''}")
+                   if isinstance(ev, CaseFailed) else "")
+        if bar.total is None:
+            bar.advance(1)
+        else:
+            bar.update(progress=min(bar.total, bar.progress + 1))
+        table.add_row(
+            "[green]pass[/]" if isinstance(ev, CasePassed) else "[red]FAIL[/]",
+            _cut(str(ev.case), CASE_WIDTH),
+            f"{duration:.2f} s" if isinstance(duration, int | float) else "",
+            speed,
+            # learner-controlled text: never parsed as markup ('[/]' crashed the table)
+            Text(message.splitlines()[0][:60] if message else ""),
+        )
+        if isinstance(ev, CasePassed):
+            return
+        signature = failure_signature(ev)
+        self._signatures[signature] = self._signatures.get(signature, 0) + 1
+        if self._signatures[signature] > 1:
+            return
+        self.write_log(f"✗ {ev.case}: {message}")
+        if ev.expected or ev.got:
+            self.write_log(tidy_floats(f"  expected {ev.expected}  got {ev.got}"))
+        if ev.traceback:
+            for tb in str(ev.traceback).splitlines()[-6:]:
+                self.write_log(f"  {tb}")
+
+
+def _count(value: object) -> int:
+    """A count from a grader event (an int there; anything else counts as many)."""
+    return value if isinstance(value, int) else 0
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
