@@ -19,6 +19,7 @@ from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
+    from scheduler.quick import QuickToday
     from trainer.core.views import TodayView
 
 WELCOME = (
@@ -52,6 +53,7 @@ class TodayScreen(DojoScreen):
     ]
 
     view: TodayView | None = None
+    quick: QuickToday | None = None  # today's counts shown before the full view landed
     _fetches = 0  # the latest fetch's number: an older one finishing late is not painted
 
     def compose(self) -> ComposeResult:
@@ -150,6 +152,22 @@ class TodayScreen(DojoScreen):
             return
         view = services.today()
         self.app.call_from_thread(self._show, view, number)
+
+    def show_quick(self, counts: QuickToday) -> None:
+        """Today's counts read before the store opened; the full view replaces them."""
+        if self.view is not None:
+            return
+        self.quick = counts
+        if counts.first_run:
+            headline = f"[b]Welcome.[/] {WELCOME}"
+        elif counts.to_do:
+            headline = f"[b]{plural(counts.to_do, 'card')} today.[/] Press [b]Enter[/] to start."
+        else:
+            headline = "Loading your cards…"  # due lab rebuilds need the full view to say
+        self.query_one("#today-headline", Static).update(headline)
+        self.query_one("#today-counts", Static).update(
+            f"Due [b]{counts.due}[/]   New [b]{counts.new}[/]   Re-drill [b]{counts.redrill}[/]"
+            f"   Streak [b]{counts.streak}[/] d")
 
     def _show(self, view: TodayView, number: int | None = None) -> None:
         # A fetch started before a session ended can finish after the one started when the
