@@ -66,7 +66,8 @@ class Bench(DojoApp):
         self.set_timer(0.01, self._wait_data)
 
     def _wait_data(self):
-        if getattr(self.screen, "view", None) is None:
+        if (getattr(self.screen, "view", None) is None
+                or getattr(self.screen, "plan_pending", False)):  # the plan fills in last
             self.set_timer(0.01, self._wait_data)
             return
         self.call_after_refresh(self._data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -20,6 +21,7 @@ from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
     from scheduler.quick import QuickToday
+    from trainer.core.plan import PlanReport
     from trainer.core.views import TodayView
 
 WELCOME = (
@@ -53,6 +55,7 @@ class TodayScreen(DojoScreen):
     ]
 
     view: TodayView | None = None
+    plan_pending = True  # the plan and readiness are computed after the rest of the view
     quick: QuickToday | None = None  # today's counts shown before the full view landed
     _fetches = 0  # the latest fetch's number: an older one finishing late is not painted
 
@@ -150,8 +153,19 @@ class TodayScreen(DojoScreen):
         services = self.dojo.services
         if services is None:
             return
-        view = services.today()
+        view = services.today(plan=False)  # the replay behind the plan comes second
         self.app.call_from_thread(self._show, view, number)
+        from trainer.core.views import plan_report_or_none
+
+        report = plan_report_or_none(services)
+        self.app.call_from_thread(self._show_plan_report, report, number)
+
+    def _show_plan_report(self, report: PlanReport | None, number: int) -> None:
+        if number != self._fetches or self.view is None:
+            return  # a newer fetch is under way: its own report follows
+        self.view = replace(self.view, plan=report)
+        self.plan_pending = False
+        self._show_plan()
 
     def show_quick(self, counts: QuickToday) -> None:
         """Today's counts read before the store opened; the full view replaces them."""
@@ -174,6 +188,9 @@ class TodayScreen(DojoScreen):
         # learner came home (threads cannot be cancelled): painting it would show stale counts.
         if number is not None and number != self._fetches:
             return
+        if view.plan is None and self.view is not None:  # keep the last plan until the new one
+            view = replace(view, plan=self.view.plan)
+        self.plan_pending = number is not None  # a fetch's report follows
         self.view = view
         for selector in ("#today-headline", "#today-counts"):
             self.query_one(selector).remove_class("stale")
