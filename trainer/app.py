@@ -2,6 +2,8 @@
 
 The first screen paints before anything heavy is imported: the store and the bank are opened in a
 thread worker after the first paint, and every screen asks `DojoApp.services` once it is ready.
+That worker first reads today's counts with plain sqlite3 (`scheduler.quick`, no SQLAlchemy), so
+Home shows them while the store and bank still load.
 """
 
 from __future__ import annotations
