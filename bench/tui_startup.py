@@ -2,8 +2,10 @@
 
 Run from the repository root: `python bench/tui_startup.py [--runs 5] [--cards 20]`.
 Prints each figure next to its target and the ratio measured/target:
-* launch → today's data on screen, beside a bare Textual app's first paint measured in the same
-  minutes (alternating runs, so both see the same machine load): target ≤ 2× the bare paint;
+* launch → today's data on screen (the counts: due, new, re-drill, streak, read with plain
+  sqlite3 while the store and bank open, `scheduler.quick`), beside a bare Textual app's first
+  paint measured in the same minutes (alternating runs, so both see the same machine load):
+  target ≤ 2× the bare paint; the whole home screen (charts, plan) is reported beside it;
 * launch → first paint (< 1 s), and whether torch, transformers or sqlalchemy were imported
   before it;
 * answer → next card: p95 ≤ 30 ms.
@@ -50,19 +52,30 @@ class Bench(DojoApp):
             m for m in ("torch", "transformers", "sqlalchemy") if m in sys.modules
         )
 
+    def on_quick_counts(self, message):
+        super().on_quick_counts(message)
+        self.call_after_refresh(self._counts)
+
+    def _counts(self):
+        if getattr(self.screen, "quick", None) is not None and "data_shown" not in marks:
+            marks["data_shown"] = time.time() - t_start
+            marks["data_cpu"] = time.process_time()
+
     def on_services_ready(self, message):
         super().on_services_ready(message)
         self.set_timer(0.01, self._wait_data)
 
     def _wait_data(self):
-        if getattr(self.screen, "view", None) is None:
+        if (getattr(self.screen, "view", None) is None
+                or getattr(self.screen, "plan_pending", False)):  # the plan fills in last
             self.set_timer(0.01, self._wait_data)
             return
         self.call_after_refresh(self._data)
 
     def _data(self):
-        marks["data_shown"] = time.time() - t_start
-        marks["data_cpu"] = time.process_time()
+        marks["full_shown"] = time.time() - t_start  # the whole home screen: charts, plan
+        marks.setdefault("data_shown", marks["full_shown"])
+        marks.setdefault("data_cpu", time.process_time())
         marks["torch_loaded"] = "torch" in sys.modules
         self.exit()
 
@@ -193,6 +206,7 @@ def main() -> None:
     bare = [float(r["first_paint"]) for r in bare_runs]  # type: ignore[arg-type]
     bare_cpu = statistics.median(float(r["first_paint_cpu"]) for r in bare_runs)  # type: ignore[arg-type]
     data_cpu = statistics.median(float(r["data_cpu"]) for r in runs)  # type: ignore[arg-type]
+    full = [float(r["full_shown"]) for r in runs]  # type: ignore[arg-type]
     paint = [float(r["first_paint"]) for r in runs]  # type: ignore[arg-type]
     data = [float(r["data_shown"]) for r in runs]  # type: ignore[arg-type]
     paint_cpu = [float(r["first_paint_cpu"]) for r in runs]  # type: ignore[arg-type]
@@ -205,6 +219,8 @@ def main() -> None:
     print(f"  launch → today's data   median {statistics.median(data):6.3f} s   "
           f"max {max(data):6.3f} s   target ≤ 2× bare = {2 * bare_paint:.3f} s   "
           f"ratio to bare {ratio:.2f}  {'OK' if ratio <= 2 else 'OVER'}")
+    print(f"  launch → whole home     median {statistics.median(full):6.3f} s   "
+          f"max {max(full):6.3f} s   (store and bank open: charts, plan, rebuilds; no target)")
     print(f"  the same in CPU time    bare paint {bare_cpu:6.3f} s   today's data {data_cpu:6.3f} s"
           f"   ratio {data_cpu / bare_cpu:.2f}  (the machine's load does not inflate these)")
     print(f"  cold run (new DB, new bank cache): today's data {float(cold['data_shown']):.3f} s")  # type: ignore[arg-type]

@@ -65,6 +65,9 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
 * `export_history() -> dict` / `import_history(dict) -> ImportSummary`: JSON-ready, validated
   (HistoryFormatError names the bad field), all-or-nothing and idempotent.
 
+* Home's first counts: `scheduler.quick.quick_today(path, now)` reads due/new/re-drill/streak
+  with plain sqlite3 (no SQLAlchemy) while the app opens the store; None whenever only the
+  store can say (no database yet, read-only, odd settings, a day-rule hold, lab recalls today).
 * Faults: a failed daily backup (disk full) is a line in `store.warnings`, never a refusal;
   a write on a full disk raises DiskFullError, on a read-only file ReadOnlyDatabaseError
   (`Store.open(read_only=True)` browses such a database without writing anything beside it:

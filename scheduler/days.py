@@ -7,6 +7,7 @@ daily limits follow the learner's sleep rather than the clock.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
@@ -26,6 +27,22 @@ def study_day(now: dt.datetime, rollover_hour: int, tz: dt.tzinfo | None) -> dt.
     """The study day `now` belongs to. A naive `now` is read as system local time."""
     local = now.astimezone(tz) if tz is not None else now.astimezone()
     return (local.replace(tzinfo=None) - dt.timedelta(hours=rollover_hour)).date()
+
+
+def streak_from_days(days_newest_first: Iterable[dt.date], today: dt.date) -> int:
+    """Consecutive study days with at least one answer, ending today (or yesterday, so an
+    unfinished today does not break it), from the distinct days answered up to today."""
+    expected = today
+    count = 0
+    for d in days_newest_first:
+        if d == expected:
+            count += 1
+        elif count == 0 and d == today - dt.timedelta(days=1):
+            count, expected = 1, d
+        else:
+            break
+        expected = d - dt.timedelta(days=1)
+    return count
 
 
 # $DOJO_NOW pins the clock (an ISO date-time, e.g. 2026-12-02T09:00:00) to rehearse a future

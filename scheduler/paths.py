@@ -6,6 +6,8 @@ import contextlib
 import os
 from pathlib import Path
 
+DB_NAME = "dojo.sqlite3"  # the learner's database, in data_dir()
+
 
 def data_dir() -> Path:
     """Return (and create, where it can) the data directory; tests and CI set DOJO_HOME to a

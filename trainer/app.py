@@ -2,6 +2,8 @@
 
 The first screen paints before anything heavy is imported: the store and the bank are opened in a
 thread worker after the first paint, and every screen asks `DojoApp.services` once it is ready.
+That worker first reads today's counts with plain sqlite3 (`scheduler.quick`, no SQLAlchemy), so
+Home shows them while the store and bank still load.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from textual.screen import Screen
 from trainer.screens.base import DojoScreen
 
 if TYPE_CHECKING:
+    from scheduler.quick import QuickToday
     from trainer.core.services import Services
 
 ServicesFactory = Callable[[], "Services"]
@@ -57,6 +60,28 @@ NAVIGATION: tuple[tuple[str, str, str], ...] = (
 )
 
 
+class QuickCounts(Message):
+    """Posted with today's counts read straight from the database (`scheduler.quick`) while
+    the store and bank still load, so the home screen shows them at once."""
+
+    def __init__(self, counts: QuickToday) -> None:
+        super().__init__()
+        self.counts = counts
+
+
+def _quick_counts() -> QuickToday | None:
+    """The default database's counts for the first paint, or None (then the full view)."""
+    from scheduler.days import pinned_now
+    from scheduler.paths import DB_NAME, data_dir
+    from scheduler.quick import quick_today
+
+    try:
+        now = pinned_now()
+    except ValueError:
+        return None  # the store's open says why
+    return quick_today(data_dir() / DB_NAME, now)
+
+
 class ServicesReady(Message):
     """Posted to the app when the store and bank are open (or failed to open)."""
 
@@ -84,6 +109,8 @@ class DojoApp(App[None]):
     ) -> None:
         super().__init__()
         self._factory = services_factory or _default_factory
+        # Today's counts before the store opens: only for the default database.
+        self._quick = _quick_counts if services_factory is None else None
         self.services: Services | None = None
         self.load_error: str | None = None
         # Replaceable so tests (where App.suspend is unsupported) can stand in for $EDITOR.
@@ -100,6 +127,10 @@ class DojoApp(App[None]):
 
     @work(thread=True, exclusive=True, group="load")
     def _load(self) -> None:
+        if self._quick is not None:
+            counts = self._quick()
+            if counts is not None:
+                self.post_message(QuickCounts(counts))
         try:
             services = self._factory()
         except Exception as exc:  # shown on the home screen rather than crashing the app
@@ -110,6 +141,13 @@ class DojoApp(App[None]):
             return
         self.services = services
         self.post_message(ServicesReady())
+
+    def on_quick_counts(self, message: QuickCounts) -> None:
+        from trainer.screens.today import TodayScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, TodayScreen):
+                screen.show_quick(message.counts)
 
     def on_services_ready(self, message: ServicesReady) -> None:
         self.load_error = message.error

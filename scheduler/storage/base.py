@@ -26,8 +26,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from scheduler import backup as backups
 from scheduler.errors import CorruptDatabaseError, DiskFullError, ReadOnlyDatabaseError, StoreError
 from scheduler.models import SettingRow
+from scheduler.paths import DB_NAME as DB_NAME  # one name, importable without SQLAlchemy
 
-DB_NAME = "dojo.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 
 

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.sql.elements import ColumnElement, SQLColumnExpression
 from sqlalchemy.sql.expression import case
 
+from scheduler.days import streak_from_days
 from scheduler.models import CardRow, ReviewRow
 from scheduler.records import MistakeCount, Retention, TopicAccuracy
 from scheduler.sm2 import CardState
@@ -62,17 +63,7 @@ class StatsPart(SettingsPart):
                 select(ReviewRow.study_day).where(ReviewRow.study_day <= today).distinct()
                 .order_by(ReviewRow.study_day.desc())
             )
-            expected = today
-            count = 0
-            for d in days:
-                if d == expected:
-                    count += 1
-                elif count == 0 and d == today - dt.timedelta(days=1):
-                    count, expected = 1, d
-                else:
-                    break
-                expected = d - dt.timedelta(days=1)
-        return count
+            return streak_from_days(days, today)
 
     def true_retention(self, days: int = 30, now: dt.datetime | None = None) -> Retention:
         """Share of passes (grade >= 3) on mature cards (interval >= 21 d before the answer),

@@ -28,3 +28,61 @@ def test_the_app_and_home_screen_import_nothing_heavy() -> None:
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     ).stdout
     assert json.loads(out.splitlines()[-1]) == []
+
+
+QUICK_PROBE = """
+import json, sys
+from scheduler.quick import quick_today
+print(json.dumps(sorted(m for m in ("sqlalchemy", "scheduler.store") if m in sys.modules)))
+"""
+
+
+@pytest.mark.slow
+def test_todays_counts_are_read_without_sqlalchemy() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", QUICK_PROBE], cwd=ROOT, capture_output=True, text=True,
+        check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    ).stdout
+    assert json.loads(out.splitlines()[-1]) == []
+
+
+@pytest.mark.slow
+async def test_home_shows_todays_counts_before_the_store_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the store and bank still load, Home already shows the day's counts."""
+    import threading
+
+    import trainer.app as app_module
+    from scheduler.store import Store
+    from tests.scheduler.conftest import at, grade
+    from trainer.app import DojoApp
+    from trainer.screens.today import TodayScreen
+
+    monkeypatch.setenv("DOJO_HOME", str(tmp_path))
+    monkeypatch.setenv("DOJO_NOW", at(2).replace(tzinfo=None).isoformat())
+    with Store.open(tmp_path / "dojo.sqlite3") as store:
+        store.update_settings(timezone="UTC", new_limit=3)
+        store.sync_cards([(f"q-{i}", "t") for i in range(8)], retire_missing=True)
+        grade(store, "q-0", 4, at(1))
+        grade(store, "q-1", 1, at(1))
+        queue = store.today_queue(at(2))
+    assert (len(queue.reviews), len(queue.new)) == (2, 3)  # what a session would serve
+    release = threading.Event()
+    real = app_module._default_factory
+
+    def slow_factory():  # type: ignore[no-untyped-def]
+        release.wait(10)
+        return real()
+
+    monkeypatch.setattr(app_module, "_default_factory", slow_factory)
+    app = DojoApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(100):
+            if isinstance(app.screen, TodayScreen) and app.screen.quick is not None:
+                break
+            await pilot.pause(0.02)
+        assert app.services is None  # the store has not opened yet
+        counts = str(app.screen.query_one("#today-counts").render())
+        assert "Due 2" in counts and "New 3" in counts and "Streak 1" in counts, counts
+        release.set()

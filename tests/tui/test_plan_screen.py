@@ -97,3 +97,37 @@ async def test_the_palette_sets_the_plan(make_app: Callable[..., DojoApp]) -> No
         await pilot.pause()
         assert FlushedStore(app).plan() is None  # a past date is refused
         assert not isinstance(app.screen, PlanScreen)
+
+
+@pytest.mark.slow
+async def test_home_paints_before_the_plan_replay_and_fills_it_in(
+    make_app: Callable[..., DojoApp], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan's FSRS replay (most of Today's work on a long history) does not hold back the
+    counts and charts: they paint first, the plan follows."""
+    import threading
+
+    from trainer.core import views
+
+    release = threading.Event()
+    real = views.plan_report_or_none
+
+    def slow_plan(services):  # type: ignore[no-untyped-def]
+        release.wait(10)
+        return real(services)
+
+    monkeypatch.setattr(views, "plan_report_or_none", slow_plan)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            if getattr(app.screen, "view", None) is not None:
+                break
+            await pilot.pause(0.02)
+        screen = app.screen
+        assert screen.view is not None and screen.plan_pending  # type: ignore[attr-defined]
+        assert "Due" in text_of(app, "#today-counts")
+        assert not app.screen.query_one("#today-plan").display
+        release.set()
+        await ready(app, pilot)
+        assert not screen.plan_pending  # type: ignore[attr-defined]
+        assert "No interview date set" in text_of(app, "#today-plan")

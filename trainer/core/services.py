@@ -110,10 +110,10 @@ class Services:
             raise KeyError(f"{question_id} is not in the question bank")
         return question
 
-    def today(self) -> TodayView:
+    def today(self, *, plan: bool = True) -> TodayView:
         from trainer.core.views import today_view
 
-        return today_view(self)
+        return today_view(self, plan=plan)
 
     # -- card actions (Browse and the review screen) -------------------------------------
 

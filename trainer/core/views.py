@@ -46,7 +46,10 @@ class TodayView:
         return self.due + self.new + self.redrill + self.lab
 
 
-def today_view(services: Services) -> TodayView:
+def today_view(services: Services, *, plan: bool = True) -> TodayView:
+    """The home screen's data. `plan=False` leaves out the plan and readiness (an FSRS replay
+    of every answer, most of this function's time on a long history): Home paints the rest
+    first and fills the plan in after (`plan_report_or_none`)."""
     from lab.rebuild import due_rebuilds
 
     store, now = services.store, services.now
@@ -69,13 +72,13 @@ def today_view(services: Services) -> TodayView:
         bank_errors=services.bank_errors(),
         warnings=tuple(services.warnings()),
         rebuilds=tuple(due_rebuilds(store, now)),
-        plan=_plan(services),
+        plan=plan_report_or_none(services) if plan else None,
         lab=len(queue.lab),
         lab_reasons=_lab_reasons(queue.lab),
     )
 
 
-def _plan(services: Services) -> PlanReport | None:
+def plan_report_or_none(services: Services) -> PlanReport | None:
     """The plan and readiness; None (and a warning) rather than no home screen if it fails."""
     from trainer.core.plan import plan_report
 
@@ -242,5 +245,5 @@ def stats_view(services: Services) -> StatsView:
         overridden=report.overridden,
         mistakes=report.mistakes,
         rehearsals=[rehearsal_line(r) for r in report.rehearsals],
-        plan=_plan(services),
+        plan=plan_report_or_none(services),
     )

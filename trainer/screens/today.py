@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -19,6 +20,8 @@ from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
+    from scheduler.quick import QuickToday
+    from trainer.core.plan import PlanReport
     from trainer.core.views import TodayView
 
 WELCOME = (
@@ -52,6 +55,8 @@ class TodayScreen(DojoScreen):
     ]
 
     view: TodayView | None = None
+    plan_pending = True  # the plan and readiness are computed after the rest of the view
+    quick: QuickToday | None = None  # today's counts shown before the full view landed
     _fetches = 0  # the latest fetch's number: an older one finishing late is not painted
 
     def compose(self) -> ComposeResult:
@@ -148,14 +153,44 @@ class TodayScreen(DojoScreen):
         services = self.dojo.services
         if services is None:
             return
-        view = services.today()
+        view = services.today(plan=False)  # the replay behind the plan comes second
         self.app.call_from_thread(self._show, view, number)
+        from trainer.core.views import plan_report_or_none
+
+        report = plan_report_or_none(services)
+        self.app.call_from_thread(self._show_plan_report, report, number)
+
+    def _show_plan_report(self, report: PlanReport | None, number: int) -> None:
+        if number != self._fetches or self.view is None:
+            return  # a newer fetch is under way: its own report follows
+        self.view = replace(self.view, plan=report)
+        self.plan_pending = False
+        self._show_plan()
+
+    def show_quick(self, counts: QuickToday) -> None:
+        """Today's counts read before the store opened; the full view replaces them."""
+        if self.view is not None:
+            return
+        self.quick = counts
+        if counts.first_run:
+            headline = f"[b]Welcome.[/] {WELCOME}"
+        elif counts.to_do:
+            headline = f"[b]{plural(counts.to_do, 'card')} today.[/] Press [b]Enter[/] to start."
+        else:
+            headline = "Loading your cards…"  # due lab rebuilds need the full view to say
+        self.query_one("#today-headline", Static).update(headline)
+        self.query_one("#today-counts", Static).update(
+            f"Due [b]{counts.due}[/]   New [b]{counts.new}[/]   Re-drill [b]{counts.redrill}[/]"
+            f"   Streak [b]{counts.streak}[/] d")
 
     def _show(self, view: TodayView, number: int | None = None) -> None:
         # A fetch started before a session ended can finish after the one started when the
         # learner came home (threads cannot be cancelled): painting it would show stale counts.
         if number is not None and number != self._fetches:
             return
+        if view.plan is None and self.view is not None:  # keep the last plan until the new one
+            view = replace(view, plan=self.view.plan)
+        self.plan_pending = number is not None  # a fetch's report follows
         self.view = view
         for selector in ("#today-headline", "#today-counts"):
             self.query_one(selector).remove_class("stale")
