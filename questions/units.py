@@ -12,12 +12,18 @@ import re
 from dataclasses import dataclass
 
 NUMBER = "number"
-# Counted things: an answer in these units is a whole number (the question says how to round)
+# The singular of each plural counted unit (and tokens), for a quantity of exactly 1.
+_ONE = {"GPUs": "GPU", "seats": "seat", "sequences": "sequence", "seqs": "seq", "users": "user",
+        "nodes": "node", "replicas": "replica", "pages": "page", "blocks": "block",
+        "cards": "card", "servers": "server", "requests": "request", "steps": "step",
+        "layers": "layer", "passes": "pass", "tokens": "token", "links": "link"}
+# Counted things: an answer in these units is a whole number (the question says how to round);
+# each plural's singular too, since "1 replica" is how a person writes one.
 COUNTED_UNITS = frozenset({
     "GPUs", "GPU", "seats", "seat", "sequences", "seqs", "users", "nodes", "replicas", "pages",
     "blocks", "cards", "servers", "requests", "request", "req", "steps", "layers", "passes",
     "NICs", "NIC", "links",
-})
+} | {_ONE[u] for u in _ONE if u != "tokens"})
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ def _table() -> dict[str, Unit]:
         "sequences", "seqs", "users", "steps", "layers", "nodes", "replicas", "pages", "blocks",
         "cards", "servers", "passes", "params", "parameters", "elements", "NICs", "NIC", "links",
     ):
-        add(NUMBER, 1.0, noun)
+        add(NUMBER, 1.0, noun, _ONE.get(noun, noun))
     # bytes: decimal and binary prefixes
     add("bytes", 1.0, "B", "bytes", "byte")
     for i, (dec, bin_) in enumerate(
@@ -222,11 +228,6 @@ def format_quantity(value: float, unit: str) -> str:
     return f"{number} {unit}"
 
 
-# The singular of each plural counted unit (and tokens), for a quantity of exactly 1.
-_ONE = {"GPUs": "GPU", "seats": "seat", "sequences": "sequence", "seqs": "seq", "users": "user",
-        "nodes": "node", "replicas": "replica", "pages": "page", "blocks": "block",
-        "cards": "card", "servers": "server", "requests": "request", "steps": "step",
-        "layers": "layer", "passes": "pass", "tokens": "token"}
 
 
 def format_number(value: float) -> str:

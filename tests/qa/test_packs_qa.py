@@ -234,7 +234,7 @@ def test_a_pack_without_mistakes_or_whys_imports_with_warnings_and_strict_refuse
     assert code == 0 and (dojo_home / "packs" / "my-latency.toml").exists(), out
     assert f"{pack}:7:my-latency-001.mistake: warning: numeric questions need at least" in out
     assert "my-latency-003.why: warning: why[1] is empty" in out, out
-    assert "imported 3 question(s) (topic my-latency), 2 warning(s)" in out, out
+    assert "imported 3 questions (topic my-latency), 2 warnings" in out, out
     loose = DIAGNOSED.replace("tolerance = { rel = 0.005 }", "tolerance = { rel = 0.05 }")
     pack.write_text(loose)
     code, out = dojo("questions", "check", str(pack))

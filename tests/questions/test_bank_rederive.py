@@ -338,6 +338,20 @@ def _par_004(v: V) -> float:
     return 80 * 2 * ring_factor * message / 1e6
 
 
+def _par_010(v: V) -> float:
+    activation = 256 * 4  # one token's hidden state in FP32
+    ring_factor = 2 * (v["w"] - 1) / v["w"]
+    return 8 * 2 * ring_factor * activation
+
+
+def _par_012(v: V) -> float:
+    # each rank keeps every KV head one of its own query heads reads
+    q_per_rank, q_per_kv = 8 // v["w"], 8 // v["kv"]
+    stored = sum(len({q // q_per_kv for q in range(r * q_per_rank, (r + 1) * q_per_rank)})
+                 for r in range(v["w"]))
+    return stored / v["kv"]
+
+
 def _par_006(v: V) -> float:
     shard_bytes = 70.55e9 * v["b"] / v["tp"]
     return 3.35e12 / shard_bytes
@@ -490,6 +504,8 @@ REDERIVE: dict[str, Callable[[V], float]] = {
     "parallelism-004": _par_004,
     "parallelism-006": _par_006,
     "parallelism-008": _par_008,
+    "parallelism-010": _par_010,
+    "parallelism-012": _par_012,
     "metering-001": _met_001,
     "metering-002": _met_002,
     "metering-003": _met_003,

@@ -881,6 +881,21 @@ def _sa14(v: V) -> float:
     return _softmax(kept, v["temp"])[0]
 
 
+@rederives("sampling-015")
+def _sa15(v: V) -> float:
+    # what FP32 itself does: a softmax in float32, and top-p at 1.0 cuts exactly the zeros
+    import numpy as np
+
+    logits = np.array([0.0, v["a"], v["b"], v["c"]], dtype=np.float32)
+    e = np.exp(logits - logits.max())
+    return float(np.count_nonzero(e / e.sum(dtype=np.float32)))
+
+
+@rederives("sampling-016")
+def _sa16(v: V) -> float:
+    return v["calls"] * v["batch"] * v["vocab"] * 4 / 1024 ** 2
+
+
 # ---------------------------------------------------------------- tests
 
 

@@ -284,14 +284,14 @@ def test_cli_counts_are_worded_for_one(dojo_home: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_screens_word_counts_of_one(make_app: AppFactory) -> None:
     """The session summary after one re-drill and the Today/Stats screens: no "1 re-drills"."""
-    from trainer.core.session import Summary
+    from trainer.core.session import SessionSummary
     from trainer.screens.summary import SummaryScreen
 
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(app, pilot)
         shown = [text_of(app, "#today-headline"), text_of(app, "#today-counts")]
-        await app.push_screen(SummaryScreen(Summary(answered=2, correct=1, redrilled=1,
+        await app.push_screen(SummaryScreen(SessionSummary(answered=2, correct=1, redrilled=1,
                                                     missed_topics={"KV": 1})))
         await _settle(app, pilot)
         shown.append(text_of(app, "#summary-body"))
@@ -353,7 +353,7 @@ async def test_80_columns_case_grades_wrap_between_items_and_summary_keeps_colum
     """Item 11: a case study offers all six grades; at 80 columns the row wraps between
     keys ("1 recognised 1d↻" whole). The summary's long "Missed" wraps under its value."""
     from tests.tui.conftest import FIXTURES
-    from trainer.core.session import Summary
+    from trainer.core.session import SessionSummary
     from trainer.screens.summary import SummaryScreen
 
     app = make_app(FIXTURES / "cases")
@@ -373,7 +373,7 @@ async def test_80_columns_case_grades_wrap_between_items_and_summary_keeps_colum
         for label in ("blackout", "recognised", "almost", "hard", "good", "easy"):
             assert any(re.search(rf"\d {label}", line) for line in lines), (label, lines)
         missed = {f"A long topic title number {i}": 1 for i in range(6)}
-        await app.push_screen(SummaryScreen(Summary(answered=6, correct=0,
+        await app.push_screen(SummaryScreen(SessionSummary(answered=6, correct=0,
                                                     missed_topics=missed)))
         await _settle(app, pilot)
         body = _lines(app, "#summary-body")
