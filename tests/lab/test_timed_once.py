@@ -41,7 +41,10 @@ def test_a_slower_call_is_compared_with_the_reference_run_back_to_back_beside_it
     path.write_text((SOLVED / "slow.py").read_text().replace("range(8)", "range(2)"))
     run = assert_passes(ONCE, path, seed=5)
     m = next(e for e in run.events if e["event"] == "metrics")["metrics"]
-    assert m["reference_runs"] >= 2 and 1.2 < m["median_ratio"] < 3
+    # Normally 2+ runs; 1 when the reference's child started later than one reference run's
+    # time (a loaded machine): then nothing is left to run beside the learner's call. The ratio
+    # is the check that the learner's 2x call was measured against the reference's, not alone.
+    assert m["reference_runs"] >= 1 and 1.2 < m["median_ratio"] < 3
     lines: list[str] = []
     TextReport(lines.append)(Metrics(level=1, case="long", metrics=m))
     assert f"the median of {int(m['reference_runs'])} reference runs" in lines[0]
