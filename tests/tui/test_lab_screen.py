@@ -153,7 +153,9 @@ async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
 
     requests = tmp_path / "requests.jsonl"
     monkeypatch.setenv("DOJO_TEST_REQUESTS", str(requests))
-    monkeypatch.setattr(lab_screen, "PREPARE_AFTER_S", 0.2)
+    # a hold of 1 s: a row passed over (one pause) stays far below it even on a loaded
+    # machine, and a row held for 1.8 s far above it
+    monkeypatch.setattr(lab_screen, "PREPARE_AFTER_S", 1.0)
     app = make_app(lab_command=[sys.executable, str(FIXTURES / "lab" / "recording_server.py")])
 
     def sent() -> list[dict[str, object]]:
@@ -172,18 +174,18 @@ async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
             listing.highlighted = rows.index(key)  # type: ignore[attr-defined]
             await pilot.pause()
             await pilot.press("s")
-        await pilot.pause(0.6)
+        await pilot.pause(1.8)
         assert sent() == [{"exercise": "batch-engine", "level": 1, "prepare": True}]
         listing.highlighted = rows.index(("spec-verify", 2))  # type: ignore[attr-defined]
         await pilot.pause()
         listing.highlighted = rows.index(("spec-verify", 1))  # type: ignore[attr-defined]
-        await pilot.pause(0.6)  # spec-verify L2 was passed over: only L1 is prepared
+        await pilot.pause(1.8)  # spec-verify L2 was passed over: only L1 is prepared
         assert [(r["exercise"], r["level"]) for r in sent()] == [
             ("batch-engine", 1), ("spec-verify", 1)]
         listing.highlighted = rows.index(("paged-kv", 4))  # type: ignore[attr-defined]
-        await pilot.pause(0.6)  # paged-kv not started: nothing to prepare
+        await pilot.pause(1.8)  # paged-kv not started: nothing to prepare
         listing.highlighted = rows.index(("kv-bytes", 1))  # type: ignore[attr-defined]
-        await pilot.pause(0.6)
+        await pilot.pause(1.8)
         assert len(sent()) == 2
         await pilot.press("g")  # the grading request follows on the same server
         await _graded(screen, pilot)
