@@ -62,14 +62,20 @@ def concepts_for(exercise: Exercise, level: int, case_id: str) -> tuple[str, ...
     return ()
 
 
+# Failures that say nothing about the learner's grasp of a concept: a stub not written yet, a
+# case not run, the judge's or the sandbox's own trouble.
+NOT_A_CONCEPT = frozenset({"skipped", "not_implemented", "sandbox", "grader_error", "protocol",
+                           "run_timeout"})
+
+
 def failed_recalls(exercise: Exercise, result: GradeResult) -> list[Recall]:
     """The questions behind every failed required case of `result`, each once (its first failed
-    case names it)."""
+    case names it); failures of the kinds in NOT_A_CONCEPT bring nothing back."""
     seen: set[str] = set()
     out: list[Recall] = []
     for lvl in result.levels:
         for r in lvl.results:
-            if r.passed or not r.case.required or r.kind == "skipped":
+            if r.passed or not r.case.required or r.kind in NOT_A_CONCEPT:
                 continue
             for qid in concepts_for(exercise, lvl.level, r.case.id):
                 if qid not in seen:

@@ -84,3 +84,19 @@ def test_grading_a_broken_level_brings_its_questions_back_today() -> None:
     assert again.exit_code == 1
     due2 = json.loads(runner.invoke(main, ["due", "--json"]).output)
     assert [i["question_id"] for i in due2["items"]].count("kv-cache-009") == 1
+
+
+@pytest.mark.slow
+def test_grading_the_untouched_stub_brings_nothing_back() -> None:
+    """A stub that raises NotImplementedError says nothing about what the learner knows: its
+    failed cases add no question to today's queue."""
+    from lab.exercises import get
+
+    runner = CliRunner()
+    assert runner.invoke(main, ["due"]).exit_code == 0
+    out = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1", "--device", "cpu",
+                               "--file", str(get("kv-bytes").stub_path)])
+    assert out.exit_code == 1, out.output
+    assert "added to today's queue" not in out.output, out.output
+    due = json.loads(runner.invoke(main, ["due", "--json"]).output)
+    assert [i for i in due["items"] if i.get("reason") == "lab"] == []
