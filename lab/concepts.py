@@ -88,7 +88,7 @@ def recall_failed(store: Any, exercise: Exercise, result: GradeResult) -> list[R
     """Add the failed cases' questions to today's queue; returns those added today for the
     first time (a question already brought back today, or not in the bank, is left out)."""
     recalls = failed_recalls(exercise, result)
-    if not recalls or not hasattr(store, "add_lab_recalls"):
+    if not recalls:
         return []
     added = set(store.add_lab_recalls(
         [(r.question_id, r.exercise, r.level, r.case_id) for r in recalls]))
