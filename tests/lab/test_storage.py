@@ -18,7 +18,7 @@ import pytest
 from lab.exercises import get
 from lab.grader.events import Event, RunStarted, Summary
 from lab.grader.record import Recorder, level_summaries, summarize_level
-from lab.grader.runner import grade
+from lab.grader.runner import GradeOptions, grade
 from tests.lab.conftest import ROOT, SOLUTIONS
 
 
@@ -46,8 +46,9 @@ def _injected(store: FakeStore) -> Recorder:
 def test_grade_records_each_level_once_through_the_injected_store() -> None:
     store = FakeStore()
     emitted: list[Event] = []
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4, recorder=_injected(store),
-                   emit=emitted.append)
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(
+        seed=4, recorder=_injected(store),
+                   emit=emitted.append))
     assert emitted == result.events  # grade() returns exactly what it wrote
     assert isinstance(result.events[0], RunStarted) and isinstance(result.events[-1], Summary)
     assert result.stored and result.store_error == ""
@@ -77,8 +78,8 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
     def broken() -> Any:
         raise OSError("disk on fire")
 
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1,
-                   recorder=Recorder(broken))
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(levels=[1], seed=1,
+                   recorder=Recorder(broken)))
     assert result.passed and not result.stored
     summary = result.events[-1]
     assert isinstance(summary, Summary)
@@ -88,7 +89,7 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
 @pytest.mark.slow
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4)
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(seed=4))
     assert result.stored, result.store_error
     with store_module.Store.open() as store:
         rows = store.lab_attempts("kv-bytes")
@@ -105,7 +106,7 @@ def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) 
 def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     pytest.importorskip("scheduler.store")
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1)
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(levels=[1], seed=1))
     assert result.passed and not result.stored and "could not store" in result.store_error
 
 
