@@ -17,7 +17,7 @@ from typing import Any
 from lab.exercises import Exercise
 from lab.grader import boundary, events
 from lab.grader.api import Case, RunContext, to_wire, warm_drive
-from lab.grader.isolation import Outcome, Sandbox
+from lab.grader.isolation import ChildReply, Sandbox
 from lab.grader.plan import Emit, GradeOptions, UsageError, plan_grading, timed_seeds
 
 REFERENCE_PACKAGE = "lab.reference"  # grading.REFERENCE is lab.reference.<exercise package>
@@ -81,7 +81,7 @@ class Prepared:
     sandbox: Sandbox
     exercise: Exercise | None = None
     device: str | None = None
-    outcome: Outcome | None = None
+    outcome: ChildReply | None = None
     levels: list[int] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     reference: Sandbox | None = None  # the timing child, warmed by `_warm_reference`
@@ -129,7 +129,7 @@ class Prepared:
             importlib.import_module(grading.REFERENCE)
             warm_drive(importlib.import_module(self.boundary.drive), self.device)
 
-    def wait(self) -> Outcome | None:
+    def wait(self) -> ChildReply | None:
         """Block until the child is warm and this process's imports are done (not for the
         reference's child: `take_reference` waits for that one)."""
         self.thread.join()
@@ -224,10 +224,10 @@ class Children:
     reference_sandbox: Sandbox | None
     notified: bool
     loaded: bool
-    load_failure: Outcome | None
+    load_failure: ChildReply | None
     child_losses: list[str]
     _early: threading.Thread | None
-    _early_outcome: Outcome | None
+    _early_outcome: ChildReply | None
     _prepared: Prepared | None
     _prepared_reference: Prepared | None
     _reference_start: threading.Thread | None
@@ -254,7 +254,7 @@ class Children:
     def _start_early(self) -> None:
         self._early_outcome = self._start(self.sandbox, notify=False)
 
-    def _take_early(self) -> Outcome | None:
+    def _take_early(self) -> ChildReply | None:
         """The early start's outcome (waiting for it), once; None if there was none."""
         if self._early is None:
             return None
@@ -264,7 +264,7 @@ class Children:
         return outcome
 
     # -- the learner's side ----------------------------------------------------------------
-    def _start(self, sandbox: Sandbox, notify: bool = True) -> Outcome:
+    def _start(self, sandbox: Sandbox, notify: bool = True) -> ChildReply:
         """Start a child; a load timeout is retried once (a busy machine, not the code)."""
         outcome = sandbox.start()
         if not outcome.ok and outcome.kind == "timeout" and not sandbox.cancelled():
@@ -277,14 +277,14 @@ class Children:
             self._notice(sandbox, outcome)
         return outcome
 
-    def _notice(self, sandbox: Sandbox, outcome: Outcome) -> None:
+    def _notice(self, sandbox: Sandbox, outcome: ChildReply) -> None:
         if outcome.ok and sandbox.missing and not self.notified:
             self.notified = True
             self.emit(events.Notice(message="sandbox: running without "
                                   + "; ".join(sandbox.missing)
                                   + " (see lab/README.md, \"The judge's boundary\")"))
 
-    def _ensure_child(self) -> Outcome | None:
+    def _ensure_child(self) -> ChildReply | None:
         """A loaded child, or the reason the module cannot be loaded at all."""
         if self.load_failure is not None:
             return self.load_failure
@@ -311,14 +311,14 @@ class Children:
         limit = case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
         return min(limit, max(0.0, self.deadline - time.monotonic()))
 
-    def _lost(self, outcome: Outcome) -> None:
+    def _lost(self, outcome: ChildReply) -> None:
         if outcome.child_lost:
             self.sandbox.close()
             self.loaded = False
             self.child_losses.append(outcome.kind)
 
     def _learner(self, case: Case, stopped: Callable[[], bool] | None = None,
-                 ctx: RunContext | None = None) -> Outcome:
+                 ctx: RunContext | None = None) -> ChildReply:
         """The learner's call of `case`; `stopped` says whether the grader itself killed the
         child meanwhile (an `Overtime`): then the child is replaced, but that is no loss of
         theirs (it does not count toward MAX_CHILD_LOSSES)."""
@@ -378,7 +378,7 @@ class Children:
             return f"the reference's sandbox failed to start ({outcome.message})"
         return self.reference_sandbox
 
-    def _reference_call(self, case: Case, ctx: RunContext | None = None) -> Outcome | str:
+    def _reference_call(self, case: Case, ctx: RunContext | None = None) -> ChildReply | str:
         """The reference's call of `case` in its own child, as the learner's child runs it (a
         `timed_once` case: the answer to check and the time to compare at once), or why the
         child could not start."""
@@ -390,12 +390,12 @@ class Children:
         return child.request(msg, self._timeout(case))
 
     def _reference_busy(self, case: Case, ctx: RunContext,
-                        learner_done: threading.Event) -> list[Outcome]:
+                        learner_done: threading.Event) -> list[ChildReply]:
         """Once the reference's first call beside a `timed_once` learner call is done, the same
         call again, back to back, until the learner's call returns: the learner's call then never
         runs alone on a machine the reference's left idle (which made a 4.3x ledger measure
         under 4x), and the reference's time is the median of several runs, not one."""
-        out: list[Outcome] = []
+        out: list[ChildReply] = []
         child = self.reference_sandbox
         msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx)}
         while child is not None and child.alive and not learner_done.is_set():
@@ -405,8 +405,8 @@ class Children:
             out.append(got)
         return out
 
-    def _abandon(self, beside: Future[Outcome | str] | None,
-                 busy: Future[list[Outcome]] | None = None) -> None:
+    def _abandon(self, beside: Future[ChildReply | str] | None,
+                 busy: Future[list[ChildReply]] | None = None) -> None:
         """The learner's call failed: reference calls still running beside it are killed (the
         child is respawned when next needed), not waited for."""
         if beside is None:
@@ -419,7 +419,7 @@ class Children:
                 if future is not None:
                     future.result()
 
-    def _batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> Outcome:
+    def _batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> ChildReply:
         msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
         return sandbox.request(msg, timeout)
 

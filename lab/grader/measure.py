@@ -12,7 +12,7 @@ from typing import Any
 from lab.grader import events
 from lab.grader.api import Case, Verdict
 from lab.grader.children import Children
-from lab.grader.isolation import Outcome, Sandbox
+from lab.grader.isolation import ChildReply, Sandbox
 from lab.grader.plan import timed_seeds
 from lab.grader.results import CaseResult
 from lab.grader.timing import interleaved_order, matched_batches, next_batch_size, summarize
@@ -38,7 +38,7 @@ class Overtime:
         self._timer: threading.Timer | None = None
 
     @classmethod
-    def watch(cls, sandbox: Sandbox, beside: Future[Outcome | str] | None,
+    def watch(cls, sandbox: Sandbox, beside: Future[ChildReply | str] | None,
               gate: dict[str, float]) -> Overtime | None:
         """An armed watch for the learner's call starting now, or None (no reference call
         beside it, or no wall-clock ratio bound in the gate)."""
@@ -49,9 +49,9 @@ class Overtime:
         beside.add_done_callback(watch._arm)
         return watch
 
-    def _arm(self, beside: Future[Outcome | str]) -> None:
+    def _arm(self, beside: Future[ChildReply | str]) -> None:
         reference = None if beside.cancelled() or beside.exception() else beside.result()
-        if not isinstance(reference, Outcome) or not reference.ok:
+        if not isinstance(reference, ChildReply) or not reference.ok:
             return  # the reference failed: the case reports that, nothing to compare with
         self.reference_s = reference.elapsed_s
         self.limit_s = self.bound * reference.elapsed_s * self.SLACK
@@ -114,8 +114,8 @@ class Measuring(Children):
     grading: Any
     timing_repeats: int
 
-    def _time_once(self, learner: Outcome, reference: Outcome,
-                   more: list[Outcome] | None = None) -> dict[str, float]:
+    def _time_once(self, learner: ChildReply, reference: ChildReply,
+                   more: list[ChildReply] | None = None) -> dict[str, float]:
         """A `timed_once` case's figures: its one call, against the median of the reference's
         calls that ran beside it (measured from here)."""
         on_cpu = self.device == "cpu"  # on a GPU the host's CPU time measures waiting
@@ -126,11 +126,11 @@ class Measuring(Children):
                 "reference_runs": float(len(runs))}
 
     def _calibrate(self, child: Sandbox, case: Case,
-                   warm_up: bool = True) -> tuple[int, float] | Outcome:
+                   warm_up: bool = True) -> tuple[int, float] | ChildReply:
         """Calls per batch for `child`: one discarded warm-up call (first calls pay for caches
         and page faults) unless the child has just run this case (`warm_up=False`: the
         learner's graded call, the reference's run ahead), then batches grown until one lasts
-        BATCH_TARGET_S. Returns the size and the per-call time, or the failed Outcome."""
+        BATCH_TARGET_S. Returns the size and the per-call time, or the failed ChildReply."""
         if warm_up:
             warm = self._batch(child, case, timed_seeds(1), self._timeout(case))
             if not warm.ok:
@@ -160,7 +160,7 @@ class Measuring(Children):
         cold = {"reference": case.id not in self._reference_warm, "learner": False}
         for who, child in (("reference", ref), ("learner", self.sandbox)):
             got = self._calibrate(child, case, warm_up=cold[who])
-            if isinstance(got, Outcome):
+            if isinstance(got, ChildReply):
                 return self._timing_failure(case, who, got)
             sizes[who], call_s[who] = got
         sizes = matched_batches(sizes, call_s)
@@ -173,7 +173,7 @@ class Measuring(Children):
         warmup = self.exercise.timing_warmup
         for i in range(warmup + self.timing_repeats):
             seeds = timed_seeds(most)  # drawn now, while the learner's child is stopped
-            results: dict[str, Outcome] = {}
+            results: dict[str, ChildReply] = {}
             for who in interleaved_order(i):
                 child = self.sandbox if who == "learner" else ref
                 limit = min(per_batch, max(0.0, self.deadline - time.monotonic()))
@@ -194,7 +194,7 @@ class Measuring(Children):
         return summarize(learner, reference, sizes["learner"], sizes["reference"],
                          learner_cpu if on_cpu else None, reference_cpu if on_cpu else None)
 
-    def _timing_failure(self, case: Case, who: str, out: Outcome) -> CaseResult:
+    def _timing_failure(self, case: Case, who: str, out: ChildReply) -> CaseResult:
         if who == "reference":
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed while timing: {out.message}")
@@ -203,8 +203,8 @@ class Measuring(Children):
                           message=f"while timing: {out.message}",
                           traceback=out.traceback, output=out.output)
 
-    def _check_batch(self, case: Case, seeds: list[int], sizes: dict[str, int], got: Outcome,
-                     want: Outcome) -> CaseResult | None:
+    def _check_batch(self, case: Case, seeds: list[int], sizes: dict[str, int], got: ChildReply,
+                     want: ChildReply) -> CaseResult | None:
         """Each side must answer every call it was sent; every learner value is checked against
         the reference's for the same seed (the learner's seeds prefix the reference's)."""
         n = sizes["learner"]

@@ -33,7 +33,7 @@ from lab.grader.children import (
     reference_guess,
     sandbox_options,
 )
-from lab.grader.isolation import Cancelled, Outcome, Sandbox
+from lab.grader.isolation import Cancelled, ChildReply, Sandbox
 from lab.grader.measure import Measuring, Overtime, check_gate
 from lab.grader.plan import (
     MAX_CHILD_LOSSES,
@@ -87,7 +87,7 @@ class _Grading(Measuring):
         self._reference_warm: set[str] = set()  # ... and those runs that succeeded in its child
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
         self._pending: list[Future[tuple[bool, object]]] = []
-        self.load_failure: Outcome | None = None
+        self.load_failure: ChildReply | None = None
         self.loaded = False
         # The learner's child loads (torch, their module) while this process imports the
         # grading module (torch too): the two imports overlap instead of adding up. The
@@ -96,7 +96,7 @@ class _Grading(Measuring):
         # that shapes it differs; it then only loads the learner's file.
         guess = reference_guess(exercise)
         self._early: threading.Thread | None = None
-        self._early_outcome: Outcome | None = None
+        self._early_outcome: ChildReply | None = None
         self._prepared: Prepared | None = None
         key = child_key(exercise, solution, device, guess, self.sandbox_options)
         self._prepared_reference: Prepared | None = None  # its timing child, see Prepared
@@ -232,7 +232,7 @@ class _Grading(Measuring):
         out = self._learner(case, overtime.stopped if overtime is not None else None, ctx)
         learner_done.set()
         first = beside.result() if beside is not None and beside.done() else None
-        if (busy is not None and not busy.done() and isinstance(first, Outcome)
+        if (busy is not None and not busy.done() and isinstance(first, ChildReply)
                 and out.elapsed_s < 2 * first.elapsed_s and self.reference_sandbox is not None):
             # far under any gate: the reference's extra run in flight is not waited for
             self.reference_sandbox.signal_kill()
@@ -245,8 +245,8 @@ class _Grading(Measuring):
             self._abandon(beside, busy)
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output)
-        reference: Outcome | str = ""
-        more: list[Outcome] = []
+        reference: ChildReply | str = ""
+        more: list[ChildReply] = []
         if once:
             reference = beside.result() if beside is not None else self._reference_call(case,
                                                                                          ctx)
@@ -274,7 +274,7 @@ class _Grading(Measuring):
                             expected=events.short_repr(expected),
                             got=events.short_repr(out.value), metrics=dict(verdict.metrics))
         if verdict.passed and case.timed:
-            if isinstance(reference, Outcome):
+            if isinstance(reference, ChildReply):
                 timing: dict[str, float] | CaseResult = self._time_once(out, reference, more)
             else:
                 self._settle()  # nothing of the grader's may run beside a measurement
@@ -341,7 +341,7 @@ class _Grading(Measuring):
         return lvl
 
 
-def _answer(reference: Outcome | str) -> tuple[bool, object]:
+def _answer(reference: ChildReply | str) -> tuple[bool, object]:
     """A reference child's call (or why its child could not start) as (ok, its value or why
     it failed), the form `_expected` gives."""
     if isinstance(reference, str):

@@ -23,8 +23,30 @@ from tests.lab.conftest import ROOT, SOLUTIONS
 
 
 class FakeStore:
+    """An injected store: everything `lab.grader.record.AttemptStore` asks for, in memory."""
+
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.cards: list[tuple[str, int, bool]] = []
+        self.open_transactions = 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.open_transactions += 1
+        try:
+            yield
+        finally:
+            self.open_transactions -= 1
+
+    def grade_lab_card(self, exercise: str, level: int, quality: int, *, passed: bool,
+                       rebuild: bool, pass_s: float | None = None,
+                       gradings: int | None = None) -> Any:
+        assert self.open_transactions == 2  # inside the attempts' transaction, as a savepoint
+        self.cards.append((exercise, level, passed))
+        return SimpleNamespace(card=None)
+
+    def add_lab_recalls(self, items: Any) -> list[str]:
+        return []
 
     def record_lab_attempt(self, **row: Any) -> int:
         self.rows.append(row)
@@ -47,14 +69,15 @@ def test_grade_records_each_level_once_through_the_injected_store() -> None:
     store = FakeStore()
     emitted: list[Event] = []
     result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(
-        seed=4, recorder=_injected(store),
-                   emit=emitted.append))
+        seed=4, recorder=_injected(store), emit=emitted.append))
     assert emitted == result.events  # grade() returns exactly what it wrote
     assert isinstance(result.events[0], RunStarted) and isinstance(result.events[-1], Summary)
     assert result.stored and result.store_error == ""
     assert [(r["level"], r["passed"], r["device"]) for r in store.rows] == [
         (1, True, "cpu"), (2, True, "cpu")]
     assert len(store.rows[0]["cases"]) == len(result.levels[0].results)
+    # each pass graded its lab card through the same injected store, in the same transaction
+    assert store.cards == [("kv-bytes", 1, True), ("kv-bytes", 2, True)]
     assert all(c["passed"] and c["seed"] == 4 for c in store.rows[0]["cases"])
     assert result.events[-1].stored is True
     summaries = level_summaries("kv-bytes", _injected(store))
