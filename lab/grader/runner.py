@@ -80,7 +80,7 @@ class _Grading(Measuring):
         self.sandbox_options = sandbox_options(exercise, device, plan.memory_mb,
                                                options.load_timeout_s, plan.confine)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
-        self.imports: threading.Thread | None = None  # `_import_behind`, joined before timing
+        self.imports: threading.Thread | None = None  # `import_behind`, joined before timing
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
         self._warmed: set[str] = set()  # timed cases run once in the reference's child ahead
