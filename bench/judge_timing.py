@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lab.exercises import Exercise, get, load_exercise  # noqa: E402
-from lab.grader.runner import grade  # noqa: E402
+from lab.grader.runner import GradeOptions, grade  # noqa: E402
 from lab.grader.testing import only_cases, reference_as_solution  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "lab" / "fixtures" / "vocab_demo"
@@ -108,8 +108,8 @@ def main() -> int:
         for i in range(args.n):
             for name in (good, bad):
                 began = time.monotonic()
-                result = grade(exercise, solutions[name], levels=levels, device="cpu",
-                               seed=i, store=False)
+                result = grade(exercise, solutions[name], GradeOptions(levels=levels, device="cpu",
+                               seed=i, store=False))
                 seconds[name].append(time.monotonic() - began)
                 results = result.levels[0].results
                 case = next((r for r in results if r.case.id == timed_case), results[-1])

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
               f"CUDA {torch.version.cuda}")
 
     from lab.exercises import discover
-    from lab.grader.runner import grade
+    from lab.grader.runner import GradeOptions, grade
     from lab.grader.testing import reference_as_solution
 
     rows: list[tuple[str, int, str, str, str, float]] = []
@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                 variant = dataclasses.replace(ex, dtype=dtype)
                 for level in ex.level_numbers:
                     start = time.perf_counter()
-                    result = grade(variant, solution, levels=[level], device=args.device,
-                                   seed=args.seed, store=False)
+                    result = grade(variant, solution, GradeOptions(
+                        levels=[level], device=args.device, seed=args.seed, store=False))
                     wall = time.perf_counter() - start
                     lvl = result.levels[0]
                     done = sum(r.passed for r in lvl.results)

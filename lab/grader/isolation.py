@@ -35,7 +35,7 @@ CAPTURE_TAIL_BYTES = 64 * 1024
 
 
 @dataclass
-class Outcome:
+class ChildReply:
     """What one request produced: a value, or a failure `kind` with a message for the learner.
 
     kinds: exception, not_implemented, exit, memory, timeout, crash, forbidden_import, protocol,
@@ -350,7 +350,7 @@ class Sandbox:
         self.frozen: list[int] = []  # pids stopped between requests (see _freeze)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> Outcome:
+    def start(self) -> ChildReply:
         """Load the learner's module into a child: the one `prepare` spawned ahead, if it is
         still waiting, else a fresh one."""
         if not (self.ready and self.alive):
@@ -364,7 +364,7 @@ class Sandbox:
             self.load_timeout_s,
         )
 
-    def prepare(self, device: str | None = None) -> Outcome:
+    def prepare(self, device: str | None = None) -> ChildReply:
         """Spawn the child before its grading and import the exercise's trusted modules into it
         (the drive: torch and the lab's helpers; with `device`, the drive's `warm` loads its
         models too), so that `start` then only loads the learner's file — read at that moment,
@@ -380,7 +380,7 @@ class Sandbox:
             self.close()
         return out
 
-    def _spawn(self) -> Outcome:
+    def _spawn(self) -> ChildReply:
         """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
         to_child_r, to_child_w = os.pipe()
@@ -524,7 +524,7 @@ class Sandbox:
             text = "… (earlier output not shown)\n" + text
         return text
 
-    def request(self, msg: dict[str, Any], timeout_s: float, send: bool = True) -> Outcome:
+    def request(self, msg: dict[str, Any], timeout_s: float, send: bool = True) -> ChildReply:
         """Send `msg` (unless `send` is False: wait for the child's hello) and wait for the
         reply; the round trip is measured here, so the child cannot misreport it."""
         assert self.proc is not None and self.reader is not None
@@ -546,13 +546,13 @@ class Sandbox:
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
             self.kill()
-            outcome = Outcome(
+            outcome = ChildReply(
                 False, kind="timeout",
                 message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)",
             )
         except MemoryExceeded as exc:
             self.kill()
-            outcome = Outcome(
+            outcome = ChildReply(
                 False, kind="memory",
                 message=f"used {exc.rss_mb:.0f} MiB, over the sandbox memory cap of "
                 f"{self.memory_mb} MiB — runaway allocation? (stopped)",
@@ -562,10 +562,10 @@ class Sandbox:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.kill()
-            outcome = Outcome(False, kind="crash", message=describe_exit(self.proc.returncode))
+            outcome = ChildReply(False, kind="crash", message=describe_exit(self.proc.returncode))
         except protocol.FrameError as exc:
             self.kill()
-            outcome = Outcome(
+            outcome = ChildReply(
                 False, kind="protocol",
                 message=f"the sandbox sent garbage on its result pipe ({exc}) — "
                 "did your code write to file descriptors it does not own?",
@@ -574,18 +574,18 @@ class Sandbox:
             if not send:  # the hello: who runs the code, what could not be confined
                 if reply.get("op") != "hello" or not isinstance(reply.get("pid"), int):
                     self.kill()
-                    return Outcome(False, kind="protocol", message="the sandbox did not start")
+                    return ChildReply(False, kind="protocol", message="the sandbox did not start")
                 if reply.get("error"):
                     self.kill()
-                    return Outcome(False, kind="sandbox", message=(
+                    return ChildReply(False, kind="sandbox", message=(
                         f"the sandbox could not confine itself ({reply['error']}); nothing of "
                         "yours ran. Report this; DOJO_LAB_NO_CONFINE=1 grades without the "
                         "namespaces (see lab/README.md)"))
                 self.pid = int(reply["pid"])
                 self.missing = [str(m) for m in reply.get("missing", [])]
-                return Outcome(True)
+                return ChildReply(True)
             values = reply.get("values", [])
-            outcome = Outcome(
+            outcome = ChildReply(
                 reply.get("ok") is True,
                 value=reply.get("value"),
                 kind=str(reply.get("kind", "")),

@@ -11,25 +11,47 @@ returned as a message for the report to show.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from lab.grader.runner import GradeResult
+    from scheduler.store import Store
 
-OpenStore = Callable[[], AbstractContextManager[Any]]
+
+class AttemptStore(Protocol):
+    """What a `Recorder` needs of its store (`scheduler.store.Store` is one; a test passes its
+    own): the attempts, the lab cards their passes grade (`lab.rebuild.record_passes`), the
+    questions a failed case brings back (`lab.concepts.recall_failed`), all in one transaction."""
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def record_lab_attempt(self, exercise: str, level: int, device: str, passed: bool,
+                           cases: list[dict[str, Any]], metrics: dict[str, Any],
+                           duration_s: float) -> int: ...
+
+    def lab_attempts(self, exercise: str | None = None) -> list[Any]: ...
+
+    def grade_lab_card(self, exercise: str, level: int, quality: int, *, passed: bool,
+                       rebuild: bool, pass_s: float | None = None,
+                       gradings: int | None = None) -> Any: ...
+
+    def add_lab_recalls(self, items: Iterable[tuple[str, str, int, str]]) -> list[str]: ...
 
 
-def default_store() -> AbstractContextManager[Any]:
+OpenStore = Callable[[], AbstractContextManager[AttemptStore]]
+
+
+def default_store() -> AbstractContextManager[Store]:
     """The learner's database (data_dir()/dojo.sqlite3)."""
     from scheduler.store import Store
 
     return Store.open()
 
 
-def default_reader() -> AbstractContextManager[Any]:
+def default_reader() -> AbstractContextManager[Store]:
     """The learner's database for reading: opened read-only when it cannot be written (a
     read-only data folder), so the attempts still show."""
     from scheduler.errors import ReadOnlyDatabaseError
@@ -42,7 +64,7 @@ def default_reader() -> AbstractContextManager[Any]:
 
 
 @dataclass(frozen=True)
-class LevelSummary:
+class LevelStanding:
     """What the attempts table says about one level."""
 
     status: str  # "passing" (last attempt passed) | "failing" | "not graded"
@@ -94,18 +116,16 @@ class Recorder:
         try:
             with self.open_store() as store:
                 rows = list(attempt_rows(result))
-                together = getattr(store, "transaction", None)
-                with together() if together is not None else nullcontext():
+                with store.transaction():
                     for row in rows:
                         store.record_lab_attempt(**row)
                     crash_point("lab-attempt-stored")
-                    if hasattr(store, "grade_lab_card"):
-                        try:
-                            with together() if together is not None else nullcontext():
-                                self.card_results = record_passes(store, rows)
-                        except Exception as exc:  # the attempt is stored: say so, lose nothing
-                            self.card_results = []
-                            self.card_error = f"the lab card was not updated: {exc}"
+                    try:
+                        with store.transaction():
+                            self.card_results = record_passes(store, rows)
+                    except Exception as exc:  # the attempt is stored: say so, lose nothing
+                        self.card_results = []
+                        self.card_error = f"the lab card was not updated: {exc}"
                 self.recalls = _recall_failed(store, result)
         except Exception as exc:  # storage trouble must not cost the learner their report
             return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
@@ -121,7 +141,7 @@ class Recorder:
             return None
 
 
-def _recall_failed(store: Any, result: GradeResult) -> list[Any]:
+def _recall_failed(store: AttemptStore, result: GradeResult) -> list[Any]:
     """Failed cases bring their concepts back (lab.concepts); never costs the report."""
     try:
         from lab.concepts import recall_failed
@@ -132,10 +152,10 @@ def _recall_failed(store: Any, result: GradeResult) -> list[Any]:
         return []
 
 
-def summarize_level(attempts: list[Any]) -> LevelSummary:
+def summarize_level(attempts: list[Any]) -> LevelStanding:
     """Status and best figures of one level from its attempts (oldest first)."""
     if not attempts:
-        return LevelSummary("not graded")
+        return LevelStanding("not graded")
     best: dict[str, tuple[float, str]] = {}
     for a in attempts:
         if not a.passed:
@@ -147,7 +167,7 @@ def summarize_level(attempts: list[Any]) -> LevelSummary:
     passed_counts = [(sum(bool(c.get("passed")) for c in a.cases), len(a.cases))
                      for a in attempts]
     best_passed, total = max(passed_counts)
-    return LevelSummary(
+    return LevelStanding(
         status="passing" if attempts[-1].passed else "failing",
         attempts=len(attempts),
         ever_passed=any(a.passed for a in attempts),
@@ -158,7 +178,7 @@ def summarize_level(attempts: list[Any]) -> LevelSummary:
 
 
 def level_summaries(exercise: str, recorder: Recorder | None = None
-                    ) -> dict[int, LevelSummary] | None:
+                    ) -> dict[int, LevelStanding] | None:
     """{level: summary} for an exercise, or None when the store cannot be read."""
     rows = (recorder or Recorder()).attempts(exercise)
     if rows is None:
@@ -169,7 +189,7 @@ def level_summaries(exercise: str, recorder: Recorder | None = None
     return {level: summarize_level(items) for level, items in by_level.items()}
 
 
-def describe(summary: LevelSummary) -> str:
+def describe(summary: LevelStanding) -> str:
     """Best figures in words: "best 38/38 cases, 3 attempts, best median_ratio 1.02 (cpu)"."""
     if not summary.attempts:
         return ""
@@ -182,7 +202,7 @@ def describe(summary: LevelSummary) -> str:
 
 
 def level_states(exercise: Any, recorder: Recorder | None = None
-                 ) -> dict[int, tuple[str, LevelSummary]]:
+                 ) -> dict[int, tuple[str, LevelStanding]]:
     """(status, summary) per level of an `Exercise`, as `dojo lab list` and the lab screen show
     it: "passing"/"failing" from the attempts table, else "started" when the learner started
     that level (`lab.workspace.levels_started`), else "not started"."""
@@ -192,7 +212,7 @@ def level_states(exercise: Any, recorder: Recorder | None = None
     started = set(levels_started(exercise)) if solution_path(exercise).exists() else set()
     out = {}
     for level in exercise.level_numbers:
-        summary = summaries.get(level, LevelSummary("not graded"))
+        summary = summaries.get(level, LevelStanding("not graded"))
         status = summary.status if summary.attempts else ("started" if level in started
                                                           else "not started")
         out[level] = (status, summary)

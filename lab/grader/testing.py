@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.exercises import Exercise, get
-from lab.grader.runner import GradeResult, grade
+from lab.grader.runner import GradeOptions, GradeResult, grade
 
 DEFAULT_SEED = 1234
 
@@ -93,11 +93,11 @@ def grade_file(
     exercise: str | Exercise, solution: Path, level: int | None = None,
     seed: int = DEFAULT_SEED, **kwargs: Any,
 ) -> GradeRun:
-    """Grade and collect the event stream (kwargs go to `lab.grader.runner.grade`)."""
+    """Grade and collect the event stream (kwargs are `lab.grader.plan.GradeOptions` fields)."""
     kwargs.setdefault("device", "cpu")
     kwargs.setdefault("store", False)
-    result = grade(_exercise(exercise), Path(solution), levels=[level] if level else None,
-                   seed=seed, **kwargs)
+    options = GradeOptions(levels=[level] if level else None, seed=seed, **kwargs)
+    result = grade(_exercise(exercise), Path(solution), options)
     return GradeRun(result, [e.to_dict() for e in result.events])
 
 

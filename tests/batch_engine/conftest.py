@@ -52,7 +52,7 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
     from lab.exercises import get
     from lab.exercises.batch_engine import drive, grading
     from lab.grader.api import RunContext
-    from lab.grader.runner import check_gate
+    from lab.grader.measure import check_gate
 
     gate = get("batch-engine").level(level).gate
     torch.set_num_threads(1)

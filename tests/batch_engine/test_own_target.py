@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lab.grader.runner import checkpoint_allowance_mb
+from lab.grader.plan import checkpoint_allowance_mb
 from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
 from tests.batch_engine.conftest import BROKEN, materialize
 from trainer.cli import main

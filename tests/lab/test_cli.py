@@ -180,8 +180,9 @@ def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path)
     shutil.copyfile(SOLUTIONS / "correct.py", tmp_path / "correct.py")
     code = (
         "import sys\nfrom pathlib import Path\nfrom lab.exercises import get\n"
-        "from lab.grader.runner import grade\n"
-        f"r = grade(get('kv-bytes'), Path({str(solution)!r}), levels=[1], seed=1, store=False)\n"
+        "from lab.grader.runner import GradeOptions, grade\n"
+        f"r = grade(get('kv-bytes'), Path({str(solution)!r}),\n"
+        "          GradeOptions(levels=[1], seed=1, store=False))\n"
         "assert r.passed, [x.message for lvl in r.levels for x in lvl.results if not x.passed]\n"
         "assert 'torch' not in sys.modules, 'torch was imported by the grader'\n"
     )

@@ -228,7 +228,7 @@ def test_the_outer_process_is_out_of_reach(learner_dir: Path) -> None:
 def test_the_waiter_holds_no_capability_and_cannot_be_dumped() -> None:
     """The process outside the PID namespace (read here, from the grader's side)."""
     from lab.exercises import get
-    from lab.grader.runner import learner_sandbox, reference_guess, sandbox_options
+    from lab.grader.children import learner_sandbox, reference_guess, sandbox_options
 
     ex = get("kv-bytes")
     _, box = learner_sandbox(ex, SOLUTIONS / "correct.py", reference_guess(ex),
@@ -301,7 +301,7 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
 
     from lab import workspace
     from lab.exercises import get
-    from lab.grader.runner import UsageError, grade
+    from lab.grader.runner import GradeOptions, UsageError, grade
     from scheduler.store import Store
 
     home = learner_dir / "home"
@@ -347,7 +347,7 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
     path.unlink()
     path.symlink_to(correct)
     with pytest.raises(UsageError, match="symbolic link"):
-        grade(ex, path, levels=[1], store=False, device="cpu")
+        grade(ex, path, GradeOptions(levels=[1], store=False, device="cpu"))
 
 
 # -- 5. timed inputs cannot be known ahead; the learner's whole tree is stopped and counted -----
@@ -356,7 +356,7 @@ SANDBOX_SCRIPT = """
 import json, sys, time
 from pathlib import Path
 from lab.exercises import load_exercise
-from lab.grader.runner import learner_sandbox, reference_guess, sandbox_options
+from lab.grader.children import learner_sandbox, reference_guess, sandbox_options
 ex = load_exercise(Path(sys.argv[1]), module="tests.lab.fixtures.timed_demo")
 _, box = learner_sandbox(ex, Path(sys.argv[2]), "tests.lab.fixtures.timed_ref",
                          sandbox_options(ex, "cpu", 1536, None, True))

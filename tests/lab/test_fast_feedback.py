@@ -15,7 +15,7 @@ import pytest
 from lab.exercises import get
 from lab.grader import events
 from lab.grader.report import TextReport, failure_signature, next_step, tidy_floats
-from lab.grader.runner import grade
+from lab.grader.runner import GradeOptions, grade
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,8 @@ def test_a_stub_stops_at_the_first_not_implemented_without_computing_references(
     monkeypatch.setattr(grading, "expected", counting, raising=False)
     monkeypatch.setattr(type(ex), "grading", lambda self: grading)
     seen: list[events.Event] = []
-    result = grade(ex, ex.stub_path, levels=[1], seed=5, emit=seen.append, store=False)
+    result = grade(ex, ex.stub_path, GradeOptions(
+        levels=[1], seed=5, emit=seen.append, store=False))
     assert not result.passed
     started = [e for e in seen if isinstance(e, events.CaseStarted)]
     skipped = [e for e in seen if isinstance(e, events.CasesSkipped)]
@@ -55,8 +56,8 @@ def test_a_stub_stops_at_the_first_not_implemented_without_computing_references(
 def test_cases_run_cheapest_first_on_a_correct_file() -> None:
     ex = get("kv-bytes")
     seen: list[events.Event] = []
-    result = grade(ex, ROOT / "tests/lab/solutions/correct.py", levels=[1], seed=3,
-                   emit=seen.append, store=False)
+    result = grade(ex, ROOT / "tests/lab/solutions/correct.py", GradeOptions(levels=[1], seed=3,
+                   emit=seen.append, store=False))
     assert result.passed
     sizes = [e.size for e in seen if isinstance(e, events.CaseStarted)]
     assert sizes == sorted(sizes) and len(sizes) > 1

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lab.exercises import get, load_exercise
-from lab.grader.runner import grade
+from lab.grader.runner import GradeOptions, grade
 from lab.grader.testing import assert_fails, assert_passes, confined, grade_file
 from tests.lab.conftest import HERE, ROOT, SOLUTIONS
 
@@ -253,7 +253,7 @@ def test_the_database_and_state_json_cannot_be_written(
         "    errors.append(type(e).__name__)\n"
         f"open({str(tmp_path / 'errors.txt')!r}, 'w').write(repr(errors))\n"
     ))
-    result = grade(get("kv-bytes"), path, levels=[1], seed=1, device="cpu")
+    result = grade(get("kv-bytes"), path, GradeOptions(levels=[1], seed=1, device="cpu"))
     assert not result.passed and result.stored
     assert len(eval((tmp_path / "errors.txt").read_text())) == 2
     with sqlite3.connect(db) as c:

@@ -190,7 +190,7 @@ def test_the_grader_freezes_its_heap_while_grading_and_unfreezes_it_after() -> N
 
     from lab.exercises import get
     from lab.grader.isolation import Cancelled
-    from lab.grader.runner import grade
+    from lab.grader.runner import GradeOptions, grade
 
     during: list[int] = []
     run = grade_file("kv-bytes", SOLUTIONS / "correct.py", 1,
@@ -201,8 +201,8 @@ def test_the_grader_freezes_its_heap_while_grading_and_unfreezes_it_after() -> N
     stop = threading.Timer(0.5, lambda: None)
     stop.start()
     with pytest.raises(Cancelled):
-        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", seed=1, store=False,
-              cancel=lambda: not stop.is_alive(), case_timeout_s=30)
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1, store=False,
+              cancel=lambda: not stop.is_alive(), case_timeout_s=30))
     assert gc.get_freeze_count() == 0
 
 
@@ -212,15 +212,15 @@ def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
 
     from lab.exercises import get
     from lab.grader.isolation import Cancelled
-    from lab.grader.runner import grade
+    from lab.grader.runner import GradeOptions, grade
 
     stop = threading.Event()
     timer = threading.Timer(1.0, stop.set)
     timer.start()
     start = time.monotonic()
     with pytest.raises(Cancelled):
-        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", seed=1, store=False,
-              cancel=stop.is_set, case_timeout_s=30)
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1, store=False,
+              cancel=stop.is_set, case_timeout_s=30))
     assert time.monotonic() - start < 5
     assert _my_sandboxes() == []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from lab.exercises import discover
-from lab.grader.runner import replay_command
+from lab.grader.plan import replay_command
 from trainer.cli import main
 
 MODELS = Path(__file__).resolve().parents[2] / "lab" / "models"

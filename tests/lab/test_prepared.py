@@ -12,7 +12,7 @@ import pytest
 from lab.exercises import load_exercise
 from lab.grader import runner
 from lab.grader.events import CaseFailed
-from lab.grader.runner import grade, prepare
+from lab.grader.runner import GradeOptions, grade, prepare
 from tests.lab.conftest import HERE, SOLUTIONS
 
 pytest.importorskip("torch")
@@ -29,13 +29,13 @@ def _stub(path: Path) -> Path:
 
 def test_an_adopted_child_loads_the_file_as_it_is_when_grading_starts(tmp_path: Path) -> None:
     solution = _stub(tmp_path / "timed_demo.py")
-    prepared = prepare(TIMED, solution, device="cpu", confine=False)
+    prepared = prepare(TIMED, solution, GradeOptions(device="cpu", confine=False))
     assert prepared is not None
     prepared.wait()
     assert prepared.sandbox.ready and prepared.sandbox.alive  # warmed, no learner code yet
     shutil.copyfile(SOLUTIONS / "timed" / "fast.py", solution)  # edited after the prepare
-    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared,
-                   timing_repeats=3, confine=False)
+    result = grade(TIMED, solution, GradeOptions(device="cpu", store=False, prepared=prepared,
+                   timing_repeats=3, confine=False))
     assert result.passed  # the stub it was prepared beside would have failed
     assert result.sandboxes_started == 1  # the prepared child, not a second one
     assert not prepared.sandbox.alive  # closed with the grading
@@ -43,9 +43,10 @@ def test_an_adopted_child_loads_the_file_as_it_is_when_grading_starts(tmp_path: 
 
 def test_a_stub_fails_through_a_prepared_child_like_a_cold_one(tmp_path: Path) -> None:
     solution = _stub(tmp_path / "timed_demo.py")
-    prepared = prepare(TIMED, solution, device="cpu", confine=False)
+    prepared = prepare(TIMED, solution, GradeOptions(device="cpu", confine=False))
     assert prepared is not None
-    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared, confine=False)
+    result = grade(TIMED, solution, GradeOptions(
+        device="cpu", store=False, prepared=prepared, confine=False))
     failures = [e for e in result.events if isinstance(e, CaseFailed)]
     assert not result.passed and failures
     assert failures[0].kind == "not_implemented"
@@ -55,39 +56,45 @@ def test_a_child_prepared_for_other_arguments_is_closed_not_adopted(tmp_path: Pa
     solution = _stub(tmp_path / "timed_demo.py")
     (tmp_path / "other").mkdir()
     other = _stub(tmp_path / "other" / "timed_demo.py")
-    prepared = prepare(TIMED, other, device="cpu", confine=False)  # another file
+    prepared = prepare(TIMED, other, GradeOptions(device="cpu", confine=False))  # another file
     assert prepared is not None
-    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared, confine=False)
+    result = grade(TIMED, solution, GradeOptions(
+        device="cpu", store=False, prepared=prepared, confine=False))
     assert not prepared.sandbox.alive
     assert not result.passed and result.sandboxes_started == 1  # its own, fresh child
 
 
 def test_nothing_is_prepared_where_nothing_would_be_gained_or_graded(tmp_path: Path) -> None:
     kv = load_exercise(KV)
-    assert prepare(kv, _stub(tmp_path / "kv_bytes.py"), device="cpu") is None  # no torch
-    assert prepare(TIMED, tmp_path / "missing.py", device="cpu") is None  # no file
-    assert prepare(TIMED, _stub(tmp_path / "timed_demo.py"), levels=[9], device="cpu") is None
+    assert prepare(kv, _stub(tmp_path / "kv_bytes.py"), GradeOptions(
+        device="cpu")) is None  # no torch
+    assert prepare(TIMED, tmp_path / "missing.py", GradeOptions(device="cpu")) is None  # no file
+    assert prepare(TIMED, _stub(tmp_path / "timed_demo.py"), GradeOptions(
+        levels=[9], device="cpu")) is None
 
 
 def test_a_matching_prepared_child_is_kept_and_any_other_replaced(tmp_path: Path) -> None:
     """`prepare(current=)`: asked again for the same grading (the TUI re-selecting a lab), the
     warm child is kept; for another file, or once a grading has used it, a fresh one starts."""
     solution = _stub(tmp_path / "timed_demo.py")
-    first = prepare(TIMED, solution, device="cpu", confine=False)
+    first = prepare(TIMED, solution, GradeOptions(device="cpu", confine=False))
     assert first is not None
-    assert prepare(TIMED, solution, device="cpu", confine=False, current=first) is first
+    assert prepare(TIMED, solution, GradeOptions(
+        device="cpu", confine=False), current=first) is first
     first.wait()
     assert first.usable and first.exercise is TIMED
     (tmp_path / "other").mkdir()
-    other = prepare(TIMED, _stub(tmp_path / "other" / "timed_demo.py"), device="cpu",
-                    confine=False, current=first)
+    other = prepare(TIMED, _stub(tmp_path / "other" / "timed_demo.py"), GradeOptions(device="cpu",
+                    confine=False), current=first)
     assert other is not None and other is not first and not first.sandbox.alive
-    grade(TIMED, other.sandbox.solution, device="cpu", store=False, prepared=other,
-          confine=False)
+    grade(TIMED, other.sandbox.solution, GradeOptions(device="cpu", store=False, prepared=other,
+          confine=False))
     assert not other.usable  # its child ran a grading
-    again = prepare(TIMED, other.sandbox.solution, device="cpu", confine=False, current=other)
+    again = prepare(TIMED, other.sandbox.solution, GradeOptions(
+        device="cpu", confine=False), current=other)
     assert again is not None and again is not other
-    assert prepare(TIMED, tmp_path / "missing.py", device="cpu", current=again) is None
+    assert prepare(TIMED, tmp_path / "missing.py", GradeOptions(
+        device="cpu"), current=again) is None
     assert not again.sandbox.alive  # nothing to grade: the warm child is not kept either
 
 
@@ -103,9 +110,10 @@ def test_a_judge_file_loaded_by_path_is_caught_in_a_prepared_child(tmp_path: Pat
         "sys.modules['judge'] = judge\n"
         "spec.loader.exec_module(judge)\n"
         + (SOLUTIONS / "timed" / "fast.py").read_text())
-    prepared = prepare(TIMED, solution, device="cpu", confine=False)
+    prepared = prepare(TIMED, solution, GradeOptions(device="cpu", confine=False))
     assert prepared is not None
-    result = grade(TIMED, solution, device="cpu", store=False, prepared=prepared, confine=False)
+    result = grade(TIMED, solution, GradeOptions(
+        device="cpu", store=False, prepared=prepared, confine=False))
     failures = [e for e in result.events if isinstance(e, CaseFailed)]
     assert not result.passed and failures
     assert failures[0].kind == "forbidden_import" and "imports judge" in failures[0].message
@@ -124,7 +132,7 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
 
     exercise = get("spec-verify")
     solution = reference_as_solution(exercise, tmp_path)
-    prepared = prepare(exercise, solution, levels=[3], device="cpu")
+    prepared = prepare(exercise, solution, GradeOptions(levels=[3], device="cpu"))
     assert prepared is not None
     prepared.wait()
     assert prepared.reference_thread is not None
@@ -156,8 +164,8 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
         return calibrate(self, child, case, warm_up=warm_up)
 
     monkeypatch.setattr(runner._Grading, "_calibrate", spied)
-    result = grade(exercise, solution, levels=[3], device="cpu", store=False, seed=1,
-                   prepared=prepared)
+    result = grade(exercise, solution, GradeOptions(levels=[3], device="cpu", store=False, seed=1,
+                   prepared=prepared))
     assert result.passed, [e for e in result.events if isinstance(e, CaseFailed)]
     assert "load" in ops and ops.count("batch") >= 4  # the timed case ran in `ref`
     assert ref.spawned == 1  # loaded as it was, not respawned
@@ -174,8 +182,8 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
 def test_no_reference_child_is_prepared_for_levels_without_a_timed_case(tmp_path: Path) -> None:
     from lab.exercises import get
 
-    prepared = prepare(get("spec-verify"), _stub(tmp_path / "spec_verify.py"), levels=[1],
-                       device="cpu", confine=False)
+    prepared = prepare(get("spec-verify"), _stub(tmp_path / "spec_verify.py"), GradeOptions(
+        levels=[1], device="cpu", confine=False))
     assert prepared is not None
     prepared.wait()
     assert prepared.reference_thread is None and prepared.reference is None

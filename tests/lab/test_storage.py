@@ -18,13 +18,35 @@ import pytest
 from lab.exercises import get
 from lab.grader.events import Event, RunStarted, Summary
 from lab.grader.record import Recorder, level_summaries, summarize_level
-from lab.grader.runner import grade
+from lab.grader.runner import GradeOptions, grade
 from tests.lab.conftest import ROOT, SOLUTIONS
 
 
 class FakeStore:
+    """An injected store: everything `lab.grader.record.AttemptStore` asks for, in memory."""
+
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.cards: list[tuple[str, int, bool]] = []
+        self.open_transactions = 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.open_transactions += 1
+        try:
+            yield
+        finally:
+            self.open_transactions -= 1
+
+    def grade_lab_card(self, exercise: str, level: int, quality: int, *, passed: bool,
+                       rebuild: bool, pass_s: float | None = None,
+                       gradings: int | None = None) -> Any:
+        assert self.open_transactions == 2  # inside the attempts' transaction, as a savepoint
+        self.cards.append((exercise, level, passed))
+        return SimpleNamespace(card=None)
+
+    def add_lab_recalls(self, items: Any) -> list[str]:
+        return []
 
     def record_lab_attempt(self, **row: Any) -> int:
         self.rows.append(row)
@@ -46,14 +68,16 @@ def _injected(store: FakeStore) -> Recorder:
 def test_grade_records_each_level_once_through_the_injected_store() -> None:
     store = FakeStore()
     emitted: list[Event] = []
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4, recorder=_injected(store),
-                   emit=emitted.append)
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(
+        seed=4, recorder=_injected(store), emit=emitted.append))
     assert emitted == result.events  # grade() returns exactly what it wrote
     assert isinstance(result.events[0], RunStarted) and isinstance(result.events[-1], Summary)
     assert result.stored and result.store_error == ""
     assert [(r["level"], r["passed"], r["device"]) for r in store.rows] == [
         (1, True, "cpu"), (2, True, "cpu")]
     assert len(store.rows[0]["cases"]) == len(result.levels[0].results)
+    # each pass graded its lab card through the same injected store, in the same transaction
+    assert store.cards == [("kv-bytes", 1, True), ("kv-bytes", 2, True)]
     assert all(c["passed"] and c["seed"] == 4 for c in store.rows[0]["cases"])
     assert result.events[-1].stored is True
     summaries = level_summaries("kv-bytes", _injected(store))
@@ -77,8 +101,8 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
     def broken() -> Any:
         raise OSError("disk on fire")
 
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1,
-                   recorder=Recorder(broken))
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(levels=[1], seed=1,
+                   recorder=Recorder(broken)))
     assert result.passed and not result.stored
     summary = result.events[-1]
     assert isinstance(summary, Summary)
@@ -88,7 +112,7 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
 @pytest.mark.slow
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", seed=4)
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(seed=4))
     assert result.stored, result.store_error
     with store_module.Store.open() as store:
         rows = store.lab_attempts("kv-bytes")
@@ -105,7 +129,7 @@ def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) 
 def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     pytest.importorskip("scheduler.store")
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", levels=[1], seed=1)
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(levels=[1], seed=1))
     assert result.passed and not result.stored and "could not store" in result.store_error
 
 

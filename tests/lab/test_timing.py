@@ -10,7 +10,7 @@ import pytest
 
 from lab.exercises import load_exercise
 from lab.grader.isolation import cpu_s
-from lab.grader.runner import check_gate
+from lab.grader.measure import check_gate
 from lab.grader.testing import assert_fails, assert_passes
 from lab.grader.timing import (
     BATCH_TARGET_S,
@@ -130,9 +130,9 @@ def test_slow_solution_fails_the_speed_gate() -> None:
 def test_cuda_request_without_cuda_is_a_usage_error() -> None:
     import torch
 
-    from lab.grader.runner import UsageError, grade
+    from lab.grader.runner import GradeOptions, UsageError, grade
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with pytest.raises(UsageError, match=r"--device cuda: torch.cuda.is_available\(\) is False"):
-        grade(TIMED, SOLUTIONS / "timed" / "fast.py", device="cuda", store=False)
+        grade(TIMED, SOLUTIONS / "timed" / "fast.py", GradeOptions(device="cuda", store=False))

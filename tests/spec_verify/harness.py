@@ -15,7 +15,7 @@ from types import ModuleType
 from lab.exercises import get as get_exercise
 from lab.exercises.spec_verify import drive, grading
 from lab.grader.api import Case, RunContext, Verdict
-from lab.grader.runner import check_gate
+from lab.grader.measure import check_gate
 from lab.grader.timing import summarize, time_calls
 
 BROKEN_DIR = Path(__file__).parent / "broken"

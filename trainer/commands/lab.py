@@ -281,7 +281,7 @@ def _setup(
     """Resolve and validate what `grade` and `watch` share (exit 2 on a usage error), so a bad
     level or checkpoint stops at once instead of failing every re-grade."""
     from lab.exercises import ExerciseError
-    from lab.grader.runner import UsageError, check_models
+    from lab.grader.plan import UsageError, check_models
 
     ex = _exercise(exercise_id)
     path = _resolve_file(ex, file)
@@ -358,7 +358,7 @@ def watch(
     interval: float,
 ) -> None:
     """Re-grade every time you save (Ctrl-C to stop)."""
-    from lab.grader.runner import UsageError, prepare
+    from lab.grader.runner import GradeOptions, UsageError, prepare
 
     ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
     prepared = None
@@ -370,7 +370,8 @@ def watch(
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
             # the next grading's child starts (torch imported) while you edit
-            prepared = prepare(ex, path, levels=levels, device=device, models=models)
+            prepared = prepare(ex, path, GradeOptions(levels=levels, device=device,
+                                                      models=models))
             if not as_json:
                 click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
             while _stamp(path) == stamp or _stamp(path) is None:
@@ -415,7 +416,7 @@ def _serve_prepare(request: Any, prepared: Any) -> Any:
     say {"event": "prepared", "ready": bool} once it is warm; silent about a lab not started
     (there is nothing to grade yet, so nothing to prepare)."""
     from lab.exercises import ExerciseError, get
-    from lab.grader.runner import prepare
+    from lab.grader.runner import GradeOptions, prepare
     from lab.workspace import solution_path
     from trainer.core.lab import Prepared
 
@@ -434,7 +435,8 @@ def _serve_prepare(request: Any, prepared: Any) -> Any:
         prepared = None
     else:
         earlier = prepared
-        prepared = prepare(ex, path, levels=[level] if level is not None else None,
+        prepared = prepare(ex, path,
+                           GradeOptions(levels=[level] if level is not None else None),
                            current=prepared)
         kept = prepared is not None and prepared is earlier
     ready = prepared is not None and prepared.wait() is not None and prepared.usable
@@ -451,7 +453,7 @@ def serve() -> None:
     Imports stay warm between requests, and the next grading's child is started while you
     edit. The protocol is written down in `trainer.core.lab`, whose `GradingServer` is its
     client."""
-    from lab.grader.runner import prepare
+    from lab.grader.runner import GradeOptions, prepare
     from trainer.core.lab import Served, ServeRequest
 
     prepared = None
@@ -472,7 +474,7 @@ def serve() -> None:
             _reply(Served(rc))
             if again is not None:
                 ex, path, levels, models = again
-                prepared = prepare(ex, path, levels=levels, models=models)
+                prepared = prepare(ex, path, GradeOptions(levels=levels, models=models))
     finally:
         if prepared is not None:
             prepared.close()

@@ -320,15 +320,16 @@ def grade_and_record(
     grade), counting it in the interview rehearsal when it grades the rehearsal's file;
     `prepared`: a child started ahead by `lab.grader.runner.prepare`."""
     from lab.grader.record import Recorder
-    from lab.grader.runner import grade
+    from lab.grader.runner import GradeOptions, grade
     from lab.workspace import count_grading, interview_metrics, passed_interview, solution_path
 
     session = (count_grading(ex, levels or ex.level_numbers)
                if path.resolve() == solution_path(ex).resolve() else None)
     recorder = Recorder()
-    result = grade(ex, path, levels=levels, device=device, seed=seed, emit=emit, models=models,
-                   attempt_metrics=interview_metrics(session) if session else None,
-                   recorder=recorder, prepared=prepared)
+    result = grade(ex, path, GradeOptions(
+        levels=levels, device=device, seed=seed, emit=emit, models=models,
+        attempt_metrics=interview_metrics(session) if session else None,
+        recorder=recorder, prepared=prepared))
     if session is not None and any(lvl.passed for lvl in result.levels
                                    if lvl.level == session.level):
         session = passed_interview(ex, session)

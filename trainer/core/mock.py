@@ -419,7 +419,7 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
     from lab.exercises import get
     from lab.grader.record import Recorder
-    from lab.grader.runner import grade
+    from lab.grader.runner import GradeOptions, grade
     from lab.workspace import (
         count_grading,
         end_interview,
@@ -438,8 +438,9 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     level = int(item.ref["level"])
     session = count_grading(ex, [level])
     recorder = Recorder()
-    result = grade(ex, solution_path(ex), levels=[level], device=device, recorder=recorder,
-                   attempt_metrics=interview_metrics(session) if session else None)
+    result = grade(ex, solution_path(ex), GradeOptions(
+        levels=[level], device=device, recorder=recorder,
+        attempt_metrics=interview_metrics(session) if session else None))
     passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
     if passed and session is not None:
         passed_interview(ex, session)

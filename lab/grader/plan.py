@@ -1,0 +1,175 @@
+"""Plan a grading: check and resolve what was asked (the options, the levels, the device, the
+learner's own checkpoints) before any child starts, and the rules for the order and fate of the
+cases (cheapest first; which failures stop a level)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lab.exercises import Exercise, ExerciseError
+from lab.grader import events
+from lab.grader.api import Case
+from lab.grader.boundary import REFERENCE_DIR
+from lab.grader.device import resolve_device
+
+if TYPE_CHECKING:
+    from lab.grader.children import Prepared
+    from lab.grader.record import Recorder
+
+Emit = Callable[[events.Event], None]
+NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
+MAX_CHILD_LOSSES = 3  # after this many timeouts/crashes/memory kills the rest is not run
+
+
+# A failure that needs no reference answer to explain (the learner's code never answered).
+NO_EXPECTED_KINDS = frozenset({"not_implemented", "forbidden_import", "memory", "timeout",
+                               "crash", "exit", "unsendable", "protocol"})
+# A failure after which the rest of the level is not run: every case would fail the same way.
+STOP_LEVEL_KINDS = frozenset({"not_implemented"})
+
+
+def timed_seeds(n: int) -> list[int]:
+    """Seeds for `n` timed calls, drawn from the OS per batch: a solution cannot know a timed
+    call's inputs before the call (the replayable `--seed` decides the graded cases only)."""
+    return [secrets.randbits(31) for _ in range(n)]
+
+
+def cheapest_first(cases: list[Case]) -> list[Case]:
+    """Cases in order of cost (`Case.size`), stable, so the first failure comes back fast."""
+    return sorted(cases, key=lambda c: c.size)
+
+
+class UsageError(Exception):
+    """Bad arguments (exit status 2 in the CLI)."""
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    """Everything `grade()` (and `prepare()`, which reads the fields that shape a child) can be
+    told besides the exercise and the file; each default is the exercise's own setting.
+
+    `cancel` (e.g. `threading.Event().is_set`) is polled every few milliseconds; once it returns
+    True the child is killed and `lab.grader.isolation.Cancelled` is raised (no summary event,
+    nothing stored). `confine=False` skips the namespaces (tests of the fallback path use it);
+    the default is on unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a
+    machine where they get in the way). The result is recorded once through `recorder`
+    (default: the learner's database unless `store=False`). `attempt_metrics` (e.g. an
+    interview rehearsal's clock) are stored with every graded level's figures. `prepared`: a
+    child started ahead by `prepare()`, adopted when nothing that shapes it differs."""
+
+    levels: list[int] | None = None
+    device: str = "auto"
+    seed: int | None = None
+    emit: Emit | None = None
+    memory_mb: int | None = None
+    run_timeout_s: float | None = None
+    timing_repeats: int | None = None
+    store: bool = True
+    cancel: Callable[[], bool] | None = None
+    case_timeout_s: float | None = None
+    load_timeout_s: float | None = None
+    models: dict[str, str] | None = None
+    confine: bool | None = None
+    recorder: Recorder | None = None
+    attempt_metrics: dict[str, float] | None = None
+    prepared: Prepared | None = field(default=None, compare=False)
+
+
+def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int],
+                   models: dict[str, str] | None = None) -> str:
+    level = f" --level {levels[0]}" if len(levels) == 1 and levels != all_levels else ""
+    own = "".join(f" --{role} {path}" for role, path in sorted((models or {}).items()))
+    return f"dojo lab grade {exercise}{level} --seed {seed}{own}"
+
+
+def check_models(exercise: Exercise, models: dict[str, str]) -> dict[str, str]:
+    """Validate `--target/--draft` checkpoints: roles the exercise takes, local HF folders."""
+    unknown = sorted(set(models) - set(exercise.model_roles))
+    if unknown:
+        takes = ", ".join(f"--{r}" for r in exercise.model_roles) or "no model options"
+        raise UsageError(f"{exercise.id} does not take --{unknown[0]} (it takes {takes})")
+    checked: dict[str, str] = {}
+    for role, path in models.items():
+        folder = Path(path).expanduser().resolve()
+        if not (folder / "config.json").is_file():
+            raise UsageError(f"--{role} {path}: not a local Hugging Face model folder "
+                             "(no config.json); nothing is downloaded")
+        checked[role] = str(folder)
+    return checked
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def checkpoint_allowance_mb(models: dict[str, str]) -> int:
+    """Extra sandbox memory for the learner's own checkpoints: 3x their weight files (the mapped
+    file while loading, plus an fp32 copy of fp16/bf16 weights), so a 7B target is graded rather
+    than killed at a cap sized for the shipped pair."""
+    total = 0
+    for path in models.values():
+        for file in Path(path).iterdir():
+            if file.name.endswith(WEIGHT_SUFFIXES) and file.is_file():
+                total += file.stat().st_size
+    return 3 * total >> 20
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The options resolved: what both a grading and a prepared child depend on."""
+
+    exercise: Exercise
+    levels: list[int]
+    device: str
+    device_note: str
+    memory_mb: int
+    models: dict[str, str]
+    confine: bool
+
+
+def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> Plan:
+    """Check and resolve the options for grading `solution` (UsageError says what is wrong)."""
+    chosen = options.levels or exercise.level_numbers
+    try:
+        for n in chosen:
+            exercise.level(n)
+    except ExerciseError as exc:
+        raise UsageError(str(exc)) from exc
+    if exercise.needs_torch and not exercise.needs_torch_for(chosen):
+        exercise = dataclasses.replace(exercise, needs_torch=False)
+    if not solution.is_file():
+        raise UsageError(f"no solution file at {solution} — run `dojo lab start {exercise.id}`")
+    if solution.is_symlink() and solution.resolve().parent != solution.parent.resolve():
+        raise UsageError(f"{solution} is a symbolic link to {solution.resolve()}, outside its "
+                         "folder: the grader grades the file in your workspace, not one a link "
+                         "points to elsewhere. Put the code itself in the workspace file")
+    if solution.resolve().parent == REFERENCE_DIR:
+        raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
+                         "compares against it. Grade your own file (dojo lab start "
+                         f"{exercise.id}), or a copy of this one outside lab/reference/")
+    checked = check_models(exercise, options.models or {})
+    from lab.grader.device import DeviceError
+
+    try:
+        resolved, note = resolve_device(options.device, exercise.needs_torch)
+    except DeviceError as exc:
+        raise UsageError(str(exc)) from exc
+    confine = options.confine
+    return Plan(exercise, chosen, resolved, note,
+                options.memory_mb or exercise.memory_mb + checkpoint_allowance_mb(checked),
+                checked, os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine)
+
+
+def next_level(exercise: Exercise, graded: list[int]) -> dict[str, Any] | None:
+    """The level after the highest one graded ({number, title, command}), None after the last."""
+    later = [n for n in exercise.level_numbers if n > max(graded)]
+    if not later:
+        return None
+    level = exercise.level(later[0])
+    return {"number": level.number, "title": level.title,
+            "command": f"dojo lab start {exercise.id} --level {level.number}"}
