@@ -8,26 +8,34 @@ Checks that need other files (unique ids, related ids) or many draws live in `va
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
-from questions.formula import FUNCTIONS, Formula, FormulaError, compile_formula
-from questions.givens import trace_givens
-from questions.limits import (
-    MAX_FILE_BYTES,
-    MAX_ID_CHARS,
-    MAX_ITEMS,
-    MAX_QUESTIONS,
-    MAX_TEXT_CHARS,
+from questions.answer_fields import AnswerReader
+from questions.fields import (
+    ID_PATTERN,
+    KINDS,
+    MAX_STEPS,
+    MIN_STEPS,
+    MISCONCEPTION,
+    NAME_PATTERN,
+    NUMERIC_ONLY,
+    QUESTION_KEYS,
+    RESERVED_NAMES,
+    STEP_KEYS,
+    TOPIC_KEYS,
+    ParsedFile,
+    _is_int,
+    _placeholder_names,
+    _too_long,
 )
+from questions.formula import Formula
+from questions.limits import MAX_FILE_BYTES, MAX_ID_CHARS, MAX_QUESTIONS, MAX_TEXT_CHARS
 from questions.lines import Block, LineIndex
 from questions.model import (
-    ROUNDINGS,
     Label,
     LabLink,
     Mistake,
@@ -41,54 +49,6 @@ from questions.model import (
     Value,
 )
 from questions.problems import Problem
-from questions.render import RenderError, placeholders
-from questions.units import COUNTED_UNITS, is_known_unit
-from questions.wording import noun
-
-ID_PATTERN = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
-NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-MAX_REL_TOLERANCE = 0.25
-QUESTION_KEYS = {
-    "id", "topic", "kind", "difficulty", "lab", "sim", "related", "sources", "prompt",
-    "explanation", "unit", "tolerance", "answer", "params", "cases", "derived", "labels",
-    "choices", "correct", "mistake", "why", "round", "step",
-}
-MISTAKE_KEYS = {"id", "formula", "says"}
-STEP_KEYS = {"name", "prompt", "explanation", "unit", "tolerance", "answer", "round", "mistake"}
-MIN_STEPS, MAX_STEPS = 3, 5
-KINDS = ("mcq", "numeric", "case")
-NUMERIC_ONLY = ("unit", "tolerance", "answer", "mistake", "round")
-MISTAKE_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-TOPIC_KEYS = {"id", "title", "note"}
-RESERVED_NAMES = {"answer", *FUNCTIONS}
-MAX_MESSAGE_CHARS = 600
-MISCONCEPTION = re.compile(r"\bMisconceptions?:\s*\S")  # an MCQ explanation's named mistake
-
-
-@dataclass
-class ParsedFile:
-    path: Path
-    index: LineIndex
-    topic: Topic | None = None
-    questions: list[Question] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    # every question id the file declares (valid or not) -> line, and its block for locating
-    declared: list[tuple[str, int]] = field(default_factory=list)
-    blocks: dict[str, Block] = field(default_factory=dict)
-    # strict (the built-in bank, `check --strict`): a question without mistakes or whys, or an
-    # MCQ explanation naming no misconception, is a problem; otherwise only the first two are
-    # warnings, and the question loads with the generic hints
-    strict: bool = True
-    warnings: list[Problem] = field(default_factory=list)
-
-    def problem(self, block: Block | None, field_path: str, label: str, message: str) -> None:
-        line = self.index.locate(block, field_path) if block is not None else 1
-        if len(message) > MAX_MESSAGE_CHARS:  # a message quoting a huge value stays readable
-            message = message[:MAX_MESSAGE_CHARS] + "…"
-        self.problems.append(Problem(self.path, line, f"{label}.{field_path}", message))
-
-    def locate(self, question_id: str, field_path: str) -> int:
-        return self.index.locate(self.blocks.get(question_id), field_path)
 
 
 def parse_file(path: Path, exercises: Mapping[str, int] | None,
@@ -174,10 +134,8 @@ def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
                  line)
 
 
-class _QuestionReader:
+class _QuestionReader(AnswerReader):
     """Reads one [[question]] table; `ok` turns false on the first problem it records."""
-
-    MISTAKE_TABLE = "question.mistake"
 
     def __init__(self, parsed: ParsedFile, block: Block | None, raw: object, position: int,
                  topic_id: str, exercises: Mapping[str, int] | None,
@@ -189,20 +147,6 @@ class _QuestionReader:
         self.ok = isinstance(raw, dict)
         if not self.ok:
             parsed.problems.append(Problem(parsed.path, 1, self.label, "must be a table"))
-
-    def fail(self, field_path: str, message: str) -> None:
-        self.ok = False
-        self.parsed.problem(self.block, field_path, self.label, message)
-
-    def fail_or_warn(self, field_path: str, message: str) -> None:
-        """A rule of the built-in bank that a learner's own pack may skip (with a warning)."""
-        if self.parsed.strict:
-            self.fail(field_path, message)
-            return
-        before = len(self.parsed.problems)
-        self.parsed.problem(self.block, field_path, self.label, message)
-        self.parsed.warnings.extend(self.parsed.problems[before:])
-        del self.parsed.problems[before:]
 
     def read(self) -> Question | None:
         raw = self.raw
@@ -365,428 +309,6 @@ class _QuestionReader:
             context = [*context, step.prompt]
         return tuple(steps) if len(steps) == len(raw) else ()
 
-    # -- pieces -------------------------------------------------------------------------------
-
-    def _sizes_ok(self) -> bool:
-        """Every size limit (questions.limits) checked on the raw table, before the costly
-        checks: a huge prompt or a thousand derived values is refused at once."""
-        before = self.ok
-        self.ok = True
-        self._table_sizes(self.raw, "")
-        steps = self.raw.get("step")
-        if isinstance(steps, list):
-            for i, step in enumerate(steps[:MAX_STEPS + 1]):
-                if isinstance(step, dict):
-                    self._table_sizes(step, f"step[{i}].")
-        ok = self.ok
-        self.ok = before and ok
-        return ok
-
-    def _table_sizes(self, raw: Mapping[str, Any], prefix: str) -> None:
-        for key in ("prompt", "explanation"):
-            value = raw.get(key)
-            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS[key]:
-                self.fail(prefix + key, _too_long(key, len(value), MAX_TEXT_CHARS[key]))
-        for key, limit in MAX_ITEMS.items():
-            value = raw.get(key)
-            if isinstance(value, list | dict) and len(value) > limit:
-                self.fail(prefix + key, f"{len(value):,} {key} entries; the limit is {limit}")
-        for key, limit_key in (("choices", "choice"), ("why", "why"), ("sources", "source"),
-                               ("related", "id")):
-            value = raw.get(key)
-            if not isinstance(value, list):
-                continue
-            limit = MAX_ID_CHARS if limit_key == "id" else MAX_TEXT_CHARS[limit_key]
-            for i, item in enumerate(value[:MAX_ITEMS.get(key, 4) + 1]):
-                if isinstance(item, str) and len(item) > limit:
-                    self.fail(f"{prefix}{key}[{i}]", _too_long(f"{key}[{i}]", len(item), limit))
-        name = raw.get("name")
-        if prefix and isinstance(name, str) and len(name) > MAX_ID_CHARS:
-            self.fail(prefix + "name", _too_long("name", len(name), MAX_ID_CHARS))
-        for key in ("params", "derived", "labels"):
-            table = raw.get(key)
-            if isinstance(table, dict) and len(table) <= MAX_ITEMS[key]:
-                for name in table:
-                    if len(name) > MAX_ID_CHARS:
-                        self.fail(f"{prefix}{key}", _too_long(f"a name in {key}", len(name),
-                                                              MAX_ID_CHARS))
-                        break
-        labels = raw.get("labels")
-        if isinstance(labels, dict) and len(labels) <= MAX_ITEMS["labels"]:
-            for lname, spec in labels.items():
-                mapping = spec.get("map") if isinstance(spec, dict) else None
-                if isinstance(mapping, dict) and any(
-                        isinstance(v, str) and len(v) > MAX_TEXT_CHARS["text value"]
-                        for v in mapping.values()):
-                    self.fail(f"{prefix}labels.{lname[:MAX_ID_CHARS]}", (
-                        f"a label text is over {MAX_TEXT_CHARS['text value']} characters"))
-        cases = raw.get("cases")
-        if isinstance(cases, list) and len(cases) <= MAX_ITEMS["cases"]:
-            for i, case in enumerate(cases):
-                if isinstance(case, dict) and (len(case) > MAX_ITEMS["params"] or any(
-                        len(k) > MAX_ID_CHARS or (isinstance(v, str) and
-                                                  len(v) > MAX_TEXT_CHARS["text value"])
-                        for k, v in case.items())):
-                    self.fail(f"{prefix}cases[{i}]", (
-                        f"a case row may have {MAX_ITEMS['params']} values, names up to "
-                        f"{MAX_ID_CHARS} characters and texts up to "
-                        f"{MAX_TEXT_CHARS['text value']}"))
-                    break
-        mistakes = raw.get("mistake")
-        if isinstance(mistakes, list) and len(mistakes) <= MAX_ITEMS["mistake"]:
-            for i, entry in enumerate(mistakes):
-                if not isinstance(entry, dict):
-                    continue
-                mid, says = entry.get("id"), entry.get("says")
-                if isinstance(mid, str) and len(mid) > MAX_ID_CHARS:
-                    self.fail(f"{prefix}mistake[{i}].id", _too_long("id", len(mid), MAX_ID_CHARS))
-                if isinstance(says, str) and len(says) > MAX_TEXT_CHARS["says"]:
-                    self.fail(f"{prefix}mistake[{i}].says",
-                              _too_long("says", len(says), MAX_TEXT_CHARS["says"]))
-
-    def _text(self, key: str) -> str:
-        value = self.raw.get(key)
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, f"{key} must be non-empty text (Markdown)")
-            return ""
-        return value.strip()
-
-    def _text_list(self, key: str) -> list[str]:
-        value = self.raw.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.fail(key, f"{key} must be a list of non-empty strings")
-            return []
-        return list(value)
-
-    def _lab(self, raw: object) -> LabLink | None:
-        """The lab level whose code exercises the question's concept; absent (None) when no
-        level does (tests/questions/test_lab_links.py audits every link)."""
-        if raw is None:
-            return None
-        if not isinstance(raw, dict):
-            self.fail("lab", "lab must be a table like { exercise = \"kv-bytes\", level = 1 }")
-            return None
-        exercise, level = raw.get("exercise"), raw.get("level")
-        for key in sorted(set(raw) - {"exercise", "level"}):
-            self.fail(f"lab.{key}", "unknown key (expected exercise, level)")
-        if self.exercises is None:  # no catalogue given: only the link's shape is checked
-            if not isinstance(exercise, str) or not exercise:
-                self.fail("lab.exercise", f"lab exercise must be an exercise id, got {exercise!r}")
-                return None
-            if not _is_int(level) or level < 1:
-                self.fail("lab.level", f"level must be a whole number >= 1, got {level!r}")
-                return None
-            return LabLink(exercise, int(level))
-        if exercise not in self.exercises:
-            known = ", ".join(f"{k} (levels 1-{v})" for k, v in sorted(self.exercises.items()))
-            self.fail("lab.exercise", f"unknown lab exercise {exercise!r}; known: {known}")
-            return None
-        top = self.exercises[str(exercise)]
-        if not _is_int(level) or not 1 <= level <= top:
-            self.fail("lab.level", f"level must be 1..{top} for {exercise}, got {level!r}")
-            return None
-        return LabLink(str(exercise), int(level))
-
-    def _name_ok(self, where: str, name: str) -> bool:
-        if not NAME_PATTERN.match(name) or name in RESERVED_NAMES:
-            self.fail(where, f"{name!r} is not a usable name (letters, digits, _; not answer or "
-                      "a function name)")
-            return False
-        return True
-
-    def _params(self, raw: object) -> dict[str, Param]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            self.fail("params", "params must be a table of name = { choices = [...] } or "
-                      "{ min = .., max = .., step = .. }")
-            return {}
-        params: dict[str, Param] = {}
-        for name, spec in raw.items():
-            where = f"params.{name}"
-            if not self._name_ok(where, name):
-                continue
-            if not isinstance(spec, dict):
-                self.fail(where, "must be { choices = [...] } or { min = .., max = .., step = .. }")
-                continue
-            extra = set(spec) - {"choices", "min", "max", "step"}
-            if extra:
-                self.fail(where, f"unknown keys {sorted(extra)} (expected choices or min/max/"
-                          "step)")
-                continue
-            if "choices" in spec:
-                choices = spec["choices"]
-                if set(spec) != {"choices"} or not isinstance(choices, list) or not choices or \
-                        not all(_is_number(c) for c in choices):
-                    self.fail(where, "choices must be a non-empty list of numbers (and nothing "
-                              "else in the table)")
-                    continue
-                params[name] = Param(name, choices=tuple(choices))
-                continue
-            lo, hi, step = spec.get("min"), spec.get("max"), spec.get("step")
-            if not (_is_number(lo) and _is_number(hi)) or lo >= hi:
-                self.fail(where, f"needs numbers min < max, got min={lo!r} max={hi!r}")
-                continue
-            if step is not None and (not _is_number(step) or step <= 0 or step > hi - lo):
-                self.fail(where, f"step must be a number in (0, max - min], got {step!r}")
-                continue
-            integer = all(_is_int(v) for v in (lo, hi, step) if v is not None)
-            params[name] = Param(name, min=lo, max=hi, step=step, integer=integer)
-        return params
-
-    def _cases(self, raw: object) -> list[dict[str, Value]]:
-        if raw is None:
-            return []
-        if not isinstance(raw, list) or not raw or not all(isinstance(c, dict) for c in raw):
-            self.fail("cases", "cases must be [[question.cases]] tables")
-            return []
-        keys = set(raw[0])
-        cases: list[dict[str, Value]] = []
-        for i, case in enumerate(raw):
-            where = f"cases[{i}]"
-            if set(case) != keys:
-                self.fail(where, f"every case needs the same keys as the first: {sorted(keys)}")
-                continue
-            for name, value in case.items():
-                if self._name_ok(where, name) and not (_is_number(value) or
-                                                       isinstance(value, str)):
-                    self.fail(f"{where}.{name}", "case values must be numbers or text")
-            cases.append(dict(case))
-        return cases
-
-    def _derived(self, raw: object, defined: set[str]) -> dict[str, Formula]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            self.fail("derived", "derived must be a table of name = \"formula\"")
-            return {}
-        derived: dict[str, Formula] = {}
-        known = set(defined)
-        for name, source in raw.items():
-            where = f"derived.{name}"
-            if not self._name_ok(where, name):
-                continue
-            if name in known:
-                self.fail(where, f"{name!r} is already a parameter or derived value")
-                continue
-            formula = self._formula(where, source, known)
-            if formula is not None:
-                derived[name] = formula
-            known.add(name)
-        return derived
-
-    def _formula(self, where: str, source: object, known: set[str]) -> Formula | None:
-        if _is_number(source):
-            source = repr(source)
-        if not isinstance(source, str):
-            self.fail(where, "a formula must be text (or a number)")
-            return None
-        try:
-            formula = compile_formula(source)
-        except FormulaError as exc:
-            self.fail(where, f"bad formula {source!r}: {exc}")
-            return None
-        unknown = sorted(formula.names - known)
-        if unknown:
-            self.fail(where, f"formula uses undefined {noun(len(unknown), 'name')} "
-                             f"{', '.join(unknown)} (define them "
-                      "in params, cases or an earlier derived entry)")
-            return None
-        return formula
-
-    def _labels(self, raw: object, params: Mapping[str, Param], cases: list[dict[str, Value]],
-                taken: set[str]) -> dict[str, Label]:
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            self.fail("labels", "labels must be a table of name = { from = .., map = {..} }")
-            return {}
-        labels: dict[str, Label] = {}
-        for name, spec in raw.items():
-            where = f"labels.{name}"
-            if not self._name_ok(where, name):
-                continue
-            if name in taken:
-                self.fail(where, f"{name!r} is already a parameter or derived value")
-                continue
-            if not isinstance(spec, dict) or set(spec) != {"from", "map"} or \
-                    not isinstance(spec["map"], dict) or \
-                    not all(isinstance(v, str) for v in spec["map"].values()):
-                self.fail(where, "must be { from = \"param\", map = { \"value\" = \"text\" } }")
-                continue
-            source = spec["from"]
-            values: list[Value]
-            if source in params and params[source].choices:
-                values = list(params[source].choices)
-            elif cases and isinstance(source, str) and source in cases[0]:
-                values = [case[source] for case in cases]
-            else:
-                self.fail(f"{where}.from", f"from must name a choices parameter or a case value, "
-                          f"got {source!r}")
-                continue
-            label = Label(name, str(source), dict(spec["map"]))
-            missing = [v for v in values if label.text_for(v) is None]
-            if missing:
-                self.fail(f"{where}.map", f"no text for {source} = {missing[0]!r}")
-                continue
-            labels[name] = label
-        return labels
-
-    def _numeric(self, known: set[str]) -> tuple[str, Tolerance | None, Formula | None,
-                                                  Rounding | None]:
-        raw = self.raw
-        for key in ("choices", "correct", "why"):
-            if key in raw:
-                self.fail(key, f"{key} belongs to mcq questions, not numeric ones")
-        unit = raw.get("unit")
-        if not isinstance(unit, str):
-            self.fail("unit", "numeric questions need unit = \"...\" (\"\" for a plain number)")
-            unit = ""
-        elif not is_known_unit(unit):
-            self.fail("unit", f"unknown unit {unit!r} (see docs/question-format.md#units)")
-        rounding = raw.get("round")
-        if rounding is not None and rounding not in ROUNDINGS:
-            self.fail("round", f"round must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
-            rounding = None
-        elif rounding is None and unit in COUNTED_UNITS:
-            self.fail("round", f"{unit} are counted: add round = \"up\" (capacity that must "
-                      "cover demand), \"down\" (what fits) or \"nearest\"")
-        # a counted answer is a whole number and is matched exactly unless a tolerance is given
-        tolerance = Tolerance(abs=0.5) if rounding is not None and "tolerance" not in raw \
-            else self._tolerance(raw.get("tolerance"))
-        if "answer" not in raw:
-            self.fail("answer", "numeric questions need answer = a number or a formula")
-            return unit, tolerance, None, rounding
-        answer = self._formula("answer", raw["answer"], known)
-        return unit, tolerance, answer, rounding
-
-    def _mistakes(self, known: set[str]) -> tuple[Mistake, ...]:
-        raw = self.raw.get("mistake")
-        if raw is None:
-            self.fail_or_warn("mistake", f"numeric questions need at least one "
-                              f"[[{self.MISTAKE_TABLE}]] (id, formula, says): the wrong path the "
-                              "explanation warns about" + ("" if self.parsed.strict else
-                                                           "; until then only generic hints"))
-            return ()
-        if not isinstance(raw, list) or not raw or not all(isinstance(m, dict) for m in raw):
-            self.fail("mistake", "mistakes must be [[question.mistake]] tables")
-            return ()
-        mistakes: list[Mistake] = []
-        seen: set[str] = set()
-        for i, entry in enumerate(raw):
-            where = f"mistake[{i}]"
-            for key in sorted(set(entry) - MISTAKE_KEYS):
-                self.fail(f"{where}.{key}", "unknown key (expected id, formula, says)")
-            mid, says = entry.get("id"), entry.get("says")
-            if not isinstance(mid, str) or not MISTAKE_ID.match(mid):
-                self.fail(f"{where}.id", f"id must be kebab-case text, got {mid!r}")
-                continue
-            if mid in seen:
-                self.fail(f"{where}.id", f"mistake id {mid!r} is used twice in this question")
-                continue
-            seen.add(mid)
-            if not isinstance(says, str) or not says.strip() or "\n" in says.strip():
-                self.fail(f"{where}.says", "says must be one line: what the learner did, e.g. "
-                          "\"added a full TPOT for the first token as well as TTFT\"")
-                continue
-            if "formula" not in entry:
-                self.fail(f"{where}.formula", "a mistake needs formula = the value it gives")
-                continue
-            formula = self._formula(f"{where}.formula", entry["formula"], known)
-            if formula is not None:
-                mistakes.append(Mistake(mid, formula, says.strip()))
-        return tuple(mistakes)
-
-    def _why(self, choices: tuple[str, ...], correct: int | None) -> tuple[str, ...]:
-        raw = self.raw.get("why")
-        if raw is None:
-            self.fail_or_warn("why", "mcq questions need why = [...]: for each choice the "
-                              "misconception that leads to it (\"\" for the correct one)")
-            return ()
-        if not choices:
-            return ()  # the choices themselves are reported
-        if not isinstance(raw, list) or not all(isinstance(w, str) for w in raw) or \
-                len(raw) != len(choices):
-            self.fail("why", f"why must be a list of {len(choices) or 4} texts, parallel to "
-                      "choices")
-            return ()
-        if correct is None:
-            return ()
-        for i, text in enumerate(raw):
-            if i == correct and text.strip():
-                self.fail("why", f"why[{i}] belongs to the correct choice: leave it \"\" (the "
-                          "explanation says why it is right)")
-            elif i != correct and not text.strip():
-                self.fail_or_warn("why", f"why[{i}] is empty: say which misconception leads to "
-                                  f"choice {i} ({choices[i][:40]!r})")
-        return tuple(" ".join(text.split()) for text in raw)
-
-    def _tolerance(self, raw: object) -> Tolerance | None:
-        if not isinstance(raw, dict) or not raw or set(raw) - {"rel", "abs"}:
-            self.fail("tolerance", "tolerance must be { rel = 0.01 } and/or { abs = 0.5 }")
-            return None
-        rel, abs_ = raw.get("rel"), raw.get("abs")
-        if rel is not None and (not _is_number(rel) or not 0 < rel <= MAX_REL_TOLERANCE):
-            self.fail("tolerance.rel", f"rel must be in (0, {MAX_REL_TOLERANCE}] (a fraction: "
-                      f"0.01 = 1%), got {rel!r}")
-            return None
-        if abs_ is not None and (not _is_number(abs_) or not 0 < abs_ < math.inf):
-            self.fail("tolerance.abs", f"abs must be a positive number, got {abs_!r}")
-            return None
-        return Tolerance(rel=rel, abs=abs_)
-
-    def _mcq(self) -> tuple[tuple[str, ...], int | None]:
-        raw = self.raw
-        for key in ("unit", "tolerance", "answer", "mistake", "round"):
-            if key in raw:
-                self.fail(key, f"{key} belongs to numeric questions; mcq uses choices/correct")
-        choices = raw.get("choices")
-        if not isinstance(choices, list) or len(choices) != 4 or \
-                not all(isinstance(c, str) and c.strip() for c in choices):
-            self.fail("choices", "mcq needs exactly 4 non-empty text choices")
-            return (), None
-        stripped = [" ".join(c.split()).casefold() for c in choices]
-        if len(set(stripped)) != 4:
-            dupe = next(c for c in choices if stripped.count(" ".join(c.split()).casefold()) > 1)
-            self.fail("choices", f"choices must be distinct; {dupe!r} appears twice")
-        correct = raw.get("correct")
-        if not _is_int(correct) or not 0 <= correct < 4:
-            self.fail("correct", f"correct must be an index 0..3 into choices, got {correct!r}")
-            return tuple(c.strip() for c in choices), None
-        return tuple(c.strip() for c in choices), int(correct)
-
-    def _check_placeholders(self, key: str, text: str, names: set[str]) -> bool:
-        try:
-            used = placeholders(text)
-        except RenderError as exc:
-            self.fail(key, str(exc))
-            return False
-        unknown = sorted(set(used) - names)
-        if unknown:
-            self.fail(key, f"unfilled {noun(len(unknown), 'placeholder')} "
-                           f"{', '.join('{' + n + '}' for n in unknown)}"
-                      " (not a param, case value, derived value, label or answer; write {{ }} "
-                      "for literal braces)")
-            return False
-        return True
-
-    def _check_visible(self, prompt: str, answer: Formula, params: Mapping[str, Param],
-                       cases: list[dict[str, Value]], derived: Mapping[str, Formula],
-                       labels: Mapping[str, Label]) -> None:
-        """Every drawn value the answer needs must be stated in the prompt (or be computable
-        from values the prompt states)."""
-        try:
-            shown = placeholders(prompt)
-        except RenderError:
-            return
-        drawn = set(params) | (set(cases[0]) if cases else set())
-        traced = trace_givens(answer, shown, drawn, derived,
-                              {name: label.source for name, label in labels.items()})
-        for name in sorted(traced.hidden):
-            where = f"params.{name}" if name in params else "cases"
-            self.fail(where, f"the answer depends on {name!r} but the prompt never shows it "
-                      f"(add {{{name}}}, a label of it, or a value computed from it)")
-
 
 class _StepReader(_QuestionReader):
     """One [[question.step]] of a case, read with the numeric rules; problems are reported at
@@ -849,21 +371,3 @@ class _StepReader(_QuestionReader):
         )
         return Step(name, prompt, explanation, question)
 
-
-def _too_long(what: str, length: int, limit: int) -> str:
-    return f"{what} is {length:,} characters long; the limit is {limit:,}"
-
-
-def _placeholder_names(text: str) -> set[str]:
-    try:
-        return set(placeholders(text))
-    except RenderError:
-        return set()
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
