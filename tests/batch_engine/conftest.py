@@ -11,25 +11,14 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from tests.mutants import load_solution
 
 HERE = Path(__file__).resolve().parent
 BROKEN = HERE / "broken"
 REFERENCE_FILE = HERE.parents[1] / "lab" / "reference" / "batch_engine.py"
-
-
-def load_solution(path: Path) -> ModuleType:
-    """Import a solution file the way the sandbox does (its folder on sys.path)."""
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"_solution_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
 
 
 def materialize(broken: Path, directory: Path) -> Path:

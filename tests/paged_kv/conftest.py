@@ -9,36 +9,21 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from tests import mutants
+from tests.mutants import load_solution
+
 HERE = Path(__file__).resolve().parent
 BROKEN = HERE / "broken"
 
 
-def load_solution(path: Path) -> ModuleType:
-    """Import a solution file the way the sandbox does (its folder on sys.path)."""
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"_solution_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def materialize(broken: Path, directory: Path) -> Path:
-    """A broken file as a standalone `paged_kv.py` (the reference's text with its mutations), so
-    the sandbox child never needs to read lab/reference."""
-    source = load_solution(broken).MUTATED_SOURCE
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / "paged_kv.py"
-    target.write_text(source, encoding="utf-8")
-    return target
+    """A broken file as a standalone `paged_kv.py` in `directory` (tests/mutants.py)."""
+    return mutants.materialize(broken, directory / "paged_kv.py")
 
 
 def grade_in_process(path: Path | ModuleType, level: int, seed: int = 1234,
