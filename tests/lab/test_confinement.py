@@ -271,6 +271,7 @@ def test_the_app_tree_and_its_history_are_not_visible(learner_dir: Path) -> None
 
 # -- 7. the terminal is not reachable through what the learner printed ---------------------------
 def test_escape_sequences_in_learner_output_are_stripped(learner_dir: Path) -> None:
+    from lab.grader.events import from_dict
     from lab.grader.report import TextReport
 
     fake = "\x1b[2K\r\x1b[1;32mPASSED\x1b[0m all levels\x1b]0;owned\x07\n"
@@ -282,10 +283,10 @@ def test_escape_sequences_in_learner_output_are_stripped(learner_dir: Path) -> N
     assert not result["passed"]
     lines: list[str] = []
     report = TextReport(lines.append)
-    for event in result["events"]:  # the JSON form: what `--json` and the TUI get
-        handler = getattr(report, "_" + event["event"], None)
-        if handler is not None:
-            handler(event)
+    for data in result["events"]:  # the JSON form: what `--json` and the TUI get
+        event = from_dict(data)
+        if event is not None:
+            report(event)
     text = "\n".join(lines)
     assert "PASSED all levels" in text and "ValueError" in text, text
     assert "\x1b" not in text and "\x07" not in text and "\r" not in text

@@ -129,9 +129,9 @@ async def test_a_slow_stale_fetch_never_paints_over_a_newer_one(make_app: AppFac
         release = threading.Event()
         calls: list[int] = []
 
-        def today() -> TodayView:
+        def today(*, plan: bool = True) -> TodayView:
             calls.append(1)
-            view = real()
+            view = real(plan=plan)
             if len(calls) == 1:  # the stale one: computed, then delayed
                 release.wait(5)
                 return replace(view, due=25)
