@@ -66,7 +66,8 @@ def test_design_rubrics_have_four_to_six_points_on_bank_topics() -> None:
 def test_weakest_topics_put_the_most_missed_first_and_unseen_in_the_middle() -> None:
     bank = SimpleNamespace(topics={"a": 0, "b": 0, "c": 0}, by_topic=lambda t: [t])
     accuracy = {"a": TopicAccuracy("a", 10, 9), "c": TopicAccuracy("c", 4, 1)}
-    services = SimpleNamespace(bank=bank, store=SimpleNamespace(topic_accuracy=lambda: accuracy))
+    services = SimpleNamespace(bank=bank, store=SimpleNamespace(topic_accuracy=lambda: accuracy,
+                                                                plan=lambda: None))
     assert core.weakest_topics(services) == ["c", "b", "a"]  # type: ignore[arg-type]
 
 
@@ -75,6 +76,27 @@ def services() -> Iterator[Services]:
     opened = Services.open(bank_paths=[FIXTURE_BANK])
     yield opened
     opened.close()
+
+
+def test_with_a_plan_the_round_ranks_topics_by_recall_on_the_day(services: Services) -> None:
+    """Missed answers make a topic the weakest by accuracy; with a plan the ranking is the
+    predicted recall on the interview day instead, where a topic never studied (0) is weaker
+    than one studied and missed (its cards still hold some recall)."""
+    import datetime as dt
+
+    from scheduler.days import utc_now
+    from scheduler.plan import Plan
+
+    now = services.now or utc_now()
+    topic = next(t for t in services.bank.topics if services.bank.by_topic(t))
+    for q in services.bank.by_topic(topic):
+        services.store.answer(q.id, 1, correct=False, answer_text="x", response_ms=1000, now=now)
+    assert core.weakest_topics(services)[0] == topic  # by accuracy: missed ranks first
+    services.store.set_plan(Plan(now.date() + dt.timedelta(days=14), 30))
+    recall = core.topic_recall_on_day(services)
+    assert recall is not None and recall[topic] > 0
+    assert all(v == 0 for t, v in recall.items() if t != topic)
+    assert core.weakest_topics(services)[-1] == topic
 
 
 def test_a_round_resumes_after_the_app_is_closed(services: Services) -> None:

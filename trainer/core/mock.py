@@ -33,7 +33,12 @@ def topic_recall_on_day(services: Services) -> dict[str, float] | None:
     """Where a study plan's forecast plugs in: each topic's predicted recall on the plan's
     interview day (`recall_on_day`), lowest = weakest. None while no plan exists, and the
     round falls back to accuracy (`weakest_topics`)."""
-    return None
+    from trainer.core.plan import plan_report
+
+    if services.store.plan() is None:
+        return None
+    report = plan_report(services.store, services.bank, services.now)
+    return {t.topic: t.recall_on_day for t in report.topics}
 
 
 def weakest_topics(services: Services, rng: random.Random | None = None) -> list[str]:
