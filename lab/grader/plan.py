@@ -56,9 +56,10 @@ class GradeOptions:
 
     `cancel` (e.g. `threading.Event().is_set`) is polled every few milliseconds; once it returns
     True the child is killed and `lab.grader.isolation.Cancelled` is raised (no summary event,
-    nothing stored). `confine=False` skips the namespaces (tests of the fallback path use it);
-    the default is on unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a
-    machine where they get in the way). The result is recorded once through `recorder`
+    nothing stored). `confine=False` runs the learner's code without a sandbox, at the
+    learner's request (`dojo lab grade --unconfined`, or DOJO_LAB_NO_CONFINE=1 in the
+    environment): the grading says so and the attempt records `unconfined`. Confined is the
+    default, and where no confinement can be had the grading refuses to run. The result is recorded once through `recorder`
     (default: the learner's database unless `store=False`). `attempt_metrics` (e.g. an
     interview rehearsal's clock) are stored with every graded level's figures. `prepared`: a
     child started ahead by `prepare()`, adopted when nothing that shapes it differs."""
