@@ -460,15 +460,39 @@ class DojoApp(App[None]):
         self.call_from_thread(self.notify, f"Backed up to {path}", timeout=10)
 
 
+class EditorError(Exception):
+    """$EDITOR could not be started; the message names it."""
+
+
 def _suspend_and_edit(app: DojoApp, path: Path) -> None:
-    """Hand the terminal to $EDITOR (or $VISUAL, else vi) and come back when it exits."""
+    """Hand the terminal to $EDITOR (or $VISUAL, else vi) and come back when it exits.
+
+    The editor is looked up before the app lets go of the terminal, and a failure to start it
+    is caught inside the suspension, so the app always takes the terminal back (an exception
+    leaving `App.suspend` skips its resume: a blank screen in cooked mode)."""
     import os
     import shlex
+    import shutil
     import subprocess
 
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        command = shlex.split(editor)
+    except ValueError as exc:
+        raise EditorError(f"could not start the editor `{editor}`: {exc}") from exc
+    if not command or shutil.which(command[0]) is None:
+        name = command[0] if command else editor
+        raise EditorError(f"could not start the editor `{name}`: not found (set $EDITOR "
+                          "to an installed editor)")
+    failed: OSError | None = None
     with app.suspend():
-        subprocess.run([*shlex.split(editor), str(path)], check=False)
+        try:
+            subprocess.run([*command, str(path)], check=False)
+        except OSError as exc:
+            failed = exc
+    if failed is not None:
+        raise EditorError(f"could not start the editor `{command[0]}`: "
+                          f"{failed.strerror or failed}")
 
 
 def run_app() -> None:
