@@ -40,7 +40,7 @@ async def test_a_round_left_for_days_says_so_and_its_clock_skips_them(
         said.append(str(message))
         notify(message, *args, **kwargs)  # type: ignore[arg-type]
 
-    app.notify = record  # type: ignore[method-assign,assignment]
+    app.notify = record  # type: ignore[method-assign]
     async with app.run_test(size=size) as pilot:
         await ready(app, pilot)
         await pilot.press("i")
