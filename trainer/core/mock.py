@@ -503,8 +503,7 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     rehearsal (your own file comes back; the rehearsal's is kept under backups/) and score it.
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
     from lab.exercises import get
-    from lab.grader.record import Recorder
-    from lab.grader.runner import GradeOptions, grade
+    from lab.grader.plan import GradeOptions
     from lab.workspace import (
         count_grading,
         end_interview,
@@ -513,6 +512,8 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
         passed_interview,
         solution_path,
     )
+    from trainer.core.attempts import Recorder
+    from trainer.core.lab import grade_recorded
 
     item = mock.current
     if item is None or item.kind != "lab":
@@ -523,9 +524,9 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     level = int(item.ref["level"])
     session = count_grading(ex, [level])
     recorder = Recorder()
-    result = grade(ex, solution_path(ex), GradeOptions(
-        levels=[level], device=device, recorder=recorder,
-        attempt_metrics=interview_metrics(session) if session else None))
+    result = grade_recorded(ex, solution_path(ex), GradeOptions(
+        levels=[level], device=device,
+        attempt_metrics=interview_metrics(session) if session else None), recorder)
     passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
     if passed and session is not None:
         passed_interview(ex, session)
