@@ -74,6 +74,9 @@ def list_() -> None:
     comes_back = rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
+        missing = ex.unavailable()
+        if missing:
+            click.echo(f"  unavailable here: it {missing}")
         states = level_states(ex)
         for level in ex.levels:
             status, summary = states[level.number]

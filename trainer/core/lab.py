@@ -231,7 +231,7 @@ class LevelRow:
     title: str
     level: int
     level_title: str
-    status: str  # not started | started | failing | passing
+    status: str  # not started | started | failing | passing | unavailable here: <why>
     best: str
 
 
@@ -265,12 +265,15 @@ def catalogue() -> Catalogue:
         if path.exists():
             workspaces[ex.id] = path
         states = level_states(ex)  # the attempts table, like `dojo lab list` and Stats
+        missing = ex.unavailable()
         for lvl in ex.levels:
             status, summary = states[lvl.number]
             ratio = summary.best_metrics.get("median_ratio")
             cases = (f"{summary.best_passed_cases}/{summary.cases} {noun(summary.cases, 'case')}"
                      if summary.cases else "")
             figures = ", ".join(x for x in (cases, f"{ratio[0]:.2f}× ref" if ratio else "") if x)
+            if missing:
+                status, figures = f"unavailable here: it {missing}", ""
             rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
     return Catalogue({ex.id: ex for ex in exercises}, rows, workspaces, last)
 
