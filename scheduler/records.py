@@ -26,6 +26,7 @@ class Settings:
     backup_keep: int = 7  # rolling backups kept
     leech_lapses: int = 8  # lapses at which a card is flagged a leech
     scheduler: str = "sm2"  # "sm2" (default) or "fsrs": what sets a review's next due day
+    lab_host: str | None = None  # SSH host labs are graded on (`dojo lab grade --on`); None: here
 
 
 @dataclass(frozen=True)

@@ -315,21 +315,39 @@ class Graded:
 def grade_and_record(
     ex: Exercise, path: Path, levels: list[int] | None, device: str, seed: int | None,
     emit: Callable[[Event], None], models: dict[str, str] | None = None, prepared: Any = None,
+    host: Any = None,
 ) -> Graded:
     """Run the grader on `path`, recording the attempt (and the lab cards its passes create or
     grade), counting it in the interview rehearsal when it grades the rehearsal's file;
-    `prepared`: a child started ahead by `lab.grader.runner.prepare`."""
+    `prepared`: a child started ahead by `lab.grader.runner.prepare`; `host`: an SSH host name
+    or an open `trainer.core.remote.RemoteSession` to grade on instead of here (raises
+    `RemoteError`, nothing recorded or counted, when that fails)."""
     from lab.grader.record import Recorder
     from lab.grader.runner import GradeOptions, grade
     from lab.workspace import count_grading, interview_metrics, passed_interview, solution_path
 
+    rehearsal = path.resolve() == solution_path(ex).resolve()
     session = (count_grading(ex, levels or ex.level_numbers)
-               if path.resolve() == solution_path(ex).resolve() else None)
+               if rehearsal and host is None else None)
     recorder = Recorder()
-    result = grade(ex, path, GradeOptions(
-        levels=levels, device=device, seed=seed, emit=emit, models=models,
-        attempt_metrics=interview_metrics(session) if session else None,
-        recorder=recorder, prepared=prepared))
+    if host is not None:
+        from trainer.core.remote import RemoteSession, grade_remote
+
+        link = host if isinstance(host, RemoteSession) else RemoteSession(host)
+        if link.hello is None:
+            link.open()  # a host that cannot grade is not a grading: nothing counted
+        session = count_grading(ex, levels or ex.level_numbers) if rehearsal else None
+        try:
+            result = grade_remote(link.host, ex, path, levels, device, seed, emit, recorder,
+                                  interview_metrics(session) if session else None, link)
+        finally:
+            if link is not host:
+                link.close()
+    else:
+        result = grade(ex, path, GradeOptions(
+            levels=levels, device=device, seed=seed, emit=emit, models=models,
+            attempt_metrics=interview_metrics(session) if session else None,
+            recorder=recorder, prepared=prepared))
     if session is not None and any(lvl.passed for lvl in result.levels
                                    if lvl.level == session.level):
         session = passed_interview(ex, session)
