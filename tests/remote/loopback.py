@@ -9,6 +9,7 @@ own version in its own package metadata.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
@@ -76,8 +77,9 @@ class Sshd:
         (folder / "changed_known_hosts").write_text(f"[127.0.0.1]:{port} {other[0]} {other[1]}\n")
         config = folder / "ssh_config"
         config.write_text(cls.client_config(folder, port))
-        process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
-                                   stdout=subprocess.DEVNULL, stderr=open(folder / "sshd.log", "wb"))
+        with open(folder / "sshd.log", "wb") as log:
+            process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
+                                       stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -115,10 +117,8 @@ class Sshd:
 
     def stop(self) -> None:
         for pid in self.sessions():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.process.kill()
         self.process.wait()
 

@@ -200,7 +200,8 @@ def probe() -> None:
 def check(host: str) -> None:
     """Print what HOST offers for grading (Python, Dojo version, torch, CUDA devices, sandbox
     protections, free disk) and what is missing; exit 1 when it cannot grade."""
-    from trainer.core.remote import RemoteError, check_report, probe_host
+    from trainer.core.remote import RemoteError
+    from trainer.core.remote_setup import check_report, probe_host
 
     try:
         info = probe_host(host)
@@ -221,7 +222,8 @@ def setup(host: str, cpu_only: bool) -> None:
     ~/.serving-dojo/src, a virtual environment made in ~/.serving-dojo/venv with its
     dependencies (the CUDA build of torch where the host has an NVIDIA GPU); pip's progress is
     shown. Run again to upgrade it after updating Dojo here."""
-    from trainer.core.remote import RemoteError, setup_host
+    from trainer.core.remote import RemoteError
+    from trainer.core.remote_setup import setup_host
 
     try:
         setup_host(host, click.echo, cpu_only=cpu_only)
