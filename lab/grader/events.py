@@ -25,8 +25,10 @@ The CLI's human report, `--json` and the TUI consume the same events, in this or
                    (worst median_ratio/p95_ratio over the timed cases), case_metrics
                    ({case id: metrics} for cases with timing or Verdict metrics), duration_s}
     summary       {exercise, device, seed, passed, levels: {"1": true, ...}, duration_s, replay,
-                   stored, store_error, next_level, host}   (stored: written to the lab attempts
-                   table; else store_error says why — grading itself never fails for storage;
+                   stored, store_error, next_level, host}   (stored: written to the lab
+                   attempts table by the lab service that recorded the grading — the judge
+                   itself sends false; else store_error says why — grading never fails for
+                   storage; host: "" unless graded on another machine, --on HOST;
                    next_level: {number, title, command} of the level after the highest one
                    graded when every graded level passed, else null)
 

@@ -65,7 +65,7 @@ def lab() -> None:
 def list_() -> None:
     """Exercises, their levels, your status and best figures (from your graded attempts)."""
     from lab.exercises import discover
-    from lab.grader.record import describe, level_states
+    from trainer.core.attempts import describe, level_states
     from trainer.core.lab import rebuild_days
 
     exercises = discover()

@@ -119,7 +119,7 @@ class _Server:
         try:
             result = grade(ex, path, GradeOptions(
                 levels=levels, device=request.device, seed=request.seed, emit=emit,
-                store=False, cancel=self.eof.is_set, prepared=prepared))
+                cancel=self.eof.is_set, prepared=prepared))
         except Cancelled:
             return None
         except UsageError as exc:

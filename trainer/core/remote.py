@@ -44,8 +44,8 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from lab.exercises import Exercise
     from lab.grader.events import Event
-    from lab.grader.record import Recorder
     from lab.grader.results import GradeResult
+    from trainer.core.attempts import Recorder
 
 PROTOCOL = 1
 DEFAULT_ROOT = "$HOME/.serving-dojo"  # expanded by the host's shell
@@ -498,10 +498,13 @@ def grade_remote(
             link.close()
     metrics = {**(attempt_metrics or {}), "host": link.host, "device_name": note}
     result = result_from_events(events, path, metrics)
-    result.stored, result.store_error = recorder.record(result)
+    stored, store_error = recorder.record(result)
     summary = next(e for e in events if isinstance(e, Summary))
-    emit(replace(summary, host=link.host, stored=result.stored,
-                 store_error=result.store_error, replay=summary.replay + on))
+    summary = replace(summary, host=link.host, stored=stored, store_error=store_error,
+                      replay=summary.replay + on)
+    result.events[result.events.index(next(e for e in result.events
+                                            if isinstance(e, Summary)))] = summary
+    emit(summary)
     return result
 
 
