@@ -304,6 +304,13 @@ def not_written(exc: OSError) -> str:
 
 # -- grade and record ------------------------------------------------------------------------
 
+def grades_here(host: str | None) -> bool:
+    """Whether a lab_host setting means grading on this machine (unset or "local")."""
+    from trainer.core.remote import is_local
+
+    return is_local(host)
+
+
 @dataclass
 class Graded:
     """One grading, recorded: whether it passed, the interview rehearsal it counted in (after
