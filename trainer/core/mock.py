@@ -498,9 +498,11 @@ def _answer_design(mock: MockRound, item: Item, text: str, services: Services,
 
 
 def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
-              device: str = "auto") -> Feedback:
+              device: str = "auto", on: str | None = None) -> Feedback:
     """Grade the lab item's file once on its level (recorded like any grading), end the
     rehearsal (your own file comes back; the rehearsal's is kept under backups/) and score it.
+    Graded on `on` (an SSH host, "local") or else the lab_host setting's host; a host that
+    cannot grade raises `trainer.core.remote.RemoteError` with nothing counted or recorded.
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
     from lab.exercises import get
     from lab.grader.plan import GradeOptions
@@ -522,16 +524,31 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
         begin(mock, services, clock)
     ex = get(item.ref["exercise"])
     level = int(item.ref["level"])
+    from trainer.core.remote import RemoteSession, grade_remote, grading_host
+
+    host = grading_host(on)
+    link = RemoteSession(host) if host is not None else None
+    if link is not None:
+        link.open()  # a host that cannot grade: raised before the grading is counted
     session = count_grading(ex, [level])
     recorder = Recorder()
-    result = grade_recorded(ex, solution_path(ex), GradeOptions(
-        levels=[level], device=device,
-        attempt_metrics=interview_metrics(session) if session else None), recorder)
+    metrics = interview_metrics(session) if session else None
+    try:
+        if link is not None:
+            result = grade_remote(link.host, ex, solution_path(ex), [level], device, None,
+                                  lambda event: None, recorder, metrics, link)
+        else:
+            result = grade_recorded(ex, solution_path(ex), GradeOptions(
+                levels=[level], device=device, attempt_metrics=metrics), recorder)
+    finally:
+        if link is not None:
+            link.close()
     passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
     if passed and session is not None:
         passed_interview(ex, session)
     item.answers.append("passed" if passed else "failed")
-    lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}."]
+    lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}"
+             + (f" (graded on {result.device} at {host})." if host else ".")]
     for lvl in result.levels:
         failure = lvl.smallest_failure()
         if failure is not None and not passed:
