@@ -28,6 +28,7 @@ class Settings:
     leech_lapses: int = 8  # lapses at which a card is flagged a leech
     scheduler: str = "sm2"  # "sm2" (default) or "fsrs": what sets a review's next due day
     desired_retention: float = 0.90  # FSRS: the recall a review is scheduled for (0.70-0.97)
+    lab_host: str | None = None  # SSH host labs are graded on (`dojo lab grade --on`); None: here
 
 
 @dataclass(frozen=True)

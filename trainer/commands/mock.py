@@ -38,7 +38,7 @@ def _services() -> Iterator[Any]:
 def _open_round(services: Any) -> Any:
     from trainer.core.mock import resume
 
-    mock = resume(services.store)
+    mock = resume(services.store, services.now)
     if mock is None:
         click.echo("No mock round is running: start one with `dojo mock`.", err=True)
         sys.exit(2)
@@ -116,16 +116,17 @@ def mock(ctx: click.Context, minutes: int) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from trainer.core.mock import new_round, resume
+    from trainer.core.mock import new_round, resume, resume_note
 
     with _services() as services:
-        current = resume(services.store)
+        current = resume(services.store, services.now)
         if current is None:
             current = new_round(services, minutes)
             click.echo(f"New mock round: {minutes} minutes, from your weakest topics: "
                        + ", ".join(services.topic_title(t) for t in current.weakest[:3]) + ".")
         else:
-            click.echo("Resuming the round left open (`dojo mock abandon` ends it).")
+            note = resume_note(current, services.day()).removesuffix(".")
+            click.echo(f"{note} (`dojo mock abandon` ends it).")
         _show(current, services)
 
 

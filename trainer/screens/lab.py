@@ -407,9 +407,12 @@ class LabScreen(LabResultsScreen):
             return
         try:
             self.dojo.open_editor(self.dojo, path)
-        except Exception as exc:  # e.g. suspend unsupported in this terminal
-            self.notify(f"Could not open the editor: {exc}", severity="error")
+        except Exception as exc:  # not installed; suspend unsupported in this terminal
+            text = str(exc)
+            self.notify(text[:1].upper() + text[1:] if text.startswith("could not")
+                        else f"Could not open the editor: {exc}", severity="error", timeout=10)
         self.refresh()
+        self._fetch()  # the level is started now (and the file may have changed)
 
     def action_grade(self) -> None:
         row = self.selected()
