@@ -32,6 +32,12 @@ def _setting_problems(values: dict[str, Any]) -> dict[str, str]:
     if "scheduler" in values and values["scheduler"] not in SCHEDULERS:
         problems["scheduler"] = (f"must be one of {', '.join(SCHEDULERS)}, got "
                                  f"{values['scheduler']!r}")
+    if "desired_retention" in values:
+        from scheduler.fsrs_memory import check_retention
+
+        why = check_retention(values["desired_retention"])
+        if why is not None:
+            problems["desired_retention"] = why
     if "lab_host" in values:
         host = values["lab_host"]
         if host is not None and (not isinstance(host, str) or not host or host.startswith("-")

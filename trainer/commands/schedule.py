@@ -298,6 +298,7 @@ def settings(assignments: tuple[str, ...]) -> None:
     """Show your scheduling settings, or change them: new_limit, review_limit, rollover_hour,
     timezone (an IANA name, or "local"), backup_keep, leech_lapses, scheduler (sm2, the
     default, or fsrs: FSRS sets each review's next due day; switching keeps all history),
+    desired_retention (FSRS: the recall a review is scheduled for, 0.70-0.97, default 0.90),
     lab_host (an SSH host labs are graded on, as `dojo lab grade --on HOST`; "local": here).
 
     Example: dojo settings new_limit=20 rollover_hour=3
@@ -321,6 +322,11 @@ def settings(assignments: tuple[str, ...]) -> None:
             changes[key] = None if raw.lower() in ("", "local", "none") else raw
         elif key == "scheduler":
             changes[key] = raw.lower()
+        elif key == "desired_retention":
+            try:
+                changes[key] = float(raw)
+            except ValueError:
+                raise click.UsageError(f"{key} takes a number such as 0.9, got {raw!r}") from None
         else:
             try:
                 changes[key] = int(raw)
