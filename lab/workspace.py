@@ -6,10 +6,15 @@ how many hints were shown, the interview clock — is kept in the learner's data
 (`Store.lab_state`), written only by the app, never in the workspace: the learner's code may
 write its workspace folder during a grading. A `state.json` from an older release is read once
 (without following a symbolic link) and moved into the database. Graded results live in the
-attempts table (see `lab.grader.record`).
+attempts table (see `trainer.core.attempts`).
 
 Files the app writes into the workspace or `backups/` are never written through a symbolic
 link: a link planted there is replaced, not followed (it could point at the database).
+
+Paths inside the data folder (the default workspace, a file moved aside for a rehearsal) are
+stored relative to it, so a copied data folder (`cp -a home home_future` to try `DOJO_NOW`)
+works on its own files, never on the original's; a `--workspace DIR` outside it stays absolute.
+Absolute paths stored by an older release are made relative when read (`_from_stored`).
 """
 
 from __future__ import annotations
@@ -67,6 +72,59 @@ def lab_dir(exercise: Exercise) -> Path:
     return path
 
 
+def _home() -> Path:
+    from scheduler.paths import data_dir
+
+    return data_dir().resolve()
+
+
+def _to_stored(path: str | Path) -> str:
+    """How a path is remembered: relative to the data folder when inside it, else absolute."""
+    full = Path(path).expanduser().resolve()
+    try:
+        return full.relative_to(_home()).as_posix()
+    except ValueError:
+        return str(full)
+
+
+def _from_stored(value: str, exercise: Exercise) -> Path:
+    """A remembered path made absolute: a relative one is inside this data folder. An absolute
+    one under `<folder>/lab/<exercise>` where `<folder>` holds a Dojo database was stored by an
+    older release inside a data folder — this one's, or the one this folder was copied from —
+    and is read as the same place in this data folder."""
+    path = Path(value)
+    if not path.is_absolute():
+        return _home() / path
+    parts = path.parts
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "lab" and parts[i + 1] == exercise.id:
+            from scheduler.paths import DB_NAME
+
+            folder = Path(*parts[:i])
+            if folder.resolve() == _home() or (folder / DB_NAME).is_file():
+                return _home().joinpath(*parts[i:])
+            break
+    return path
+
+
+def _migrate(exercise: Exercise, data: dict[str, Any]) -> bool:
+    """Store an older release's absolute data-folder paths relative (see `_from_stored`);
+    True when something changed."""
+    changed = False
+    workspace = data.get("workspace")
+    if isinstance(workspace, str) and Path(workspace).is_absolute():
+        stored = _to_stored(_from_stored(workspace, exercise))
+        changed |= stored != workspace
+        data["workspace"] = stored
+    session = data.get("interview")
+    aside = session.get("moved_aside") if isinstance(session, dict) else None
+    if isinstance(session, dict) and isinstance(aside, str) and Path(aside).is_absolute():
+        stored = _to_stored(_from_stored(aside, exercise))
+        changed |= stored != aside
+        session["moved_aside"] = stored
+    return changed
+
+
 def _legacy_state(exercise: Exercise) -> dict[str, Any]:
     """An older release's state.json, read without following a symbolic link."""
     path = lab_dir(exercise) / "state.json"
@@ -98,7 +156,11 @@ def load_state(exercise: Exercise) -> dict[str, Any]:
         return {}  # an unreadable database: the defaults (the CLI says what is wrong with it)
     if data is None:  # nothing stored yet: an older release's file, once
         data = _legacy_state(exercise)
+        _migrate(exercise, data)
         with contextlib.suppress(ReadOnlyLabError):  # read-only: moved in on a later run
+            save_state(exercise, data)
+    elif _migrate(exercise, data):
+        with contextlib.suppress(ReadOnlyLabError):  # read-only: read the same way next time
             save_state(exercise, data)
     return data
 
@@ -144,8 +206,8 @@ def solution_path(exercise: Exercise, workspace: Path | None = None) -> Path:
     if workspace is not None:
         return workspace.expanduser().resolve() / exercise.workspace_file
     remembered = load_state(exercise).get("workspace")
-    if remembered:
-        return Path(remembered) / exercise.workspace_file
+    if isinstance(remembered, str) and remembered:
+        return _from_stored(remembered, exercise) / exercise.workspace_file
     return lab_dir(exercise) / exercise.workspace_file
 
 
@@ -157,7 +219,7 @@ def start(exercise: Exercise, workspace: Path | None = None,
     levels the learner actually opened (one file holds every level of an exercise)."""
     path = solution_path(exercise, workspace)
     state = load_state(exercise)
-    state["workspace"] = str(path.parent)
+    state["workspace"] = _to_stored(path.parent)
     opened = set(levels_started(exercise, state))
     opened.add(level if level is not None else exercise.level_numbers[0])
     state["levels_started"] = sorted(opened)
@@ -272,9 +334,22 @@ def interview(exercise: Exercise) -> Interview | None:
     if not isinstance(data, dict):
         return None
     try:
-        return Interview(**data)
+        session = Interview(**data)
     except TypeError:
         return None
+    if session.moved_aside:
+        session = replace(session, moved_aside=str(_from_stored(session.moved_aside, exercise)))
+    return session
+
+
+def _save_interview(exercise: Exercise, session: Interview) -> None:
+    """Remember the rehearsal (the file moved aside relative to the data folder)."""
+    state = load_state(exercise)
+    data = asdict(session)
+    if session.moved_aside:
+        data["moved_aside"] = _to_stored(session.moved_aside)
+    state["interview"] = data
+    save_state(exercise, state)
 
 
 def _backup_path(exercise: Exercise, path: Path, tag: str) -> Path:
@@ -308,11 +383,9 @@ def start_interview(exercise: Exercise, level: int, minutes: int = DEFAULT_INTER
         if previous is None:
             moved = str(aside)
     start(exercise, workspace, level)
-    state = load_state(exercise)
     session = Interview(level=level, started_at=time.time(), minutes=minutes, moved_aside=moved,
                         rebuild=rebuild)
-    state["interview"] = asdict(session)
-    save_state(exercise, state)
+    _save_interview(exercise, session)
     return path, session
 
 
@@ -323,9 +396,7 @@ def count_grading(exercise: Exercise, levels: list[int]) -> Interview | None:
     if session is None or session.level not in levels:
         return None
     session = replace(session, gradings=session.gradings + 1)
-    state = load_state(exercise)
-    state["interview"] = asdict(session)
-    save_state(exercise, state)
+    _save_interview(exercise, session)
     return session
 
 
@@ -344,9 +415,7 @@ def passed_interview(exercise: Exercise, session: Interview, now: float | None =
     if session.first_pass_s is not None:
         return session
     session = replace(session, first_pass_s=round(session.elapsed_s(now), 1))
-    state = load_state(exercise)
-    state["interview"] = asdict(session)
-    save_state(exercise, state)
+    _save_interview(exercise, session)
     return session
 
 

@@ -196,18 +196,6 @@ def prepare(exercise: Exercise, solution: Path, options: GradeOptions | None = N
                     options=shape)
 
 
-def import_behind(*modules: str) -> threading.Thread:
-    """Import `modules` on a thread (a failure shows when they are imported for real)."""
-    def work() -> None:
-        for name in modules:
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    return thread
-
-
 class Children:
     """The grading's side of its children (a base of `runner._Grading`): starting, adopting,
     calling and replacing the learner's child and the reference's timing child."""
