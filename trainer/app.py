@@ -268,7 +268,7 @@ class DojoApp(App[None]):
 
     def action_mock(self) -> None:
         """Resume the mock round left open, or start one (`dojo mock` headless)."""
-        from trainer.core.mock import new_round, resume
+        from trainer.core.mock import new_round, resume, resume_note
         from trainer.screens.mock import MockScreen
 
         if self.services is None:
@@ -276,9 +276,11 @@ class DojoApp(App[None]):
             return
         if not self.can_save():
             return
-        mock = resume(self.services.store)
+        mock = resume(self.services.store, self.services.now)
         if mock is None:
             mock = new_round(self.services, rng=self.services.rng)
+        else:
+            self.notify(resume_note(mock, self.services.day()), timeout=10)
         self.action_home()
         self.push_screen(MockScreen(mock))
 

@@ -75,7 +75,7 @@ class LevelRow:
     title: str
     level: int
     level_title: str
-    status: str  # not started | started | failing | passing
+    status: str  # not started | started | failing | passing | unavailable here: <why>
     best: str  # "best 38/38 cases, 3 attempts, best median_ratio 1.02 (cpu)" or ""
     back: str = ""  # "rebuild due" / "rebuild 2026-03-08" or ""
     gate: str = ""  # "median_ratio_max 1.5" or ""
@@ -107,6 +107,13 @@ def first_pass(session: Interview) -> str:
 
 
 # -- grade and record ------------------------------------------------------------------------
+
+def grades_here(host: str | None) -> bool:
+    """Whether a lab_host setting means grading on this machine (unset or "local")."""
+    from trainer.core.remote import is_local
+
+    return is_local(host)
+
 
 @dataclass
 class Graded:
@@ -264,11 +271,15 @@ class Lab:
         rows = []
         for ex in exercises:
             states = self.level_states(ex)
+            missing = ex.unavailable()
             for lvl in ex.levels:
                 status, summary = states[lvl.number]
+                figures = describe(summary)
+                if missing:
+                    status, figures = f"unavailable here: it {missing}", ""
                 gate = ", ".join(f"{k} {v:g}" for k, v in lvl.gate.items())
-                rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status,
-                                     describe(summary), back.get((ex.id, lvl.number), ""), gate))
+                rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures,
+                                     back.get((ex.id, lvl.number), ""), gate))
         return rows
 
     def catalogue(self) -> Catalogue:
@@ -370,26 +381,52 @@ class Lab:
         return self.state.statement(ex)
 
     # -- grade and record --
+    def grading_host(self, on: str | None) -> str | None:
+        """Where to grade: `--on HOST` ("local": here), else the lab_host setting of this
+        store (`trainer.core.remote.grading_host`). ValueError for a bad host name."""
+        from trainer.core.remote import grading_host
+
+        return grading_host(on, self.store)
+
     def grade(self, ex: Exercise, path: Path, levels: list[int] | None, device: str,
               seed: int | None, emit: Callable[[Event], None] | None,
-              models: dict[str, str] | None = None, prepared: Any = None) -> Graded:
+              models: dict[str, str] | None = None, prepared: Any = None,
+              host: Any = None) -> Graded:
         """Run the grader on `path`, recording the attempt (and the lab cards its passes
         create or grade) in this store, counting it in the interview rehearsal when it grades
         the rehearsal's file; `prepared`: a child started ahead by
-        `lab.grader.runner.prepare`."""
+        `lab.grader.runner.prepare`; `host`: an SSH host name or an open
+        `trainer.core.remote.RemoteSession` to grade on instead of here (raises `RemoteError`,
+        nothing recorded or counted, when that fails)."""
         from lab.grader.plan import GradeOptions
         from lab.workspace import interview_metrics
         from trainer.core.attempts import Recorder
 
         self.refresh()
         state = self.state
-        session = (state.count_grading(ex, levels or ex.level_numbers)
-                   if path.resolve() == state.solution_path(ex).resolve() else None)
+        rehearsal = path.resolve() == state.solution_path(ex).resolve()
+        levels_counted = levels or ex.level_numbers
         recorder = Recorder(self.store, self.error)
-        result = grade_recorded(ex, path, GradeOptions(
-            levels=levels, device=device, seed=seed, emit=emit, models=models,
-            attempt_metrics=interview_metrics(session) if session else None,
-            prepared=prepared), recorder)
+        if host is not None:
+            from trainer.core.remote import RemoteSession, grade_remote
+
+            link = host if isinstance(host, RemoteSession) else RemoteSession(host)
+            if link.hello is None:
+                link.open()  # a host that cannot grade is not a grading: nothing counted
+            session = state.count_grading(ex, levels_counted) if rehearsal else None
+            try:
+                result = grade_remote(link.host, ex, path, levels, device, seed,
+                                      emit or (lambda event: None), recorder,
+                                      interview_metrics(session) if session else None, link)
+            finally:
+                if link is not host:
+                    link.close()
+        else:
+            session = state.count_grading(ex, levels_counted) if rehearsal else None
+            result = grade_recorded(ex, path, GradeOptions(
+                levels=levels, device=device, seed=seed, emit=emit, models=models,
+                attempt_metrics=interview_metrics(session) if session else None,
+                prepared=prepared), recorder)
         self._read = False  # the attempts table has a new row
         if session is not None and any(lvl.passed for lvl in result.levels
                                        if lvl.level == session.level):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -453,20 +454,26 @@ class LabScreen(LabResultsScreen):
         bar = self.query_one(ProgressBar)
         self._clear_results(exercise, level, stored=False)
         self._signatures = {}
+        host = self._host()
+        on = f" on {host}" if host else ""
         self.query_one("#lab-results-title", Static).update(
-            f"{exercise} L{level}: grading…")
+            f"{exercise} L{level}: grading{on}…")
         bar.update(total=None, progress=0)
         bar.display = True
         self.last_summary = None
-        self.write_log(f"$ dojo lab grade {exercise} --level {level} --json")
+        self.write_log(f"$ dojo lab grade {exercise} --level {level} --json"
+                       + (f" --on {host}" if host else ""))
         self._proc = server = await self._grader()
         rc: int | None = None
+        error = ""  # the server's "Error: …" sentence (a host that could not grade)
         try:
             await server.send(ServeRequest(exercise, level))
             while (reply := await server.reply()) is not None:
                 if isinstance(reply, str):
                     if reply.strip():
                         self.write_log(reply)
+                    if reply.startswith("Error: "):
+                        error = reply.removeprefix("Error: ").strip()
                 elif isinstance(reply, Served):
                     rc = reply.rc
                     break
@@ -487,7 +494,12 @@ class LabScreen(LabResultsScreen):
         if rc is None:  # the server ended (crashed, killed): the next grading starts another
             rc = await server.wait()
             self._server = None
-        if self.last_summary is None:  # nothing was graded: the screen must not say it still is
+        if self.last_summary is None and error:  # e.g. the host could not grade: its sentence
+            self.query_one("#lab-results-title", Static).update(
+                Text(f"{exercise} L{level}: not graded — {error}"))
+            self.notify(error, severity="error", timeout=12)
+            bar.display = False
+        elif self.last_summary is None:  # nothing graded: the screen must not say it still is
             self.write_log(f"The grader exited with status {rc} without a summary.")
             self.query_one("#lab-results-title", Static).update(
                 f"{exercise} L{level}: not graded (the grader stopped: see the log below)")
@@ -498,6 +510,15 @@ class LabScreen(LabResultsScreen):
             self._prepared_for = (exercise, level)  # the server prepares its next grading
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
+
+    def _host(self) -> str | None:
+        """The lab_host setting (where `dojo lab serve` grades; None: here)."""
+        services = self.dojo.services
+        try:
+            host = services.store.settings().lab_host if services is not None else None
+        except Exception:
+            return None
+        return None if service.grades_here(host) else host
 
     async def _grader(self) -> GradingServer:
         """This screen's grading server (`dojo lab serve`), started on first use and kept: its
