@@ -149,6 +149,9 @@ def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> P
             exercise.level(n)
     except ExerciseError as exc:
         raise UsageError(str(exc)) from exc
+    missing = exercise.unavailable()
+    if missing:
+        raise UsageError(f"{exercise.id} cannot be graded here: it {missing}")
     if exercise.needs_torch and not exercise.needs_torch_for(chosen):
         exercise = dataclasses.replace(exercise, needs_torch=False)
     if not solution.is_file():
