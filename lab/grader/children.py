@@ -38,8 +38,8 @@ def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
         load_timeout_s=load_timeout_s or exercise.load_timeout_s,
         confine=confine,
         needs_torch=exercise.needs_torch,
-        gpu=device == "cuda",
         network=exercise.id in NETWORK_EXERCISES,
+        device=device,
     )
 
 
@@ -195,18 +195,6 @@ def prepare(exercise: Exercise, solution: Path, options: GradeOptions | None = N
     found, sandbox = learner_sandbox(plan.exercise, solution, guess, shape)
     return Prepared(key, found, sandbox, plan.exercise, plan.device, levels=plan.levels,
                     options=shape)
-
-
-def import_behind(*modules: str) -> threading.Thread:
-    """Import `modules` on a thread (a failure shows when they are imported for real)."""
-    def work() -> None:
-        for name in modules:
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    return thread
 
 
 class Children:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.grader import limits, protocol, root
+from lab.grader.api import DEVICE_VAR
 from lab.grader.signal_guard import TOKEN_VAR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -375,15 +376,15 @@ class Sandbox:
         load_timeout_s: float = 60.0,
         confine: bool = True,
         needs_torch: bool = False,
-        gpu: bool = False,
         network: bool = False,
+        device: str = "cpu",
     ) -> None:
         self.solution = solution.resolve()
         self.load = load
         self.confine = confine
         self.needs_torch = needs_torch
-        self.gpu = gpu
         self.network = network
+        self.device = device  # DOJO_LAB_DEVICE in the child: known before any import there
         self.mode = ""  # which confinement the child runs under (lab.grader.confine)
         self.lifeline = -1  # our end of the pipe whose closing ends the child's whole tree
         self.tmp_dir = ""  # the private temporary folder where Landlock confines the child
@@ -451,6 +452,7 @@ class Sandbox:
         env[TOKEN_VAR] = self.token
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env[DEVICE_VAR] = self.device  # e.g. a Triton drive interprets its kernels off CUDA
         env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
         env["TRANSFORMERS_OFFLINE"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(
@@ -501,7 +503,7 @@ class Sandbox:
         judge = [*self.load.get("reference_paths", []), *self.load.get("guarded_paths", [])]
         spec = root.build(allowed=dict(self.load.get("allowed", {})),
                           solution=str(self.solution), needs_torch=self.needs_torch,
-                          trusted=trusted, gpu=self.gpu, tmp_mb=self.shm_mb,
+                          trusted=trusted, gpu=self.device == "cuda", tmp_mb=self.shm_mb,
                           checkout=[str(REPO_ROOT), *map(str, _git_roots(REPO_ROOT))],
                           data=str(data_dir()), extra_read=judge if trusted else [])
         spec.tmp_dir = self.tmp_dir

@@ -45,10 +45,10 @@ def kv_bytes_per_token(config, dtype, tensor_parallel=1):
 APP = """
 import os, subprocess, sys, time
 from pathlib import Path
-from lab import workspace
 from lab.exercises import get
-from trainer.core.lab import SERVE_PARENT_VAR
-workspace.start(get('kv-bytes'), Path.cwd())  # the server grades this folder's file
+from tests import lab_state
+from trainer.core.lab_serve import SERVE_PARENT_VAR
+lab_state.start(get('kv-bytes'), Path.cwd())  # the server grades this folder's file
 server = subprocess.Popen([sys.executable, '-m', 'trainer', 'lab', 'serve'],
                           stdin=subprocess.PIPE, start_new_session=True,
                           env={**os.environ, SERVE_PARENT_VAR: str(os.getpid())})

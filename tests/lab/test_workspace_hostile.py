@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import workspace
 from lab.exercises import get
-from lab.workspace import WorkspaceFileError
+from lab.workspace import WorkspaceFileError, lab_dir
+from tests import lab_state as workspace
 
 EX = get("kv-bytes")
 
@@ -26,7 +26,7 @@ def ws(dojo_home: Path, tmp_path: Path) -> Path:
 
 
 def _backups() -> list[Path]:
-    folder = workspace.lab_dir(EX) / "backups"
+    folder = lab_dir(EX) / "backups"
     return sorted(folder.iterdir()) if folder.exists() else []
 
 
