@@ -442,6 +442,7 @@ class Sandbox:
     def _spawn(self) -> ChildReply:
         """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
+        self.mode, self.shared_mb, self.polls = "", 0.0, 0
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         # append mode: the child always writes at the end, whatever the grader does with the
@@ -613,10 +614,12 @@ class Sandbox:
                 f"your code started {threads} processes and threads, over the sandbox's limit "
                 f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
         shared = memfd_mb(tree)
-        with contextlib.suppress(OSError):  # the namespaces' private tmpfs (/tmp, /dev/shm)
-            st = os.statvfs(f"/proc/{pid}/root/tmp")
-            if self.mode.startswith("namespaces"):
-                shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
+        inner = self.proc is not None and pid != self.proc.pid  # hello received: its root
+        if inner and self.mode.startswith("namespaces"):
+            with contextlib.suppress(OSError):  # the namespaces' private tmpfs (/tmp, /dev/shm)
+                st = os.statvfs(f"/proc/{pid}/root/tmp")
+                if st.f_blocks * st.f_frsize <= (self.shm_mb + 1) << 20:  # that tmpfs, no other
+                    shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
         if self.tmp_dir and not self.mode.startswith("namespaces"):
             used = folder_mb(self.tmp_dir)
             if used > self.shm_mb:

@@ -18,7 +18,7 @@ FILE_LIMIT_MB = 64  # the largest file the learner's code may write (its workspa
 OPEN_FILES = 1024
 CPU_SECONDS = 3600  # CPU time of one child process, all requests together
 OUTPUT_LIMIT_BYTES = 4 << 20  # what the learner's code may print during one request
-MAX_PROCESSES = 256  # processes and threads in the learner's tree (counted by the grader)
+MAX_PROCESSES = 1024  # processes and threads in the learner's tree (counted by the grader)
 
 
 def apply() -> None:
