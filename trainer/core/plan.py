@@ -61,6 +61,13 @@ def _topic_order(bank: Bank) -> list[str]:
     return order
 
 
+def new_plan(interview: dt.date, minutes: int) -> Plan:
+    """A plan to an interview day with a daily study budget (`scheduler.plan.Plan`)."""
+    from scheduler.plan import Plan
+
+    return Plan(interview, minutes)
+
+
 def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> PlanReport:
     """The plan (if any) with its pace and feasibility, and every topic's readiness: recall
     predicted for the interview day's start (without a plan: for now)."""
