@@ -143,3 +143,27 @@ def test_a_solution_that_caches_its_answer_is_caught_on_its_timed_outputs() -> N
     assert_fails(_timed_demo(), SOLUTIONS / "timed" / "caches.py", 1,
                  match=r"^while timing \(a run with seed \d+\): expected", kind="wrong",
                  event_timing=True)
+
+
+def test_gpu_check_flags_a_reference_whose_self_timing_is_off() -> None:
+    """scripts/gpu_check.py: the reference timed against itself must measure a ratio near 1."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from tests.lab.conftest import HERE
+
+    spec = importlib.util.spec_from_file_location(
+        "gpu_check", HERE.parents[1] / "scripts" / "gpu_check.py")
+    assert spec is not None and spec.loader is not None
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+
+    def level(*ratios: float) -> SimpleNamespace:
+        return SimpleNamespace(results=[SimpleNamespace(
+            case=SimpleNamespace(timed=True), metrics={"median_ratio": r,
+                                                       "learner_sem_pct": 0.4})
+            for r in ratios])
+
+    assert gpu_check.self_timing(level(1.02)) == ("1.02 (0.4%)", False)
+    assert gpu_check.self_timing(level(0.98, 1.7)) == ("0.98 (0.4%), 1.70! (0.4%)", True)
+    assert gpu_check.self_timing(SimpleNamespace(results=[])) == ("-", False)
