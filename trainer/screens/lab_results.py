@@ -8,6 +8,8 @@ grading server; this part only turns events into rows and log lines.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.text import Text
@@ -44,6 +46,17 @@ class LabResultsScreen(DojoScreen):
         self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
         self.last_attempts: dict[tuple[str, int], Any] = {}  # stored, newest per level
         self._signatures: dict[str, int] = {}  # failures per signature in the level graded
+
+    @contextmanager
+    def lab(self) -> Iterator[service.Lab]:
+        """The lab through the app's store once it is open (one handle for the screen), else
+        through a store opened for this call."""
+        services = self.dojo.services
+        if services is None:
+            with service.Lab.open() as lab:
+                yield lab
+        else:
+            yield service.Lab(services.store, now=services.now)
 
     def write_log(self, line: str) -> None:
         """One line in the log, wrapped to its width (learner text: never markup)."""
@@ -146,8 +159,8 @@ class LabResultsScreen(DojoScreen):
     def _card_note(self, exercise: str, level: int) -> None:
         """After a pass: when the level's lab card comes back (the grader created or graded
         it, `lab.rebuild`)."""
-        services = self.dojo.services
-        note = service.card_note(services, exercise, level) if services is not None else None
+        with self.lab() as lab:
+            note = lab.card_note(exercise, level)
         if note:
             self.write_log(note)
 
