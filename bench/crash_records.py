@@ -32,11 +32,12 @@ GRADER = """
 import itertools, sys
 from pathlib import Path
 from types import SimpleNamespace as N
-from lab.grader.record import Recorder
+from trainer.core.attempts import Recorder
 from scheduler.store import Store
 
 db = Path(sys.argv[1])
-recorder = Recorder(lambda: Store.open(db, auto_backup=False))
+store = Store.open(db, auto_backup=False)
+recorder = Recorder(store)
 print("started", flush=True)
 for i in itertools.count():
     passed = i % 3 != 0

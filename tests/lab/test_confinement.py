@@ -300,10 +300,10 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
     state.tmp (and backups/, and the workspace file itself) as links to the database."""
     import sqlite3
 
-    from lab import workspace
     from lab.exercises import get
     from lab.grader.runner import GradeOptions, UsageError, grade
     from scheduler.store import Store
+    from tests import lab_state as workspace
 
     home = learner_dir / "home"
     monkeypatch.setenv("DOJO_HOME", str(home))
@@ -348,7 +348,7 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
     path.unlink()
     path.symlink_to(correct)
     with pytest.raises(UsageError, match="symbolic link"):
-        grade(ex, path, GradeOptions(levels=[1], store=False, device="cpu"))
+        grade(ex, path, GradeOptions(levels=[1], device="cpu"))
 
 
 # -- 5. timed inputs cannot be known ahead; the learner's whole tree is stopped and counted -----
