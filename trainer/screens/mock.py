@@ -137,12 +137,13 @@ class MockScreen(DojoScreen):
         self._show_feedback(skip(self.mock, self._services))
 
     def action_edit(self) -> None:
-        from trainer.core.lab import solution_file
+        from trainer.core.lab import Lab
 
         item = self.mock.current
         if item is None or item.kind != "lab":
             return
-        self.dojo.open_editor(self.dojo, solution_file(item.ref["exercise"]))
+        path = Lab(self._services.store).solution_file(item.ref["exercise"])
+        self.dojo.open_editor(self.dojo, path)
 
     def action_grade(self) -> None:
         self.grading = True
