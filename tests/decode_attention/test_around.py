@@ -58,10 +58,11 @@ def test_grading_refused_with_the_reason_when_triton_is_missing(no_triton: None,
 
 
 @pytest.mark.slow
-def test_catalogue_row_says_unavailable(no_triton: None) -> None:
-    from trainer.core.lab import catalogue
+def test_catalogue_row_says_unavailable(no_triton: None, dojo_home: Any) -> None:
+    from trainer.core.lab import Lab
 
-    rows = [r for r in catalogue().rows if r.exercise == "decode-attention"]
+    with Lab.open() as lab:
+        rows = [r for r in lab.catalogue().rows if r.exercise == "decode-attention"]
     assert rows and all(r.status.startswith("unavailable here: it needs triton") for r in rows)
 
 
