@@ -34,6 +34,7 @@ def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
         data_limit=device == "cpu",
         load_timeout_s=load_timeout_s or exercise.load_timeout_s,
         confine=confine,
+        device=device,
     )
 
 

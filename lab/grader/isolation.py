@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.grader import protocol
+from lab.grader.api import DEVICE_VAR
 from lab.grader.signal_guard import TOKEN_VAR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +52,10 @@ class ChildReply:
     elapsed_s: float = 0.0  # round trip measured here, from sending the request to the reply
     cpu_s: float = 0.0  # CPU time the kernel charged the child meanwhile (see `cpu_s`)
     values: list[Any] = field(default_factory=list)
+    # a "timed" request (lab.grader.gpu_timing): per-call seconds on the device's clock and
+    # the seeds those calls used, as the child reported them (checked by the grader)
+    times: list[Any] = field(default_factory=list)
+    seeds: list[Any] = field(default_factory=list)
 
     @property
     def child_lost(self) -> bool:
@@ -326,11 +331,13 @@ class Sandbox:
         load_timeout_s: float = 60.0,
         hide: list[str] | None = None,
         confine: bool = True,
+        device: str = "cpu",
     ) -> None:
         self.solution = solution.resolve()
         self.load = load
         self.hide = hide or []
         self.confine = confine
+        self.device = device  # DOJO_LAB_DEVICE in the child: known before any import there
         self.pid = 0  # the process running the learner's code (inside the namespace, if any)
         self.missing: list[str] = []  # protections the child could not set up
         self.module_name = module_name
@@ -393,6 +400,7 @@ class Sandbox:
         env[TOKEN_VAR] = self.token
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env[DEVICE_VAR] = self.device  # e.g. a Triton drive interprets its kernels off CUDA
         env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
         env["TRANSFORMERS_OFFLINE"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(
@@ -594,6 +602,8 @@ class Sandbox:
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],
+                times=reply["times"] if isinstance(reply.get("times"), list) else [],
+                seeds=reply["seeds"] if isinstance(reply.get("seeds"), list) else [],
             )
         outcome.output = self._output()
         return outcome

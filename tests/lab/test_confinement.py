@@ -300,10 +300,10 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
     state.tmp (and backups/, and the workspace file itself) as links to the database."""
     import sqlite3
 
-    from lab import workspace
     from lab.exercises import get
     from lab.grader.runner import GradeOptions, UsageError, grade
     from scheduler.store import Store
+    from tests import lab_state as workspace
 
     home = learner_dir / "home"
     monkeypatch.setenv("DOJO_HOME", str(home))

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from lab.exercises import get, load_exercise
-from lab.grader.runner import GradeOptions
 from lab.grader.testing import assert_fails, assert_passes, confined, grade_file
 from tests.lab.conftest import HERE, ROOT, SOLUTIONS
 
@@ -253,11 +252,10 @@ def test_the_database_and_state_json_cannot_be_written(
         "    errors.append(type(e).__name__)\n"
         f"open({str(tmp_path / 'errors.txt')!r}, 'w').write(repr(errors))\n"
     ))
-    from trainer.core.attempts import Recorder
-    from trainer.core.lab import grade_recorded
+    from trainer.core.lab import Lab
 
-    result = grade_recorded(get("kv-bytes"), path, GradeOptions(levels=[1], seed=1, device="cpu"),
-                            Recorder())
+    with Lab.open() as lab:
+        result = lab.grade(get("kv-bytes"), path, [1], "cpu", 1, None).result
     summary = result.events[-1]
     assert not result.passed and getattr(summary, "stored", False)
     assert len(eval((tmp_path / "errors.txt").read_text())) == 2

@@ -144,13 +144,20 @@ def answer(text: tuple[str, ...]) -> None:
 @mock.command()
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True)
-def grade(device: str) -> None:
+@click.option("--on", "on", metavar="HOST", help="Grade on this SSH host (default: the "
+              "lab_host setting; `--on local` grades here).")
+def grade(device: str, on: str | None) -> None:
     """Grade the lab part once (it ends the part) and put your own file back."""
     from trainer.core.mock import grade_lab
+    from trainer.core.remote import RemoteError
 
     with _services() as services:
         current = _open_round(services)
-        _after(grade_lab(current, services, device=device), current, services)
+        try:
+            feedback = grade_lab(current, services, device=device, on=on)
+        except (RemoteError, ValueError) as exc:
+            raise click.ClickException(f"{exc} The lab part stays open.") from exc
+        _after(feedback, current, services)
 
 
 @mock.command()

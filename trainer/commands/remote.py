@@ -141,7 +141,7 @@ def serve() -> None:
     """Run on the host by `dojo lab grade --on`: a hello line, then one grading per request
     line (the events of `dojo lab grade --json`, then {"event": "served", "rc": N}); nothing is
     recorded here. Ends at the end of input, stopping a grading in progress."""
-    from trainer.core.lab import Served
+    from trainer.core.lab_serve import Served
     from trainer.core.remote import Hello, dojo_version
 
     lines, eof = _stdin_lines()
