@@ -256,7 +256,8 @@ def _setup(
     try:
         if level is not None:
             ex.level(level)
-        models = check_models(ex, wanted)
+        checked = check_models(ex, wanted, [level] if level is not None else None)
+        models = {role: str(c.folder) for role, c in checked.items()}
     except (ExerciseError, UsageError) as exc:
         _usage_error(str(exc))
     return ex, path, [level] if level is not None else None, models

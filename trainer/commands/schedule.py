@@ -162,9 +162,9 @@ def stats(days: int, as_json: bool) -> None:
     """Show streak, answers per day, true retention, per-topic accuracy, forecast, your
     recurring mistakes and your interview-rehearsal times per lab level.
 
-    True retention counts the first answer of the day on mature cards (interval of at
-    least 21 days); per-topic accuracy counts scheduled answers only, and says how many
-    were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
+    True retention counts scheduled reviews only (never re-drill or cram) of mature cards
+    (interval of at least 21 days); per-topic accuracy counts scheduled answers only, and
+    says how many were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
     distractors you answered most over the last 30 days.
     """
     from trainer.core.bank import load_study_bank
@@ -193,9 +193,13 @@ def stats(days: int, as_json: bool) -> None:
         f"(today {list(per_day.values())[-1]})"
         + (f"; {report.overridden} counted right after a typo" if report.overridden else "")
     )
+    from trainer.core.stats import PREDICTED_RECALL_MEANS, TRUE_RETENTION_MEANS
+
     click.echo(
         f"True retention ({days} d, mature cards): {_pct(retention.rate)} of {retention.total}"
-    )
+        f" ({TRUE_RETENTION_MEANS})")
+    click.echo(f"Predicted recall now: {_pct(report.predicted_recall)} "
+               f"({PREDICTED_RECALL_MEANS})")
     if report.topics:
         click.echo("Accuracy by topic:")
         for topic, acc in report.topics.items():
