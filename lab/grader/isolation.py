@@ -52,6 +52,10 @@ class ChildReply:
     elapsed_s: float = 0.0  # round trip measured here, from sending the request to the reply
     cpu_s: float = 0.0  # CPU time the kernel charged the child meanwhile (see `cpu_s`)
     values: list[Any] = field(default_factory=list)
+    # a "timed" request (lab.grader.gpu_timing): per-call seconds on the device's clock and
+    # the seeds those calls used, as the child reported them (checked by the grader)
+    times: list[Any] = field(default_factory=list)
+    seeds: list[Any] = field(default_factory=list)
 
     @property
     def child_lost(self) -> bool:
@@ -598,6 +602,8 @@ class Sandbox:
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],
+                times=reply["times"] if isinstance(reply.get("times"), list) else [],
+                seeds=reply["seeds"] if isinstance(reply.get("seeds"), list) else [],
             )
         outcome.output = self._output()
         return outcome
