@@ -53,6 +53,10 @@ class ChildReply:
     elapsed_s: float = 0.0  # round trip measured here, from sending the request to the reply
     cpu_s: float = 0.0  # CPU time the kernel charged the child meanwhile (see `cpu_s`)
     values: list[Any] = field(default_factory=list)
+    # a "timed" request (lab.grader.gpu_timing): per-call seconds on the device's clock and
+    # the seeds those calls used, as the child reported them (checked by the grader)
+    times: list[Any] = field(default_factory=list)
+    seeds: list[Any] = field(default_factory=list)
 
     @property
     def child_lost(self) -> bool:
@@ -497,8 +501,6 @@ class Sandbox:
 
     def root_spec(self) -> root.RootSpec:
         """What the child may see (`lab.grader.root`): the runtime its load message allows."""
-        from scheduler.paths import data_dir
-
         trusted = bool(self.load.get("trusted"))
         # the grader's own reference child sees the reference and the exercise's package too
         judge = [*self.load.get("reference_paths", []), *self.load.get("guarded_paths", [])]
@@ -506,7 +508,7 @@ class Sandbox:
                           solution=str(self.solution), needs_torch=self.needs_torch,
                           trusted=trusted, gpu=self.device == "cuda", tmp_mb=self.shm_mb,
                           checkout=[str(REPO_ROOT), *map(str, _git_roots(REPO_ROOT))],
-                          data=str(data_dir()), extra_read=judge if trusted else [])
+                          data=root.data_folder(), extra_read=judge if trusted else [])
         spec.tmp_dir = self.tmp_dir
         return spec
 
@@ -732,6 +734,8 @@ class Sandbox:
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],
+                times=reply["times"] if isinstance(reply.get("times"), list) else [],
+                seeds=reply["seeds"] if isinstance(reply.get("seeds"), list) else [],
             )
         outcome.output = self._output()
         return outcome

@@ -79,6 +79,9 @@ class GradeOptions:
     confine: bool | None = None
     attempt_metrics: dict[str, float] | None = None
     prepared: Prepared | None = field(default=None, compare=False)
+    # time on the device's clock as GPU graders do (lab.grader.gpu_timing); None: on CUDA only
+    # (True on the CPU runs the same logic with its stand-in clock: tests)
+    event_timing: bool | None = None
 
 
 def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int],

@@ -58,6 +58,13 @@ class RootSpec:
         return cls(**data)
 
 
+def data_folder() -> str:
+    """Where the learner's data (the database) lives, without asking the scheduler (the judge
+    never reaches the store): DOJO_HOME, else the home folder, which holds the platform's
+    default data folder."""
+    return os.environ.get("DOJO_HOME") or os.path.expanduser("~")
+
+
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -236,7 +243,9 @@ def build(*, allowed: dict[str, str | None], solution: str, needs_torch: bool, t
     workspace = os.path.dirname(solution)
     checkout = [os.path.realpath(p) for p in checkout]
     data = os.path.realpath(data)
-    excluded = excluded_paths([*checkout, data])
+    # left out of the system folders (a data folder under /usr or /srv); not the home folder,
+    # which may hold the interpreter itself (pyenv)
+    excluded = excluded_paths([*checkout, *([] if data == os.path.expanduser("~") else [data])])
     spec = RootSpec(tmp_mb=tmp_mb, gpu=gpu)
     read: list[str] = []
     for path in SYSTEM:

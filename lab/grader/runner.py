@@ -71,6 +71,8 @@ class _Grading(Measuring):
         self.seed = seed
         self.emit = emit
         self.timing_repeats = options.timing_repeats or exercise.timing_repeats
+        self.event_timing = (device == "cuda" if options.event_timing is None
+                             else options.event_timing)
         self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
                               model_paths={**(exercise.model_paths or {}),
                                            **(model_paths or {})} or None)

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from lab.grader import codec, confine, limits, protocol, signal_guard
+from lab.grader import codec, confine, gpu_timing, limits, protocol, signal_guard
 from lab.grader.api import case_from_wire, ctx_from_wire, warm_drive
 from lab.grader.root import RootSpec
 from lab.grader.timing import synchronize
@@ -177,6 +177,7 @@ class Child:
         self.solution: ModuleType | None = None
         self.solution_file: str | None = None
         self.located: dict[int, tuple[ModuleType, str, str]] = {}
+        self.flush: gpu_timing.L2Flush | None = None  # written between timed calls
 
     def error(self, exc: BaseException) -> dict[str, Any]:
         tb = trim_traceback(exc, self.solution_file)
@@ -261,12 +262,29 @@ class Child:
             return {"ok": True, "values": values}
         return {"ok": True, "value": values[0]}
 
+    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Time the case on the device's own clock (`lab.grader.gpu_timing`: warm-up, L2
+        flush, CUDA events, the stop rule); every timed call's output comes back."""
+        case, ctx = case_from_wire(msg["case"]), msg["ctx"]
+        device = str(ctx["device"])
+        nbytes = int(msg["flush_bytes"])
+        if self.flush is None or self.flush.nbytes != nbytes:
+            self.flush = gpu_timing.L2Flush(device, nbytes)
+        clock = gpu_timing.CudaClock() if device == "cuda" else gpu_timing.CpuClock()
+
+        def call(seed: int) -> Any:
+            return self.drive.run(self.solution, case, ctx_from_wire({**ctx, "seed": seed}))
+
+        return gpu_timing.timed_calls(call, [int(s) for s in msg["seeds"]], int(msg["warmup"]),
+                                      clock, self.flush,
+                                      gpu_timing.StopRule.from_wire(msg["rule"])).to_reply()
+
     def handle(self, msg: dict[str, Any]) -> bytes:
         """Answer one request; returns the encoded frame (a value that cannot be sent becomes
         an error reply that says why)."""
         op = msg.get("op")
         handler = {"warm": self.warm, "load": self.load, "run": self.calls,
-                   "batch": self.calls}.get(str(op))
+                   "batch": self.calls, "timed": self.timed}.get(str(op))
         if handler is None:
             reply: dict[str, Any] = {"ok": False, "kind": "protocol",
                                      "message": f"unknown op {op!r}"}

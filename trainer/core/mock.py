@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from questions.wording import plural
+from trainer.core.text import answer_wanted
 
 if TYPE_CHECKING:
     from questions.bank import Bank
@@ -334,8 +335,8 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
             done = f"\n{done}" if done else ""
             unit = inst.steps[step].question.unit
             return View(head, f"{inst.prompt}{done}\n\nStep {step + 1} of {len(inst.steps)}: "
-                        f"{inst.steps[step].prompt}", f"a number{_in(unit)}")
-        return View(head, inst.prompt, f"a number{_in(inst.question.unit)}")
+                        f"{inst.steps[step].prompt}", answer_wanted(unit))
+        return View(head, inst.prompt, answer_wanted(inst.question.unit))
     if item.kind == "sim":
         from lab.sims import SIMS
         from lab.sims.decisions import decision
@@ -370,10 +371,6 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
                 f"{lab.statement(ex)}",
                 "edit the file, then grade (once: the part ends with it)",
                 path=str(lab.state.solution_path(ex)))
-
-
-def _in(unit: str) -> str:
-    return f" in {unit}" if unit else ""
 
 
 def _revealed(step: Instance) -> str:

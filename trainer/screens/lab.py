@@ -44,15 +44,10 @@ def lab_command(app: DojoApp) -> list[str]:
 
 
 PREPARE_AFTER_S = 1.0  # a selection held this long starts the grading child ahead
-LIST_TEXT_WIDTH = 22  # inside #lab-list: #lab-left width 28 less border, padding, scrollbar
-
-
 def _option_label(mark: str, row: LevelRow) -> str:
-    """One line per level: mark, exercise, level, and as much of the title as fits (no wrap)."""
-    head = f"{row.exercise} L{row.level}"
-    room = LIST_TEXT_WIDTH - len(head) - 3
-    title = row.level_title if len(row.level_title) <= room else row.level_title[: room - 1] + "…"
-    return f"{mark} {head} [dim]{escape(title)}[/]" if room > 1 else f"{mark} {head}"
+    """Mark, exercise and level, then the level's title: wrapped in the list's width, never cut
+    (at 60 and 80 columns the titles lost their ends)."""
+    return f"{mark} {row.exercise} L{row.level} [dim]{escape(row.level_title)}[/]"
 
 
 class TaskScreen(NoteScreen):

@@ -43,8 +43,10 @@ class MockScreen(DojoScreen):
         yield Static("", id="mock-title", classes="titlebar")
         with VerticalScroll(id="mock-body"):
             yield Static("", id="mock-head")
-            yield Static("", id="mock-prompt")
+            # The last part's result above what comes next: the lab's verdict stays in view
+            # above the round's report (it was below the fold at 80x24).
             yield Static("", id="mock-feedback")
+            yield Static("", id="mock-prompt")
         yield Input(id="mock-input")
         yield KeyBar()
 
