@@ -235,6 +235,7 @@ def setup(host: str, cpu_only: bool) -> None:
     from trainer.core.remote_setup import setup_host
 
     try:
-        setup_host(host, click.echo, cpu_only=cpu_only)
+        setup_host(host, click.echo, cpu_only=cpu_only,
+                   terminal=sys.stdin.isatty() and sys.stdout.isatty())
     except (RemoteError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
