@@ -57,6 +57,7 @@ def test_check_and_setup_say_why_a_host_cannot_be_reached(
     assert not (tmp_path / "fresh").exists()  # nothing written before Python was found
 
 
+@pytest.mark.slow  # gzips the 18 MB tree (the shipped models included)
 def test_setup_copies_the_source_without_caches_and_picks_torch_by_the_gpu() -> None:
     with tarfile.open(fileobj=io.BytesIO(source_archive(REPO)), mode="r:gz") as tar:
         names = set(tar.getnames())
