@@ -40,9 +40,8 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
 
     Example: dojo plan --interview 2026-12-21 --minutes 45
     """
-    from scheduler.plan import Plan
     from trainer.core.bank import load_study_bank, sync_bank
-    from trainer.core.plan import plan_lines, plan_report
+    from trainer.core.plan import new_plan, plan_lines, plan_report
 
     if clear and (interview or minutes):
         raise click.UsageError("--clear takes no --interview or --minutes")
@@ -58,7 +57,7 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
             budget = minutes or (current.minutes if current else DEFAULT_MINUTES)
             if day <= _read(store.study_day):
                 raise click.BadParameter(f"{day} is not after today", param_hint="--interview")
-            _read(lambda: store.set_plan(Plan(day, budget)))
+            _read(lambda: store.set_plan(new_plan(day, budget)))
         try:
             bank = load_study_bank()
         except Exception as exc:  # the plan is made of the bank's topics

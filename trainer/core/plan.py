@@ -78,6 +78,13 @@ def _topic_order(bank: Bank) -> list[str]:
     return order
 
 
+def new_plan(interview: dt.date, minutes: int) -> Plan:
+    """A plan to an interview day with a daily study budget (`scheduler.plan.Plan`)."""
+    from scheduler.plan import Plan
+
+    return Plan(interview, minutes)
+
+
 def _budgets(minutes: int, need: int) -> list[int]:
     """A few daily budgets around the plan's: half, the plan's, 1.5x, 2x, and what fits."""
     out = {minutes, need}
