@@ -30,7 +30,7 @@ def coverage(store: Store, bank: Bank, now: dt.datetime | None = None) -> list[C
     from scheduler.days import utc_now
     from scheduler.readiness import FSRS_PARAMETERS_KEY, answers_by_card, card_recall
 
-    items = load_syllabus(list(bank.questions))
+    items = load_syllabus(list(bank.questions), strict=False)
     at = (now or utc_now()).astimezone(dt.UTC)
     introduced = {c.question_id for c in store.cards() if not c.is_new and not c.retired}
     reviews = store.export_history()["reviews"]

@@ -42,6 +42,7 @@ class LabResultsScreen(DojoScreen):
     def __init__(self) -> None:
         super().__init__()
         self.last_summary: Summary | None = None
+        self._gpu = ""  # the GPU a grading runs on ("graded on cuda — NVIDIA H100 at gpu-box")
         self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
         self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
         self.last_attempts: dict[tuple[str, int], Any] = {}  # stored, newest per level
@@ -103,6 +104,7 @@ class LabResultsScreen(DojoScreen):
     def _on_event(self, ev: Event, table: DataTable[str | Text], bar: ProgressBar) -> None:
         title = self.query_one("#lab-results-title", Static)
         if isinstance(ev, RunStarted):
+            self._gpu = ev.device_note if ev.device == "cuda" else ""  # the card's name
             self.write_log(
                 f"Grading {ev.exercise} on {ev.device}"
                 f"{' (' + str(ev.device_note) + ')' if ev.device_note else ''}"
@@ -146,7 +148,7 @@ class LabResultsScreen(DojoScreen):
         self.write_log(
             ("All required cases pass." if ev.passed else "Some required cases fail.")
             + f" ({ev.duration_s:.1f} s, graded on {ev.device}"
-            f"{' at ' + ev.host if ev.host else ''})"
+            f"{' — ' + self._gpu if self._gpu else ''}{' at ' + ev.host if ev.host else ''})"
         )
         step = next_step(ev, key="n")
         if step:
