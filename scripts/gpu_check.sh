@@ -35,7 +35,10 @@ step() {  # step NAME SECONDS COMMAND...: run it with a time limit, remember its
     [ "$rc" = 0 ] || status=1
     table+=("$(printf '%-44s %-18s %5s s' "$name" "$verdict" "$(( $(date +%s) - start ))")")
 }
-step "references graded on cuda" 200 $PY scripts/gpu_check.py --skip tensor-parallel
+step "references graded on cuda" 200 $PY scripts/gpu_check.py --skip tensor-parallel \
+    --skip decode-attention
+step "decode-attention graded on cuda (Triton)" 90 \
+    $PY scripts/gpu_check.py --exercise decode-attention
 step "tensor-parallel graded on cuda" 100 $PY scripts/gpu_check.py --exercise tensor-parallel
 step "bench/spec_decode.py --device cuda" 55 $PY bench/spec_decode.py --device cuda --repeats 3
 step "bench/batch_engine.py --device cuda" 55 $PY bench/batch_engine.py --device cuda --quick
@@ -43,6 +46,7 @@ step "bench/tensor_parallel.py --device cuda" 55 \
     $PY bench/tensor_parallel.py --device cuda --worlds 1,2 --repeats 1
 step "bench/sampling.py --device cuda" 55 $PY bench/sampling.py --device cuda --quick
 step "bench/paged_kv.py --device cuda" 55 $PY bench/paged_kv.py --device cuda
+step "bench/decode_attention.py --device cuda" 45 $PY bench/decode_attention.py --device cuda
 echo
 echo "== gpu_check on $($PY -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device")' 2>/dev/null)"
 printf '%-44s %-18s %7s\n' step verdict time

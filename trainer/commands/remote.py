@@ -71,7 +71,7 @@ class _Server:
     """The host's side of one connection: grade each request, record nothing."""
 
     def __init__(self, eof: threading.Event) -> None:
-        from scheduler.paths import data_dir
+        from trainer.core.store import data_dir
 
         self.eof = eof
         self.data = data_dir()
@@ -172,8 +172,8 @@ def serve() -> None:
 
 def _probe() -> dict[str, Any]:
     """What this install offers: versions, devices, sandbox protections, disk."""
-    from scheduler.paths import data_dir
     from trainer.core.remote import dojo_version
+    from trainer.core.store import data_dir
 
     info: dict[str, Any] = {"version": dojo_version(), "python": platform.python_version(),
                             "platform": platform.platform(terse=True)}

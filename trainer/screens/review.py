@@ -297,7 +297,7 @@ class ReviewScreen(DojoScreen):
 
     def _written(self, future: Future[Any]) -> None:
         """Runs on the writer thread: report a failed write on the UI thread."""
-        from scheduler.errors import (
+        from trainer.core.errors import (
             AnsweredElsewhereError,
             DiskFullError,
             ReadOnlyDatabaseError,
