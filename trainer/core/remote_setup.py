@@ -123,8 +123,8 @@ def copy_script() -> str:
 
 def install_script(cpu_only: bool) -> str:
     """The host's install: $R/venv, torch (the CUDA build where nvidia-smi lists a GPU, else
-    the CPU build, or PyPI's default where PyTorch's own index cannot be reached), then Dojo from $R/src (reinstalled, so a re-run upgrades it); pip's own
-    progress is shown."""
+    the CPU build, or PyPI's default where PyTorch's own index cannot be reached), then Dojo
+    from $R/src (reinstalled, so a re-run upgrades it); pip's own progress is shown."""
     root, python = remote_root(), shlex.quote(remote_python())
     torch_index = ("https://download.pytorch.org/whl/cpu" if cpu_only else "")
     pip = '"$R/venv/bin/python" -m pip install --progress-bar on'
