@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from lab.exercises.spec_verify import inputs
-from lab.exercises.spec_verify.lm import CausalLM, Ledger
+from lab.exercises.spec_verify.lm import CausalLM, Ledger, vocab_of
 from lab.exercises.untouched import changed, keep
 from lab.grader.api import Case, RunContext
 
@@ -181,7 +181,7 @@ def _level4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
     if kind == "timed":  # each call (its own ctx.seed) extends the prompt by 3 drawn tokens:
         # no two timed calls ask the same question, so no answer can be replayed from a cache
         extra = random.Random(ctx.seed)
-        vocab = int(target.config.vocab_size)
+        vocab = vocab_of(target)
         prompt = [*prompt, *(extra.randrange(vocab) for _ in range(3))]
         return call(None)
     if kind == "greedy":
