@@ -41,6 +41,7 @@ BROKEN_CASES = [
     ("stop_kept_in_text", 4, r"the text must end just before the earliest stop string"),
     ("processed_logprobs", 4, r"the model's raw log-softmax, before penalties"),
     ("one_generator", 4, r"token \d+ differs: .* one draw from the request's own generator"),
+    ("minp_before_topp", 1, r"min-p ran before top-p: the order is top-k, top-p, then min-p"),
     ("topp_strict_threshold", 1, r"top-p's cut compared with < : an id whose ascending "
                                  r"cumulative mass equals 1 - top_p exactly is dropped too"),
     ("row_in_place", 1, r"process_logits changed its caller's input in place: logits\. The "
