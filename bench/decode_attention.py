@@ -76,7 +76,7 @@ def cuda(levels: list[int]) -> None:
     reference = importlib.import_module(grading.REFERENCE)
     for level in [n for n in levels if n > 1]:
         case = next(c for c in grading.cases(level, 0) if c.params["kind"] == "speed")
-        got = gpu_timing.measure(reference, case.params, 0)
+        got = gpu_timing.measure(reference, case.params)
         verdict = speed.check(case, got, speed.expected(case, "cuda"))
         print(f"L{level} {case.id}: {'ok' if verdict.passed else 'FAILED'} — {verdict.message}")
     del drive

@@ -28,6 +28,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,57 @@ class ReadOnlyLabError(OSError):
 
 
 READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+# the largest workspace file the app copies (a solution is kilobytes; graded code may have
+# written anything there: a 3 GB sparse file copied whole would write 3 GB)
+MAX_COPY_BYTES = 16 << 20
+
+
+class WorkspaceFileError(OSError):
+    """A file in the workspace the app will not copy or move: not a regular file (a named
+    pipe, a device, a socket, a link), or too big. The message names it and says why."""
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Open a workspace file for reading as the app: never through a link, never blocking on
+    a named pipe, only a regular file of at most MAX_COPY_BYTES (its size and the blocks it
+    holds on disk both count: a sparse file is refused too)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WorkspaceFileError(errno.ELOOP, f"{path} is a symbolic link: the app copies "
+                                     "only the file itself, never what a link points to",
+                                     str(path)) from exc
+        raise
+    st = os.fstat(fd)
+    kinds = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device",
+             stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket",
+             stat.S_IFDIR: "a folder"}
+    kind = kinds.get(stat.S_IFMT(st.st_mode))
+    size = max(st.st_size, st.st_blocks * 512)
+    if kind is not None or size > MAX_COPY_BYTES:
+        os.close(fd)
+        why = (f"is {kind}, not a file" if kind is not None
+               else f"is {size / 1e6:.1f} MB, over the {MAX_COPY_BYTES >> 20} MiB the app "
+                    "copies (a solution file is a few kilobytes)")
+        raise WorkspaceFileError(errno.EINVAL, f"{path} {why}: move it away (or delete it) "
+                                 "and try again", str(path))
+    return fd, st
+
+
+def _move(source: Path, target: Path) -> None:
+    """Move a workspace file: a rename where both are on one file system, else a checked copy
+    (`_replace_file`: a regular file of bounded size, never through a link) and the source
+    removed."""
+    os.close(_open_regular(source)[0])  # checked first: a pipe or a huge file is refused
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        _replace_file(source, target, metadata=True)
+        source.unlink()
 
 
 @contextmanager
@@ -147,11 +199,14 @@ def _legacy_state(exercise: Exercise) -> dict[str, Any]:
 def _replace_file(source: Path, target: Path, *, metadata: bool = False) -> None:
     """Copy `source` to `target` without writing through a link: a symbolic link at `target`
     is removed first, and the file is opened with O_NOFOLLOW."""
-    if target.is_symlink():
-        target.unlink()
+    fd, st = _open_regular(source)
+    with os.fdopen(fd, "rb") as src:
+        data = src.read(st.st_size)  # what it held when opened, never more
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        target.unlink()  # a link, a pipe or a device planted where the app writes
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    with open(source, "rb") as src, os.fdopen(os.open(target, flags, 0o644), "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    with os.fdopen(os.open(target, flags, 0o644), "wb") as dst:
+        dst.write(data)
     if metadata:
         with contextlib.suppress(OSError):
             shutil.copystat(source, target)
@@ -329,13 +384,17 @@ class LabState:
         return path, True
 
     def reset(self, exercise: Exercise, workspace: Path | None = None) -> tuple[Path, Path | None]:
-        """Back the current file up under `backups/`, then put a fresh stub in its place."""
+        """Back the current file up under `backups/`, then put a fresh stub in its place (what
+        is not a regular file of a sane size is replaced without a backup: `_open_regular`)."""
         path = self.solution_path(exercise, workspace)
         backup: Path | None = None
-        if path.exists():
+        if path.exists() or path.is_symlink():
             backup = _backup_path(exercise, path, "")
-            with _writing(backup.parent):
-                _replace_file(path, backup, metadata=True)
+            try:
+                with _writing(backup.parent):
+                    _replace_file(path, backup, metadata=True)
+            except WorkspaceFileError:
+                backup = None  # a pipe, a device, a link or a huge file: nothing worth keeping
         with _writing(path.parent):
             path.parent.mkdir(parents=True, exist_ok=True)
             _replace_file(exercise.stub_path, path)
@@ -406,7 +465,7 @@ class LabState:
         moved: str | None = previous.moved_aside if previous is not None else None
         if path.exists():
             aside = _backup_path(exercise, path, "interview-" if previous else "before-interview-")
-            shutil.move(str(path), aside)
+            _move(path, aside)
             if previous is None:
                 moved = str(aside)
         self.start(exercise, workspace, level)
@@ -445,7 +504,7 @@ class LabState:
         kept: Path | None = None
         if path.exists():
             kept = _backup_path(exercise, path, "interview-")
-            shutil.move(str(path), kept)
+            _move(path, kept)
         if session.moved_aside and Path(session.moved_aside).exists():
             _replace_file(Path(session.moved_aside), path, metadata=True)
         else:

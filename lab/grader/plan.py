@@ -56,13 +56,14 @@ class GradeOptions:
 
     `cancel` (e.g. `threading.Event().is_set`) is polled every few milliseconds; once it returns
     True the child is killed and `lab.grader.isolation.Cancelled` is raised (no summary event,
-    nothing stored). `confine=False` skips the namespaces (tests of the fallback path use it);
-    the default is on unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a
-    machine where they get in the way). Nothing is stored here: the lab service
-    (`trainer.core.lab.grade_recorded`) records the result. `attempt_metrics` (e.g. an
-    interview rehearsal's clock) travel on the result, for the recorder to store with every
-    graded level's figures. `prepared`: a child started ahead by `prepare()`, adopted when
-    nothing that shapes it differs."""
+    nothing stored). `confine=False` runs the learner's code without a sandbox, at the
+    learner's request (`dojo lab grade --unconfined`, or DOJO_LAB_NO_CONFINE=1 in the
+    environment): the grading says so and the attempt records `unconfined`. Confined is the
+    default, and where no confinement can be had the grading refuses to run. Nothing is stored
+    here: the lab service (`trainer.core.lab.grade_recorded`) records the result.
+    `attempt_metrics` (e.g. an interview rehearsal's clock) travel on the result, for the
+    recorder to store with every graded level's figures. `prepared`: a child started ahead by
+    `prepare()`, adopted when nothing that shapes it differs."""
 
     levels: list[int] | None = None
     device: str = "auto"

@@ -394,7 +394,10 @@ def grade(exercise: Exercise, solution: Path,
         gc.unfreeze()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
-                         events=written, attempt_metrics=dict(options.attempt_metrics or {}))
+                         events=written, attempt_metrics={
+                             **(options.attempt_metrics or {}),
+                             # a grading the learner chose to run without a sandbox says so
+                             **({} if plan.confine else {"unconfined": 1.0})})
     write_event(events.Summary(
         exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},

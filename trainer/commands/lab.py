@@ -9,6 +9,7 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -37,9 +38,12 @@ class _LabGroup(click.Group):
         try:
             return super().invoke(ctx)
         except OSError as exc:
+            from lab.workspace import ReadOnlyLabError, WorkspaceFileError
+
+            if isinstance(exc, WorkspaceFileError):  # a pipe, a device, a huge file: named
+                raise click.ClickException(str(exc.strerror)) from exc
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
-            from lab.workspace import ReadOnlyLabError
 
             if isinstance(exc, ReadOnlyLabError):  # its message says it all
                 raise click.ClickException(str(exc.strerror)) from exc
@@ -272,6 +276,9 @@ def _grade_options(fn: Any) -> Any:
 @lab.command("grade")
 @click.argument("exercise_id")
 @_grade_options
+@click.option("--unconfined", is_flag=True,
+              help="Run your code without the sandbox (where neither user namespaces nor "
+              "Landlock can confine it, e.g. macOS); the attempt is recorded as unconfined.")
 def grade_cmd(
     exercise_id: str,
     level: int | None,
@@ -282,12 +289,16 @@ def grade_cmd(
     target: str | None,
     draft: str | None,
     on: str | None,
+    unconfined: bool,
 ) -> None:
     """Grade your solution: exit 0 if every required case passes, 1 if any fails, 2 on a usage
     error, 3 when the host (--on) could not grade it (nothing is recorded then)."""
+    from lab.grader.plan import NO_CONFINE_VAR
     from lab.grader.runner import UsageError
     from trainer.core.remote import RemoteError
 
+    if unconfined:  # what GradeOptions.confine defaults to (lab.grader.plan)
+        os.environ[NO_CONFINE_VAR] = "1"
     with opened() as lab:
         ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
         host = _host(lab, on, models)
@@ -494,6 +505,20 @@ def _serve_prepare(lab: Lab, request: Any, prepared: Any) -> Any:
     return prepared
 
 
+def _die_with_parent(parent: str | None) -> None:
+    """The server is killed (SIGKILL) when the app that started it ends, even by SIGKILL: its
+    sandboxes then end too (each one's waiter kills its tree once the server's end of their
+    lifeline pipe closes). Linux only; elsewhere the app's own `stop` has to do."""
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if str(os.getppid()) != parent:  # the app ended before the line above
+        os._exit(1)
+
+
 @lab.command(hidden=True)
 def serve() -> None:
     """For the TUI: requests read from stdin, one JSON object a line. {"exercise": ID,
@@ -509,8 +534,9 @@ def serve() -> None:
 
 def _serve(lab: Lab) -> None:
     from lab.grader.runner import GradeOptions, prepare
-    from trainer.core.lab_serve import Served, ServeRequest
+    from trainer.core.lab_serve import SERVE_PARENT_VAR, Served, ServeRequest
 
+    _die_with_parent(os.environ.get(SERVE_PARENT_VAR))
     prepared = None
     link = _Link(lab)
     try:
@@ -606,6 +632,27 @@ def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     if backup is not None:
         click.echo(f"Backed up your file to {backup}")
     click.echo(f"Fresh stub at {path}")
+
+
+@lab.command("new")
+@click.argument("exercise_id")
+@click.option("--question", metavar="QID", help="A bank question the example's cases test "
+              "(default: the bank's first; concepts.toml names it).")
+def new(exercise_id: str, question: str | None) -> None:
+    """Scaffold a new exercise: every file of the checklist in docs/extending.md, with one
+    working example level (a stub that fails, a reference that passes), so the catalogue
+    tests pass as it stands. Then replace the example with your levels."""
+    from lab.exercises.scaffold import ScaffoldError
+    from trainer.core.lab import new_exercise
+
+    try:
+        written = new_exercise(exercise_id, question)
+    except (ScaffoldError, ValueError) as exc:
+        _usage_error(str(exc))
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"Then: pytest tests/lab/test_catalogue.py tests/lab/test_contracts.py; "
+               f"dojo lab start {exercise_id}; dojo lab grade {exercise_id}")
 
 
 def _add_models_command() -> None:

@@ -106,6 +106,9 @@ def parse_reply(line: str) -> Event | Served | Prepared | str | None:
     return from_dict(data)
 
 
+SERVE_PARENT_VAR = "DOJO_SERVE_PARENT"  # the app's pid, for `dojo lab serve` to die with it
+
+
 class GradingServer:
     """A running `dojo lab serve` (started with `start`): send requests, read typed replies.
 
@@ -124,7 +127,8 @@ class GradingServer:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            # the server ends itself when this process ends, however (see `lab serve`)
+            env={**os.environ, "PYTHONUNBUFFERED": "1", SERVE_PARENT_VAR: str(os.getpid())},
         )
         return cls(process)
 
