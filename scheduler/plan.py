@@ -198,7 +198,7 @@ def feasibility(
     return Feasibility(
         False,
         f"the busiest day needs about {peak} min: {cost}; at {enough} min/day it fits "
-        "(dojo plan shows the recall each budget leads to)",
+        "(the table of budgets shows the recall each leads to)",
         peak, new_per_day, forecast, table)
 
 

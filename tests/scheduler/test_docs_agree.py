@@ -94,3 +94,24 @@ def test_stats_define_true_retention_beside_predicted_recall(store: Store) -> No
     later = store.predicted_recall(at(20))
     assert later is not None and 0 < later < 0.9  # recall fades; S ~ 2.3 d after one Good
     assert "scheduled reviews" in TRUE_RETENTION_MEANS and "right now" in PREDICTED_RECALL_MEANS
+
+
+def test_plan_wording_counts_days_in_the_singular_and_after_the_interview() -> None:
+    from scheduler.plan import Pace, Plan, feasibility
+    from scheduler.readiness import day_start
+    from scheduler.records import Settings
+    from scheduler.simulate import SimCard
+    from scheduler.sm2 import CardState
+    from scheduler.transition import Scheduled
+    from trainer.core.plan import PlanReport, plan_lines
+
+    today = dt.date(2026, 3, 1)
+    new = [SimCard("a", "t", Scheduled(CardState(), None, 0, False), None)]
+    fit = feasibility(Plan(today + dt.timedelta(days=1), 30), today, new, Pace(),
+                      lambda d: day_start(d, 4, dt.UTC), Settings(timezone="UTC"), runs=1)
+    assert "the interview is in 1 day and 1 card is still new" in fit.reason, fit.reason
+    for days_left, says in ((-1, "1 day ago"), (0, "today"), (2, "2 days left")):
+        plan = Plan(today + dt.timedelta(days=days_left), 30)
+        report = PlanReport(plan, today, at(1), days_left, 0, False, "", [])
+        head = plan_lines(report)[0]
+        assert says in head and "-1" not in head, head

@@ -4,6 +4,7 @@ says whether the learner's own speed fits the daily budget."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import random
 from pathlib import Path
@@ -89,7 +90,7 @@ def test_a_simulated_learner_meets_the_plan(
     dojo_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A learner who has studied a week at ~20 s an answer sets a plan 21 days out: at 5 and
-    30 min/day it is not feasible (the 26 linked lab levels at the stated defaults take over an
+    30 min/day it is not feasible (the linked lab levels at the stated defaults take over an
     hour a day), and says why; at 150 min/day it is, and every topic is fully introduced by
     day 14."""
     rng = random.Random(5)
@@ -119,8 +120,10 @@ def test_a_simulated_learner_meets_the_plan(
     n_topics = len(load_bank().topics)  # the whole bank, every topic file
     assert "the busiest day needs about" in reason and "min/day it fits" in reason, reason
     cards_only = plan_json("--minutes", "30")
-    assert cards_only["feasible"] is False and "26 lab levels, about" in str(
+    assert cards_only["feasible"] is False and " lab levels, about " in str(
         cards_only["reason"]), cards_only["reason"]
+    levels = int(str(cards_only["reason"]).split(" lab levels, about")[0].rsplit(" ", 1)[1])
+    assert levels >= 26  # every level linked from the bank's questions
     report = plan_json("--minutes", "150")
     assert report["feasible"] is True, report["reason"]
     assert set(report) == {"interview", "days_left", "minutes_per_day", "new_per_day",
@@ -130,7 +133,9 @@ def test_a_simulated_learner_meets_the_plan(
     budgets = [r["minutes_per_day"] for r in table[1:]]
     assert 150 in budgets and budgets == sorted(budgets)
     shares = [r["mean_recall"] for r in table[1:]]
-    assert shares == sorted(shares) and shares[-1] > table[0]["mean_recall"]
+    # More minutes never cost recall (beyond what the plan needs, the runs differ by noise).
+    assert all(b >= a - 0.005 for a, b in itertools.pairwise(shares)), shares
+    assert shares[-1] > table[0]["mean_recall"]
     assert report["days_left"] == 21 and report["minutes_per_day"] == 150
     topics = report["topics"]
     assert isinstance(topics, list) and len(topics) == n_topics
@@ -147,14 +152,15 @@ def test_a_simulated_learner_meets_the_plan(
     on(D0 + dt.timedelta(days=14))
     day14 = plan_json()
     assert all(t["introduced"] == t["cards"] > 0 for t in day14["topics"]), day14["topics"]
-    assert day14["new_per_day"] == 0  # no level passed: all 26 left for the last day
-    assert "26 lab levels" in str(day14["reason"])
+    assert day14["new_per_day"] == 0  # no card left to introduce
+    assert f"{levels} lab levels" in str(day14["reason"])  # none passed yet
     assert all(0 < t["recall_on_day"] <= 1 for t in day14["topics"])
     with Store.open(dojo_home / "dojo.sqlite3") as store:  # one level passed in 12 min
         level = next((q.lab.exercise, q.lab.level) for q in bank.questions if q.lab)
         store.record_lab_attempt(*level, "cpu", True, [], {}, 3.0)
         store.grade_lab_card(*level, 4, passed=True, rebuild=False, pass_s=720.0)
-    assert "25 lab levels, about" in str(plan_json()["reason"])
+    after = str(plan_json()["reason"])
+    assert f"{levels - 1} lab levels, about" in after and "at your pace" in after, after
 
 
 def test_lab_levels_to_pass_count_at_the_stated_default_per_level() -> None:
