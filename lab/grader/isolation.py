@@ -88,14 +88,16 @@ def clean_text(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
-def trim_output(text: str) -> str:
-    """Keep the tail of the learner's output: the last lines are the ones that explain a crash."""
+def trim_output(text: str, earlier_lines: int = 0) -> str:
+    """Keep the tail of the learner's output: the last lines are the ones that explain a crash.
+    `earlier_lines`: lines printed before `text` (not read: a print loop can write gigabytes),
+    counted in the "(N earlier lines not shown)" note."""
     if not text:
         return ""
     lines = text.splitlines()
-    dropped = 0
+    dropped = earlier_lines
     if len(lines) > OUTPUT_LIMIT_LINES:
-        dropped = len(lines) - OUTPUT_LIMIT_LINES
+        dropped += len(lines) - OUTPUT_LIMIT_LINES
         lines = lines[-OUTPUT_LIMIT_LINES:]
     out = "\n".join(lines)
     if len(out) > OUTPUT_LIMIT_CHARS:
@@ -517,12 +519,12 @@ class Sandbox:
         a print loop can write gigabytes)."""
         end = self.capture.seek(0, os.SEEK_END)
         start = max(0, end - CAPTURE_TAIL_BYTES)
-        self.capture.seek(start)
+        earlier = 0  # the lines before the tail, counted a chunk at a time (never held whole)
+        self.capture.seek(0)
+        while self.capture.tell() < start:
+            earlier += self.capture.read(min(1 << 20, start - self.capture.tell())).count(b"\n")
         data: bytes = self.capture.read()
-        text = trim_output(clean_text(data.decode("utf-8", errors="replace")))
-        if start and not text.startswith("…"):
-            text = "… (earlier output not shown)\n" + text
-        return text
+        return trim_output(clean_text(data.decode("utf-8", errors="replace")), earlier)
 
     def request(self, msg: dict[str, Any], timeout_s: float, send: bool = True) -> ChildReply:
         """Send `msg` (unless `send` is False: wait for the child's hello) and wait for the

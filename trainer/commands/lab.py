@@ -71,9 +71,10 @@ def list_() -> None:
     exercises = discover()
     _read_only_note()
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
+    id_width = max((len(ex.id) for ex in exercises), default=0)  # tensor-parallel is 15
     comes_back = rebuild_days()
     for ex in exercises:
-        click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
+        click.echo(f"{ex.id:<{id_width}}  {ex.title} — {ex.summary}")
         states = level_states(ex)
         for level in ex.levels:
             status, summary = states[level.number]
@@ -401,7 +402,7 @@ def _serve_one(request: Any, prepared: Any) -> tuple[int, Any]:
 
     try:
         ex, path, levels, models = _setup(request.exercise, request.level, None, None, None)
-        passed = _grade_once(ex, path, levels, "auto", None, True, models, prepared)
+        passed = _grade_once(ex, path, levels, "auto", request.seed, True, models, prepared)
     except (SystemExit, UsageError) as exc:
         if prepared is not None:
             prepared.close()
@@ -448,9 +449,10 @@ def _serve_prepare(request: Any, prepared: Any) -> Any:
 @lab.command(hidden=True)
 def serve() -> None:
     """For the TUI: requests read from stdin, one JSON object a line. {"exercise": ID,
-    "level": N} grades, answered with the `--json` events of `dojo lab grade` and a closing
-    {"event": "served", "rc": 0|1|2}; with "prepare": true it only starts the child that
-    grading would use (torch imported in both processes) and answers {"event": "prepared"}.
+    "level": N} grades (with "seed": S, that run's cases), answered with the `--json` events
+    of `dojo lab grade` and a closing {"event": "served", "rc": 0|1|2}; with "prepare": true
+    it only starts the child that grading would use (torch imported in both processes) and
+    answers {"event": "prepared"}.
     Imports stay warm between requests, and the next grading's child is started while you
     edit. The protocol is written down in `trainer.core.lab`, whose `GradingServer` is its
     client."""

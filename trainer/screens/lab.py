@@ -19,7 +19,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, OptionList, ProgressBar, RichLog, Static
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Input, OptionList, ProgressBar, RichLog, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
@@ -69,6 +70,32 @@ class TaskScreen(NoteScreen):
     """
 
 
+class SeedScreen(ModalScreen[int | None]):
+    """Ask for the seed of the next gradings: an earlier run's (its replay line names it) to
+    replay its hidden cases, or nothing for a fresh random one each time. Dismissed with the
+    seed, -1 for random, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, current: int | None) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        now = f"now {self.current}" if self.current is not None else "now random"
+        with Vertical(classes="modal small"):
+            yield Static(f"[b]Seed for the next gradings[/] ({now})", classes="modal-title")
+            yield Input(placeholder="a seed to replay; empty for random (Esc cancels)",
+                        type="integer", id="lab-seed-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self.dismiss(int(text) if text.lstrip("-").isdigit() else -1)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class LabScreen(LabResultsScreen):
     AUTO_FOCUS = "#lab-list"
     DEFAULT_CSS = """
@@ -83,6 +110,9 @@ class LabScreen(LabResultsScreen):
         Binding("i", "statement", "Task", id="lab-statement", tooltip="The exercise statement"),
         Binding("n", "next_level", "Next level", id="lab-next",
                 tooltip="Start the next level of this exercise"),
+        Binding("S", "seed", "Seed", id="lab-seed",
+                tooltip="Set the seed of the next gradings (an earlier run's replays its "
+                        "hidden cases)"),
         Binding("I", "interview", "Interview", id="lab-interview",
                 tooltip="Rehearse this level: your file aside, a fresh stub, a 45-minute clock, "
                         "no hints"),
@@ -111,6 +141,7 @@ class LabScreen(LabResultsScreen):
         self._attempts_read = False
         self._prepare_timer: Timer | None = None
         self._prepared_for: tuple[str, int] | None = None
+        self.seed: int | None = None  # the gradings' seed (None: random), set with S
 
     def compose(self) -> ComposeResult:
         # Short enough for 60 columns; every key is on the key bar and in F1.
@@ -270,7 +301,7 @@ class LabScreen(LabResultsScreen):
         running = self._grading_now()
         if action == "cancel":
             return running
-        if action in ("grade", "start", "edit"):
+        if action in ("grade", "start", "edit", "seed"):
             return not running or None
         if action == "next_level":
             return (not running and self._next_row() is not None) or None
@@ -426,6 +457,16 @@ class LabScreen(LabResultsScreen):
         self._grading = self._grade(row.exercise, row.level)
         self.refresh_bindings()
 
+    def action_seed(self) -> None:
+        def chosen(seed: int | None) -> None:
+            if seed is None:
+                return
+            self.seed = None if seed < 0 else seed
+            self.notify(f"Gradings use seed {self.seed} (S changes it)." if self.seed is not
+                        None else "Gradings use a random seed.")
+
+        self.app.push_screen(SeedScreen(self.seed), chosen)
+
     def action_cancel(self) -> None:
         if self._grading is not None and self._grading.is_running:
             self._grading.cancel()
@@ -438,17 +479,19 @@ class LabScreen(LabResultsScreen):
         table = self.query_one("#lab-results", DataTable)
         bar = self.query_one(ProgressBar)
         self._clear_results(exercise, level, stored=False)
-        self._signatures = {}
+        self._signatures, self._not_run = {}, []
         self.query_one("#lab-results-title", Static).update(
             f"{exercise} L{level}: grading…")
         bar.update(total=None, progress=0)
         bar.display = True
         self.last_summary = None
-        self.write_log(f"$ dojo lab grade {exercise} --level {level} --json")
+        seed = self.seed
+        replay = f" --seed {seed}" if seed is not None else ""
+        self.write_log(f"$ dojo lab grade {exercise} --level {level}{replay} --json")
         self._proc = server = await self._grader()
         rc: int | None = None
         try:
-            await server.send(ServeRequest(exercise, level))
+            await server.send(ServeRequest(exercise, level, seed=seed))
             while (reply := await server.reply()) is not None:
                 if isinstance(reply, str):
                     if reply.strip():
