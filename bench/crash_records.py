@@ -32,7 +32,7 @@ GRADER = """
 import itertools, sys
 from pathlib import Path
 from types import SimpleNamespace as N
-from lab.grader.record import Recorder
+from trainer.core.attempts import Recorder
 from scheduler.store import Store
 
 db = Path(sys.argv[1])

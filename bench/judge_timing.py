@@ -109,7 +109,7 @@ def main() -> int:
             for name in (good, bad):
                 began = time.monotonic()
                 result = grade(exercise, solutions[name], GradeOptions(levels=levels, device="cpu",
-                               seed=i, store=False))
+                               seed=i))
                 seconds[name].append(time.monotonic() - began)
                 results = result.levels[0].results
                 case = next((r for r in results if r.case.id == timed_case), results[-1])

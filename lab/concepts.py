@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lab.exercises import Exercise
-    from lab.grader.runner import GradeResult
+    from lab.grader.results import GradeResult
 
 CONCEPTS_FILE = "concepts.toml"
 

@@ -6,7 +6,7 @@ how many hints were shown, the interview clock — is kept in the learner's data
 (`Store.lab_state`), written only by the app, never in the workspace: the learner's code may
 write its workspace folder during a grading. A `state.json` from an older release is read once
 (without following a symbolic link) and moved into the database. Graded results live in the
-attempts table (see `lab.grader.record`).
+attempts table (see `trainer.core.attempts`).
 
 Files the app writes into the workspace or `backups/` are never written through a symbolic
 link: a link planted there is replaced, not followed (it could point at the database).

@@ -61,7 +61,7 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
   left by a killed backup is removed by the next one. Each open also repairs a passed lab level
   left without its card (a line in `store.warnings`).
 * `with store.transaction():` makes every call inside one transaction (nested: a savepoint);
-  a grading's attempts and lab cards are written so (`lab.grader.record.Recorder.record`).
+  a grading's attempts and lab cards are written so (`trainer.core.attempts.Recorder.record`).
 * `export_history() -> dict` / `import_history(dict) -> ImportSummary`: JSON-ready, validated
   (HistoryFormatError names the bad field), all-or-nothing and idempotent.
 

@@ -35,6 +35,10 @@ class CardRow(Base):
     retired: Mapped[bool] = mapped_column(default=False)  # question gone from the bank
     created_ms: Mapped[int] = mapped_column(Integer)
     last_reviewed_ms: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Schema v7: the FSRS memory state after every answer in time order (NULL: none yet).
+    fsrs_stability: Mapped[float | None] = mapped_column(default=None)
+    fsrs_difficulty: Mapped[float | None] = mapped_column(default=None)
+    fsrs_last_ms: Mapped[int | None] = mapped_column(Integer, default=None)
 
     __table_args__ = (
         Index("ix_cards_due", "due"),

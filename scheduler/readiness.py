@@ -4,7 +4,7 @@ SM-2 says when to review, not how likely a card is remembered on a given day; FS
 model Anki ships, the `fsrs` package). The recipe, which docs/readiness.md spells out so anyone
 can recompute it from `dojo export`:
 
-* replay every answer of a card in log order (every mode: re-drills and cram are memory events
+* replay every answer of a card in time order (every mode: re-drills and cram are memory events
   too) as an FSRS review at the moment it was answered, grade 0-2 -> Again, 3 -> Hard,
   4 -> Good, 5 -> Easy, with the default parameters (or the learner's fitted ones), no fuzzing
   and no learning steps (steps move due dates only, never stability or difficulty);
@@ -20,47 +20,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from scheduler.fsrs_memory import make_scheduler, recall, replay
 
 FSRS_PARAMETERS_KEY = "fsrs_parameters"  # settings-table key: the learner's fitted weights
-
-if TYPE_CHECKING:
-    from fsrs import Card as FsrsCard
-    from fsrs import Rating, Scheduler
-
-
-def rating(quality: int) -> Rating:
-    """Our 0-5 grade as an FSRS rating: 0-2 Again, 3 Hard, 4 Good, 5 Easy."""
-    from fsrs import Rating
-
-    if quality <= 2:
-        return Rating.Again
-    return {3: Rating.Hard, 4: Rating.Good}.get(quality, Rating.Easy)
-
-
-def make_scheduler(parameters: Sequence[float] | None = None) -> Scheduler:
-    """An FSRS scheduler for replays: no fuzzing, no learning steps, given or default weights."""
-    from fsrs import Scheduler
-
-    options: dict[str, Any] = {"enable_fuzzing": False, "learning_steps": (),
-                               "relearning_steps": ()}
-    if parameters is not None:
-        options["parameters"] = tuple(parameters)
-    return Scheduler(**options)
-
-
-def replay(
-    answers: Iterable[tuple[dt.datetime, int]], scheduler: Scheduler, card_id: int = 1
-) -> FsrsCard | None:
-    """The FSRS card after (moment, grade) answers in log order; None when there are none."""
-    from fsrs import Card
-
-    card: FsrsCard | None = None
-    for moment, quality in answers:
-        if card is None:
-            card = Card(card_id=card_id)
-        card, _ = scheduler.review_card(card, rating(quality), moment.astimezone(dt.UTC))
-    return card
 
 
 def day_start(day: dt.date, rollover_hour: int, tz: dt.tzinfo | None) -> dt.datetime:
@@ -77,10 +41,10 @@ def card_recall(
     """Per card (question id -> its answers): the predicted recall at `at` (UTC)."""
     scheduler = make_scheduler(parameters)
     out: dict[str, float] = {}
-    for i, (qid, answers) in enumerate(sorted(history.items()), start=1):
-        card = replay(answers, scheduler, card_id=i)
-        if card is not None:
-            out[qid] = float(scheduler.get_card_retrievability(card, at))
+    for qid, answers in sorted(history.items()):
+        memory = replay(answers, scheduler)
+        if memory is not None:
+            out[qid] = recall(memory, at, scheduler)
     return out
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from scheduler.fsrs_memory import Memory
 from scheduler.sm2 import CardState
 from scheduler.transition import MODES as MODES  # the one answer-mode type lives there
 from scheduler.transition import Mode as Mode
@@ -26,6 +27,8 @@ class Settings:
     backup_keep: int = 7  # rolling backups kept
     leech_lapses: int = 8  # lapses at which a card is flagged a leech
     scheduler: str = "sm2"  # "sm2" (default) or "fsrs": what sets a review's next due day
+    desired_retention: float = 0.90  # FSRS: the recall a review is scheduled for (0.70-0.97)
+    lab_host: str | None = None  # SSH host labs are graded on (`dojo lab grade --on`); None: here
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class Card:
     retired: bool  # its question left the bank; kept for history, never queued
     created_at: dt.datetime
     last_reviewed_at: dt.datetime | None
+    # FSRS memory after its answers (None: never answered). Not part of equality: a card
+    # "unchanged" by cram or re-drill keeps its schedule while its memory moves.
+    memory: Memory | None = field(default=None, compare=False)
 
     @property
     def is_new(self) -> bool:

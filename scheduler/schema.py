@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scheduler.errors import CorruptDatabaseError, NewerDatabaseError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Version 1: the scheduler's own tables, as first released.
 V1_DDL = (
@@ -107,9 +107,20 @@ def _v5_to_v6(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v6_to_v7(conn: sqlite3.Connection) -> None:
+    """Version 7: each card keeps its FSRS memory state (stability, difficulty, last review),
+    computed here once from its answers in time order with the learner's parameters."""
+    conn.execute("ALTER TABLE cards ADD COLUMN fsrs_stability DOUBLE")
+    conn.execute("ALTER TABLE cards ADD COLUMN fsrs_difficulty DOUBLE")
+    conn.execute("ALTER TABLE cards ADD COLUMN fsrs_last_ms INTEGER")
+    from scheduler.fsrs_memory import store_memories
+
+    store_memories(conn)
+
+
 # UPGRADES[v] takes a database from version v to v + 1.
 UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
 assert sorted(UPGRADES) == list(range(1, SCHEMA_VERSION))
 
 

@@ -54,8 +54,7 @@ def capture(out: Path, only: list[str], seed: int) -> None:
                 for level in ex.level_numbers:
                     start = time.monotonic()
                     try:
-                        run = grade_file(ex.id, path, level, seed=seed, device="cpu",
-                                         store=False)
+                        run = grade_file(ex.id, path, level, seed=seed, device="cpu")
                         evs = [{k: v for k, v in e.items() if k not in DROP
                                 and not (e["event"] == "run_started" and k == "solution")}
                                for e in run.events]

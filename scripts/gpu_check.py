@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                 for level in ex.level_numbers:
                     start = time.perf_counter()
                     result = grade(variant, solution, GradeOptions(
-                        levels=[level], device=args.device, seed=args.seed, store=False))
+                        levels=[level], device=args.device, seed=args.seed))
                     wall = time.perf_counter() - start
                     lvl = result.levels[0]
                     done = sum(r.passed for r in lvl.results)

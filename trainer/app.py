@@ -232,7 +232,7 @@ class DojoApp(App[None]):
         if self.services is None:
             self.notify("Still loading…")
             return
-        if not self._can_save():
+        if not self.can_save():
             return
         self.push_screen(CramPicker(self.services.today().topics), self._start_cram)
 
@@ -243,6 +243,8 @@ class DojoApp(App[None]):
 
         if self.services is None:
             self.notify("Still loading…")
+            return
+        if not self.can_save():
             return
         topics = sorted((tid, t.title) for tid, t in self.services.bank.topics.items())
         self.push_screen(StudyPicker(topics), self._start_study)
@@ -266,17 +268,19 @@ class DojoApp(App[None]):
 
     def action_mock(self) -> None:
         """Resume the mock round left open, or start one (`dojo mock` headless)."""
-        from trainer.core.mock import new_round, resume
+        from trainer.core.mock import new_round, resume, resume_note
         from trainer.screens.mock import MockScreen
 
         if self.services is None:
             self.notify("Still loading…")
             return
-        if not self._can_save():
+        if not self.can_save():
             return
-        mock = resume(self.services.store)
+        mock = resume(self.services.store, self.services.now)
         if mock is None:
             mock = new_round(self.services, rng=self.services.rng)
+        else:
+            self.notify(resume_note(mock, self.services.day()), timeout=10)
         self.action_home()
         self.push_screen(MockScreen(mock))
 
@@ -290,7 +294,7 @@ class DojoApp(App[None]):
         if self.services is None:
             self.notify("Still loading…")
             return
-        if not self._can_save():
+        if not self.can_save():
             return
         session = self.services.start_session()
         if session.current is None:
@@ -298,9 +302,13 @@ class DojoApp(App[None]):
             return
         self._push_review(session)
 
-    def _can_save(self) -> bool:
-        """Refuse a session that cannot save (read-only data) before its first card."""
-        assert self.services is not None
+    def can_save(self) -> bool:
+        """Refuse a session that cannot save (read-only data) before its first card: every
+        way into one (start, cram, custom study, the mock round, a lab rebuild, a question
+        practised from Related or the palette) asks this first."""
+        if self.services is None:
+            self.notify("Still loading…")
+            return False
         why = self.services.cannot_save()
         if why is not None:
             self.notify(f"No session: {why} Browse and Stats still work.", severity="error",
@@ -312,6 +320,8 @@ class DojoApp(App[None]):
         from trainer.screens.review import ReviewScreen
 
         assert isinstance(session, Session)
+        if not self.can_save():  # the last gate: no review screen that would lose its answers
+            return
         if session.current is None:
             self.notify("No cards to show.")
             return
@@ -396,8 +406,7 @@ class DojoApp(App[None]):
         from trainer.core.session import Session
         from trainer.screens.review import ReviewScreen
 
-        if self.services is None:
-            self.notify("Still loading…")
+        if self.services is None or not self.can_save():
             return
         item = self.services.draw(question_id, "cram")
         self.push_screen(ReviewScreen(Session(self.services, [item], [], cram=True),

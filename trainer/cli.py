@@ -12,6 +12,7 @@ from trainer.commands.lab import lab
 from trainer.commands.mock import mock
 from trainer.commands.plan import plan
 from trainer.commands.questions import questions
+from trainer.commands.remote import remote
 from trainer.commands.schedule import backup, due, export, import_, settings, stats
 from trainer.commands.sim import sim
 from trainer.commands.study import study
@@ -33,6 +34,6 @@ def main(ctx: click.Context) -> None:
 
 
 for _command in (due, stats, backup, export, import_, settings, questions, lab, sim, plan, fsrs,
-                 study, mock):
+                 study, mock, remote):
     main.add_command(_command)
 questions.add_command(flagged)  # `dojo questions flagged`, kept beside the other flag code

@@ -19,6 +19,9 @@ demand by `Exercise.grading()`.
     timing_repeats = 7           # optional: measured runs per timed case (after timing_warmup)
     timing_warmup = 2            # optional: unmeasured warm-up runs per timed case
     dtype = "float32"            # optional: RunContext.dtype
+    requires = ["triton"]        # optional: modules the learner's code imports beyond torch; where
+                                 # one is not installed the exercise is listed as unavailable,
+                                 # with the reason, and grading it is refused
     [models]                     # optional: RunContext.model_paths (relative to the repo root)
     tiny = "lab/models/tiny"
 
@@ -47,6 +50,10 @@ DEFAULT_MEMORY_MB = 4096
 DEFAULT_RUN_TIMEOUT_S = 600.0
 DEFAULT_LOAD_TIMEOUT_S = 60.0
 REPO_ROOT = EXERCISES_DIR.parents[1]
+INSTALL_NOTES = {  # why a required module may be missing, and what to do
+    "triton": "Triton publishes wheels for Linux on x86-64 and aarch64 only, where torch's own "
+              "dependency installs it; elsewhere grade on a Linux machine",
+}
 
 
 class ExerciseError(Exception):
@@ -81,6 +88,22 @@ class Exercise:
     model_paths: dict[str, str] | None = None
     model_roles: tuple[str, ...] = ()  # checkpoints a learner may swap in (--target/--draft)
     order: int = 100  # catalogue position: the warm-up exercise first, the big rounds after
+    requires: tuple[str, ...] = ()  # modules beyond torch the learner's code imports
+
+    def unavailable(self) -> str | None:
+        """Why this exercise cannot be graded here (a required module is not installed), or
+        None. Only looks the modules up (no import: listing the catalogue stays cheap)."""
+        import importlib.util
+
+        for name in self.requires:
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                return (f"needs {name}, which is not installed here"
+                        + (f" ({INSTALL_NOTES[name]})" if name in INSTALL_NOTES else ""))
+        return None
 
     @property
     def stub_path(self) -> Path:
@@ -168,6 +191,7 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
             dtype=str(data.get("dtype", "float32")),
             order=int(data.get("order", 100)),
             model_roles=tuple(str(r) for r in data.get("model_roles", ())),
+            requires=tuple(str(r) for r in data.get("requires", ())),
             model_paths={str(k): str((REPO_ROOT / str(v)).resolve())
                          for k, v in data["models"].items()} if "models" in data else None,
         )

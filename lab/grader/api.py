@@ -25,6 +25,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+# The child's environment names the device its grading runs on before anything is imported there
+# (a Triton exercise's drive turns on Triton's interpreter off CUDA, before triton's import).
+DEVICE_VAR = "DOJO_LAB_DEVICE"
+
 
 @dataclass(frozen=True)
 class Case:

@@ -34,6 +34,7 @@ def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
         data_limit=device == "cpu",
         load_timeout_s=load_timeout_s or exercise.load_timeout_s,
         confine=confine,
+        device=device,
     )
 
 
@@ -193,18 +194,6 @@ def prepare(exercise: Exercise, solution: Path, options: GradeOptions | None = N
     found, sandbox = learner_sandbox(plan.exercise, solution, guess, shape)
     return Prepared(key, found, sandbox, plan.exercise, plan.device, levels=plan.levels,
                     options=shape)
-
-
-def import_behind(*modules: str) -> threading.Thread:
-    """Import `modules` on a thread (a failure shows when they are imported for real)."""
-    def work() -> None:
-        for name in modules:
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    return thread
 
 
 class Children:

@@ -4,7 +4,7 @@
 The CLI's human report, `--json` and the TUI consume the same events, in this order::
 
     run_started   {exercise, title, solution, device, device_note, seed, levels: [{number, title,
-                   gate}], replay}
+                   gate}], replay, host ("" unless graded on another machine: --on HOST)}
     notice        {message}  (at most once per run: the sandbox protections that are missing)
     -- per level, per case --
     case_started  {level, case, description, size, required, timed, params, index, total}
@@ -25,8 +25,10 @@ The CLI's human report, `--json` and the TUI consume the same events, in this or
                    (worst median_ratio/p95_ratio over the timed cases), case_metrics
                    ({case id: metrics} for cases with timing or Verdict metrics), duration_s}
     summary       {exercise, device, seed, passed, levels: {"1": true, ...}, duration_s, replay,
-                   stored, store_error, next_level}   (stored: written to the lab attempts
-                   table; else store_error says why — grading itself never fails for storage;
+                   stored, store_error, next_level, host}   (stored: written to the lab
+                   attempts table by the lab service that recorded the grading — the judge
+                   itself sends false; else store_error says why — grading never fails for
+                   storage; host: "" unless graded on another machine, --on HOST;
                    next_level: {number, title, command} of the level after the highest one
                    graded when every graded level passed, else null)
 
@@ -167,6 +169,7 @@ class RunStarted(_Event):
     seed: int
     replay: str
     levels: list[dict[str, Any]]
+    host: str = ""  # the SSH host it ran on (`dojo lab grade --on`); "" here
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,7 @@ class Summary(_Event):
     stored: bool
     store_error: str
     next_level: dict[str, Any] | None = None
+    host: str = ""  # the SSH host it ran on (`dojo lab grade --on`); "" here
 
 
 Event = (RunStarted | Notice | CaseStarted | Metrics | CasePassed | CaseFailed | CasesSkipped

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.grader import protocol
+from lab.grader.api import DEVICE_VAR
 from lab.grader.signal_guard import TOKEN_VAR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -328,11 +329,13 @@ class Sandbox:
         load_timeout_s: float = 60.0,
         hide: list[str] | None = None,
         confine: bool = True,
+        device: str = "cpu",
     ) -> None:
         self.solution = solution.resolve()
         self.load = load
         self.hide = hide or []
         self.confine = confine
+        self.device = device  # DOJO_LAB_DEVICE in the child: known before any import there
         self.pid = 0  # the process running the learner's code (inside the namespace, if any)
         self.missing: list[str] = []  # protections the child could not set up
         self.module_name = module_name
@@ -395,6 +398,7 @@ class Sandbox:
         env[TOKEN_VAR] = self.token
         env["PYTHONUNBUFFERED"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env[DEVICE_VAR] = self.device  # e.g. a Triton drive interprets its kernels off CUDA
         env["HF_HUB_OFFLINE"] = "1"  # grading never downloads anything
         env["TRANSFORMERS_OFFLINE"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(

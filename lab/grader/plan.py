@@ -20,7 +20,6 @@ from lab.grader.device import resolve_device
 
 if TYPE_CHECKING:
     from lab.grader.children import Prepared
-    from lab.grader.record import Recorder
 
 Emit = Callable[[events.Event], None]
 NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
@@ -58,10 +57,11 @@ class GradeOptions:
     True the child is killed and `lab.grader.isolation.Cancelled` is raised (no summary event,
     nothing stored). `confine=False` skips the namespaces (tests of the fallback path use it);
     the default is on unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a
-    machine where they get in the way). The result is recorded once through `recorder`
-    (default: the learner's database unless `store=False`). `attempt_metrics` (e.g. an
-    interview rehearsal's clock) are stored with every graded level's figures. `prepared`: a
-    child started ahead by `prepare()`, adopted when nothing that shapes it differs."""
+    machine where they get in the way). Nothing is stored here: the lab service
+    (`trainer.core.lab.grade_recorded`) records the result. `attempt_metrics` (e.g. an
+    interview rehearsal's clock) travel on the result, for the recorder to store with every
+    graded level's figures. `prepared`: a child started ahead by `prepare()`, adopted when
+    nothing that shapes it differs."""
 
     levels: list[int] | None = None
     device: str = "auto"
@@ -70,13 +70,11 @@ class GradeOptions:
     memory_mb: int | None = None
     run_timeout_s: float | None = None
     timing_repeats: int | None = None
-    store: bool = True
     cancel: Callable[[], bool] | None = None
     case_timeout_s: float | None = None
     load_timeout_s: float | None = None
     models: dict[str, str] | None = None
     confine: bool | None = None
-    recorder: Recorder | None = None
     attempt_metrics: dict[str, float] | None = None
     prepared: Prepared | None = field(default=None, compare=False)
 
@@ -140,6 +138,9 @@ def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> P
             exercise.level(n)
     except ExerciseError as exc:
         raise UsageError(str(exc)) from exc
+    missing = exercise.unavailable()
+    if missing:
+        raise UsageError(f"{exercise.id} cannot be graded here: it {missing}")
     if exercise.needs_torch and not exercise.needs_torch_for(chosen):
         exercise = dataclasses.replace(exercise, needs_torch=False)
     if not solution.is_file():

@@ -138,7 +138,8 @@ class TextReport:
         self.seed, self.replay = e.seed, e.replay
         self.write(f"{e.exercise} — {e.title}")
         self.write(f"  file:   {e.solution}")
-        self.write(f"  device: {e.device} ({e.device_note}) · seed {e.seed}")
+        at = f" at {e.host}" if e.host else ""
+        self.write(f"  device: {e.device} ({e.device_note}){at} · seed {e.seed}")
 
     def _notice(self, e: Notice) -> None:
         self.write(f"  note:   {e.message}")
@@ -244,7 +245,8 @@ class TextReport:
     def _summary(self, e: Summary) -> None:
         failed = [lvl for lvl, ok in e.levels.items() if not ok]
         verdict = "PASSED" if e.passed else f"FAILED (level {', '.join(failed)})"
-        self.write(f"{verdict} in {e.duration_s:.1f} s on {e.device} · replay: {e.replay}")
+        at = f" at {e.host}" if e.host else ""
+        self.write(f"{verdict} in {e.duration_s:.1f} s on {e.device}{at} · replay: {e.replay}")
         if e.store_error and "missing" not in e.store_error:
             self.write(f"(not saved: {e.store_error})")
         step = next_step(e)

@@ -57,8 +57,6 @@ class GradeResult:
     solution: Path
     levels: list[LevelResult]
     duration_s: float
-    stored: bool = False
-    store_error: str = ""
     sandboxes_started: int = 0  # 1 unless the learner's code got a child killed or crashed
     events: list[events.Event] = field(default_factory=list)  # everything grade() emitted
     attempt_metrics: dict[str, float] = field(default_factory=dict)  # stored with each level

@@ -28,7 +28,6 @@ from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.children import (
     Prepared,
     child_key,
-    import_behind,
     prepare,
     reference_guess,
     sandbox_options,
@@ -86,7 +85,6 @@ class _Grading(Measuring):
         self.sandbox_options = sandbox_options(exercise, device, plan.memory_mb,
                                                options.load_timeout_s, plan.confine)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
-        self.imports: threading.Thread | None = None  # `import_behind`, joined before timing
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
         self._warmed: set[str] = set()  # timed cases run once in the reference's child ahead
@@ -141,10 +139,7 @@ class _Grading(Measuring):
         return future
 
     def _settle(self) -> None:
-        """Wait for reference answers still being computed (a case the learner failed), and for
-        imports still running behind the grading."""
-        if self.imports is not None:
-            self.imports.join()
+        """Wait for reference answers still being computed (a case the learner failed)."""
         for future in self._pending:
             with contextlib.suppress(Exception):
                 future.result()
@@ -360,11 +355,13 @@ def grade(exercise: Exercise, solution: Path,
     """Grade `solution` on `options.levels` (default: all) and return the results, with every
     event it emitted (`GradeResult.events`; see events.py).
 
-    Blocking: the TUI runs it in a worker thread (see `GradeOptions` for cancelling it, where
-    the result is recorded, and adopting a child prepared ahead).
+    Blocking: the TUI runs it in a worker thread (see `GradeOptions` for cancelling it and
+    adopting a child prepared ahead). It stores nothing: its closing `Summary` says
+    `stored=False`, and the lab service (`trainer.core.lab.grade_recorded`) that records the
+    result sends that summary on with what storing did.
     """
     options = options or GradeOptions()
-    prepared, recorder = options.prepared, options.recorder
+    prepared = options.prepared
     written: list[events.Event] = []
     sink = options.emit
 
@@ -384,11 +381,7 @@ def grade(exercise: Exercise, solution: Path,
     models = plan.models
     seed = secrets.randbelow(1_000_000) if options.seed is None else options.seed
     started = time.monotonic()
-    # The store (sqlalchemy: ~0.5 s) is imported while the children start, not after the verdict.
-    imports = (import_behind("scheduler.store", "lab.rebuild")
-               if recorder is not None or options.store else None)
     run = _Grading(plan, solution, seed, write_event, options)
-    run.imports = imports
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if options.cancel is not None:
         run.sandbox.cancelled = options.cancel
@@ -406,17 +399,11 @@ def grade(exercise: Exercise, solution: Path,
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
                          events=written, attempt_metrics=dict(options.attempt_metrics or {}))
-    if recorder is None and options.store:
-        from lab.grader.record import Recorder
-
-        recorder = Recorder()
-    if recorder is not None:
-        result.stored, result.store_error = recorder.record(result)
     write_event(events.Summary(
         exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},
-        duration_s=round(result.duration_s, 3), replay=run.replay, stored=result.stored,
-        store_error=result.store_error,
+        duration_s=round(result.duration_s, 3), replay=run.replay, stored=False,
+        store_error="",
         next_level=next_level(exercise, chosen) if result.passed else None,
     ))
     return result

@@ -9,8 +9,9 @@
         assert_fails("spec-verify", BROKEN / "off_by_one.py", level=2,
                      match=r"expected .* got", kind="wrong")
 
-Everything runs through the real sandbox (a subprocess per run). Grading is recorded nowhere
-(`store=False`), so tests do not need the scheduler's database.
+Everything runs through the real sandbox (a subprocess per run). The judge records nothing
+(recording is the lab service's, `trainer.core.lab`), so tests do not need the scheduler's
+database.
 """
 
 from __future__ import annotations
@@ -95,7 +96,6 @@ def grade_file(
 ) -> GradeRun:
     """Grade and collect the event stream (kwargs are `lab.grader.plan.GradeOptions` fields)."""
     kwargs.setdefault("device", "cpu")
-    kwargs.setdefault("store", False)
     options = GradeOptions(levels=[level] if level else None, seed=seed, **kwargs)
     result = grade(_exercise(exercise), Path(solution), options)
     return GradeRun(result, [e.to_dict() for e in result.events])

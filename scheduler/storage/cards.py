@@ -6,16 +6,17 @@ import datetime as dt
 import json
 import uuid
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from scheduler import transition
+from scheduler import fsrs_memory, transition
 from scheduler.days import from_ms, to_ms, utc_now
 from scheduler.errors import AnsweredElsewhereError, UnknownCardError
-from scheduler.models import CardRow, FlagRow, ReviewRow, SettingRow
+from scheduler.fsrs_memory import Memory
+from scheduler.models import CardRow, FlagRow, ReviewRow
+from scheduler.next_states import NextState, Outlook, next_states
 from scheduler.records import (
     MODES,
     Card,
@@ -25,12 +26,14 @@ from scheduler.records import (
     QueueItem,
     Review,
     ReviewResult,
+    Settings,
     SyncResult,
     UndoResult,
 )
 from scheduler.sm2 import CardState, check_quality
 from scheduler.storage.base import json_object
 from scheduler.storage.lab import lab_recall_items
+from scheduler.storage.memory import fsrs_parameters, recompute
 from scheduler.storage.settings import SettingsPart
 
 
@@ -47,7 +50,20 @@ def _card(row: CardRow) -> Card:
         retired=row.retired,
         created_at=from_ms(row.created_ms),
         last_reviewed_at=None if row.last_reviewed_ms is None else from_ms(row.last_reviewed_ms),
+        memory=_memory(row),
     )
+
+
+def _memory(row: CardRow) -> Memory | None:
+    if row.fsrs_stability is None or row.fsrs_difficulty is None or row.fsrs_last_ms is None:
+        return None
+    return Memory(row.fsrs_stability, row.fsrs_difficulty, from_ms(row.fsrs_last_ms))
+
+
+def _set_memory(row: CardRow, memory: Memory | None) -> None:
+    row.fsrs_stability = None if memory is None else memory.stability
+    row.fsrs_difficulty = None if memory is None else memory.difficulty
+    row.fsrs_last_ms = None if memory is None else to_ms(memory.last_review)
 
 
 def _review(row: ReviewRow) -> Review:
@@ -75,6 +91,15 @@ def _review(row: ReviewRow) -> Review:
 
 class CardsPart(SettingsPart):
     """The question cards and their answer log."""
+
+    def update_settings(self, now: dt.datetime | None = None, **changes: Any) -> Settings:
+        """`SettingsPart.update_settings`; a scheduler switch recomputes every card's FSRS
+        memory from its answers in time order."""
+        before = self.settings().scheduler
+        new = super().update_settings(now, **changes)
+        if new.scheduler != before:
+            self.recompute_memories()
+        return new
 
     # ------------------------------------------------------------------------------- cards
     def sync_cards(
@@ -319,9 +344,7 @@ class CardsPart(SettingsPart):
             card = self._get(s, question_id)
             old = _card(card).scheduled
             try:
-                new, redrill = transition.apply(old, quality, mode, day, cfg)
-                if cfg.scheduler == "fsrs" and mode == "review":  # FSRS sets the due day
-                    new = self._fsrs_due(s, question_id, new, quality, moment, day)
+                chosen = self._next_states(s, card, mode, moment, day, cfg)[quality]
             except ValueError as exc:
                 if mode == "review" and card.due is not None and card.due > day and s.scalars(
                     select(ReviewRow.id).where(ReviewRow.question_id == question_id,
@@ -333,6 +356,13 @@ class CardsPart(SettingsPart):
                         f"is not due until {card.due.isoformat()}; this answer was not recorded"
                     ) from None
                 raise ValueError(f"{question_id}: {exc}") from None
+            new, redrill = chosen.scheduled, chosen.redrill
+            memory: Memory | None = chosen.memory
+            if card.fsrs_last_ms is not None and to_ms(moment) < card.fsrs_last_ms:
+                # An answer dated before the card's latest (a clock moved back): the memory is
+                # the time-ordered replay, as after an import.
+                memory = self._replay_card(s, question_id, (moment, quality))
+            _set_memory(card, memory)
             before, after = old.state, new.state
             snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
             due, lapses, leech = new.due, new.lapses, new.leech
@@ -363,20 +393,71 @@ class CardsPart(SettingsPart):
             needs_redrill=redrill,
         )
 
-    def _fsrs_due(self, s: Session, question_id: str, new: transition.Scheduled,
-                  quality: int, moment: dt.datetime, day: dt.date) -> transition.Scheduled:
-        """`new` with its interval and due day from an FSRS replay of the card's answers."""
-        from scheduler.fsrs_schedule import fsrs_interval
-        from scheduler.readiness import FSRS_PARAMETERS_KEY
+    def _next_states(self, s: Session, card: CardRow, mode: Mode, moment: dt.datetime,
+                     day: dt.date, cfg: Settings) -> dict[int, NextState]:
+        """Every grade's next state for this card now: what `answer` saves and `preview`
+        shows (one call, so the two cannot disagree)."""
+        memory = _memory(card)
+        if memory is not None and memory.last_review > moment:  # answered "later" already
+            answers = [a for a in self._answers(s, card.question_id) if a[0] <= moment]
+            memory = fsrs_memory.replay(answers, self._fsrs_scheduler(s))
+        return next_states(_card(card).scheduled, memory, mode, moment, day, cfg,
+                           fsrs_parameters(s))
 
-        answers = [(from_ms(ms), q) for ms, q in s.execute(
+    def _fsrs_scheduler(self, s: Session) -> Any:
+        return fsrs_memory.make_scheduler(fsrs_parameters(s))
+
+    @staticmethod
+    def _answers(s: Session, question_id: str) -> list[tuple[dt.datetime, int]]:
+        return [(from_ms(ms), q) for ms, q in s.execute(
             select(ReviewRow.reviewed_ms, ReviewRow.quality)
             .where(ReviewRow.question_id == question_id).order_by(ReviewRow.id)).all()]
-        raw = s.scalar(select(SettingRow.value).where(SettingRow.key == FSRS_PARAMETERS_KEY))
-        interval = fsrs_interval([*answers, (moment, quality)],
-                                 None if raw is None else json.loads(raw))
-        state = CardState(new.state.ef_hundredths, new.state.repetitions, interval)
-        return replace(new, state=state, due=day + dt.timedelta(days=interval))
+
+    def _replay_card(self, s: Session, question_id: str,
+                     extra: tuple[dt.datetime, int] | None) -> Memory | None:
+        """The card's memory from its logged answers (plus `extra`) in time order."""
+        answers = self._answers(s, question_id) + ([extra] if extra is not None else [])
+        return fsrs_memory.replay(answers, self._fsrs_scheduler(s))
+
+    def preview(self, question_id: str, mode: Mode = "review",
+                now: dt.datetime | None = None) -> Outlook:
+        """What each grade would save for this card answered now in `mode` (the grade bar),
+        from the same `next_states` call `answer` makes; UnknownCardError for an unknown id."""
+        moment = now or utc_now()
+        cfg = self.settings()
+        day = self.study_day(moment, cfg)
+        with self._read() as s:
+            card = self._get(s, question_id)
+            memory = _memory(card)
+            recall = None if memory is None else fsrs_memory.recall(
+                memory, moment, self._fsrs_scheduler(s))
+            try:
+                states = self._next_states(s, card, mode, moment, day, cfg)
+            except ValueError as exc:
+                return Outlook(cfg.scheduler, _card(card).scheduled, {}, recall, str(exc))
+            return Outlook(cfg.scheduler, _card(card).scheduled, states, recall)
+
+    def recompute_memories(self, *, reschedule: bool = False) -> int:
+        """Recompute every card's FSRS memory from the answer log in time order (after a
+        scheduler switch, a parameter fit or an import); returns the cards with one.
+
+        With `reschedule` under scheduler=fsrs (after `dojo fsrs fit`, as Anki does on a
+        parameter change), every introduced card is due FSRS's interval after the study day
+        of its latest answer."""
+        cfg = self.settings()
+        with self._write() as s:
+            found = recompute(s)
+            if not (reschedule and cfg.scheduler == "fsrs"):
+                return found
+            fsrs = fsrs_memory.make_scheduler(fsrs_parameters(s), cfg.desired_retention)
+            for row in s.scalars(select(CardRow).where(CardRow.due.is_not(None))):
+                memory = _memory(row)
+                if memory is None:
+                    continue
+                days = fsrs_memory.interval(memory, fsrs)
+                row.interval = days
+                row.due = self.study_day(memory.last_review, cfg) + dt.timedelta(days=days)
+            return found
 
     def _inside_answer_transaction(self) -> None:
         """Test seam: runs after the answer is written, before it commits."""
@@ -411,9 +492,12 @@ class CardsPart(SettingsPart):
                 row.ef_before, row.reps_before, row.interval_before)
             card.due, card.lapses, card.leech = row.due_before, row.lapses_before, row.leech_before
             card.last_reviewed_ms = row.last_reviewed_ms_before
-            result = UndoResult(row.id, row.question_id, row.mode,  # type: ignore[arg-type]
-                                row.quality, _card(card))
+            undone = (row.id, row.question_id, row.mode, row.quality)
             s.delete(row)
+            s.flush()  # the card's memory is the replay of the answers left
+            _set_memory(card, self._replay_card(s, undone[1], None))
+            result = UndoResult(undone[0], undone[1], undone[2],  # type: ignore[arg-type]
+                                undone[3], _card(card))
         return result
 
     def history(self, question_id: str) -> list[Review]:

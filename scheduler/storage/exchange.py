@@ -20,9 +20,13 @@ class ExchangePart(StoreBase):
             return export_history(s)
 
     def import_history(self, data: dict[str, Any]) -> ImportSummary:
-        """Merge an exported history; validated first, all-or-nothing, idempotent."""
+        """Merge an exported history; validated first, all-or-nothing, idempotent. Every
+        card's FSRS memory is then recomputed from the merged log in time order."""
         from scheduler.history import import_history, validate
+        from scheduler.storage.memory import recompute
 
         document = validate(data)
         with self._write() as s:
-            return import_history(s, document)
+            summary = import_history(s, document)
+            recompute(s)
+            return summary

@@ -32,6 +32,18 @@ def _setting_problems(values: dict[str, Any]) -> dict[str, str]:
     if "scheduler" in values and values["scheduler"] not in SCHEDULERS:
         problems["scheduler"] = (f"must be one of {', '.join(SCHEDULERS)}, got "
                                  f"{values['scheduler']!r}")
+    if "desired_retention" in values:
+        from scheduler.fsrs_memory import check_retention
+
+        why = check_retention(values["desired_retention"])
+        if why is not None:
+            problems["desired_retention"] = why
+    if "lab_host" in values:
+        host = values["lab_host"]
+        if host is not None and (not isinstance(host, str) or not host or host.startswith("-")
+                                 or any(c.isspace() or ord(c) < 32 for c in host)):
+            problems["lab_host"] = (f"must be an ssh destination (no spaces, not starting with "
+                                    f"'-') or local, got {host!r}")
     if "rollover_hour" in values:
         hour = values["rollover_hour"]
         if isinstance(hour, bool) or not isinstance(hour, int) or not 0 <= hour <= 23:

@@ -4,6 +4,7 @@ checkpoint, with prompts and stops in that model's own tokenizer, through the re
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -119,3 +120,44 @@ def test_a_near_tie_is_judged_on_the_learners_own_target(
     assert "near-tie" in common._near_tie({"prompt": prompt}, want, got, str(own_target))
     monkeypatch.setattr(common, "NEAR_TIE", margin * 0.99)
     assert common._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""
+
+
+@pytest.fixture(scope="module")
+def windowed_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Mistral with an 8-token sliding window and the shipped tokenizer: the
+    target cases' prompts and outputs run past its window."""
+    from tests.spec_verify.test_own_families import build
+
+    return build("mistral", tmp_path_factory.mktemp("windowed") / "mistral", seed=3)
+
+
+def _judge_target_case(target: Path) -> Any:
+    """The grader's path for one target case, in process: the reference's record as expected
+    (drive.run, as the runner computes it) and the reference again as the learner."""
+    import importlib
+
+    from lab.exercises.batch_engine import drive, grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(1, 5) if c.id == "target-mixed-static")
+    ctx = RunContext(model_paths={"target": str(target)})
+    reference = importlib.import_module(grading.REFERENCE)
+    expected = drive.run(reference, case, ctx)
+    return grading.check(case, drive.run(reference, case, ctx), expected)
+
+
+@pytest.mark.slow
+def test_a_broken_model_wrapper_fails_the_target_cases(
+        windowed_target: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The expected tokens come from the model's own no-cache forward, never from the wrapper
+    the engines share: the old wrapper (sliding cache layers, the window left to the model's
+    column-based mask) makes even the reference fail, and the fixed one passes."""
+    from lab.exercises.batch_engine import runtime
+    from tests.models.test_families import _transformers_cache
+
+    assert _judge_target_case(windowed_target).passed
+    monkeypatch.setattr(runtime, "has_window", lambda config: False)
+    monkeypatch.setattr(runtime, "full_cache", _transformers_cache)
+    verdict = _judge_target_case(windowed_target)
+    assert not verdict.passed
+    assert "tokens differ from position" in verdict.message

@@ -182,7 +182,7 @@ def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path)
         "import sys\nfrom pathlib import Path\nfrom lab.exercises import get\n"
         "from lab.grader.runner import GradeOptions, grade\n"
         f"r = grade(get('kv-bytes'), Path({str(solution)!r}),\n"
-        "          GradeOptions(levels=[1], seed=1, store=False))\n"
+        "          GradeOptions(levels=[1], seed=1))\n"
         "assert r.passed, [x.message for lvl in r.levels for x in lvl.results if not x.passed]\n"
         "assert 'torch' not in sys.modules, 'torch was imported by the grader'\n"
     )

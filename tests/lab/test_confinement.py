@@ -348,7 +348,7 @@ def test_planted_state_and_links_in_the_workspace_change_nothing(
     path.unlink()
     path.symlink_to(correct)
     with pytest.raises(UsageError, match="symbolic link"):
-        grade(ex, path, GradeOptions(levels=[1], store=False, device="cpu"))
+        grade(ex, path, GradeOptions(levels=[1], device="cpu"))
 
 
 # -- 5. timed inputs cannot be known ahead; the learner's whole tree is stopped and counted -----

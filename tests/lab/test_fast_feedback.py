@@ -36,7 +36,7 @@ def test_a_stub_stops_at_the_first_not_implemented_without_computing_references(
     monkeypatch.setattr(type(ex), "grading", lambda self: grading)
     seen: list[events.Event] = []
     result = grade(ex, ex.stub_path, GradeOptions(
-        levels=[1], seed=5, emit=seen.append, store=False))
+        levels=[1], seed=5, emit=seen.append))
     assert not result.passed
     started = [e for e in seen if isinstance(e, events.CaseStarted)]
     skipped = [e for e in seen if isinstance(e, events.CasesSkipped)]
@@ -57,7 +57,7 @@ def test_cases_run_cheapest_first_on_a_correct_file() -> None:
     ex = get("kv-bytes")
     seen: list[events.Event] = []
     result = grade(ex, ROOT / "tests/lab/solutions/correct.py", GradeOptions(levels=[1], seed=3,
-                   emit=seen.append, store=False))
+                   emit=seen.append))
     assert result.passed
     sizes = [e.size for e in seen if isinstance(e, events.CaseStarted)]
     assert sizes == sorted(sizes) and len(sizes) > 1

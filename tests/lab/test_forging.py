@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lab.exercises import get, load_exercise
-from lab.grader.runner import GradeOptions, grade
+from lab.grader.runner import GradeOptions
 from lab.grader.testing import assert_fails, assert_passes, confined, grade_file
 from tests.lab.conftest import HERE, ROOT, SOLUTIONS
 
@@ -67,7 +67,7 @@ def _always_zero(tmp_path: Path, prelude: str) -> Path:
 
 # -- the judge's modules are not reachable from the child ---------------------------------------
 @pytest.mark.parametrize("module", [
-    "lab.exercises.kv_bytes.grading", "lab.grader.runner", "lab.grader.record",
+    "lab.exercises.kv_bytes.grading", "lab.grader.runner", "lab.grader.results",
     "lab.reference.kv_bytes", "lab.exercises.spec_verify.grading",
 ])
 def test_patching_a_judge_module_is_refused(tmp_path: Path, module: str, app_tree: None) -> None:
@@ -253,8 +253,13 @@ def test_the_database_and_state_json_cannot_be_written(
         "    errors.append(type(e).__name__)\n"
         f"open({str(tmp_path / 'errors.txt')!r}, 'w').write(repr(errors))\n"
     ))
-    result = grade(get("kv-bytes"), path, GradeOptions(levels=[1], seed=1, device="cpu"))
-    assert not result.passed and result.stored
+    from trainer.core.attempts import Recorder
+    from trainer.core.lab import grade_recorded
+
+    result = grade_recorded(get("kv-bytes"), path, GradeOptions(levels=[1], seed=1, device="cpu"),
+                            Recorder())
+    summary = result.events[-1]
+    assert not result.passed and getattr(summary, "stored", False)
     assert len(eval((tmp_path / "errors.txt").read_text())) == 2
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT level, passed FROM lab_attempts").fetchall()

@@ -197,7 +197,7 @@ def test_the_grader_freezes_its_heap_while_grading_and_unfreezes_it_after() -> N
     stop = threading.Timer(0.5, lambda: None)
     stop.start()
     with pytest.raises(Cancelled):
-        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1, store=False,
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1,
               cancel=lambda: not stop.is_alive(), case_timeout_s=30))
     assert gc.get_freeze_count() == 0
 
@@ -214,7 +214,7 @@ def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
     timer = threading.Timer(1.0, stop.set)
     timer.start()
     with pytest.raises(Cancelled):  # not three 30 s timeouts and a normal return
-        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1, store=False,
+        grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1,
               cancel=stop.is_set, case_timeout_s=30))
     assert _my_sandboxes() == []
 

@@ -34,7 +34,7 @@ def test_an_adopted_child_loads_the_file_as_it_is_when_grading_starts(tmp_path: 
     prepared.wait()
     assert prepared.sandbox.ready and prepared.sandbox.alive  # warmed, no learner code yet
     shutil.copyfile(SOLUTIONS / "timed" / "fast.py", solution)  # edited after the prepare
-    result = grade(TIMED, solution, GradeOptions(device="cpu", store=False, prepared=prepared,
+    result = grade(TIMED, solution, GradeOptions(device="cpu", prepared=prepared,
                    timing_repeats=3, confine=False))
     assert result.passed  # the stub it was prepared beside would have failed
     assert result.sandboxes_started == 1  # the prepared child, not a second one
@@ -46,7 +46,7 @@ def test_a_stub_fails_through_a_prepared_child_like_a_cold_one(tmp_path: Path) -
     prepared = prepare(TIMED, solution, GradeOptions(device="cpu", confine=False))
     assert prepared is not None
     result = grade(TIMED, solution, GradeOptions(
-        device="cpu", store=False, prepared=prepared, confine=False))
+        device="cpu", prepared=prepared, confine=False))
     failures = [e for e in result.events if isinstance(e, CaseFailed)]
     assert not result.passed and failures
     assert failures[0].kind == "not_implemented"
@@ -59,7 +59,7 @@ def test_a_child_prepared_for_other_arguments_is_closed_not_adopted(tmp_path: Pa
     prepared = prepare(TIMED, other, GradeOptions(device="cpu", confine=False))  # another file
     assert prepared is not None
     result = grade(TIMED, solution, GradeOptions(
-        device="cpu", store=False, prepared=prepared, confine=False))
+        device="cpu", prepared=prepared, confine=False))
     assert not prepared.sandbox.alive
     assert not result.passed and result.sandboxes_started == 1  # its own, fresh child
 
@@ -87,7 +87,7 @@ def test_a_matching_prepared_child_is_kept_and_any_other_replaced(tmp_path: Path
     other = prepare(TIMED, _stub(tmp_path / "other" / "timed_demo.py"), GradeOptions(device="cpu",
                     confine=False), current=first)
     assert other is not None and other is not first and not first.sandbox.alive
-    grade(TIMED, other.sandbox.solution, GradeOptions(device="cpu", store=False, prepared=other,
+    grade(TIMED, other.sandbox.solution, GradeOptions(device="cpu", prepared=other,
           confine=False))
     assert not other.usable  # its child ran a grading
     again = prepare(TIMED, other.sandbox.solution, GradeOptions(
@@ -113,7 +113,7 @@ def test_a_judge_file_loaded_by_path_is_caught_in_a_prepared_child(tmp_path: Pat
     prepared = prepare(TIMED, solution, GradeOptions(device="cpu", confine=False))
     assert prepared is not None
     result = grade(TIMED, solution, GradeOptions(
-        device="cpu", store=False, prepared=prepared, confine=False))
+        device="cpu", prepared=prepared, confine=False))
     failures = [e for e in result.events if isinstance(e, CaseFailed)]
     assert not result.passed and failures
     assert failures[0].kind == "forbidden_import" and "imports judge" in failures[0].message
@@ -164,7 +164,7 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
         return calibrate(self, child, case, warm_up=warm_up)
 
     monkeypatch.setattr(runner._Grading, "_calibrate", spied)
-    result = grade(exercise, solution, GradeOptions(levels=[3], device="cpu", store=False, seed=1,
+    result = grade(exercise, solution, GradeOptions(levels=[3], device="cpu", seed=1,
                    prepared=prepared))
     assert result.passed, [e for e in result.events if isinstance(e, CaseFailed)]
     assert "load" in ops and ops.count("batch") >= 4  # the timed case ran in `ref`

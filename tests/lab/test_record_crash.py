@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from lab.grader.record import Recorder
 from scheduler.faults import ENV as CRASH_ENV
 from scheduler.store import Store
+from trainer.core.attempts import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ CHILD = """
 import sys
 from pathlib import Path
 from types import SimpleNamespace as N
-from lab.grader.record import Recorder
+from trainer.core.attempts import Recorder
 from scheduler.store import Store
 
 case = N(id="c1", required=True)

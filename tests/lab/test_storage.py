@@ -1,5 +1,6 @@
-"""Graded attempts are recorded once, by the grader, from its own result; status and best
-figures for `dojo lab list` and the lab screen come from the attempts table only."""
+"""Graded attempts are recorded once, by the lab service, from the judge's own result (the
+judge stores nothing); status and best figures for `dojo lab list` and the lab screen come from
+the attempts table only."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ import pytest
 
 from lab.exercises import get
 from lab.grader.events import Event, RunStarted, Summary
-from lab.grader.record import Recorder, level_summaries, summarize_level
 from lab.grader.runner import GradeOptions, grade
 from tests.lab.conftest import ROOT, SOLUTIONS
+from trainer.core.attempts import Recorder, level_summaries, summarize_level
+from trainer.core.lab import grade_recorded
 
 
 class FakeStore:
-    """An injected store: everything `lab.grader.record.AttemptStore` asks for, in memory."""
+    """An injected store: everything `trainer.core.attempts.AttemptStore` asks for, in memory."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
@@ -65,21 +67,36 @@ def _injected(store: FakeStore) -> Recorder:
     return Recorder(open_store)
 
 
+def _stored(result: Any) -> tuple[bool, str]:
+    summary = result.events[-1]
+    assert isinstance(summary, Summary)
+    return summary.stored, summary.store_error
+
+
+def test_the_judge_stores_nothing_and_says_so(dojo_home: Path) -> None:
+    emitted: list[Event] = []
+    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(
+        levels=[1], seed=4, emit=emitted.append))
+    assert emitted == result.events  # grade() returns exactly what it wrote
+    assert result.passed and _stored(result) == (False, "")
+    assert not (dojo_home / "dojo.sqlite3").exists()
+
+
 def test_grade_records_each_level_once_through_the_injected_store() -> None:
     store = FakeStore()
     emitted: list[Event] = []
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(
-        seed=4, recorder=_injected(store), emit=emitted.append))
-    assert emitted == result.events  # grade() returns exactly what it wrote
+    result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(
+        seed=4, emit=emitted.append), _injected(store))
+    assert emitted == result.events  # the summary sent after recording is the one returned
     assert isinstance(result.events[0], RunStarted) and isinstance(result.events[-1], Summary)
-    assert result.stored and result.store_error == ""
+    assert [type(e) for e in emitted].count(Summary) == 1
+    assert _stored(result) == (True, "")
     assert [(r["level"], r["passed"], r["device"]) for r in store.rows] == [
         (1, True, "cpu"), (2, True, "cpu")]
     assert len(store.rows[0]["cases"]) == len(result.levels[0].results)
     # each pass graded its lab card through the same injected store, in the same transaction
     assert store.cards == [("kv-bytes", 1, True), ("kv-bytes", 2, True)]
     assert all(c["passed"] and c["seed"] == 4 for c in store.rows[0]["cases"])
-    assert result.events[-1].stored is True
     summaries = level_summaries("kv-bytes", _injected(store))
     assert summaries is not None and summaries[1].status == "passing"
 
@@ -101,19 +118,19 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
     def broken() -> Any:
         raise OSError("disk on fire")
 
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(levels=[1], seed=1,
-                   recorder=Recorder(broken)))
-    assert result.passed and not result.stored
-    summary = result.events[-1]
-    assert isinstance(summary, Summary)
-    assert "could not store the attempt: OSError: disk on fire" in summary.store_error
+    result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py",
+                            GradeOptions(levels=[1], seed=1), Recorder(broken))
+    stored, why = _stored(result)
+    assert result.passed and not stored
+    assert "could not store the attempt: OSError: disk on fire" in why
 
 
 @pytest.mark.slow
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(seed=4))
-    assert result.stored, result.store_error
+    result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(seed=4),
+                            Recorder())
+    assert _stored(result)[0], _stored(result)[1]
     with store_module.Store.open() as store:
         rows = store.lab_attempts("kv-bytes")
     assert [(r.level, r.passed) for r in rows] == [(1, True), (2, True)]
@@ -129,8 +146,10 @@ def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) 
 def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     pytest.importorskip("scheduler.store")
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
-    result = grade(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(levels=[1], seed=1))
-    assert result.passed and not result.stored and "could not store" in result.store_error
+    result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py",
+                            GradeOptions(levels=[1], seed=1), Recorder())
+    stored, why = _stored(result)
+    assert result.passed and not stored and "could not store" in why
 
 
 def test_workspace_state_lives_in_the_database_and_a_state_json_is_imported_once(

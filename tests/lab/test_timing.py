@@ -135,4 +135,4 @@ def test_cuda_request_without_cuda_is_a_usage_error() -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with pytest.raises(UsageError, match=r"--device cuda: torch.cuda.is_available\(\) is False"):
-        grade(TIMED, SOLUTIONS / "timed" / "fast.py", GradeOptions(device="cuda", store=False))
+        grade(TIMED, SOLUTIONS / "timed" / "fast.py", GradeOptions(device="cuda"))

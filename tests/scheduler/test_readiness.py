@@ -27,7 +27,7 @@ def _recompute(export: dict[str, Any], interview_start: dt.datetime) -> dict[str
     grade = {0: Rating.Again, 1: Rating.Again, 2: Rating.Again, 3: Rating.Hard,
              4: Rating.Good, 5: Rating.Easy}
     memory: dict[str, Card] = {}
-    for i, r in enumerate(export["reviews"]):  # log order
+    for i, r in enumerate(sorted(export["reviews"], key=lambda r: r["reviewed_ms"])):
         card = memory.get(r["question_id"]) or Card(card_id=i + 1)
         when = dt.datetime.fromtimestamp(r["reviewed_ms"] / 1000, dt.UTC)
         memory[r["question_id"]], _ = scheduler.review_card(card, grade[r["quality"]], when)

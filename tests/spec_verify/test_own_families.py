@@ -4,7 +4,8 @@ shipped pair's tokenizer and saved with save_pretrained.
 
 Before the fix, a sliding-window model failed level 4 for the reference itself: transformers'
 sliding cache layers refuse `crop` once the window is full, and the speculative loop crops
-rejected drafts. `lm.new_cache` gives such models full layers (the window stays in the mask).
+rejected drafts. `lab.models.windows.full_cache` gives such models full layers (the window
+stays in the mask).
 """
 
 from __future__ import annotations
@@ -57,15 +58,15 @@ def _lm(path: Path, name: str) -> Any:
 
 
 @pytest.mark.slow
-def test_sliding_cache_of_transformers_refuses_the_crop_that_new_cache_allows(
+def test_sliding_cache_of_transformers_refuses_the_crop_that_full_cache_allows(
         checkpoints: dict[str, Path]) -> None:
     """The defect itself: past the window, transformers' default cache for Mistral cannot be
-    cropped; `new_cache` can, and stepping on from the cropped cache gives the model's logits."""
+    cropped; `full_cache` can, and stepping on from the cropped cache gives the model's logits."""
     import torch
     from transformers import DynamicCache
 
-    from lab.exercises.spec_verify.lm import new_cache
     from lab.models.loading import load_model
+    from lab.models.windows import full_cache
 
     model = load_model(checkpoints["mistral"], device="cpu", dtype="float32")
     ids = torch.arange(2, 2 + 3 * WINDOW)[None]
@@ -74,7 +75,7 @@ def test_sliding_cache_of_transformers_refuses_the_crop_that_new_cache_allows(
         model(input_ids=ids, cache=default, use_cache=True)
     with pytest.raises(RuntimeError, match="does not track past states"):
         default.crop(-3)
-    cache = new_cache(model.config)
+    cache = full_cache(model.config)
     with torch.inference_mode():
         model(input_ids=ids, cache=cache, use_cache=True)
         cache.crop(-3)  # drop the last 3: back to 3 * WINDOW - 3 tokens

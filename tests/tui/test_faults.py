@@ -112,7 +112,7 @@ async def test_bad_settings_are_named_on_the_home_screen(make_app: AppFactory) -
         await ready(app, pilot)
         await app.workers.wait_for_complete()
         await pilot.pause()
-        errors = text_of(app, "#today-errors")
+        errors = text_of(app, "#today-alert")
         assert "new_limit" in errors and "timezone" in errors and "defaults" in errors
 
 

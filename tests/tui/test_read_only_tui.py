@@ -37,7 +37,7 @@ async def main():
                 break
         text = lambda sel: str(app.screen.query_one(sel).render())
         out = {"load_error": app.load_error, "headline": text("#today-headline"),
-               "errors": text("#today-errors")}
+               "errors": text("#today-alert")}
         await pilot.press("enter")
         await pilot.pause()
         out["screen"] = type(app.screen).__name__

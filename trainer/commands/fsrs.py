@@ -18,7 +18,7 @@ def fit(reset: bool) -> None:
     """Fit FSRS's parameters to your answer log with the package's optimiser, and keep them
     when they predict your answers better (lower log-loss, shown before/after).
 
-    Needs at least 512 answers given on a later day than the card's previous one; with fewer
+    Needs at least 512 answers given at least 24 hours after the card's previous one; with fewer
     it says how many are missing. The optimiser (fsrs[optimizer]) comes with scripts/setup.sh
     (start.sh, test.sh); a bare `pip install .` lacks it: pip install ".[fit]".
     """
@@ -28,6 +28,7 @@ def fit(reset: bool) -> None:
     with _open_store() as store:
         if reset:
             _read(lambda: store.store_value(FSRS_PARAMETERS_KEY, None))
+            _read(lambda: store.recompute_memories(reschedule=True))
             click.echo("FSRS parameters reset to the defaults.")
             return
         current = _read(lambda: store.stored_value(FSRS_PARAMETERS_KEY))
@@ -45,8 +46,10 @@ def fit(reset: bool) -> None:
         better = result.after < result.before
         if better:
             _read(lambda: store.store_value(FSRS_PARAMETERS_KEY, result.parameters))
+            _read(lambda: store.recompute_memories(reschedule=True))
     which = "your fitted parameters" if current else "the defaults"
     click.echo(f"Fitted on {result.reviews} answers. Log-loss: {result.before:.4f} with {which}"
                f" -> {result.after:.4f} fitted.")
-    click.echo("Kept: readiness and scheduler=fsrs now use them." if better else
+    click.echo("Kept: readiness and scheduler=fsrs now use them (every card's memory "
+               "recomputed; with scheduler=fsrs, due days rescheduled)." if better else
                "Not kept: they predict your answers no better.")

@@ -65,7 +65,7 @@ def lab() -> None:
 def list_() -> None:
     """Exercises, their levels, your status and best figures (from your graded attempts)."""
     from lab.exercises import discover
-    from lab.grader.record import describe, level_states
+    from trainer.core.attempts import describe, level_states
     from trainer.core.lab import rebuild_days
 
     exercises = discover()
@@ -75,6 +75,9 @@ def list_() -> None:
     comes_back = rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<{id_width}}  {ex.title} — {ex.summary}")
+        missing = ex.unavailable()
+        if missing:
+            click.echo(f"  unavailable here: it {missing}")
         states = level_states(ex)
         for level in ex.levels:
             status, summary = states[level.number]
@@ -145,11 +148,12 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
 
 def _grade_once(
     ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
-    models: dict[str, str] | None = None, prepared: Any = None,
+    models: dict[str, str] | None = None, prepared: Any = None, host: Any = None,
 ) -> bool:
     """Run the grader (which records the attempt: `trainer.core.lab.grade_and_record`) and
     print the report or the JSON events; `prepared`: a child started ahead by
-    `lab.grader.runner.prepare` (watch, serve)."""
+    `lab.grader.runner.prepare` (watch, serve); `host`: grade there over SSH (a name or an
+    open `RemoteSession`; `RemoteError` when that fails, nothing recorded)."""
     from lab.grader.events import Event, to_json
     from lab.grader.report import TextReport
     from trainer.core.lab import grade_and_record
@@ -164,7 +168,8 @@ def _grade_once(
     status = ProgressLine() if sys.stdout.isatty() and not as_json else None
     report = TextReport(click.echo, status=status)
     try:
-        graded = grade_and_record(ex, path, levels, device, seed, emit, models, prepared)
+        graded = grade_and_record(ex, path, levels, device, seed, emit, models, prepared,
+                                  host)
     finally:  # an interrupted grading must not leave the progress line on the terminal
         if status is not None:
             status.close()
@@ -273,6 +278,10 @@ GRADE_OPTIONS = [
     click.option("--draft", "draft", metavar="PATH",
                  help="Your own local draft checkpoint, same tokenizer as the target "
                  "(spec-verify)."),
+    click.option("--on", "on", metavar="HOST",
+                 help="Grade on this SSH host (set up with `dojo remote setup HOST`; only the "
+                 "file is sent, the attempt is recorded here); default: the lab_host setting; "
+                 "`--on local` grades here."),
 ]
 
 
@@ -315,19 +324,41 @@ def grade_cmd(
     as_json: bool,
     target: str | None,
     draft: str | None,
+    on: str | None,
 ) -> None:
-    """Grade your solution: exit 0 if every required case passes, 1 if any fails."""
+    """Grade your solution: exit 0 if every required case passes, 1 if any fails, 2 on a usage
+    error, 3 when the host (--on) could not grade it (nothing is recorded then)."""
     from lab.grader.runner import UsageError
+    from trainer.core.remote import RemoteError
 
     ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
+    host = _host(on, models)
     try:
-        passed = _grade_once(ex, path, levels, device, seed, as_json, models)
+        passed = _grade_once(ex, path, levels, device, seed, as_json, models, host=host)
     except UsageError as exc:
         _usage_error(str(exc))
+    except RemoteError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
     except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
         click.echo("\nInterrupted.", err=True)
         sys.exit(130)
     sys.exit(0 if passed else 1)
+
+
+def _host(on: str | None, models: dict[str, str]) -> str | None:
+    """The SSH host to grade on: --on, else the lab_host setting; None for here (exit 2 for a
+    bad name, or for --target/--draft, which name folders on this machine)."""
+    from trainer.core.remote import grading_host
+
+    try:
+        host = grading_host(on)
+    except ValueError as exc:
+        _usage_error(str(exc))
+    if host is not None and models:
+        _usage_error(f"--target/--draft name folders on this machine; they cannot be graded "
+                     f"on {host} (use --on local)")
+    return host
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -357,23 +388,34 @@ def watch(
     as_json: bool,
     target: str | None,
     draft: str | None,
+    on: str | None,
     interval: float,
 ) -> None:
-    """Re-grade every time you save (Ctrl-C to stop)."""
+    """Re-grade every time you save (Ctrl-C to stop); with a host (--on, lab_host) one
+    connection stays open between gradings."""
     from lab.grader.runner import GradeOptions, UsageError, prepare
+    from trainer.core.remote import RemoteError, RemoteSession
 
     ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
+    host = _host(on, models)
+    link = RemoteSession(host) if host is not None else None
     prepared = None
     try:
         while True:
             stamp = _stamp(path)
             try:
-                _grade_once(ex, path, levels, device, seed, as_json, models, prepared)
+                _grade_once(ex, path, levels, device, seed, as_json, models, prepared, link)
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
+            except RemoteError as exc:  # said once; the next save connects again
+                click.echo(f"Error: {exc}", err=True)
+                assert link is not None
+                link.close()
+                link = RemoteSession(link.host)
             # the next grading's child starts (torch imported) while you edit
-            prepared = prepare(ex, path, GradeOptions(levels=levels, device=device,
-                                                      models=models))
+            if link is None:
+                prepared = prepare(ex, path, GradeOptions(levels=levels, device=device,
+                                                          models=models))
             if not as_json:
                 click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
             while _stamp(path) == stamp or _stamp(path) is None:
@@ -387,6 +429,8 @@ def watch(
     finally:
         if prepared is not None:
             prepared.close()
+        if link is not None:
+            link.close()
 
 
 def _reply(reply: Any) -> None:
@@ -395,22 +439,56 @@ def _reply(reply: Any) -> None:
     sys.stdout.flush()
 
 
-def _serve_one(request: Any, prepared: Any) -> tuple[int, Any]:
-    """Grade one request; returns the exit status `dojo lab grade` would have had and the
-    arguments to prepare the next child with (None after a bad request)."""
+def _serve_one(request: Any, prepared: Any, link: Any = None) -> tuple[int, Any]:
+    """Grade one request (on `link`'s host when given: a `RemoteSession`); returns the exit
+    status `dojo lab grade` would have had and the arguments to prepare the next child with
+    (None after a bad request, or when the grading ran on a host)."""
     from lab.grader.runner import UsageError
+    from trainer.core.remote import RemoteError
 
     try:
         ex, path, levels, models = _setup(request.exercise, request.level, None, None, None)
-        passed = _grade_once(ex, path, levels, "auto", request.seed, True, models, prepared)
-    except (SystemExit, UsageError) as exc:
+        passed = _grade_once(ex, path, levels, "auto", request.seed, True, models, prepared,
+                             link)
+    except (SystemExit, UsageError, RemoteError) as exc:
         if prepared is not None:
             prepared.close()
-        if isinstance(exc, UsageError):
+        if isinstance(exc, UsageError | RemoteError):
             click.echo(f"Error: {exc}", err=True)
-            return 2, None
+            return (2 if isinstance(exc, UsageError) else 3), None
         return (exc.code if isinstance(exc.code, int) else 2), None  # _setup printed why
-    return (0 if passed else 1), (ex, path, levels, models)
+    return (0 if passed else 1), (ex, path, levels, models) if link is None else None
+
+
+class _Link:
+    """`dojo lab serve`'s connection to the lab_host setting's host, opened on first use and
+    kept between gradings (the setting is read again for each request)."""
+
+    def __init__(self) -> None:
+        self.session: Any = None
+
+    def current(self) -> Any:
+        """The open session for the configured host, or None to grade here."""
+        from trainer.core.remote import RemoteSession, grading_host
+
+        try:
+            host = grading_host(None)
+        except ValueError:
+            host = None
+        if self.session is not None and (host is None or self.session.host != host):
+            self.close()
+        if host is not None and self.session is None:
+            self.session = RemoteSession(host)
+        return self.session
+
+    def broken(self) -> None:
+        """After a fault: the next request connects again."""
+        self.close()
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
 
 
 def _serve_prepare(request: Any, prepared: Any) -> Any:
@@ -460,6 +538,7 @@ def serve() -> None:
     from trainer.core.lab import Served, ServeRequest
 
     prepared = None
+    link = _Link()
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -469,11 +548,17 @@ def serve() -> None:
                 click.echo(f"Error: not a grade request: {line.strip()[:80]!r}", err=True)
                 _reply(Served(2))
                 continue
+            session = link.current()
+            if request.prepare and session is not None:
+                _serve_connect(session, link)
+                continue
             if request.prepare:
                 prepared = _serve_prepare(request, prepared)
                 continue
-            rc, again = _serve_one(request, prepared)
+            rc, again = _serve_one(request, prepared, session)
             prepared = None
+            if rc == 3:
+                link.broken()
             _reply(Served(rc))
             if again is not None:
                 ex, path, levels, models = again
@@ -481,6 +566,25 @@ def serve() -> None:
     finally:
         if prepared is not None:
             prepared.close()
+        link.close()
+
+
+def _serve_connect(session: Any, link: _Link) -> None:
+    """A prepare request while grading on a host: connect now (ssh, the host's imports), so
+    the grading only sends the file; answered like a prepare."""
+    from trainer.core.lab import Prepared
+    from trainer.core.remote import RemoteError
+
+    started, kept = time.monotonic(), session.hello is not None
+    try:
+        if not kept:
+            session.open()
+        ready = True
+    except RemoteError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        link.broken()
+        ready = False
+    _reply(Prepared(ready, kept, round(time.monotonic() - started, 3)))
 
 
 @lab.command()

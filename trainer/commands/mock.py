@@ -38,7 +38,7 @@ def _services() -> Iterator[Any]:
 def _open_round(services: Any) -> Any:
     from trainer.core.mock import resume
 
-    mock = resume(services.store)
+    mock = resume(services.store, services.now)
     if mock is None:
         click.echo("No mock round is running: start one with `dojo mock`.", err=True)
         sys.exit(2)
@@ -116,16 +116,17 @@ def mock(ctx: click.Context, minutes: int) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from trainer.core.mock import new_round, resume
+    from trainer.core.mock import new_round, resume, resume_note
 
     with _services() as services:
-        current = resume(services.store)
+        current = resume(services.store, services.now)
         if current is None:
             current = new_round(services, minutes)
             click.echo(f"New mock round: {minutes} minutes, from your weakest topics: "
                        + ", ".join(services.topic_title(t) for t in current.weakest[:3]) + ".")
         else:
-            click.echo("Resuming the round left open (`dojo mock abandon` ends it).")
+            note = resume_note(current, services.day()).removesuffix(".")
+            click.echo(f"{note} (`dojo mock abandon` ends it).")
         _show(current, services)
 
 
@@ -143,13 +144,20 @@ def answer(text: tuple[str, ...]) -> None:
 @mock.command()
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True)
-def grade(device: str) -> None:
+@click.option("--on", "on", metavar="HOST", help="Grade on this SSH host (default: the "
+              "lab_host setting; `--on local` grades here).")
+def grade(device: str, on: str | None) -> None:
     """Grade the lab part once (it ends the part) and put your own file back."""
     from trainer.core.mock import grade_lab
+    from trainer.core.remote import RemoteError
 
     with _services() as services:
         current = _open_round(services)
-        _after(grade_lab(current, services, device=device), current, services)
+        try:
+            feedback = grade_lab(current, services, device=device, on=on)
+        except (RemoteError, ValueError) as exc:
+            raise click.ClickException(f"{exc} The lab part stays open.") from exc
+        _after(feedback, current, services)
 
 
 @mock.command()

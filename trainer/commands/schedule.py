@@ -297,7 +297,9 @@ def import_(file: Path) -> None:
 def settings(assignments: tuple[str, ...]) -> None:
     """Show your scheduling settings, or change them: new_limit, review_limit, rollover_hour,
     timezone (an IANA name, or "local"), backup_keep, leech_lapses, scheduler (sm2, the
-    default, or fsrs: FSRS sets each review's next due day; switching keeps all history).
+    default, or fsrs: FSRS sets each review's next due day; switching keeps all history),
+    desired_retention (FSRS: the recall a review is scheduled for, 0.70-0.97, default 0.90),
+    lab_host (an SSH host labs are graded on, as `dojo lab grade --on HOST`; "local": here).
 
     Example: dojo settings new_limit=20 rollover_hour=3
     """
@@ -316,10 +318,15 @@ def settings(assignments: tuple[str, ...]) -> None:
                 f"expected KEY=VALUE with KEY one of {', '.join(kinds)}, got {item!r}"
             )
         raw = raw.strip()
-        if key == "timezone":
+        if key in ("timezone", "lab_host"):
             changes[key] = None if raw.lower() in ("", "local", "none") else raw
         elif key == "scheduler":
             changes[key] = raw.lower()
+        elif key == "desired_retention":
+            try:
+                changes[key] = float(raw)
+            except ValueError:
+                raise click.UsageError(f"{key} takes a number such as 0.9, got {raw!r}") from None
         else:
             try:
                 changes[key] = int(raw)
@@ -335,7 +342,7 @@ def settings(assignments: tuple[str, ...]) -> None:
     finally:
         store.close()
     for key, value in asdict(current).items():
-        shown = "local" if key == "timezone" and value is None else value
+        shown = "local" if key in ("timezone", "lab_host") and value is None else value
         click.echo(f"{key:<14} {shown}")
     held = store.day_rule_held_until()
     if held is not None:

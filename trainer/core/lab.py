@@ -83,8 +83,10 @@ __all__ = [  # the grader's typed events and report helpers, for the screens
 
 if TYPE_CHECKING:
     from lab.exercises import Exercise
-    from lab.grader.record import Recorder
+    from lab.grader.plan import GradeOptions
+    from lab.grader.results import GradeResult
     from lab.workspace import Hint, Interview
+    from trainer.core.attempts import Recorder
     from trainer.core.services import Services
 
 
@@ -244,7 +246,7 @@ class LevelRow:
     title: str
     level: int
     level_title: str
-    status: str  # not started | started | failing | passing
+    status: str  # not started | started | failing | passing | unavailable here: <why>
     best: str
 
 
@@ -263,9 +265,9 @@ def catalogue() -> Catalogue:
     """Read the catalogue (exercise folders, workspaces, the attempts table); raises what the
     lab package raises when it is missing or broken."""
     from lab.exercises import discover
-    from lab.grader.record import Recorder, level_states
     from lab.workspace import solution_path
     from questions.wording import noun
+    from trainer.core.attempts import Recorder, level_states
 
     exercises = discover()
     rows: list[LevelRow] = []
@@ -278,12 +280,15 @@ def catalogue() -> Catalogue:
         if path.exists():
             workspaces[ex.id] = path
         states = level_states(ex)  # the attempts table, like `dojo lab list` and Stats
+        missing = ex.unavailable()
         for lvl in ex.levels:
             status, summary = states[lvl.number]
             ratio = summary.best_metrics.get("median_ratio")
             cases = (f"{summary.best_passed_cases}/{summary.cases} {noun(summary.cases, 'case')}"
                      if summary.cases else "")
             figures = ", ".join(x for x in (cases, f"{ratio[0]:.2f}× ref" if ratio else "") if x)
+            if missing:
+                status, figures = f"unavailable here: it {missing}", ""
             rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures))
     return Catalogue({ex.id: ex for ex in exercises}, rows, workspaces, last)
 
@@ -315,6 +320,13 @@ def not_written(exc: OSError) -> str:
 
 # -- grade and record ------------------------------------------------------------------------
 
+def grades_here(host: str | None) -> bool:
+    """Whether a lab_host setting means grading on this machine (unset or "local")."""
+    from trainer.core.remote import is_local
+
+    return is_local(host)
+
+
 @dataclass
 class Graded:
     """One grading, recorded: whether it passed, the interview rehearsal it counted in (after
@@ -325,24 +337,83 @@ class Graded:
     recorder: Recorder
 
 
+class _HeldSummary:
+    """An event sink that passes every event on but the closing `Summary`, held until the
+    attempt is recorded, so the summary sent says whether it was stored."""
+
+    def __init__(self, sink: Callable[[Event], None] | None) -> None:
+        self.sink = sink
+        self.summary: Summary | None = None
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, Summary):
+            self.summary = event
+        elif self.sink is not None:
+            self.sink(event)
+
+    def release(self, result: GradeResult, stored: bool, store_error: str) -> None:
+        if self.summary is None:
+            return
+        import dataclasses
+
+        summary = dataclasses.replace(self.summary, stored=stored, store_error=store_error)
+        result.events[result.events.index(self.summary)] = summary
+        if self.sink is not None:
+            self.sink(summary)
+
+
+def grade_recorded(ex: Exercise, path: Path, options: GradeOptions,
+                   recorder: Recorder) -> GradeResult:
+    """Grade (the judge: `lab.grader.runner.grade`), then record the result through `recorder`
+    (attempts, lab cards, recalls: one transaction); the closing summary event goes to
+    `options.emit` after the recording, saying whether it was stored."""
+    import dataclasses
+
+    from lab.grader.runner import grade
+
+    held = _HeldSummary(options.emit)
+    result = grade(ex, path, dataclasses.replace(options, emit=held))
+    stored, store_error = recorder.record(result)
+    held.release(result, stored, store_error)
+    return result
+
+
 def grade_and_record(
     ex: Exercise, path: Path, levels: list[int] | None, device: str, seed: int | None,
     emit: Callable[[Event], None], models: dict[str, str] | None = None, prepared: Any = None,
+    host: Any = None,
 ) -> Graded:
     """Run the grader on `path`, recording the attempt (and the lab cards its passes create or
     grade), counting it in the interview rehearsal when it grades the rehearsal's file;
-    `prepared`: a child started ahead by `lab.grader.runner.prepare`."""
-    from lab.grader.record import Recorder
-    from lab.grader.runner import GradeOptions, grade
+    `prepared`: a child started ahead by `lab.grader.runner.prepare`; `host`: an SSH host name
+    or an open `trainer.core.remote.RemoteSession` to grade on instead of here (raises
+    `RemoteError`, nothing recorded or counted, when that fails)."""
+    from lab.grader.plan import GradeOptions
     from lab.workspace import count_grading, interview_metrics, passed_interview, solution_path
+    from trainer.core.attempts import Recorder
 
+    rehearsal = path.resolve() == solution_path(ex).resolve()
     session = (count_grading(ex, levels or ex.level_numbers)
-               if path.resolve() == solution_path(ex).resolve() else None)
+               if rehearsal and host is None else None)
     recorder = Recorder()
-    result = grade(ex, path, GradeOptions(
-        levels=levels, device=device, seed=seed, emit=emit, models=models,
-        attempt_metrics=interview_metrics(session) if session else None,
-        recorder=recorder, prepared=prepared))
+    if host is not None:
+        from trainer.core.remote import RemoteSession, grade_remote
+
+        link = host if isinstance(host, RemoteSession) else RemoteSession(host)
+        if link.hello is None:
+            link.open()  # a host that cannot grade is not a grading: nothing counted
+        session = count_grading(ex, levels or ex.level_numbers) if rehearsal else None
+        try:
+            result = grade_remote(link.host, ex, path, levels, device, seed, emit, recorder,
+                                  interview_metrics(session) if session else None, link)
+        finally:
+            if link is not host:
+                link.close()
+    else:
+        result = grade_recorded(ex, path, GradeOptions(
+            levels=levels, device=device, seed=seed, emit=emit, models=models,
+            attempt_metrics=interview_metrics(session) if session else None,
+            prepared=prepared), recorder)
     if session is not None and any(lvl.passed for lvl in result.levels
                                    if lvl.level == session.level):
         session = passed_interview(ex, session)
@@ -400,8 +471,8 @@ def rebuild_days() -> dict[tuple[str, int], str]:
     """(exercise, level) -> "rebuild due" / "rebuild 2026-03-08", for levels with a lab card
     (empty when the database cannot be read: the list never depends on it)."""
     try:
-        from lab.grader.record import default_reader
         from scheduler.days import utc_now
+        from trainer.core.attempts import default_reader
 
         with default_reader() as store:
             today = store.study_day(utc_now())

@@ -9,11 +9,14 @@ never touch the SM-2 schedule (a lab pass is recorded like any grading, and coun
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from questions.wording import plural
 
 if TYPE_CHECKING:
     from questions.bank import Bank
@@ -90,12 +93,24 @@ class Item:
 
 @dataclass
 class MockRound:
+    """A round and its own clock. The clock counts the time the round is open, not the time it
+    sat closed: `clock_s` is the round time at the last step (`last_s`, wall time) of the
+    sitting under way, and items' `started_s`/`ended_s` and `finished_s` are round times. A
+    round left (Esc, the app closed) or resumed on another study day (`resume`) starts a new
+    sitting from where its clock stood. `opened` and `day` are the study days it was opened and
+    last played (dated like answers: $DOJO_NOW moves them)."""
+
     started_s: float
     minutes: int
     items: list[Item]
     weakest: list[str]
     round_id: int | None = None
     finished_s: float | None = None
+    clock_s: float = 0.0
+    last_s: float | None = None  # None: no sitting under way (left, or not resumed yet)
+    opened: str = ""  # ISO study day
+    day: str = ""  # ISO study day of the last step
+    left_since: dt.date | None = field(default=None, compare=False)  # set by `resume`
 
     @property
     def current(self) -> Item | None:
@@ -107,7 +122,12 @@ class MockRound:
         return sum(i.done for i in self.items) + 1
 
     def elapsed_s(self, now: float) -> float:
-        return max(0.0, (self.finished_s or now) - self.started_s)
+        """The round time at wall time `now`."""
+        if self.finished_s is not None:
+            return self.finished_s
+        if self.last_s is None:
+            return self.clock_s
+        return self.clock_s + max(0.0, now - self.last_s)
 
     def clock(self, now: float) -> str:
         """"12:34 of 45:00" ("47:10 of 45:00, over time")."""
@@ -115,15 +135,35 @@ class MockRound:
         over = ", over time" if elapsed > self.minutes * 60 else ""
         return f"{_mmss(elapsed)} of {self.minutes}:00{over}"
 
+    def stamp(self, now: float, day: dt.date) -> None:
+        """A step at wall time `now` on study day `day`: the clock keeps the time so far."""
+        self.clock_s = self.elapsed_s(now)
+        self.last_s = now
+        self.day = day.isoformat()
+
     def to_state(self) -> dict[str, Any]:
         return {"started_s": self.started_s, "minutes": self.minutes, "weakest": self.weakest,
-                "finished_s": self.finished_s, "items": [asdict(i) for i in self.items]}
+                "finished_s": self.finished_s, "items": [asdict(i) for i in self.items],
+                "clock_s": self.clock_s, "last_s": self.last_s, "opened": self.opened,
+                "day": self.day}
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], round_id: int | None = None) -> MockRound:
+        items = [Item(**i) for i in state["items"]]
+        finished = state.get("finished_s")
+        if "clock_s" not in state:  # saved before rounds kept their own clock: wall times
+            origin = float(state["started_s"])
+            for i in items:
+                i.started_s = None if i.started_s is None else max(0.0, i.started_s - origin)
+                i.ended_s = None if i.ended_s is None else max(0.0, i.ended_s - origin)
+            finished = None if finished is None else max(0.0, finished - origin)
+            marks = [t for i in items for t in (i.started_s, i.ended_s) if t is not None]
+            state = {**state, "clock_s": max(marks, default=0.0), "last_s": None}
         return cls(started_s=float(state["started_s"]), minutes=int(state["minutes"]),
-                   items=[Item(**i) for i in state["items"]], weakest=list(state["weakest"]),
-                   round_id=round_id, finished_s=state.get("finished_s"))
+                   items=items, weakest=list(state["weakest"]), round_id=round_id,
+                   finished_s=finished, clock_s=float(state["clock_s"]),
+                   last_s=state.get("last_s"), opened=str(state.get("opened", "")),
+                   day=str(state.get("day", "")))
 
 
 def _mmss(seconds: float) -> str:
@@ -152,8 +192,10 @@ def new_round(services: Services, minutes: int = DEFAULT_MINUTES, *,
     items.append(Item("design", {"prompt": prompt.id}, prompt.topic))
     exercise, level, topic = choose_lab(services.bank, weak)
     items.append(Item("lab", {"exercise": exercise, "level": level}, topic))
-    mock = MockRound(started_s=clock(), minutes=minutes, items=items, weakest=weak[:5])
-    save(mock, services.store)
+    today = services.day()
+    mock = MockRound(started_s=clock(), minutes=minutes, items=items, weakest=weak[:5],
+                     last_s=clock(), opened=today.isoformat(), day=today.isoformat())
+    save(mock, services, clock)
     return mock
 
 
@@ -190,23 +232,61 @@ def choose_lab(bank: Bank, weak: list[str]) -> tuple[str, int, str]:
 
 
 # ---------------------------------------------------------------------------- store round-trip
-def save(mock: MockRound, store: Store) -> None:
-    import datetime as dt
+def save(mock: MockRound, services: Services, clock: Clock = time.time) -> None:
+    """Stamp the step on the round's clock and store the round."""
+    mock.stamp(clock(), services.day())
+    _store(mock, services)
 
-    def moment(s: float) -> dt.datetime:
-        return dt.datetime.fromtimestamp(s, dt.UTC)
 
-    mock.round_id = store.save_mock_round(
-        mock.to_state(), round_id=mock.round_id, started=moment(mock.started_s),
-        minutes=mock.minutes,
-        finished=None if mock.finished_s is None else moment(mock.finished_s),
+def leave(mock: MockRound, services: Services, clock: Clock = time.time) -> None:
+    """The learner leaves the round open (Esc, the app closes): its clock stops here."""
+    if mock.current is None:
+        return
+    mock.stamp(clock(), services.day())
+    mock.last_s = None
+    _store(mock, services)
+
+
+def _store(mock: MockRound, services: Services) -> None:
+    """Insert or update the round, dated on the study day it is played ($DOJO_NOW moves it, as
+    it moves answers)."""
+    from scheduler.days import utc_now
+
+    moment = services.now or utc_now()
+    mock.round_id = services.store.save_mock_round(
+        mock.to_state(), round_id=mock.round_id, started=moment, minutes=mock.minutes,
+        finished=None if mock.finished_s is None else moment,
         score=None if mock.finished_s is None else total_score(mock))
 
 
-def resume(store: Store) -> MockRound | None:
-    """The round left open (the app closed mid-round), if any."""
+def resume(store: Store, now: dt.datetime | None = None,
+           clock: Clock = time.time) -> MockRound | None:
+    """The round left open, if any. Its clock goes on from where it stood when it was left,
+    when it was last played on another study day, or after a pause longer than the whole
+    round (a round left, not a long think); `left_since` then names the day it was left on
+    another day. A CLI step a few minutes after the last one counts those minutes."""
     found = store.open_mock_round()
-    return None if found is None else MockRound.from_state(found[1], found[0])
+    if found is None:
+        return None
+    mock = MockRound.from_state(found[1], found[0])
+    today, wall = store.study_day(now), clock()
+    gap = None if mock.last_s is None else wall - mock.last_s
+    if mock.day and mock.day != today.isoformat():
+        mock.left_since = dt.date.fromisoformat(mock.day)
+    if mock.left_since is not None or gap is None or not 0 <= gap <= mock.minutes * 60:
+        mock.last_s = wall  # a new sitting: the time it sat closed is not counted
+    return mock
+
+
+def resume_note(mock: MockRound, today: dt.date) -> str:
+    """What resuming says: the round's number, where its clock stands, and for a round left
+    on another day, since when it sat open."""
+    stands = f"Resuming mock round #{mock.round_id} at {_mmss(mock.clock_s)} of {mock.minutes}:00"
+    if mock.left_since is None:
+        return f"{stands}."
+    days = (today - mock.left_since).days
+    return (f"{stands}: left open since {mock.left_since} ({plural(days, 'day')} ago); the time "
+            "it sat closed is not counted.")
 
 
 # ------------------------------------------------------------------------------- one item
@@ -239,10 +319,10 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
     if item is None:
         return None
     if item.started_s is None:
-        item.started_s = clock()
+        item.started_s = mock.elapsed_s(clock())
         if item.kind == "lab":
             _start_lab(mock, item, clock)
-        save(mock, services.store)
+        save(mock, services, clock)
     n, total = mock.position, len(mock.items)
     head = f"{n}/{total} · {PART_NAMES[item.kind]} · {services.topic_title(item.topic)}"
     if item.kind == "estimate":
@@ -313,10 +393,10 @@ def _start_lab(mock: MockRound, item: Item, clock: Clock) -> None:
 def _finish_item(mock: MockRound, item: Item, score: float, services: Services,
                  clock: Clock) -> Feedback:
     item.score = max(0.0, min(1.0, score))
-    item.ended_s = clock()
+    item.ended_s = mock.elapsed_s(clock())
     if mock.current is None:
-        mock.finished_s = clock()
-    save(mock, services.store)
+        mock.finished_s = item.ended_s
+    save(mock, services, clock)
     return Feedback([], item_done=True, round_done=mock.current is None)
 
 
@@ -360,7 +440,7 @@ def _answer_estimate(mock: MockRound, item: Item, text: str, services: Services,
         lines = [f"Wrong: expected {outcome.expected_display}, you said "
                  f"{outcome.given_display}{why}."]
     if inst.is_case and len(item.answers) < len(inst.steps):
-        save(mock, services.store)
+        save(mock, services, clock)
         return Feedback(lines)
     fb = _finish_item(mock, item, sum(item.right) / len(item.right), services, clock)
     fb.lines = lines
@@ -403,7 +483,7 @@ def _answer_design(mock: MockRound, item: Item, text: str, services: Services,
         if not text.strip():
             return Feedback(["Write your answer first."], reask=True)
         item.text = " ".join(text.split())
-        save(mock, services.store)
+        save(mock, services, clock)
         return Feedback(["Now mark the rubric points your answer covered."])
     try:
         covered = parse_points(text, len(p.rubric))
@@ -418,13 +498,14 @@ def _answer_design(mock: MockRound, item: Item, text: str, services: Services,
 
 
 def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
-              device: str = "auto") -> Feedback:
+              device: str = "auto", on: str | None = None) -> Feedback:
     """Grade the lab item's file once on its level (recorded like any grading), end the
     rehearsal (your own file comes back; the rehearsal's is kept under backups/) and score it.
+    Graded on `on` (an SSH host, "local") or else the lab_host setting's host; a host that
+    cannot grade raises `trainer.core.remote.RemoteError` with nothing counted or recorded.
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
     from lab.exercises import get
-    from lab.grader.record import Recorder
-    from lab.grader.runner import GradeOptions, grade
+    from lab.grader.plan import GradeOptions
     from lab.workspace import (
         count_grading,
         end_interview,
@@ -433,6 +514,8 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
         passed_interview,
         solution_path,
     )
+    from trainer.core.attempts import Recorder
+    from trainer.core.lab import grade_recorded
 
     item = mock.current
     if item is None or item.kind != "lab":
@@ -441,16 +524,31 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
         begin(mock, services, clock)
     ex = get(item.ref["exercise"])
     level = int(item.ref["level"])
+    from trainer.core.remote import RemoteSession, grade_remote, grading_host
+
+    host = grading_host(on)
+    link = RemoteSession(host) if host is not None else None
+    if link is not None:
+        link.open()  # a host that cannot grade: raised before the grading is counted
     session = count_grading(ex, [level])
     recorder = Recorder()
-    result = grade(ex, solution_path(ex), GradeOptions(
-        levels=[level], device=device, recorder=recorder,
-        attempt_metrics=interview_metrics(session) if session else None))
+    metrics = interview_metrics(session) if session else None
+    try:
+        if link is not None:
+            result = grade_remote(link.host, ex, solution_path(ex), [level], device, None,
+                                  lambda event: None, recorder, metrics, link)
+        else:
+            result = grade_recorded(ex, solution_path(ex), GradeOptions(
+                levels=[level], device=device, attempt_metrics=metrics), recorder)
+    finally:
+        if link is not None:
+            link.close()
     passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
     if passed and session is not None:
         passed_interview(ex, session)
     item.answers.append("passed" if passed else "failed")
-    lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}."]
+    lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}"
+             + (f" (graded on {result.device} at {host})." if host else ".")]
     for lvl in result.levels:
         failure = lvl.smallest_failure()
         if failure is not None and not passed:
@@ -476,7 +574,7 @@ def skip(mock: MockRound, services: Services, clock: Clock = time.time) -> Feedb
     if item is None:
         return Feedback(["The round is over."], round_done=True)
     if item.started_s is None:
-        item.started_s = clock()
+        item.started_s = mock.elapsed_s(clock())
     item.mistakes.append(f"{PART_NAMES[item.kind]}: skipped ({_what(item)})")
     if item.kind == "lab":
         from lab.exercises import get

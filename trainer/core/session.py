@@ -56,6 +56,25 @@ class Item:
 
 
 @dataclass(frozen=True)
+class GradePreview:
+    """What one grade key will save (`scheduler.next_states`, the rule the store applies)."""
+
+    days: int | None  # days until the card is next due; None: the schedule stays as it is
+    again: bool  # the card comes back today (re-drill)
+    ease_change: float | None = None  # SM-2: the EF change, e.g. -0.14; None under FSRS
+
+
+@dataclass(frozen=True)
+class Previews:
+    """The grade bar's promise for the card showing: every grade's outcome under the active
+    scheduler, and (FSRS) the card's predicted recall now."""
+
+    scheduler: str  # "sm2" or "fsrs"
+    grades: dict[int, GradePreview]
+    recall: float | None = None  # FSRS: recall now; None for a new card or under SM-2
+
+
+@dataclass(frozen=True)
 class Feedback:
     """The verdict on one answer, before the learner grades it."""
 
@@ -72,6 +91,7 @@ class Feedback:
     overridden: bool = False  # the learner mistyped and counted a wrong verdict right
     suggested: int | None = None  # a case study: the grade its steps suggest (any may be chosen)
     lab: str = ""  # a miss whose lab level is not passed yet: "Practise this in the lab: ..."
+    previews: Previews | None = None  # what each grade key will save
 
     @property
     def grades(self) -> tuple[int, ...]:
@@ -204,6 +224,7 @@ class Session:
             mistake_id=case.mistake_id,
             overridden=any(v.overridden for v in case.verdicts),
             suggested=case.suggested_grade(),
+            previews=self._previews(self.current),
         )
         return self._feedback
 
@@ -274,6 +295,7 @@ class Session:
             diagnosis=outcome.diagnosis or "",
             accepted=outcome.accepted,
             lab="" if outcome.correct else self._lab_suggestion(item),
+            previews=self._previews(item),
         )
         return self._feedback
 
@@ -295,33 +317,33 @@ class Session:
             self._labs.append(text)
         return text
 
-    def next_intervals(self) -> dict[int, int | None]:
-        """For each grade the showing verdict offers, the days until the card is next due if
-        graded so (Anki's "4 · 6d"); None where the grade leaves the schedule alone (re-drill,
-        cram) or the card cannot be rescheduled today. Computed by `transition.apply`, the
-        rule the store will apply, so the preview cannot disagree with the result."""
-        from scheduler.transition import apply
+    def _previews(self, item: Item | None) -> Previews | None:
+        """Every grade's outcome for the card, from `Store.preview`: the same
+        `scheduler.next_states` call the answer's write makes, so the bar shows what is saved.
+        A grade that cannot reschedule the card today (answered in another window) shows no
+        interval."""
+        from scheduler.transition import needs_redrill
 
-        item, fb = self.current, self._feedback
-        if item is None or fb is None:
-            return {}
-        if item.mode != "review":
-            return {g: None for g in fb.grades}
+        if item is None:
+            return None
         store = self.services.store
         try:
-            card, settings = store.card(item.question_id), store.settings()
+            outlook = store.preview(item.question_id, item.mode, self.services.now)
         except LookupError:
-            return {g: None for g in fb.grades}
-        day = store.study_day(self.services.now, settings)
-        out: dict[int, int | None] = {}
-        for g in fb.grades:
-            try:
-                after, _ = apply(card.scheduled, g, "review", day, settings)
-            except ValueError:  # not due (answered in another window): the store refuses it
-                out[g] = None
+            return Previews("sm2", {g: GradePreview(None, needs_redrill(g)) for g in ALL_GRADES})
+        before = outlook.card.state.ef_hundredths
+        grades: dict[int, GradePreview] = {}
+        for g in ALL_GRADES:
+            nxt = outlook.states.get(g)
+            if nxt is None:
+                grades[g] = GradePreview(None, needs_redrill(g))
                 continue
-            out[g] = None if after.due is None else (after.due - day).days
-        return out
+            ease = None
+            if outlook.scheduler == "sm2" and nxt.days is not None:
+                ease = (nxt.scheduled.state.ef_hundredths - before) / 100
+            grades[g] = GradePreview(nxt.days, nxt.redrill, ease)
+        return Previews(outlook.scheduler, grades,
+                        outlook.recall if outlook.scheduler == "fsrs" else None)
 
     def override(self) -> Feedback:
         """'I mistyped — count it right': turn the wrong verdict showing into a right one, to be

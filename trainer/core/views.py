@@ -40,6 +40,7 @@ class TodayView:
     # they are in the queue.
     lab: int = 0
     lab_reasons: tuple[str, ...] = ()
+    read_only: str | None = None  # why no session can save now (`Services.cannot_save`)
 
     @property
     def to_do(self) -> int:
@@ -75,6 +76,7 @@ def today_view(services: Services, *, plan: bool = True) -> TodayView:
         plan=plan_report_or_none(services) if plan else None,
         lab=len(queue.lab),
         lab_reasons=_lab_reasons(queue.lab),
+        read_only=services.cannot_save(),
     )
 
 

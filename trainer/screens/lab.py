@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -140,6 +141,7 @@ class LabScreen(LabResultsScreen):
         self._grading: Worker[int | None] | None = None
         self._attempts_read = False
         self._prepare_timer: Timer | None = None
+        self.prepare_pending: tuple[str, int] | None = None  # held now, prepared when it lasts
         self._prepared_for: tuple[str, int] | None = None
         self.seed: int | None = None  # the gradings' seed (None: random), set with S
 
@@ -272,13 +274,21 @@ class LabScreen(LabResultsScreen):
         if self._prepare_timer is not None:
             self._prepare_timer.stop()
             self._prepare_timer = None
+        self.prepare_pending = None
         ex = self.exercises[row.exercise]
         key = (row.exercise, row.level)
         if key == self._prepared_for or not ex.needs_torch_for([row.level]):
             return
         if service.workspace_file(ex) is not None:
-            self._prepare_timer = self.set_timer(PREPARE_AFTER_S,
-                                                 lambda: self._send_prepare(*key))
+            self.prepare_pending = key
+            self._prepare_timer = self.set_timer(PREPARE_AFTER_S, self.prepare_held)
+
+    def prepare_held(self) -> None:
+        """The selection was held for PREPARE_AFTER_S (the timer's callback; a test calls it
+        to say the hold has lasted): prepare the level still pending."""
+        key, self.prepare_pending = self.prepare_pending, None
+        if key is not None:
+            self._send_prepare(*key)
 
     @work(exclusive=True, group="lab-prepare")
     async def _send_prepare(self, exercise: str, level: int) -> None:
@@ -480,22 +490,28 @@ class LabScreen(LabResultsScreen):
         bar = self.query_one(ProgressBar)
         self._clear_results(exercise, level, stored=False)
         self._signatures, self._not_run = {}, []
+        host = self._host()
+        on = f" on {host}" if host else ""
         self.query_one("#lab-results-title", Static).update(
-            f"{exercise} L{level}: grading…")
+            f"{exercise} L{level}: grading{on}…")
         bar.update(total=None, progress=0)
         bar.display = True
         self.last_summary = None
         seed = self.seed
         replay = f" --seed {seed}" if seed is not None else ""
-        self.write_log(f"$ dojo lab grade {exercise} --level {level}{replay} --json")
+        self.write_log(f"$ dojo lab grade {exercise} --level {level}{replay} --json"
+                       + (f" --on {host}" if host else ""))
         self._proc = server = await self._grader()
         rc: int | None = None
+        error = ""  # the server's "Error: …" sentence (a host that could not grade)
         try:
             await server.send(ServeRequest(exercise, level, seed=seed))
             while (reply := await server.reply()) is not None:
                 if isinstance(reply, str):
                     if reply.strip():
                         self.write_log(reply)
+                    if reply.startswith("Error: "):
+                        error = reply.removeprefix("Error: ").strip()
                 elif isinstance(reply, Served):
                     rc = reply.rc
                     break
@@ -516,7 +532,12 @@ class LabScreen(LabResultsScreen):
         if rc is None:  # the server ended (crashed, killed): the next grading starts another
             rc = await server.wait()
             self._server = None
-        if self.last_summary is None:  # nothing was graded: the screen must not say it still is
+        if self.last_summary is None and error:  # e.g. the host could not grade: its sentence
+            self.query_one("#lab-results-title", Static).update(
+                Text(f"{exercise} L{level}: not graded — {error}"))
+            self.notify(error, severity="error", timeout=12)
+            bar.display = False
+        elif self.last_summary is None:  # nothing graded: the screen must not say it still is
             self.write_log(f"The grader exited with status {rc} without a summary.")
             self.query_one("#lab-results-title", Static).update(
                 f"{exercise} L{level}: not graded (the grader stopped: see the log below)")
@@ -527,6 +548,15 @@ class LabScreen(LabResultsScreen):
             self._prepared_for = (exercise, level)  # the server prepares its next grading
         self._fetch()  # refresh pass/fail marks from the attempts table
         return rc
+
+    def _host(self) -> str | None:
+        """The lab_host setting (where `dojo lab serve` grades; None: here)."""
+        services = self.dojo.services
+        try:
+            host = services.store.settings().lab_host if services is not None else None
+        except Exception:
+            return None
+        return None if service.grades_here(host) else host
 
     async def _grader(self) -> GradingServer:
         """This screen's grading server (`dojo lab serve`), started on first use and kept: its

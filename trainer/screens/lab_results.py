@@ -97,7 +97,7 @@ class LabResultsScreen(DojoScreen):
             self.write_log(
                 f"Grading {ev.exercise} on {ev.device}"
                 f"{' (' + str(ev.device_note) + ')' if ev.device_note else ''}"
-                f", seed {ev.seed}"
+                f"{' at ' + ev.host if ev.host else ''}, seed {ev.seed}"
             )
         elif isinstance(ev, Notice):
             self.write_log(f"Note: {ev.message}")
@@ -139,7 +139,8 @@ class LabResultsScreen(DojoScreen):
         title.update(Text(f"{self._grading_title()}: {'passed' if ev.passed else 'failed'}"))
         self.write_log(
             ("All required cases pass." if ev.passed else "Some required cases fail.")
-            + f" ({ev.duration_s:.1f} s on {ev.device})"
+            + f" ({ev.duration_s:.1f} s, graded on {ev.device}"
+            f"{' at ' + ev.host if ev.host else ''})"
         )
         if ev.replay:  # the same hidden cases again: S sets the seed here, or the CLI
             self.write_log(f"Replay: {ev.replay}  (or S {ev.seed} here)")

@@ -163,6 +163,16 @@ class MockScreen(DojoScreen):
         self._show_feedback(feedback)
 
     def action_leave(self) -> None:
+        self._stop_clock()
         if self.mock.current is not None:
             self.notify("The round is saved: i on Today resumes it.")
         self.dojo.action_home()
+
+    def on_unmount(self) -> None:
+        self._stop_clock()  # the app closed mid-round: the time until it reopens is not counted
+
+    def _stop_clock(self) -> None:
+        from trainer.core.mock import leave
+
+        if self.mock.last_s is not None and self.dojo.services is not None:
+            leave(self.mock, self.dojo.services)

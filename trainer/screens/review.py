@@ -215,7 +215,7 @@ class ReviewScreen(DojoScreen):
         self.query_one("#links", Static).update(" · ".join(links))
         self.query_one("#feedback").display = True
         bar = self.query_one("#gradebar", ItemBar)
-        bar.show(*grade_items(fb, self.session.next_intervals()))
+        bar.show(*grade_items(fb))
         bar.display = True
         self.query_one("#review-body", VerticalScroll).focus()
         self.call_after_refresh(self._scroll_to_feedback)
@@ -483,39 +483,48 @@ class ItemBar(Static):
         return "\n".join(lines) + self._after
 
 
-def grade_items(fb: Feedback, intervals: dict[int, int | None]) -> tuple[list[str], str]:
-    """The grade bar as (items, what follows): each grade key an item, then the legend (an
-    item too) and the ease note on its own line."""
-    from scheduler.transition import needs_redrill
-
+def grade_items(fb: Feedback) -> tuple[list[str], str]:
+    """The grade bar as (items, what follows): each grade key an item with what it will save
+    (`Feedback.previews`, the store's own rule), then the legend (an item too) and a note on
+    its own line: under SM-2 the ease change when the intervals tie, under FSRS the card's
+    recall now."""
+    previews = fb.previews
     parts = []
     for g in fb.grades:
-        days = intervals.get(g)
-        after = f" {days}d" if days is not None else ""
-        again = "↻" if needs_redrill(g) else ""
-        text = f"{g} {GRADE_LABELS[g]}{after}{again}"
+        preview = None if previews is None else previews.grades.get(g)
+        days = None if preview is None else preview.days
+        again = preview is not None and preview.again
+        text = f"{g} {GRADE_LABELS[g]}{'' if days is None else f' {days}d'}{'↻' if again else ''}"
         parts.append(f"[reverse] {text} [/]" if g == fb.default_grade else f"[b]{text}[/]")
-    legend = "↻ again today " if any(needs_redrill(g) for g in fb.grades) else ""
-    return [*parts, f"[dim]{legend}(Enter = {fb.default_grade})[/]"], _ease_note(intervals)
+    redrills = previews is not None and any(
+        p.again for g, p in previews.grades.items() if g in fb.grades)
+    legend = "↻ again today " if redrills else ""
+    return [*parts, f"[dim]{legend}(Enter = {fb.default_grade})[/]"], _grade_note(fb)
 
 
-def _ease_note(intervals: dict[int, int | None]) -> str:
-    """On a young card 3, 4 and 5 all give the same next interval (SM-2: 1 d, then 6 d), so
-    the bar says what the choice does change: the ease, which sets how fast later intervals
-    grow (SM-2's EF moves -0.14, 0 or +0.10)."""
-    from scheduler.sm2 import CardState, next_state
-
-    passes = [g for g in (3, 4, 5) if intervals.get(g) is not None]
-    if len(passes) < 2 or len({intervals[g] for g in passes}) != 1:
+def _grade_note(fb: Feedback) -> str:
+    """SM-2: on a young card 3, 4 and 5 all give the same next interval (1 d, then 6 d), so
+    the note says what the choice does change: the ease (EF), which sets how fast later
+    intervals grow. FSRS has no ease: the note gives the card's predicted recall now."""
+    previews = fb.previews
+    if previews is None:
         return ""
-    start = CardState()
+    if previews.scheduler == "fsrs":
+        if previews.recall is None:
+            return "\n[dim]FSRS: a new card; the days are FSRS's intervals[/]"
+        return (f"\n[dim]FSRS: recall now {previews.recall:.0%}; each interval keeps recall "
+                "near your desired retention[/]")
+    passes = [g for g in (3, 4, 5) if g in fb.grades and (p := previews.grades.get(g))
+              is not None and p.days is not None and p.ease_change is not None]
+    if len(passes) < 2 or len({previews.grades[g].days for g in passes}) != 1:
+        return ""
     moves = []
     for g in passes:
-        delta = (next_state(start, g).ef_hundredths - start.ef_hundredths) / 100
+        delta = previews.grades[g].ease_change or 0.0
         moves.append(f"{g} {'±0' if delta == 0 else f'{delta:+.2f}'.replace('-', '−')}")
     # Short enough for one line at 60 columns.
-    return (f"\n[dim]{'/'.join(map(str, passes))}: same {intervals[passes[0]]}d; the ease "
-            f"moves {' · '.join(moves)}[/]")
+    return (f"\n[dim]{'/'.join(map(str, passes))}: same {previews.grades[passes[0]].days}d; "
+            f"the ease moves {' · '.join(moves)}[/]")
 
 
 def _placeholder(unit: str) -> str:

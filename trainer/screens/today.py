@@ -62,6 +62,10 @@ class TodayScreen(DojoScreen):
     def compose(self) -> ComposeResult:
         yield Static("Serving Dojo · Today", classes="titlebar")
         with VerticalScroll(id="today-body"):
+            # What stops or changes the day (read-only data, a failed backup): first, in view.
+            alert = Static("", id="today-alert")
+            alert.display = False
+            yield alert
             yield Static("Loading your cards…", id="today-headline")
             yield Static("", id="today-counts")
             yield Static("", id="today-plan")
@@ -96,6 +100,8 @@ class TodayScreen(DojoScreen):
         open the Lab screen on it, where the clock runs and `g` grades."""
         services = self.dojo.services
         if self.view is None or services is None or not 0 <= index < len(self.view.rebuilds):
+            return
+        if not self.dojo.can_save():  # the rebuild's clock and verdict could not be kept
             return
         due = self.view.rebuilds[index]
         try:
@@ -195,7 +201,13 @@ class TodayScreen(DojoScreen):
         for selector in ("#today-headline", "#today-counts"):
             self.query_one(selector).remove_class("stale")
         head = self.query_one("#today-headline", Static)
-        if view.first_run:
+        alert = self.query_one("#today-alert", Static)
+        alert.display = bool(view.warnings)
+        alert.update("\n".join(f"[b yellow]warning:[/] {escape(w)}" for w in view.warnings))
+        if view.read_only:  # nothing can be studied: no invitation to press Enter
+            head.update(f"[b]{plural(view.to_do, 'card')} today, but no session can start:[/] "
+                        "your data is read-only. Browse (b) and Stats (s) still work.")
+        elif view.first_run:
             head.update(f"[b]Welcome.[/] {WELCOME}")
         elif view.to_do:
             head.update(f"[b]{plural(view.to_do, 'card')} today.[/] Press [b]Enter[/] to start.")
@@ -237,14 +249,13 @@ class TodayScreen(DojoScreen):
         ]
         self.query_one("#forecast", BarChart).update(view.forecast[:14], labels[:14])
         errors = self.query_one("#today-errors", Static)
-        notes = "".join(f"[b yellow]warning:[/] {escape(w)}\n" for w in view.warnings)
-        if view.bank_errors:
+        if view.bank_errors:  # the warnings are at the top (#today-alert)
             shown = "\n".join(f"  • {e}" for e in view.bank_errors[:5])
             more = len(view.bank_errors) - 5
             errors.update(
-                notes + f"[b yellow]{plural(len(view.bank_errors), 'question file')} could not "
+                f"[b yellow]{plural(len(view.bank_errors), 'question file')} could not "
                 "be loaded "
                 f"(the rest work):[/]\n{shown}" + (f"\n  … and {more} more" if more > 0 else "")
             )
         else:
-            errors.update(notes.rstrip("\n"))
+            errors.update("")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.models.lean_llama import KVView, lean_for
+from lab.models.windows import full_cache, has_window, window_masks
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,9 @@ class KVCache:
 
 class HFStepModel:
     """A Hugging Face causal LM behind the `forward` above (fp32 on CPU: exact, batch-invariant
-    argmax in practice)."""
+    argmax in practice). Every family's logits equal its own no-cache forward of each row alone
+    (tests/models/test_families.py); a sliding-window model keeps full-length cache layers and
+    gets its window in an explicit mask (`lab.models.windows`)."""
 
     def __init__(self, model: Any) -> None:
         self.model = model
@@ -98,7 +101,6 @@ class HFStepModel:
         self, input_ids: Any, attention_mask: Any, position_ids: Any, kv: KVCache | None
     ) -> tuple[Any, KVCache]:
         import torch
-        from transformers import DynamicCache
 
         self.calls += 1
         ids = input_ids.to(self.device)
@@ -110,14 +112,21 @@ class HFStepModel:
             logits, view = self.lean.step(ids, position_ids.to(self.device), past,
                                           _allowed(ids, mask, 0 if kv is None else kv.length))
             return logits, KVCache(view.layers(), view)
-        cache = DynamicCache(config=self.model.config)
-        if kv is not None:
-            cache = DynamicCache(ddp_cache_data=list(kv.layers), config=self.model.config)
+        config = self.model.config
+        positions = position_ids.to(self.device)
+        cache = full_cache(config, None if kv is None else kv.layers)
+        if has_window(config):  # the window in the rows' own positions, not in columns
+            cached = 0 if kv is None else kv.length
+            if mask is None:
+                mask = torch.ones((ids.shape[0], cached + ids.shape[1]), dtype=torch.long,
+                                  device=ids.device)
+            mask = window_masks(config, _allowed(ids, mask, cached), mask, positions,
+                                self.model.dtype)
         with torch.inference_mode():
             out = self.model(
                 input_ids=ids,
                 attention_mask=mask,
-                position_ids=position_ids.to(self.device),
+                position_ids=positions,
                 cache=cache,
                 use_cache=True,
                 logits_to_keep=1,

@@ -22,7 +22,7 @@ from lab.grader.api import Case, RunContext
 # the learner's inputs and model wrapper (over lab.models.lean_llama), and the shipped pair's
 # loader (lab.models imports its own submodule lab.models.loading)
 CHILD_MODULES = ("lab.exercises.spec_verify.inputs", "lab.exercises.spec_verify.lm", "lab.models",
-                 "lab.models.lean_llama", "lab.models.loading")
+                 "lab.models.lean_llama", "lab.models.loading", "lab.models.windows")
 
 REPRO_BLOCKS = 200  # calls per reproducibility probe (levels 2)
 REPRO_ROWS = 50  # rows per table in the level-3 probe

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lab.models.lean_llama import KVView, copy_into_buffer, lean_for
+from lab.models.windows import full_cache
 
 if TYPE_CHECKING:
     import torch
@@ -52,28 +53,6 @@ class Ledger:
 
     def passes(self, name: str) -> list[Pass]:
         return [ps for who, ps in self.entries if who == name and ps is not None]
-
-
-def new_cache(config: Any) -> Any:
-    """A transformers cache for `config` that `crop` can always cut back.
-
-    A sliding-window model (Mistral with `sliding_window`, Gemma's local layers) gets layers
-    that keep only the last window of keys and values by default, and transformers refuses to
-    crop those once the window is full ("does not track past states"): a speculative loop that
-    rejects drafts past the window would fail, the reference's included. Such a model gets
-    full layers instead: every past key is kept (crop is then exact), and the model still
-    applies its sliding window in the attention mask it builds from its config, so the logits
-    are the model's own. Other layer kinds (linear attention, mamba) keep what the config
-    asks for."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=config)
-    layers = list(getattr(cache, "layers", []))
-    if any(getattr(layer, "is_sliding", False) for layer in layers) and all(
-            type(layer).__name__ in ("DynamicLayer", "DynamicSlidingWindowLayer")
-            for layer in layers):
-        return DynamicCache()  # full layers, appended lazily; the mask keeps the window
-    return cache
 
 
 def sliding_window(config: Any) -> int | None:
@@ -160,7 +139,7 @@ class CausalLM:
                                                    last_only=False)
         else:
             if self._cache is None:
-                self._cache = new_cache(self.model.config)
+                self._cache = full_cache(self.model.config)
             with torch.inference_mode():
                 out = self.model(input_ids=input_ids, cache=self._cache, use_cache=True)
             self._cache, out_logits = out.cache, out.logits
@@ -202,7 +181,7 @@ class CausalLM:
                                                    last_only=False)
         else:
             if self._cache is None:
-                self._cache = new_cache(self.model.config)
+                self._cache = full_cache(self.model.config)
             with torch.inference_mode():
                 out = self.model(input_ids=input_ids, cache=self._cache,
                                  attention_mask=full[None, None].to(self.device),

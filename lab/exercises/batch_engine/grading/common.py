@@ -4,9 +4,9 @@
 - `view(case, got)`: the record with the probe's raw calls summarized (`probe_checks`) and the
   policy's indexes (which request each row is, when each request finished);
 - the stream (per request: tokens in order, no duplicates or cross-talk, exactly one finish event,
-  also across shutdown, nothing after it) and the outputs (probe: `probe.solo`; target: the
-  reference's run, a divergence excused only at a near-tie: solo top-1 vs top-2 logit margin
-  below NEAR_TIE), rejections;
+  also across shutdown, nothing after it) and the outputs (probe: `probe.solo`; target: each
+  request decoded alone by the model's own no-cache forward, `truth.solo_greedy`, a divergence
+  excused only at a near-tie: solo top-1 vs top-2 logit margin below NEAR_TIE), rejections;
 - the policy every level obeys: the cap, one row per request, FIFO by admitting step, an idle
   engine dispatches by size or wait, and the KV cache is used (nothing fed twice);
 - `latency_stats`: output tok/s and p50/p95 TTFT and end-to-end latency from the timestamps.
@@ -19,7 +19,7 @@ import random
 from typing import Any
 
 from lab.exercises.batch_engine import harness, probe
-from lab.exercises.batch_engine.grading import probe_checks
+from lab.exercises.batch_engine.grading import probe_checks, truth
 from lab.grader.api import Case
 from questions.wording import plural
 
@@ -266,7 +266,17 @@ def expected_outputs(case: Case, reqs: list[dict[str, Any]],
                               tuple(tuple(s) for s in r.get("stop_seqs", ())), zero_id)
                 for i, r in enumerate(reqs) if r["max_tokens"] >= 0}
     out: dict[int, tuple[list[int], str]] = {}
-    for _t, kind, idx, payload in expected["events"]:
+    target = expected.get("target")
+    for i, r in enumerate(reqs):  # the model's own forward, never the engines' wrapper
+        if r["max_tokens"] >= 0 and r["prompt"]:
+            solo = truth.solo_greedy(
+                target, tuple(r["prompt"]), r["max_tokens"], tuple(r.get("stop_ids", ())),
+                tuple(tuple(s) for s in r.get("stop_seqs", ())))
+            out[i] = (list(solo[0]), solo[1])
+    solved = set(out)
+    for _t, kind, idx, payload in expected["events"]:  # an empty prompt: the reference's run
+        if idx in solved:
+            continue
         tokens, reason = out.get(idx, ([], ""))
         if kind == "token":
             tokens.append(payload)

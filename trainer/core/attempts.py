@@ -1,12 +1,13 @@
 """The one place graded attempts are written and read back: the scheduler's `lab_attempts` table.
 
-`grade()` calls `Recorder.record` once, with its own `GradeResult` (never with anything the
-sandbox said about itself), one row per graded level, in one transaction with the lab cards
-its passes imply. Status and best figures for `dojo lab list`,
-the lab screen and Stats are all derived from those rows (`level_summaries`); `state.json` holds
-only what is not an attempt (workspace path, hints shown). The store is injected, so tests and
-other front ends can pass their own; a storage error never loses a grading report — it is
-returned as a message for the report to show.
+The judge (`lab.grader.runner.grade`) only returns a `GradeResult`; the lab service
+(`trainer.core.lab.grade_recorded`) hands it to `Recorder.record` once (never anything the
+sandbox said about itself): one row per graded level, in one transaction with the lab cards
+its passes imply and the questions its failed cases bring back. Status and best figures for
+`dojo lab list`, the lab screen and Stats are all derived from those rows (`level_summaries`);
+the workspace state holds only what is not an attempt (workspace path, hints shown). The store
+is injected, so tests and other front ends can pass their own; a storage error never loses a
+grading report — it is returned as a message for the report to show.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from lab.grader.runner import GradeResult
+    from lab.grader.results import GradeResult
     from scheduler.store import Store
 
 

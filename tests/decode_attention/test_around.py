@@ -1,0 +1,131 @@
+"""decode-attention around the kernels: the lab where triton is missing, bf16 and the speed case
+under the interpreter, the speed case's figures and gate on CUDA (from given samples)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.exercises import get
+from lab.grader.api import Case
+
+REAL_FIND_SPEC = importlib.util.find_spec
+
+
+@pytest.fixture
+def no_triton(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a platform without triton's wheels: the module cannot be found."""
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        return None if name == "triton" else REAL_FIND_SPEC(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+
+def test_available_where_triton_is_installed() -> None:
+    assert get("decode-attention").unavailable() is None
+
+
+@pytest.mark.slow  # the CLI reads the catalogue and the attempts
+def test_listed_with_the_reason_when_triton_is_missing(no_triton: None) -> None:
+    from click.testing import CliRunner
+
+    from trainer.cli import main
+
+    reason = get("decode-attention").unavailable()
+    assert reason is not None and "needs triton" in reason and "wheels" in reason
+    assert all(ex.unavailable() is None for ex in _others())
+    out = CliRunner().invoke(main, ["lab", "list"]).output
+    assert "unavailable here: it needs triton, which is not installed here" in out
+    assert "paged-kv" in out and "sampling" in out  # everything else still listed
+
+
+def test_grading_refused_with_the_reason_when_triton_is_missing(no_triton: None,
+                                                                 tmp_path: Path) -> None:
+    from lab.grader.plan import GradeOptions, UsageError, plan_grading
+
+    solution = tmp_path / "decode_attention.py"
+    solution.write_text("", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"decode-attention cannot be graded here: it needs "
+                                         r"triton"):
+        plan_grading(get("decode-attention"), solution, GradeOptions(device="cpu"))
+    other = tmp_path / "kv_bytes.py"
+    other.write_text("", encoding="utf-8")
+    plan_grading(get("kv-bytes"), other, GradeOptions(device="cpu"))  # unaffected
+
+
+@pytest.mark.slow
+def test_catalogue_row_says_unavailable(no_triton: None) -> None:
+    from trainer.core.lab import catalogue
+
+    rows = [r for r in catalogue().rows if r.exercise == "decode-attention"]
+    assert rows and all(r.status.startswith("unavailable here: it needs triton") for r in rows)
+
+
+def _others() -> list[Any]:
+    from lab.exercises import discover
+
+    return [ex for ex in discover() if ex.id != "decode-attention"]
+
+
+def _case(kind: str, **params: Any) -> Case:
+    return Case(id="c", level=2, params={"kind": kind, **params})
+
+
+def test_bf16_refused_under_the_interpreter() -> None:
+    from lab.exercises.decode_attention import drive, grading
+    from lab.grader.api import RunContext
+
+    assert drive.INTERPRETED  # no DOJO_LAB_DEVICE=cuda here
+    case = _case("attention", dtype="bfloat16")
+    got = drive.run(object(), case, RunContext(device="cpu"))  # type: ignore[arg-type]
+    verdict = grading.check(case, got, None)
+    assert verdict.passed and "1 + 1 is stored as 1.7e38" in verdict.message
+
+
+def test_speed_case_says_it_needs_a_gpu_on_a_cpu() -> None:
+    from lab.exercises.decode_attention import drive, grading
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(2, 1) if c.params["kind"] == "speed")
+    got = drive.run(object(), case, RunContext(device="cpu"))  # type: ignore[arg-type]
+    verdict = grading.check(case, got, grading.expected(case, RunContext(device="cpu")))
+    assert verdict.passed and "the speed part needs a GPU" in verdict.message
+    assert not verdict.metrics  # so no gate applies on a CPU
+
+
+@pytest.mark.parametrize(("learner_ms", "missed"), [
+    (2.0, ""), (3.0, "bandwidth_share 0.17 < 0.2"),
+    (9.0, "bandwidth_share 0.06 < 0.2, torch_ratio 2.25 > 2")])
+def test_speed_figures_and_gate(learner_ms: float, missed: str) -> None:
+    import torch
+
+    from lab.exercises.decode_attention.grading import speed
+    from lab.grader.measure import check_gate
+
+    case = speed.case(2, "contiguous")
+    expected = torch.zeros((2, 2, 4), dtype=torch.float64)
+    got = {"out": torch.zeros((2, 2, 4), dtype=torch.float16), "learner_ms": [learner_ms] * 5,
+           "torch_ms": [4.0] * 5, "copy_ms": [1.0] * 5, "kv_bytes": 10**9,
+           "copy_bytes": 2 * 10**9}
+    verdict = speed.check(case, got, expected)
+    # copy: 2e9 B in 1 ms = 2 TB/s; roofline: 1e9 B / 2 TB/s = 0.5 ms
+    assert verdict.passed and "roofline 0.500 ms" in verdict.message
+    assert verdict.metrics["bandwidth_share"] == pytest.approx(0.5 / learner_ms)
+    assert verdict.metrics["torch_ratio"] == pytest.approx(learner_ms / 4.0)
+    assert check_gate(get("decode-attention").level(2).gate, verdict.metrics) == missed
+
+
+def test_speed_output_is_checked() -> None:
+    import torch
+
+    from lab.exercises.decode_attention.grading import speed
+
+    got = {"out": torch.ones((2, 2, 4), dtype=torch.float16), "learner_ms": [1.0],
+           "torch_ms": [1.0], "copy_ms": [1.0], "kv_bytes": 1, "copy_bytes": 2}
+    verdict = speed.check(speed.case(3, "paged"), got, torch.zeros((2, 2, 4),
+                                                                    dtype=torch.float64))
+    assert not verdict.passed and "the timed call's output differs" in verdict.message

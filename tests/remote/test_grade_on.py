@@ -1,0 +1,272 @@
+"""`dojo lab grade --on HOST` through a real sshd on loopback and a second Dojo install: the same
+verdict as here, recorded here once with the host named; every fault one sentence, nothing
+recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from lab.grader.testing import reference_as_solution
+from tests.remote.loopback import REPO, Sshd, remote_install
+from trainer.cli import main
+
+pytestmark = pytest.mark.slow
+
+STUB = REPO / "lab" / "exercises" / "kv_bytes" / "stub.py"
+SLEEPY = '''
+import time
+
+def kv_bytes_per_token(config, dtype, tensor_parallel=1):
+    time.sleep(60)
+'''
+
+
+def grade(*args: str) -> Result:
+    return CliRunner().invoke(main, ["lab", "grade", "kv-bytes", *args])
+
+
+def attempts() -> list[Any]:
+    from scheduler.store import Store
+
+    with Store.open() as store:
+        return list(store.lab_attempts())
+
+
+def shape(stdout: str) -> list[tuple[Any, ...]]:
+    """What must be the same wherever it ran: each event's kind, case and verdict."""
+    out = []
+    for line in stdout.splitlines():
+        e = json.loads(line)
+        out.append((e["event"], e.get("level"), e.get("case"), e.get("kind"), e.get("passed"),
+                    e.get("seed"), json.dumps(e.get("params"), sort_keys=True)))
+    return out
+
+
+def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
+        on_host: str, tmp_path: Path, remote_root: Path) -> None:
+    passing = reference_as_solution("kv-bytes", tmp_path / "ok")
+    failing = tmp_path / "bad" / "kv_bytes.py"
+    failing.parent.mkdir()
+    failing.write_text(STUB.read_text())
+    for path, rc in ((failing, 1), (passing, 0)):
+        here = grade("--level", "1", "--file", str(path), "--seed", "7", "--json",
+                     "--on", "local")
+        there = grade("--level", "1", "--file", str(path), "--seed", "7", "--json",
+                      "--on", on_host)
+        assert (here.exit_code, there.exit_code) == (rc, rc), there.output
+        assert shape(here.stdout) == shape(there.stdout)
+        summary = json.loads(there.stdout.splitlines()[-1])
+        assert summary["host"] == on_host and summary["stored"] is True
+        assert summary["replay"].endswith(f"--on {on_host}")
+    rows = attempts()
+    assert [(a.passed, a.metrics.get("host")) for a in rows] == [
+        (False, None), (False, on_host), (True, None), (True, on_host)]
+    remote = [a for a in rows if a.metrics.get("host")]
+    assert all(a.metrics["device_name"] == "pure Python exercise, no torch" for a in remote)
+    assert [len(a.cases) for a in remote] == [len(a.cases) for a in rows if a not in remote]
+    # the host wrote only its copy of the file, in its own data folder, and recorded nothing
+    written = sorted(str(p.relative_to(remote_root)) for p in remote_root.joinpath(
+        "data").rglob("*") if p.is_file())
+    assert written == ["data/remote/kv-bytes/kv_bytes.py"]
+
+
+def test_text_report_names_the_host_and_export_keeps_it(on_host: str, tmp_path: Path) -> None:
+    path = reference_as_solution("kv-bytes", tmp_path)
+    result = grade("--level", "1", "--file", str(path), "--on", on_host)
+    assert result.exit_code == 0, result.output
+    assert f"at {on_host} · seed" in result.stdout
+    assert "PASSED in" in result.stdout and f"on cpu at {on_host}" in result.stdout
+    export = CliRunner().invoke(main, ["export", str(tmp_path / "h.json")])
+    assert export.exit_code == 0
+    data = json.loads((tmp_path / "h.json").read_text())
+    assert data["lab_attempts"][0]["metrics"]["host"] == on_host
+
+
+def test_the_lab_host_setting_is_the_default_and_on_local_overrides_it(
+        on_host: str, tmp_path: Path) -> None:
+    path = reference_as_solution("kv-bytes", tmp_path)
+    assert CliRunner().invoke(main, ["settings", f"lab_host={on_host}"]).exit_code == 0
+    assert grade("--level", "1", "--file", str(path)).exit_code == 0
+    assert grade("--level", "1", "--file", str(path), "--on", "local").exit_code == 0
+    assert [a.metrics.get("host") for a in attempts()] == [on_host, None]
+    shown = CliRunner().invoke(main, ["settings", "lab_host=local"]).stdout
+    assert "lab_host       local" in shown
+    bad = CliRunner().invoke(main, ["settings", "lab_host=-oProxyCommand=x"])
+    assert bad.exit_code == 2 and "lab_host must be an ssh destination" in bad.output
+
+
+def fault(path: Path, host: str, sentence: str) -> None:
+    result = grade("--level", "1", "--file", str(path), "--on", host)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.strip().splitlines() == [f"Error: {sentence}"]
+    assert attempts() == []
+
+
+@pytest.fixture
+def stub_file(tmp_path: Path) -> Path:
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(STUB.read_text())
+    return path
+
+
+def test_wrong_key(on_host: str, stub_file: Path) -> None:
+    fault(stub_file, "dojo-wrong-key", "dojo-wrong-key refused the login (Permission denied): "
+          "add your public key to its ~/.ssh/authorized_keys, load it with ssh-add, or set the "
+          "User in ~/.ssh/config.")
+
+
+def test_unknown_host(on_host: str, stub_file: Path) -> None:
+    fault(stub_file, "dojo-unknown-host", "dojo-unknown-host's host key is not in your "
+          "known_hosts, so ssh refused to connect: run `ssh dojo-unknown-host` once to check "
+          "and accept it.")
+
+
+def test_host_key_changed(on_host: str, stub_file: Path) -> None:
+    fault(stub_file, "dojo-changed-key", "dojo-changed-key's host key has changed since you "
+          "last connected (a reinstalled host, or someone in between): nothing was sent; check "
+          "the key, then remove the old one with `ssh-keygen -R dojo-changed-key` (or edit your "
+          "known_hosts).")
+
+
+def test_ssh_missing(on_host: str, stub_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOJO_SSH_COMMAND", "no-such-ssh-here -F x")
+    fault(stub_file, on_host, "ssh is not installed here (DOJO_SSH_COMMAND names "
+          "'no-such-ssh-here'); install the OpenSSH client, or set DOJO_SSH_COMMAND to the "
+          "command to use.")
+
+
+def test_dojo_missing_on_the_host(on_host: str, stub_file: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOJO_REMOTE_ROOT", str(tmp_path / "none"))
+    fault(stub_file, on_host, f"Serving Dojo is not installed on {on_host}: run "
+          f"`dojo remote setup {on_host}` first.")
+
+
+def test_python_missing_on_the_host(on_host: str, stub_file: Path, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOJO_REMOTE_ROOT", str(tmp_path / "none"))
+    monkeypatch.setenv("DOJO_REMOTE_PYTHON", "python3-not-here")
+    fault(stub_file, on_host, f"{on_host} has no Python (python3-not-here is not on its "
+          f"PATH): install Python 3.11 or newer there, then run `dojo remote setup {on_host}`.")
+
+
+def test_another_version_on_the_host_is_refused_naming_both(
+        on_host: str, stub_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer.core.remote import dojo_version
+
+    old = remote_install(tmp_path / "old", version="0.0.9")
+    monkeypatch.setenv("DOJO_REMOTE_ROOT", str(old))
+    fault(stub_file, on_host, f"{on_host} runs Serving Dojo 0.0.9 and this machine "
+          f"{dojo_version()}: run `dojo remote setup {on_host}` to install {dojo_version()} "
+          "there.")
+    assert not (old / "data" / "remote").exists()  # nothing was sent
+
+
+def test_host_out_of_disk(on_host: str, stub_file: Path, tmp_path: Path,
+                          monkeypatch: pytest.MonkeyPatch, remote_root: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs as the host's data folder needs root")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "venv").symlink_to(remote_root / "venv")
+    (full / "data").mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs",
+                              str(full / "data")], capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        monkeypatch.setenv("DOJO_REMOTE_ROOT", str(full))
+        result = grade("--level", "1", "--file", str(stub_file), "--on", on_host)
+        assert result.exit_code == 3, result.output
+        assert result.stderr.strip() == (
+            f"Error: {on_host} is out of disk space (1 MiB free in {full}/data, and a grading "
+            "needs 64 MiB); nothing was recorded.")
+        assert attempts() == []
+    finally:
+        subprocess.run(["umount", str(full / "data")], check=False)
+
+
+def _host_processes(root: Path, running: bytes = b"") -> list[int]:
+    """Processes running the host's install (its serve, the sandbox children), those whose
+    command line also holds `running` when given."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(root).encode() in cmdline and running in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+def _wait_for(check: Any, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _sshd_sessions(server: Sshd) -> list[int]:
+    """Every sshd process serving a connection (the listener's descendants named sshd)."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,comm="], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    rows = [line.split(maxsplit=2) for line in out if line.strip()]
+    tree, frontier = [], {server.process.pid}
+    while frontier:
+        children = {int(p) for p, pp, comm in rows if int(pp) in frontier and comm == "sshd"}
+        tree += children
+        frontier = children
+    return tree
+
+
+def _grading_cli(path: Path, host: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "trainer", "lab", "grade", "kv-bytes",
+                             "--level", "1", "--file", str(path), "--on", host],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO)
+
+
+def test_connection_dropped_mid_grading_kills_the_host_children_and_records_nothing(
+        on_host: str, sshd: Sshd, tmp_path: Path, remote_root: Path) -> None:
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(SLEEPY)
+    cli = _grading_cli(path, on_host)
+    # the host's sandbox child is running the learner's sleeping call
+    assert _wait_for(lambda: _host_processes(remote_root, b"lab.grader")), cli.stderr
+    for pid in _sshd_sessions(sshd):
+        os.kill(pid, signal.SIGKILL)
+    _out, err = cli.communicate(timeout=60)
+    assert cli.returncode == 3
+    assert err.strip().splitlines()[-1].startswith(
+        f"Error: the connection to {on_host} dropped during the grading")
+    assert err.strip().endswith("nothing was recorded.")
+    assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
+    assert attempts() == []
+
+
+def test_grading_past_its_time_limit_is_stopped(
+        on_host: str, tmp_path: Path, remote_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(SLEEPY)
+    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "4")
+    result = grade("--level", "1", "--file", str(path), "--on", on_host)
+    assert result.exit_code == 3
+    assert result.stderr.strip() == (f"Error: the grading on {on_host} ran past its time limit "
+                                     "of 4 s and was stopped; nothing was recorded.")
+    assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
+    assert attempts() == []
