@@ -83,3 +83,41 @@ async def test_a_seed_set_with_s_is_sent_and_the_replay_command_is_shown(
             in screen.log_lines
         await pilot.press("S", "enter")  # empty: random again
         assert screen.seed is None
+
+
+@pytest.mark.slow
+async def test_a_failed_grading_is_not_painted_over_by_a_stale_catalogue_read(
+        make_app: Callable[..., DojoApp]) -> None:
+    """The cursor moved during the grading; a catalogue read started before it ended (still
+    saying "passing") finishes last: the list keeps the grading's verdict."""
+    import copy
+
+    from trainer.core import lab as service
+    from trainer.core.lab import Summary
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        index = next(i for i, r in enumerate(screen.rows)
+                     if (r.exercise, r.level) == ("kv-bytes", 1))
+        stale = copy.deepcopy(service.catalogue())
+        stale.rows[index].status = "passing"  # what the attempts said before this grading
+        stale_read = screen._fetches + 1
+        screen._fetches += 2  # that read, then the one started when the grading ended
+        listing = screen.query_one("#lab-list")
+        listing.highlighted = index + 1  # type: ignore[attr-defined]  # the cursor moved on
+        await pilot.pause()
+        screen._summary(Summary(exercise="kv-bytes", device="cpu", seed=1, passed=False,
+                                levels={"1": False}, duration_s=1.0, replay="", stored=True,
+                                store_error=""),
+                        screen.query_one("#lab-results-title"),  # type: ignore[arg-type]
+                        screen.query_one(ProgressBar))
+        assert screen.rows[index].status == "failing"
+        assert screen._loaded(stale, stale_read) is False
+        assert screen.rows[index].status == "failing"
+        prompt = str(listing.get_option_at_index(index).prompt)  # type: ignore[attr-defined]
+        assert "✗" in prompt and "✓" not in prompt
+        listing.highlighted = index  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert "Status: failing" in str(screen.query_one("#lab-detail").render())

@@ -34,6 +34,7 @@ from trainer.core.lab import (
     Prepared,
     Served,
     ServeRequest,
+    Summary,
 )
 from trainer.screens.lab_results import LabResultsScreen
 from trainer.screens.modals import NoteScreen
@@ -51,6 +52,7 @@ def lab_command(app: DojoApp) -> list[str]:
 
 
 PREPARE_AFTER_S = 1.0  # a selection held this long starts the grading child ahead
+MARKS = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}  # status marks
 LIST_TEXT_WIDTH = 22  # inside #lab-list: #lab-left width 28 less border, padding, scrollbar
 
 
@@ -140,6 +142,7 @@ class LabScreen(LabResultsScreen):
         self._server: GradingServer | None = None  # `dojo lab serve`, kept warm
         self._grading: Worker[int | None] | None = None
         self._attempts_read = False
+        self._fetches = 0  # catalogue reads started (see `_loaded`)
         self._prepare_timer: Timer | None = None
         self.prepare_pending: tuple[str, int] | None = None  # held now, prepared when it lasts
         self._prepared_for: tuple[str, int] | None = None
@@ -194,21 +197,33 @@ class LabScreen(LabResultsScreen):
 
     # -- catalogue -----------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="lab-list")
     def _fetch(self) -> None:
+        """Read the catalogue again (numbered: only the newest read is shown)."""
+        self._fetches += 1
+        self._read_catalogue(self._fetches)
+
+    @work(thread=True, exclusive=True, group="lab-list")
+    def _read_catalogue(self, number: int) -> None:
         try:
             found = service.catalogue()
         except Exception as exc:  # the lab package may be missing or broken: say so
             self.app.call_from_thread(self._unavailable, f"{type(exc).__name__}: {exc}")
             return
-        self.app.call_from_thread(self._loaded, found)
+        self.app.call_from_thread(self._loaded, found, number)
 
     def _unavailable(self, why: str) -> None:
-        self.query_one("#lab-detail", Static).update(
-            f"[b yellow]The lab is not available:[/] {why}"
-        )
+        if self.is_attached:
+            self.query_one("#lab-detail", Static).update(
+                f"[b yellow]The lab is not available:[/] {why}"
+            )
 
-    def _loaded(self, found: Catalogue) -> None:
+    def _loaded(self, found: Catalogue, number: int | None = None) -> bool:
+        """Show the catalogue read `number`; False when it was not shown. A read started
+        before a grading ended can finish after the one started when it ended (a thread
+        cannot be cancelled): its statuses are stale ("✓ passing" after a failed grading).
+        One finishing after the screen closed has nothing to paint."""
+        if not self.is_attached or (number is not None and number != self._fetches):
+            return False
         self.exercises, self.workspaces = found.exercises, found.workspaces
         self.rows = rows = found.rows
         first, self._attempts_read = not self._attempts_read, True
@@ -218,14 +233,13 @@ class LabScreen(LabResultsScreen):
             self._clear_results(*self.shown_for)  # the stored results, now that they are read
         listing = self.query_one("#lab-list", OptionList)
         keep = listing.highlighted
-        marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}
         listing.set_options(
-            Option(_option_label(marks.get(r.status, "·"), r), id=f"{r.exercise}:{r.level}")
+            Option(_option_label(MARKS.get(r.status, "·"), r), id=f"{r.exercise}:{r.level}")
             for r in rows
         )
         if not rows:
             self._unavailable("no exercises found")
-            return
+            return True
         if self.initial is not None:
             index = next((i for i, r in enumerate(rows) if r.exercise == self.initial), None)
             if index is None:
@@ -233,6 +247,7 @@ class LabScreen(LabResultsScreen):
             keep, self.initial = index, None
         listing.highlighted = keep if keep is not None else 0
         self._describe()
+        return True
 
     def selected(self) -> LevelRow | None:
         listing = self.query_one("#lab-list", OptionList)
@@ -557,6 +572,24 @@ class LabScreen(LabResultsScreen):
         except Exception:
             return None
         return None if service.grades_here(host) else host
+
+    def _summary(self, ev: Summary, title: Static, bar: ProgressBar) -> None:
+        super()._summary(ev, title, bar)
+        self._mark_graded(ev)
+
+    def _mark_graded(self, ev: Summary) -> None:
+        """The grading's verdict on each level it graded, in the list and the detail at once,
+        wherever the cursor is (the catalogue read after the grading confirms it)."""
+        listing = self.query_one("#lab-list", OptionList)
+        graded = {int(level): ok for level, ok in ev.levels.items() if str(level).isdigit()}
+        for i, row in enumerate(self.rows):
+            if row.exercise == ev.exercise and row.level in graded:
+                row.status = "passing" if graded[row.level] else "failing"
+                listing.replace_option_prompt_at_index(i, _option_label(MARKS[row.status], row))
+        selected = self.selected()
+        if selected is not None and selected.exercise == ev.exercise and \
+                selected.level in graded:
+            self._describe()
 
     async def _grader(self) -> GradingServer:
         """This screen's grading server (`dojo lab serve`), started on first use and kept: its
