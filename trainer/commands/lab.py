@@ -149,6 +149,7 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
 def _grade_once(
     ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
     models: dict[str, str] | None = None, prepared: Any = None, host: Any = None,
+    *, record: bool = False,
 ) -> bool:
     """Run the grader (which records the attempt: `trainer.core.lab.grade_and_record`) and
     print the report or the JSON events; `prepared`: a child started ahead by
@@ -169,7 +170,7 @@ def _grade_once(
     report = TextReport(click.echo, status=status)
     try:
         graded = grade_and_record(ex, path, levels, device, seed, emit, models, prepared,
-                                  host)
+                                  host, record=record)
     finally:  # an interrupted grading must not leave the progress line on the terminal
         if status is not None:
             status.close()
@@ -259,6 +260,9 @@ def _resolve_file(ex: Any, file: Path | None) -> Path:
     if not path.is_file():
         hint = "" if file is not None else f" — run `dojo lab start {ex.id}` first"
         _usage_error(f"no solution file at {path}{hint}")
+    if path.suffix != ".py":  # a notes.txt is not a failed attempt: nothing to grade
+        _usage_error(f"{path} is not a Python file: --file takes a .py file with the "
+                     f"functions of {ex.workspace_file}")
     return path
 
 
@@ -268,8 +272,11 @@ GRADE_OPTIONS = [
         "--file",
         "file",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Grade this file instead of your workspace file.",
+        help="Grade this .py file instead of your workspace file (graded, not recorded as "
+        "an attempt of the level unless --record).",
     ),
+    click.option("--record", is_flag=True, help="Record a --file grading as an attempt of "
+                 "the level, like your workspace file's."),
     click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
@@ -319,6 +326,7 @@ def grade_cmd(
     exercise_id: str,
     level: int | None,
     file: Path | None,
+    record: bool,
     device: str,
     seed: int | None,
     as_json: bool,
@@ -334,7 +342,8 @@ def grade_cmd(
     ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
     host = _host(on, models)
     try:
-        passed = _grade_once(ex, path, levels, device, seed, as_json, models, host=host)
+        passed = _grade_once(ex, path, levels, device, seed, as_json, models, host=host,
+                             record=record)
     except UsageError as exc:
         _usage_error(str(exc))
     except RemoteError as exc:
@@ -383,6 +392,7 @@ def watch(
     exercise_id: str,
     level: int | None,
     file: Path | None,
+    record: bool,
     device: str,
     seed: int | None,
     as_json: bool,
@@ -404,7 +414,8 @@ def watch(
         while True:
             stamp = _stamp(path)
             try:
-                _grade_once(ex, path, levels, device, seed, as_json, models, prepared, link)
+                _grade_once(ex, path, levels, device, seed, as_json, models, prepared, link,
+                            record=record)
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
             except RemoteError as exc:  # said once; the next save connects again

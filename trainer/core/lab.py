@@ -381,21 +381,25 @@ def grade_recorded(ex: Exercise, path: Path, options: GradeOptions,
 def grade_and_record(
     ex: Exercise, path: Path, levels: list[int] | None, device: str, seed: int | None,
     emit: Callable[[Event], None], models: dict[str, str] | None = None, prepared: Any = None,
-    host: Any = None,
+    host: Any = None, *, record: bool = False,
 ) -> Graded:
     """Run the grader on `path`, recording the attempt (and the lab cards its passes create or
-    grade), counting it in the interview rehearsal when it grades the rehearsal's file;
+    grade) when `path` is the workspace file or `record` asks for it (a scratch file graded
+    with --file is not an attempt of the level), counting it in the interview rehearsal when
+    it grades the rehearsal's file;
     `prepared`: a child started ahead by `lab.grader.runner.prepare`; `host`: an SSH host name
     or an open `trainer.core.remote.RemoteSession` to grade on instead of here (raises
     `RemoteError`, nothing recorded or counted, when that fails)."""
     from lab.grader.plan import GradeOptions
     from lab.workspace import count_grading, interview_metrics, passed_interview, solution_path
-    from trainer.core.attempts import Recorder
+    from trainer.core.attempts import Recorder, Unrecorded
 
     rehearsal = path.resolve() == solution_path(ex).resolve()
     session = (count_grading(ex, levels or ex.level_numbers)
                if rehearsal and host is None else None)
-    recorder = Recorder()
+    recorder = Recorder() if rehearsal or record else Unrecorded(
+        f"{path.name} is not your workspace file, so this grading is not an attempt of the "
+        "level (--record counts it)")
     if host is not None:
         from trainer.core.remote import RemoteSession, grade_remote
 
