@@ -104,3 +104,33 @@ def test_only_wrong_answers_bring_questions_back_from_the_first_grading(
     assert out.exit_code == 1
     assert "added to today's queue" in out.output, out.output
     assert "kv-cache-009" in _lab_items()
+
+
+@pytest.mark.slow
+def test_the_next_level_is_named_only_when_it_is_still_to_pass() -> None:
+    from lab.exercises import get
+    from lab.workspace import solution_path
+
+    runner = CliRunner()
+    assert runner.invoke(main, ["lab", "start", "kv-bytes"]).exit_code == 0
+    shutil.copyfile(CORRECT, solution_path(get("kv-bytes")))
+    first = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1"])
+    assert first.exit_code == 0
+    assert "Level 1 passed — next: Level 2 (" in first.output  # still to pass: named
+    assert runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "2"]).exit_code == 0
+    again = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1"])
+    assert again.exit_code == 0 and "next:" not in again.output  # level 2 has passed
+
+
+@pytest.mark.slow
+def test_no_next_level_is_named_during_an_interview_rehearsal() -> None:
+    from lab.exercises import get
+    from lab.workspace import solution_path
+
+    runner = CliRunner()
+    assert runner.invoke(main, ["lab", "start", "kv-bytes", "--level", "1",
+                                "--interview"]).exit_code == 0
+    shutil.copyfile(CORRECT, solution_path(get("kv-bytes")))
+    during = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1"])
+    assert during.exit_code == 0 and "first pass" in during.output
+    assert "next:" not in during.output  # level 2 is still to pass, but not now

@@ -185,6 +185,8 @@ async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
             listing.highlighted = rows.index(key)  # type: ignore[attr-defined]
             await pilot.pause()
             await pilot.press("s")
+        await app.workers.wait_for_complete()  # the catalogue read after each start
+        await pilot.pause()
         assert screen.prepare_pending == ("batch-engine", 1)  # the rows passed over: dropped
         assert await held(1) == [{"exercise": "batch-engine", "level": 1, "prepare": True}]
         listing.highlighted = rows.index(("spec-verify", 2))  # type: ignore[attr-defined]

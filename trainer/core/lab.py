@@ -378,6 +378,37 @@ def grade_recorded(ex: Exercise, path: Path, options: GradeOptions,
     return result
 
 
+def _next_step_checked(ex: Exercise, emit: Callable[[Event], None]
+                       ) -> Callable[[Event], None]:
+    """`emit`, with the summary's "next: Level N … `dojo lab start`" pointing at the first
+    later level not passed yet, and left out during an interview rehearsal (its level is the
+    one to work on) or when every later level has passed."""
+    import dataclasses
+
+    def checked(event: Event) -> None:
+        if isinstance(event, Summary) and isinstance(event.next_level, dict):
+            event = dataclasses.replace(event, next_level=_next_open(ex, event.next_level))
+        emit(event)
+
+    return checked
+
+
+def _next_open(ex: Exercise, nxt: dict[str, Any]) -> dict[str, Any] | None:
+    from lab.workspace import interview as running
+    from trainer.core.attempts import Recorder
+
+    if running(ex) is not None:
+        return None
+    passed = {a.level for a in Recorder().attempts(ex.id) or [] if a.passed}
+    number = nxt.get("number")
+    later = [n for n in ex.level_numbers
+             if isinstance(number, int) and n >= number and n not in passed]
+    if not later:
+        return None
+    return {"number": later[0], "title": ex.level(later[0]).title,
+            "command": f"dojo lab start {ex.id} --level {later[0]}"}
+
+
 def grade_and_record(
     ex: Exercise, path: Path, levels: list[int] | None, device: str, seed: int | None,
     emit: Callable[[Event], None], models: dict[str, str] | None = None, prepared: Any = None,
@@ -394,6 +425,7 @@ def grade_and_record(
     from lab.workspace import count_grading, interview_metrics, passed_interview, solution_path
     from trainer.core.attempts import Recorder, Unrecorded
 
+    emit = _next_step_checked(ex, emit)
     rehearsal = path.resolve() == solution_path(ex).resolve()
     session = (count_grading(ex, levels or ex.level_numbers)
                if rehearsal and host is None else None)

@@ -581,7 +581,8 @@ class LabScreen(LabResultsScreen):
         """The grading's verdict on each level it graded, in the list and the detail at once,
         wherever the cursor is (the catalogue read after the grading confirms it)."""
         listing = self.query_one("#lab-list", OptionList)
-        graded = {int(level): ok for level, ok in ev.levels.items() if str(level).isdigit()}
+        levels = ev.levels if isinstance(ev.levels, dict) else {}  # data from a subprocess
+        graded = {int(level): ok for level, ok in levels.items() if str(level).isdigit()}
         for i, row in enumerate(self.rows):
             if row.exercise == ev.exercise and row.level in graded:
                 row.status = "passing" if graded[row.level] else "failing"
