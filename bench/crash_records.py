@@ -36,7 +36,8 @@ from trainer.core.attempts import Recorder
 from scheduler.store import Store
 
 db = Path(sys.argv[1])
-recorder = Recorder(lambda: Store.open(db, auto_backup=False))
+store = Store.open(db, auto_backup=False)
+recorder = Recorder(store)
 print("started", flush=True)
 for i in itertools.count():
     passed = i % 3 != 0

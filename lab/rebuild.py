@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lab.exercises import Exercise
+
+if TYPE_CHECKING:
+    from lab.workspace import LabState
 
 # A rebuild that takes more than this many times its clock is not fluent: a lapse.
 OVERTIME_LAPSE = 2.0
@@ -107,55 +110,42 @@ class RebuildError(ValueError):
     """A rebuild that cannot start (the level was never passed)."""
 
 
-def start_rebuild(exercise: Exercise, level: int, minutes: int | None = None,
-                  workspace: Path | None = None, store: Any = None) -> tuple[Path, Any, Any]:
+def start_rebuild(state: LabState, exercise: Exercise, level: int, minutes: int | None = None,
+                  workspace: Path | None = None) -> tuple[Path, Any, Any]:
     """Start rebuilding `level`: an interview rehearsal flagged as a rebuild (the learner's file
-    moved aside, kept and restorable; a fresh stub; the clock). Returns (path, session, card).
+    moved aside, kept and restorable; a fresh stub; the clock), through `state` and its store.
+    Returns (path, session, card).
 
     Raises RebuildError when the level has no card (never passed). A card not yet due may be
     rebuilt as practice: its pass leaves the schedule alone (`Store.grade_lab_card`)."""
-    from lab.workspace import DEFAULT_INTERVIEW_MINUTES, start_interview
+    from lab.workspace import DEFAULT_INTERVIEW_MINUTES
 
-    card = _card(exercise.id, level, store)
+    store: Any = state.store
+    card = store.lab_card(exercise.id, level) if store is not None else None
     if card is None:
         raise RebuildError(
             f"{exercise.id} level {level} has not been passed yet, so there is nothing to "
             f"rebuild: dojo lab start {exercise.id} --level {level}")
-    path, session = start_interview(exercise, level, minutes or DEFAULT_INTERVIEW_MINUTES,
-                                    workspace, rebuild=True)
+    path, session = state.start_interview(exercise, level,
+                                          minutes or DEFAULT_INTERVIEW_MINUTES, workspace,
+                                          rebuild=True)
     return path, session, card
 
 
-def _card(exercise: str, level: int, store: Any) -> Any:
-    if store is not None:
-        return store.lab_card(exercise, level)
-    from scheduler.store import Store
-
-    with Store.open() as opened:
-        return opened.lab_card(exercise, level)
-
-
-def restore(exercise: Exercise, workspace: Path | None = None, store: Any = None
+def restore(state: LabState, exercise: Exercise, workspace: Path | None = None
             ) -> tuple[Path, Path | None, Any]:
-    """End the rehearsal (`lab.workspace.end_interview`); a rebuild ended without a pass grades
-    its card a lapse. Returns (workspace file, where the rehearsal's file went, LabCardResult
-    or None). Raises ValueError when no rehearsal is running."""
-    from lab.workspace import end_interview, interview
-
-    session = interview(exercise)
+    """End the rehearsal (`LabState.end_interview`); a rebuild ended without a pass grades
+    its card a lapse in `state`'s store. Returns (workspace file, where the rehearsal's file
+    went, LabCardResult or None). Raises ValueError when no rehearsal is running."""
+    session = state.interview(exercise)
+    store: Any = state.store
     result = None
-    if session is not None and session.rebuild and session.first_pass_s is None:
+    if (session is not None and session.rebuild and session.first_pass_s is None
+            and store is not None):
         quality = pass_quality(False, max(1, session.gradings))
-        if store is not None:
-            result = store.grade_lab_card(exercise.id, session.level, quality, passed=False,
-                                          rebuild=True)
-        else:
-            from scheduler.store import Store
-
-            with Store.open() as opened:
-                result = opened.grade_lab_card(exercise.id, session.level, quality,
-                                               passed=False, rebuild=True)
-    path, kept = end_interview(exercise, workspace)
+        result = store.grade_lab_card(exercise.id, session.level, quality, passed=False,
+                                      rebuild=True)
+    path, kept = state.end_interview(exercise, workspace)
     return path, kept, result
 
 

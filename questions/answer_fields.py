@@ -42,8 +42,14 @@ class AnswerReader(ValueReader):
             self.fail("round", f"round must be one of {', '.join(ROUNDINGS)}, got {rounding!r}")
             rounding = None
         elif rounding is None and unit in COUNTED_UNITS:
-            self.fail("round", f"{unit} are counted: add round = \"up\" (capacity that must "
-                      "cover demand), \"down\" (what fits) or \"nearest\"")
+            # packs written before `round` existed still import: rounded to the nearest whole
+            # number, with a warning (a refusal in the built-in bank and under --strict)
+            self.fail_or_warn("round", f"{unit} are counted: add round = \"up\" (capacity that "
+                              "must cover demand), \"down\" (what fits) or \"nearest\""
+                              + ("" if self.parsed.strict else
+                                 "; until then the answer is rounded to the nearest"))
+            if not self.parsed.strict:
+                rounding = "nearest"
         # a counted answer is a whole number and is matched exactly unless a tolerance is given
         tolerance = Tolerance(abs=0.5) if rounding is not None and "tolerance" not in raw \
             else self._tolerance(raw.get("tolerance"))

@@ -43,6 +43,10 @@ MULTIPLIERS: dict[str, float] = {
 
 # "5 m" / "2.5m": minutes? milliseconds? million? Only re-asked where the answer is a time.
 _BARE_M = re.compile(r"^.*\d\s*m[.,;:!?]*$")
+# "25.6/s", "25.6 per second": a rate whose thing is the question's own (tokens or requests)
+_PER_SECOND = re.compile(r"^(?P<number>.*?\d)\s*(?:/\s*s(?:ec(?:ond)?)?|per\s+s(?:ec(?:ond)?)?)\s*"
+                         r"[.,;:!?]*$", re.IGNORECASE)
+_BASE_RATE = {"tokens/time": "tok/s", "requests/time": "req/s"}
 
 
 class Reask(ValueError):
@@ -167,6 +171,9 @@ def parse_answer(text: str, unit: str = "") -> float:
     if target.dimension == "time" and _BARE_M.match(text.strip()):
         raise Reask(f"{text.strip()!r}: 'm' is ambiguous for a time; write min, ms or M "
                     "(million)")
+    per_second = _PER_SECOND.match(text.strip())
+    if per_second and target.dimension in _BASE_RATE:
+        text = f"{per_second['number']} {_BASE_RATE[target.dimension]}"
     readings = parse_quantity(text)
     for value, typed in readings:
         if typed is not None and typed.dimension == "money" and \
@@ -234,6 +241,17 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
             accepted="accepted " + accepted_range(question, expected))
     correct = tolerance.accepts(expected, given)
     mistake = None if correct else _matching_mistake(instance, given)
+    if not correct and mistake is not None and _agrees_as_typed(text, expected, given):
+        # typed to 3 or more significant figures, the value is both the answer at those digits
+        # and a named mistake: the learner may have either, so ask for more digits instead of
+        # diagnosing (fewer than 3 figures is too coarse to be the answer: diagnosed)
+        return Outcome(reask=True, message=f"{given_display} is the answer to the digits "
+                       "you typed, and also what a common mistake gives: type more digits")
+    if not correct and _cent_rounded(question, text, expected, given):
+        if mistake is not None:
+            return Outcome(reask=True, message=f"{given_display} is the answer to the cent, "
+                           "and also what a common mistake gives: type more digits")
+        correct, mistake = True, None
     hint = None
     if not correct:
         hint = units_hint(expected, given, tolerance.relative_to(expected),
@@ -252,6 +270,39 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
                                                f"{mistake[1]}",
         accepted="accepted " + accepted_range(question, expected),
     )
+
+
+def _typed_digits(text: str) -> tuple[int, int] | None:
+    """(significant digits, decimals) of the number as typed: '0.09' is (1, 2), '10.3' (3, 1);
+    None for a form whose precision is not plain (an exponent)."""
+    found = _NUMBER.match(text.strip().lstrip("~≈"))
+    if not found or found["exp"]:
+        return None
+    digits = found["num"].replace(",", "")
+    whole, _, decimals = digits.partition(".")
+    significant = (whole + decimals).lstrip("0") or "0"
+    return len(significant), len(decimals)
+
+
+def _agrees_as_typed(text: str, expected: float, given: float) -> bool:
+    """Whether `given` is `expected` rounded to the significant digits the learner typed, at
+    least the 3 that the bank takes as the precision people type."""
+    typed = _typed_digits(text)
+    if typed is None or typed[0] < 3 or given == 0:
+        return False
+    rounded = float(f"{expected:.{typed[0]}g}")
+    return math.isclose(rounded, given, rel_tol=1e-9)
+
+
+def _cent_rounded(question: Question, text: str, expected: float, given: float) -> bool:
+    """Money's one precision rule: an amount typed to the cent (two decimals at most) is right
+    when it is the answer rounded to the cent, unless that rounds a real amount to $0.00."""
+    unit = lookup_unit(question.unit)
+    typed = _typed_digits(text)
+    if unit is None or unit.dimension != "money" or typed is None or typed[1] > 2:
+        return False
+    cents = round(expected * unit.factor, 2)
+    return cents != 0 and math.isclose(given * unit.factor, cents, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _whole(value: float) -> bool:
@@ -301,7 +352,13 @@ def accepted_range(question: Question, expected: float) -> str:
     if question.round is not None:
         lo = math.ceil(lo - 1e-9 * max(1.0, abs(lo)))
         hi = math.floor(hi + 1e-9 * max(1.0, abs(hi)))
-    return format_range(lo, hi, expected, question.unit, whole=question.round is not None)
+    shown = format_range(lo, hi, expected, question.unit, whole=question.round is not None)
+    unit = lookup_unit(question.unit)
+    if unit is not None and unit.dimension == "money":
+        cents = round(expected * unit.factor, 2)
+        if cents != 0 and not lo <= cents / unit.factor <= hi:
+            shown += f", or {format_quantity(cents / unit.factor, question.unit)} to the cent"
+    return shown
 
 
 def _near_miss(question: Question, expected: float, given: float) -> str | None:

@@ -147,6 +147,10 @@ def _check_node(node: ast.AST, names: set[str]) -> None:
         if not lo <= len(node.args) <= hi:
             raise FormulaError(f"{node.func.id}() takes {lo}..{hi} arguments")
         return
+    if isinstance(node, ast.IfExp | ast.Compare | ast.BoolOp):
+        raise FormulaError(
+            "a formula has no conditionals or comparisons: write a choice with min, max, ceil "
+            "or floor (e.g. max(a, b) for 'a if a > b else b', min(1, max(0, x)) to clamp)")
     raise FormulaError(f"{type(node).__name__} is not allowed in a formula")
 
 

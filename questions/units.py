@@ -43,6 +43,7 @@ def _table() -> dict[str, Unit]:
 
     add(NUMBER, 1.0, "")
     add(NUMBER, 1.0, "x", "×", spaced=False)
+    add(NUMBER, 1.0, "times")  # "15.3 times", as people write a ratio
     add(NUMBER, 0.01, "%", spaced=False)
     add(NUMBER, 0.01, "percent", "pct")
     for noun in (

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from scheduler.days import utc_now
 from scheduler.errors import HistoryFormatError
 from scheduler.models import (
     CardRow,
@@ -86,7 +87,7 @@ def export_history(s: Session) -> dict[str, Any]:
         for m in s.scalars(select(MockRoundRow).order_by(MockRoundRow.id))
     ]
     return {"format": FORMAT, "version": VERSION,
-            "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "exported_at": utc_now().isoformat(timespec="seconds"),  # honours DOJO_NOW
             "cards": cards, "reviews": reviews, "lab_attempts": labs, "flags": flags,
             "lab_cards": lab_cards, "mock_rounds": mock_rounds}
 

@@ -20,6 +20,8 @@ from scheduler import fsrs_memory, transition
 from scheduler.sm2 import GRADES, CardState
 
 if TYPE_CHECKING:
+    from fsrs import Scheduler
+
     from scheduler.fsrs_memory import Memory
     from scheduler.records import Settings
     from scheduler.transition import Mode, Scheduled
@@ -56,14 +58,23 @@ def next_states(
     Raises ValueError for a bad mode or a review of a card not due until after `day` (as
     `transition.apply` does)."""
     fsrs = fsrs_memory.make_scheduler(parameters, settings.desired_retention)
-    out: dict[int, NextState] = {}
-    for grade in GRADES:
-        scheduled, redrill = transition.apply(card, grade, mode, day, settings)
-        after, fsrs_days = fsrs_memory.step(memory, grade, moment, fsrs)
-        if mode == "review" and settings.scheduler == "fsrs":
-            state = CardState(scheduled.state.ef_hundredths, scheduled.state.repetitions,
-                              fsrs_days)
-            scheduled = replace(scheduled, state=state, due=day + dt.timedelta(days=fsrs_days))
-        days = None if mode != "review" or scheduled.due is None else (scheduled.due - day).days
-        out[grade] = NextState(grade, scheduled, after, redrill, days)
-    return out
+    return {grade: next_state(card, memory, mode, moment, day, settings, parameters, grade, fsrs)
+            for grade in GRADES}
+
+
+def next_state(
+    card: Scheduled, memory: Memory | None, mode: Mode, moment: dt.datetime, day: dt.date,
+    settings: Settings, parameters: Sequence[float] | None, grade: int,
+    fsrs: Scheduler | None = None,
+) -> NextState:
+    """One grade's entry of `next_states` (the plan's simulation answers one grade at a time);
+    `fsrs`: the scheduler for these parameters and retention, when the caller has built it."""
+    if fsrs is None:
+        fsrs = fsrs_memory.make_scheduler(parameters, settings.desired_retention)
+    scheduled, redrill = transition.apply(card, grade, mode, day, settings)
+    after, fsrs_days = fsrs_memory.step(memory, grade, moment, fsrs)
+    if mode == "review" and settings.scheduler == "fsrs":
+        state = CardState(scheduled.state.ef_hundredths, scheduled.state.repetitions, fsrs_days)
+        scheduled = replace(scheduled, state=state, due=day + dt.timedelta(days=fsrs_days))
+    days = None if mode != "review" or scheduled.due is None else (scheduled.due - day).days
+    return NextState(grade, scheduled, after, redrill, days)

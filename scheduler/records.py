@@ -75,7 +75,7 @@ class QueueItem:
     question_id: str
     topic: str
     kind: QueueKind
-    due: dt.date | None  # None for new cards
+    due: dt.date | None  # None for new cards (a "lab" item: its card's due day, None if new)
     # kind "lab": the grading case whose failure brought the question back today
     exercise: str | None = None
     level: int | None = None

@@ -3,8 +3,11 @@
 Run by `scripts/gpu_check.sh` on a machine with a GPU: each level of each exercise is graded
 with the reference as the solution (`lab.grader.testing.reference_as_solution`) on
 `--device cuda`, in float32 and, for exercises that run a model, in bfloat16 too. Nothing is
-recorded in the learner's database. Exit status 1 if any reference fails on the GPU (the CUDA
-path of the grader or the reference is then broken) or if CUDA is not available.
+recorded in the learner's database. Timed cases are timed on the device's clock
+(`lab.grader.gpu_timing`: CUDA events, L2 flush, the stop rule), the reference against itself, so
+their ratio of medians must come out near 1 (between 1/RATIO_SPREAD and RATIO_SPREAD): the check
+of the CUDA timing itself. Exit status 1 if any reference fails on the GPU (the CUDA path of the
+grader or the reference is then broken), a self-timing ratio is off, or CUDA is not available.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+RATIO_SPREAD = 1.5  # the reference timed against itself: its ratio of medians within 1/1.5..1.5
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from lab.grader.runner import GradeOptions, grade
     from lab.grader.testing import reference_as_solution
 
-    rows: list[tuple[str, int, str, str, str, float]] = []
+    rows: list[tuple[str, int, str, str, str, str, float]] = []
     failed = 0
     for ex in discover():
         if (args.exercise and ex.id not in args.exercise) or ex.id in args.skip:
@@ -58,21 +63,38 @@ def main(argv: list[str] | None = None) -> int:
                     wall = time.perf_counter() - start
                     lvl = result.levels[0]
                     done = sum(r.passed for r in lvl.results)
-                    verdict = "pass" if lvl.passed else "FAIL"
-                    failed += not lvl.passed
+                    timing, off = self_timing(lvl)
+                    verdict = "pass" if lvl.passed and not off else (
+                        "FAIL" if not lvl.passed else "TIMING")
+                    failed += not lvl.passed or off
                     rows.append((ex.id, level, dtype, verdict, f"{done}/{len(lvl.results)}",
-                                 wall))
+                                 timing, wall))
                     if not lvl.passed:
                         worst = lvl.smallest_failure()
                         if worst is not None:
                             print(f"  {ex.id} L{level} {dtype}: {worst.case.id} [{worst.kind}] "
                                   f"{worst.message[:300]}")
     print(f"\n{'exercise':<14} {'level':>5} {'dtype':<9} {'verdict':<7} {'cases':>7} "
-          f"{'wall s':>7}")
-    for ex_id, level, dtype, verdict, cases, wall in rows:
-        print(f"{ex_id:<14} {level:>5} {dtype:<9} {verdict:<7} {cases:>7} {wall:>7.1f}")
+          f"{'self-timing (ratio, sem %)':<27} {'wall s':>7}")
+    for ex_id, level, dtype, verdict, cases, timing, wall in rows:
+        print(f"{ex_id:<14} {level:>5} {dtype:<9} {verdict:<7} {cases:>7} {timing:<27} "
+              f"{wall:>7.1f}")
     print(f"\n{len(rows)} gradings, {failed} failed")
     return 1 if failed else 0
+
+
+def self_timing(level: object) -> tuple[str, bool]:
+    """The timed cases' ratios (the reference against itself) and whether one is off."""
+    cells, off = [], False
+    for r in getattr(level, "results", []):
+        ratio = r.metrics.get("median_ratio")
+        if not r.case.timed or ratio is None:
+            continue
+        sem = max(r.metrics.get("learner_sem_pct", 0.0), r.metrics.get("reference_sem_pct", 0.0))
+        bad = not 1 / RATIO_SPREAD <= ratio <= RATIO_SPREAD
+        off |= bad
+        cells.append(f"{ratio:.2f}{'!' if bad else ''} ({sem:.1f}%)")
+    return ", ".join(cells) or "-", off
 
 
 if __name__ == "__main__":

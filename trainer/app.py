@@ -22,16 +22,16 @@ from textual.screen import Screen
 from trainer.screens.base import DojoScreen
 
 if TYPE_CHECKING:
-    from scheduler.quick import QuickToday
     from trainer.core.services import Services
+    from trainer.core.store import QuickToday
 
 ServicesFactory = Callable[[], "Services"]
 
 
 def _default_factory() -> Services:
     """The real store and bank. $DOJO_NOW (ISO date-time) pins the clock, e.g. to try tomorrow."""
-    from scheduler.days import pinned_now
     from trainer.core.services import Services
+    from trainer.core.store import pinned_now
 
     return Services.open(now=pinned_now())  # a bad or far-future value is refused with why
 
@@ -71,15 +71,9 @@ class QuickCounts(Message):
 
 def _quick_counts() -> QuickToday | None:
     """The default database's counts for the first paint, or None (then the full view)."""
-    from scheduler.days import pinned_now
-    from scheduler.paths import DB_NAME, data_dir
-    from scheduler.quick import quick_today
+    from trainer.core.store import quick_counts
 
-    try:
-        now = pinned_now()
-    except ValueError:
-        return None  # the store's open says why
-    return quick_today(data_dir() / DB_NAME, now)
+    return quick_counts()
 
 
 class ServicesReady(Message):
@@ -134,7 +128,7 @@ class DojoApp(App[None]):
         try:
             services = self._factory()
         except Exception as exc:  # shown on the home screen rather than crashing the app
-            from scheduler.errors import StoreError
+            from trainer.core.errors import StoreError
 
             known = isinstance(exc, StoreError | ValueError)  # messages written for learners
             self.post_message(ServicesReady(str(exc) if known else f"{type(exc).__name__}: {exc}"))
@@ -193,7 +187,7 @@ class DojoApp(App[None]):
         current = "" if plan is None else f"{plan.interview} {plan.minutes}"
 
         def done(text: str | None) -> None:
-            from scheduler.plan import Plan
+            from trainer.core.plan import new_plan
 
             if text is None or services is None:
                 return
@@ -202,7 +196,7 @@ class DojoApp(App[None]):
                 self.notify(f"{parsed[0]} is not after today: the plan is unchanged.",
                             severity="warning")
                 return
-            new = None if parsed is None else Plan(*parsed)
+            new = None if parsed is None else new_plan(*parsed)
             services.write(lambda store: store.set_plan(new)).result()
             self.notify("Plan cleared." if new is None else
                         f"Plan: interview {new.interview}, {new.minutes} min/day.")

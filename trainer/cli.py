@@ -16,6 +16,7 @@ from trainer.commands.remote import remote
 from trainer.commands.schedule import backup, due, export, import_, settings, stats
 from trainer.commands.sim import sim
 from trainer.commands.study import study
+from trainer.commands.syllabus import syllabus
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,3 +38,4 @@ for _command in (due, stats, backup, export, import_, settings, questions, lab, 
                  study, mock, remote):
     main.add_command(_command)
 questions.add_command(flagged)  # `dojo questions flagged`, kept beside the other flag code
+questions.add_command(syllabus)  # `dojo questions syllabus`: coverage of the interview syllabus

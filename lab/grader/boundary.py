@@ -22,6 +22,7 @@ REFERENCE_DIR = LAB_DIR / "reference"
 SANDBOX_MODULES = (
     "lab", "lab.grader", "lab.grader.sandbox", "lab.grader.codec", "lab.grader.confine",
     "lab.grader.protocol", "lab.grader.signal_guard", "lab.grader.api", "lab.grader.timing",
+    "lab.grader.gpu_timing", "lab.grader.root", "lab.grader.landlock", "lab.grader.limits",
 )
 
 

@@ -21,6 +21,9 @@ from lab.grader.isolation import ChildReply, Sandbox
 from lab.grader.plan import Emit, GradeOptions, UsageError, plan_grading, timed_seeds
 
 REFERENCE_PACKAGE = "lab.reference"  # grading.REFERENCE is lab.reference.<exercise package>
+# exercises whose drive connects processes over TCP (torch.distributed's ranks, on loopback):
+# where Landlock confines the grading, TCP stays open for them (namespaces give a private `lo`)
+NETWORK_EXERCISES = frozenset({"tensor-parallel"})
 
 
 def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
@@ -34,6 +37,8 @@ def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
         data_limit=device == "cpu",
         load_timeout_s=load_timeout_s or exercise.load_timeout_s,
         confine=confine,
+        needs_torch=exercise.needs_torch,
+        network=exercise.id in NETWORK_EXERCISES,
         device=device,
     )
 
@@ -47,17 +52,13 @@ def reference_guess(exercise: Exercise) -> str:
 def learner_sandbox(exercise: Exercise, solution: Path, reference: str,
                     options: dict[str, Any]) -> tuple[boundary.Boundary, Sandbox]:
     found = boundary.compute(exercise.module, reference)
-    hide = [h for h in found.hidden(trusted=False)
-            if Path(h) != solution.resolve()]  # e.g. the stub, graded in place
-    return found, Sandbox(solution=solution, load=found.load_message(trusted=False), hide=hide,
-                          **options)
+    return found, Sandbox(solution=solution, load=found.load_message(trusted=False), **options)
 
 
 def reference_sandbox(solution: Path, found: boundary.Boundary,
                       options: dict[str, Any]) -> Sandbox:
     """The grader's own child for timing the reference (trusted: nothing hidden from it)."""
-    return Sandbox(solution=solution, load=found.load_message(trusted=True),
-                   hide=found.hidden(trusted=True), **options)
+    return Sandbox(solution=solution, load=found.load_message(trusted=True), **options)
 
 
 def child_key(exercise: Exercise, solution: Path, device: str, reference: str,
@@ -268,11 +269,11 @@ class Children:
         return outcome
 
     def _notice(self, sandbox: Sandbox, outcome: ChildReply) -> None:
-        if outcome.ok and sandbox.missing and not self.notified:
+        """Once per run: which confinement the learner's code runs under (and what it lacks)."""
+        if outcome.ok and not self.notified:
             self.notified = True
-            self.emit(events.Notice(message="sandbox: running without "
-                                  + "; ".join(sandbox.missing)
-                                  + " (see lab/README.md, \"The judge's boundary\")"))
+            lacking = f" (without {'; '.join(sandbox.missing)})" if sandbox.missing else ""
+            self.emit(events.Notice(message=f"sandbox: {sandbox.mode or 'unknown'}{lacking}"))
 
     def _ensure_child(self) -> ChildReply | None:
         """A loaded child, or the reason the module cannot be loaded at all."""

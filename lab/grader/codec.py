@@ -23,6 +23,9 @@ from typing import Any
 
 MAX_MESSAGE_BYTES = 256 << 20  # a reply over this is refused (a runaway result, not an answer)
 MAX_DEPTH = 200
+# values (list items, dict entries) one message may hold: a wide reply of tiny values would
+# otherwise cost the grader ~20x its size in Python objects (a 256 MiB "[0,0,...]" reply, GBs)
+MAX_VALUES = 4_000_000
 _HEAD = struct.Struct("!II")  # JSON length, number of buffers; then each buffer's length (!Q)
 _LEN = struct.Struct("!Q")
 
@@ -125,12 +128,22 @@ def encode(value: Any, limit: int = MAX_MESSAGE_BYTES) -> bytes:
     bufs: list[bytes] = []
     tree = _enc(value, bufs, "", 0)
     doc = json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode()
+    if _values(doc) > MAX_VALUES:
+        raise CodecError(f"the result holds more than {MAX_VALUES:,} values (list items and "
+                         "dict entries), over the limit on what the sandbox may send back: "
+                         "send arrays or tensors for bulk numbers")
     size = len(doc) + sum(len(b) for b in bufs)
     if size > limit:
         raise CodecError(f"the result is {size / 2**20:.0f} MiB, over the {limit >> 20} MiB "
                          "limit on what the sandbox may send back")
     parts = [_HEAD.pack(len(doc), len(bufs)), *(_LEN.pack(len(b)) for b in bufs), doc, *bufs]
     return b"".join(parts)
+
+
+def _values(doc: bytes) -> int:
+    """An upper bound on the values a JSON document holds, counted without parsing it (commas
+    inside strings count too: the bound only errs on the safe side)."""
+    return doc.count(b",") + doc.count(b"[") + doc.count(b"{")
 
 
 def _dec(node: Any, bufs: list[bytes], depth: int) -> Any:
@@ -220,6 +233,8 @@ def decode(data: bytes, limit: int = MAX_MESSAGE_BYTES) -> Any:
     try:
         doc_len, nbufs = _HEAD.unpack_from(data)
         offset = _HEAD.size
+        if nbufs > min(MAX_VALUES, (len(data) - offset) // _LEN.size):
+            raise CodecError(f"a header announcing {nbufs} buffers")
         lengths = [_LEN.unpack_from(data, offset + i * _LEN.size)[0] for i in range(nbufs)]
         offset += nbufs * _LEN.size
         doc = data[offset:offset + doc_len]
@@ -232,6 +247,8 @@ def decode(data: bytes, limit: int = MAX_MESSAGE_BYTES) -> Any:
         raise CodecError(f"truncated message: {exc}") from exc
     if offset != len(data) or len(doc) != doc_len:
         raise CodecError("message length does not match its header")
+    if _values(doc) > MAX_VALUES:
+        raise CodecError(f"message holds more than {MAX_VALUES:,} values")
     try:
         tree = json.loads(doc)
     except (ValueError, RecursionError) as exc:

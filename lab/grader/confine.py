@@ -34,8 +34,11 @@ import errno
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from lab.grader.root import RootSpec
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -94,6 +97,7 @@ class Confinement:
     outer_pid: int = 0  # the pid the grader sees for the process that runs the learner's code
     waiter: bool = False  # True in the outer process, which only waits (see _fork_init)
     error: str = ""  # set in the waiter when the init's own steps failed (ConfinementError)
+    mode: str = ""  # which confinement runs: NAMESPACES, LANDLOCK or UNCONFINED
 
 
 def _libc() -> ctypes.CDLL:
@@ -162,81 +166,102 @@ def _loopback_up() -> None:
         fcntl.ioctl(s, siocsifflags, struct.pack("16sh", b"lo", flags | iff_up))
 
 
-def _mounts() -> dict[str, tuple[int, bool]]:
-    """Mount point -> (per-mount flags to keep, read-only), from mountinfo. Where mounts are
-    stacked on one point, the last listed (the one on top, the only one reachable) wins."""
-    out: dict[str, tuple[int, bool]] = {}
-    with open("/proc/self/mountinfo", encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            point = parts[4].encode().decode("unicode_escape")
-            flags = 0
-            options = parts[5].split(",")
-            for opt in options:
-                flags |= _OPTION_FLAGS.get(opt, 0)
-            out[point] = (flags, "ro" in options)
-    return out
+NEWROOT = "/tmp"  # the new root's tmpfs is mounted over it, in this mount namespace only
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41}
+MNT_DETACH = 2
+# statvfs's per-mount flags -> the mount flags a bind remount must keep (locked in a userns)
+_ST_TO_MS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+             (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
+             (os.ST_RELATIME, MS_RELATIME))
 
 
-def _read_only(libc: ctypes.CDLL, keep: set[str]) -> None:
-    """Remount every mount read-only except those in `keep`. /proc's mounts are skipped: a
-    fresh /proc is mounted over them in the init. Any other mount left writable is an error."""
-
-    def writable() -> dict[str, int]:
-        return {point: flags for point, (flags, read_only) in _mounts().items()
-                if not read_only and point not in keep
-                and not (point == "/proc" or point.startswith("/proc/"))}
-
-    why: dict[str, str] = {}
-    unreachable: set[str] = set()
-    for point, flags in writable().items():
-        try:
-            _mount(libc, None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
-        except FileNotFoundError:
-            unreachable.add(point)  # stacked under a later mount (a hidden folder): no path
-        except OSError as exc:
-            why[point] = exc.strerror or str(exc)
-    left = [p for p in writable() if p not in unreachable]
-    if left:
-        raise ConfinementError(errno.EPERM, "mounts left writable: " + ", ".join(
-            f"{p} ({why[p]})" if p in why else p for p in left))
-
-
-def _hide(libc: ctypes.CDLL, paths: list[str]) -> None:
-    for path in paths:
-        if os.path.isdir(path):
-            _mount(libc, "tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
-        elif os.path.exists(path):
-            _mount(libc, "/dev/null", path, None, MS_BIND)
+def _kept_flags(path: str) -> int:
+    flags = os.statvfs(path).f_flag
+    return sum(ms for st, ms in _ST_TO_MS if flags & st)
 
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(os.path.join(folder, ""))
 
 
-def _cover(libc: ctypes.CDLL, folder: str, keep: list[str]) -> None:
-    """Cover `folder` with an empty tmpfs and bind back only the paths in `keep` under it.
-    Each kept path is opened (O_PATH) before the cover and bound from its descriptor, so it is
-    the original that comes back, not whatever the empty tmpfs has under that name."""
-    wanted = {p for p in keep if _inside(p, folder) and os.path.exists(p)}
-    kept = sorted((p for p in wanted if not any(q != p and _inside(p, q) for q in wanted)),
-                  key=lambda p: p.count(os.sep))  # a path inside another kept one comes along
-    handles = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in kept]
-    try:
-        _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-        for path, fd in handles:
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(path, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                if not os.path.exists(path):
-                    with open(path, "w", encoding="ascii"):
-                        pass
-            _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-    finally:
-        for _, fd in handles:
-            os.close(fd)
+def _bind(libc: ctypes.CDLL, fd: int, target: str, *, writable: bool, device: bool = False
+          ) -> None:
+    """Bind the file or folder open as `fd` at `target` (created in the new root), read-only
+    unless `writable`, never setuid, device nodes only where `device`."""
+    source = f"/proc/self/fd/{fd}"
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.lexists(target):
+            with open(target, "w", encoding="ascii"):
+                pass
+    _mount(libc, source, target, None, MS_BIND)
+    flags = MS_REMOUNT | MS_BIND | MS_NOSUID | _kept_flags(source)
+    flags |= 0 if device else MS_NODEV
+    flags |= 0 if writable else MS_RDONLY
+    _mount(libc, None, target, None, flags)
 
+
+def _open_sources(paths: list[str]) -> list[tuple[str, int]]:
+    """O_PATH handles on the paths to bind, taken before the new root hides the host's view
+    (a path that is gone is skipped; shallower paths first, and a path inside another one
+    comes along with it)."""
+    out: list[tuple[str, int]] = []
+    for path in sorted(dict.fromkeys(paths), key=lambda p: (p.count(os.sep), p)):
+        if any(_inside(path, kept) for kept, _ in out):
+            continue
+        try:
+            out.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+        except OSError:
+            continue
+    return out
+
+
+def build_root(libc: ctypes.CDLL, spec: RootSpec) -> None:
+    """Make the allow-list root (`lab.grader.root`) this mount namespace's `/`: an empty tmpfs,
+    the `read` paths bound read-only, the `write` paths writable, a private size-limited /tmp
+    (also /dev/shm), a /dev with only the listed nodes, then pivot_root into it and detach the
+    host's tree (nothing of it can be named any more)."""
+    reads = _open_sources(spec.read)
+    writes = _open_sources(spec.write)
+    devices = _open_sources(spec.devices)
+    try:
+        _mount(libc, "tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+        # the private /tmp first: a workspace under the host's /tmp is bound on top of it
+        os.makedirs(NEWROOT + "/tmp", exist_ok=True)
+        _mount(libc, "tmpfs", NEWROOT + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={max(1, spec.tmp_mb)}m,mode=1777")
+        for path, fd in reads:
+            _bind(libc, fd, NEWROOT + path, writable=False)
+        for path, fd in writes:
+            _bind(libc, fd, NEWROOT + path, writable=True)
+        for path, target in spec.links:
+            os.makedirs(os.path.dirname(NEWROOT + path), exist_ok=True)
+            os.symlink(target, NEWROOT + path)
+        dev = NEWROOT + "/dev"
+        os.makedirs(dev + "/shm", exist_ok=True)
+        for path, fd in devices:
+            _bind(libc, fd, NEWROOT + path, writable=True, device=True)
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+            os.symlink(target, f"{dev}/{name}")
+        _mount(libc, NEWROOT + "/tmp", dev + "/shm", None, MS_BIND)
+        os.makedirs(NEWROOT + "/proc", exist_ok=True)
+        # this PID namespace's own /proc, mounted while the host's is still visible (the kernel
+        # allows a new proc mount in a user namespace only beside a fully visible one)
+        _mount(libc, "proc", NEWROOT + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    finally:
+        for _, fd in (*reads, *writes, *devices):
+            os.close(fd)
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, f"pivot_root: unknown architecture {os.uname().machine}")
+    os.chdir(NEWROOT)
+    _call(libc.syscall, ctypes.c_long(number), b".", b".")
+    _call(libc.umount2, b".", MNT_DETACH)  # the host's tree, now stacked under the new root
+    os.chdir("/")
+    _mount(libc, None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 def _seccomp_filter() -> Any:
     """The filter to load in the init (built here, before any namespace: it reads the library),
@@ -281,7 +306,12 @@ def _capabilities_left(libc: ctypes.CDLL, last: int) -> list[str]:
 
 def _drop_capabilities(libc: ctypes.CDLL) -> None:
     """Lock the secure bits, empty the bounding and ambient sets, then every set (capset);
-    checked against /proc/self/status."""
+    checked against /proc/self/status. Nothing to do for a process that holds none (an
+    unprivileged learner without namespaces: changing the secure bits or the bounding set would
+    need one, and with no_new_privs the bounding set grants nothing)."""
+    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+        if set(_capabilities_left(libc, int(f.read()))) <= {"bounding"}:
+            return
     _call(libc.prctl, PR_SET_SECUREBITS, ctypes.c_ulong(SECURE_BITS), 0, 0, 0)
     with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
         last = int(f.read())
@@ -300,58 +330,64 @@ def _no_new_privs(libc: ctypes.CDLL) -> None:
     _call(libc.prctl, PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0)
 
 
-def enter(workspace: str, hide: list[str], shm_mb: int, cover: list[str] | None = None,
-          keep: list[str] | None = None) -> Confinement:
+NAMESPACES = "namespaces + seccomp"
+LANDLOCK = "Landlock + seccomp"
+UNCONFINED = "unconfined, at your request"
+NOTHING_HERE = ("neither user namespaces nor Landlock can confine the grading on this machine "
+                "({why}); nothing of yours ran. `dojo lab grade --unconfined` runs your code "
+                "without a sandbox, knowingly (the attempt is recorded as unconfined)")
+
+
+def enter(spec: RootSpec, workspace: str, *, network: bool = False) -> Confinement:
     """Confine this process; returns in the process that should run the learner's code (and,
-    with `waiter=True`, in the outer one). Raises ConfinementError when a step fails."""
+    with `waiter=True`, in the outer one). Namespaces first (the allow-list root), Landlock with
+    the same allow-list where they are denied; neither is a ConfinementError (the grading
+    refuses to run unconfined unless the learner asked for it)."""
     result = Confinement(outer_pid=os.getpid())
     if not sys.platform.startswith("linux"):
-        result.missing = list(PROTECTIONS)
-        return result
+        raise ConfinementError(errno.ENOSYS, NOTHING_HERE.format(why=f"{sys.platform}"))
     libc = _libc()
     flt = _seccomp_filter()
     if flt is None:
         result.missing.append(SECCOMP_MISSING)
-    if not _unshare(libc):
-        result.missing = list(PROTECTIONS)
-        return result
-    _loopback_up()
     workspace = os.path.realpath(workspace)
-    step = "making the mounts private"
-    try:
-        _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
-        step = "a private /dev/shm"
-        _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-               f"size={max(1, shm_mb)}m,mode=1777")
-        os.environ["TMPDIR"] = "/dev/shm"
-        step = "no /dev/pts"
-        if os.path.isdir("/dev/pts"):
-            _mount(libc, "tmpfs", "/dev/pts", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-                   "size=4k,mode=755")
-        if os.path.exists("/dev/ptmx"):
-            _mount(libc, "/dev/null", "/dev/ptmx", None, MS_BIND)
-        step = "covering the app tree"
-        for folder in cover or []:
-            _cover(libc, os.path.realpath(folder), [*(keep or []), workspace])
-        step = "hiding the judge's files"
-        _hide(libc, hide)
-        step = "a writable workspace"
-        _mount(libc, workspace, workspace, None, MS_BIND | MS_REC)
-        step = "read-only mounts"
-        _read_only(libc, {workspace, "/dev/shm"})
-    except OSError as exc:
-        raise ConfinementError(exc.errno or errno.EPERM, f"{step}: {exc.strerror or exc}") \
-            from exc
-    return _fork_init(libc, result, workspace, flt)
+    if _unshare(libc):
+        result.mode = NAMESPACES if flt is not None else "namespaces"
+        _loopback_up()
+        try:
+            _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+        except OSError as exc:
+            raise ConfinementError(exc.errno or errno.EPERM,
+                                   f"making the mounts private: {exc.strerror or exc}") from exc
+        _private_env("/tmp")
+        return _fork_init(libc, result, spec, workspace, flt)
+    from lab.grader import landlock
+
+    abi = landlock.abi_version()
+    if abi >= 1:
+        result.mode = LANDLOCK if flt is not None else "Landlock"
+        return _fork_landlocked(libc, result, spec, workspace, flt, network)
+    raise ConfinementError(errno.EPERM, NOTHING_HERE.format(
+        why="user namespaces denied, Landlock not in this kernel"))
 
 
-def _lock_init(libc: ctypes.CDLL, workspace: str, flt: Any, missing: list[str]) -> None:
+def _private_env(tmp: str) -> None:
+    """Temporary files and caches go to the private temporary folder (HOME is not there)."""
+    os.environ["TMPDIR"] = tmp
+    os.environ["HOME"] = tmp
+
+
+
+def _lock_init(libc: ctypes.CDLL, spec: RootSpec, workspace: str, flt: Any,
+               missing: list[str]) -> None:
     """The init's own steps, in order, before any learner code (see the module docstring)."""
-    step = "a private /proc"
+    step = "a mount namespace of its own"
     try:
         with contextlib.suppress(OSError):
             _call(libc.prctl, PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        _call(libc.unshare, CLONE_NEWNS)  # the waiter keeps the host's view; this one pivots
+        step = "building the allow-list root"
+        build_root(libc, spec)
         step = "a nested user namespace (locked mounts)"
         uid, gid = os.getuid(), os.getgid()
         try:
@@ -376,18 +412,60 @@ def _lock_init(libc: ctypes.CDLL, workspace: str, flt: Any, missing: list[str]) 
             from exc
 
 
-def _fork_init(libc: ctypes.CDLL, result: Confinement, workspace: str,
+def _fork_init(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, workspace: str,
                flt: Any) -> Confinement:
-    """Fork the PID-namespace init that runs the learner's code. It confines itself, then tells
-    the outer process (over a pipe) that it is ready or why not; the outer process returns with
-    `waiter=True`: it reports `outer_pid` (and `error`) to the grader, then `wait_and_mirror()`."""
+    """Fork the PID-namespace init that runs the learner's code (see `_fork_confined`)."""
+    return _fork_confined(libc, result, lambda missing: _lock_init(libc, spec, workspace, flt,
+                                                                   missing))
+
+
+def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, workspace: str,
+                     flt: Any, network: bool) -> Confinement:
+    """No namespaces: the outer process becomes a subreaper (every orphan of the learner's
+    stays in its tree, which the grader counts, stops and kills) and forks the process that
+    runs the learner's code under Landlock (the same allow-list, the private temporary folder
+    writable), no_new_privs and the seccomp filter. The outer one stays outside the Landlock
+    domain: from ABI 6 the learner's code cannot signal it (nor the grader, nor the app)."""
+    from lab.grader import landlock
+
+    set_child_subreaper()
+    tmp = spec.tmp_dir or workspace
+
+    def lock(missing: list[str]) -> None:
+        step = "no_new_privs"
+        try:
+            with contextlib.suppress(OSError):
+                _call(libc.prctl, PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            _no_new_privs(libc)
+            step = "Landlock"
+            allowed = RootSpec(**{**vars(spec), "write": [*spec.write, tmp]})
+            if landlock.restrict(allowed, network=network) < 6:
+                missing.append("signal scoping (Landlock ABI 6)")
+            os.chdir(workspace)
+            _private_env(tmp)
+            if flt is not None:
+                step = "the seccomp filter"
+                flt.load()
+        except OSError as exc:
+            raise ConfinementError(exc.errno or errno.EPERM,
+                                   f"{step}: {exc.strerror or exc}") from exc
+
+    return _fork_confined(libc, result, lock)
+
+
+def _fork_confined(libc: ctypes.CDLL, result: Confinement,
+                   lock: Callable[[list[str]], None]) -> Confinement:
+    """Fork the process that runs the learner's code; it runs `lock` (its confinement), then
+    tells the outer process (over a pipe) that it is ready or why not; the outer process
+    returns with `waiter=True`: it reports `outer_pid` (and `error`) to the grader, then
+    `wait_and_mirror()`."""
     ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(ready_r)
         missing: list[str] = []
         try:
-            _lock_init(libc, workspace, flt, missing)
+            lock(missing)
         except Exception as exc:  # any failure here must stop the grading
             os.write(ready_w, ("!" + str(exc)).encode()[:4000])
             os._exit(1)
@@ -411,11 +489,86 @@ def _fork_init(libc: ctypes.CDLL, result: Confinement, workspace: str,
             _no_new_privs(libc)
         except OSError as exc:
             error = f"the outer process: {exc}"
-    return Confinement(list(result.missing), outer_pid=pid, waiter=True, error=error)
+    return Confinement(list(result.missing), outer_pid=pid, waiter=True, error=error,
+                       mode=result.mode)
 
 
-def wait_and_mirror(pid: int) -> None:
-    """The outer process: wait for the namespace's init and exit the same way."""
+def descendants(pid: int) -> list[int]:
+    """Every process descending from `pid` (its threads' children files, recursively)."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children", encoding="ascii") as fh:
+                    found = [int(c) for c in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out.extend(found)
+            todo.extend(found)
+    return out
+
+
+def kill_descendants() -> None:
+    """SIGKILL every process below this one (again until none is left: a fork in between) and
+    reap them. SIGKILL ends stopped processes too."""
+    for _ in range(50):
+        left = descendants(os.getpid())
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+
+
+def watch_lifeline(fd: int) -> None:
+    """A thread that ends every process below this one, then this one, once the grader's end
+    of the `fd` pipe closes (the grader exited, was killed, or closed the sandbox)."""
+    import threading
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(fd, 64):
+                pass
+        kill_descendants()
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="lifeline").start()
+
+
+def wait_and_mirror(pid: int, lifeline: int = -1) -> None:
+    """The outer process: wait for the process running the learner's code (the namespace's
+    init, or the Landlocked one), end whatever it left behind (orphans reparent here), and exit
+    the same way. Once the grader is gone (`lifeline` closed), everything is killed at once.
+    (No thread here: after unshare(CLONE_NEWPID) this process cannot start one.)"""
+    import select
+
+    if lifeline >= 0:
+        poller = select.poll()
+        pidfd = os.pidfd_open(pid)
+        poller.register(pidfd, select.POLLIN)
+        poller.register(lifeline, select.POLLIN | select.POLLHUP)
+        while True:
+            try:
+                ready = dict(poller.poll())
+            except InterruptedError:
+                continue
+            if pidfd in ready:
+                break
+            if lifeline in ready:
+                with contextlib.suppress(OSError):
+                    if os.read(lifeline, 64):
+                        continue
+                kill_descendants()
+                os._exit(1)
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -424,6 +577,7 @@ def wait_and_mirror(pid: int) -> None:
             continue
         except ChildProcessError:
             os._exit(1)
+    kill_descendants()
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         with contextlib.suppress(OSError, ValueError):
@@ -438,8 +592,9 @@ def set_child_subreaper() -> None:
         _call(_libc().prctl, PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1), 0, 0, 0)
 
 
-def missing_here() -> list[str]:
-    """What `enter()` cannot set up on this machine (runs a throwaway child to find out)."""
+def probe_here() -> dict[str, Any]:
+    """Which confinement a grading gets on this machine: {"mode", "missing"} or {"error"}
+    (runs a throwaway child to find out)."""
     import json
     import subprocess
     import tempfile
@@ -448,18 +603,35 @@ def missing_here() -> list[str]:
         out = subprocess.run([sys.executable, "-m", "lab.grader.confine", ws],
                              capture_output=True, text=True, timeout=60, check=False)
     try:
-        return [str(m) for m in json.loads(out.stdout.strip().splitlines()[-1])]
+        found = json.loads(out.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
+        return {"error": out.stderr[-2000:] or "the probe printed nothing"}
+    return found if isinstance(found, dict) else {"error": str(found)}
+
+
+def missing_here() -> list[str]:
+    """What a confined grading lacks on this machine (everything, when none can be had)."""
+    found = probe_here()
+    if "error" in found:
         return list(PROTECTIONS)
+    return [str(m) for m in found.get("missing", [])]
 
 
 def main(argv: list[str]) -> None:
-    """python -m lab.grader.confine WORKSPACE [COVER...]: print what is missing (JSON), or the
-    error (exit status 3) when a step fails."""
+    """python -m lab.grader.confine WORKSPACE [SPEC]: print which confinement a grading gets
+    here ({"mode", "missing"}, JSON), or the error (exit status 3) when a step fails. SPEC (a
+    RootSpec as JSON) replaces the allow-list built for WORKSPACE (tests of a failing step)."""
     import json
 
+    from lab.grader import root
+
+    spec = root.build(allowed={}, solution=os.path.join(argv[0], "probe.py"), needs_torch=False,
+                      trusted=False, gpu=False, tmp_mb=16, checkout=[str(root.REPO_ROOT)],
+                      data=argv[0] + "-no-data")
+    if len(argv) > 1:
+        spec = RootSpec.from_json(argv[1])
     try:
-        state = enter(argv[0], [], 16, cover=argv[1:])
+        state = enter(spec, argv[0])
     except ConfinementError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         os._exit(3)
@@ -468,7 +640,7 @@ def main(argv: list[str]) -> None:
             print(json.dumps({"error": state.error}), flush=True)
             os._exit(3)
         wait_and_mirror(state.outer_pid)
-    print(json.dumps(state.missing), flush=True)
+    print(json.dumps({"mode": state.mode, "missing": state.missing}), flush=True)
     os._exit(0)
 
 

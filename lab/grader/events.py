@@ -5,7 +5,8 @@ The CLI's human report, `--json` and the TUI consume the same events, in this or
 
     run_started   {exercise, title, solution, device, device_note, seed, levels: [{number, title,
                    gate}], replay, host ("" unless graded on another machine: --on HOST)}
-    notice        {message}  (at most once per run: the sandbox protections that are missing)
+    notice        {message}  (once per run: "sandbox: <which confinement ran>": "namespaces +
+                   seccomp", "Landlock + seccomp" or "unconfined, at your request"; what it lacks)
     -- per level, per case --
     case_started  {level, case, description, size, required, timed, params, index, total}
                   (cases run cheapest first; index is 1-based: "case 3/28" for a progress bar)
@@ -38,7 +39,10 @@ module), unsendable (the result is not plain data, see lab/grader/codec.py), gat
 bound in exercise.toml was missed), run_timeout (the run's wall-clock budget ran out before this
 case), skipped (not run: the learner's code already timed out/crashed/ran out of memory 3
 times in this run), grader_error (the reference or the grading spec itself failed: a platform
-bug), protocol (the child wrote something that is not a message on its result pipe).
+bug), protocol (the child wrote something that is not a message on its result pipe), limit (a
+limit of the sandbox refused a step: a file past the size limit, too many open files), output
+(printed more than the output limit: the child was stopped), processes (started more processes
+or threads than the limit), sandbox (the sandbox could not confine itself: nothing ran).
 `expected`/`got` are short reprs (strings); `output` is the learner's captured stdout+stderr for
 that case, trimmed to its tail. Every value is JSON-native; unknown keys may be added later, so
 consumers should ignore keys they do not know.
@@ -76,6 +80,10 @@ FAILURE_KINDS = (
     "grader_error",
     "protocol",
     "unsendable",
+    "limit",
+    "output",
+    "processes",
+    "sandbox",
 )
 REPR_LIMIT = 400
 

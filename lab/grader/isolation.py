@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.grader import protocol
+from lab.grader import limits, protocol, root
 from lab.grader.api import DEVICE_VAR
 from lab.grader.signal_guard import TOKEN_VAR
 
@@ -52,11 +53,16 @@ class ChildReply:
     elapsed_s: float = 0.0  # round trip measured here, from sending the request to the reply
     cpu_s: float = 0.0  # CPU time the kernel charged the child meanwhile (see `cpu_s`)
     values: list[Any] = field(default_factory=list)
+    # a "timed" request (lab.grader.gpu_timing): per-call seconds on the device's clock and
+    # the seeds those calls used, as the child reported them (checked by the grader)
+    times: list[Any] = field(default_factory=list)
+    seeds: list[Any] = field(default_factory=list)
 
     @property
     def child_lost(self) -> bool:
         """The child was killed or died: the next request needs a fresh one."""
-        return self.kind in ("timeout", "memory", "crash", "protocol", "sandbox")
+        return self.kind in ("timeout", "memory", "crash", "protocol", "sandbox", "output",
+                             "processes")
 
 
 class Cancelled(Exception):
@@ -64,9 +70,68 @@ class Cancelled(Exception):
 
 
 class MemoryExceeded(Exception):
-    def __init__(self, rss_mb: float) -> None:
+    def __init__(self, rss_mb: float, shared_mb: float = 0.0) -> None:
         super().__init__(f"{rss_mb:.0f} MiB")
         self.rss_mb = rss_mb
+        self.shared_mb = shared_mb
+
+
+class LimitExceeded(Exception):
+    """A limit the grader counts (output, processes, the temporary folder) was passed: `kind`
+    and the learner's message."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+SHARED_EVERY = 5  # polls (of 20 ms) between two counts of shared memory and processes
+
+
+def memfd_mb(pids: list[int]) -> float:
+    """Anonymous shared-memory files (memfd_create) the processes hold open, in MiB: charged to
+    no process's RSS until mapped, so counted here against the memory cap (each file once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            path = f"/proc/{pid}/fd/{fd}"
+            try:
+                if not os.readlink(path).startswith("/memfd:"):
+                    continue
+                st = os.stat(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total / (1 << 20)
+
+
+def folder_mb(folder: str, limit_entries: int = 10000) -> float:
+    """Bytes a folder's files hold on disk (blocks, not sizes: a sparse file counts what it
+    uses), in MiB; stops counting after `limit_entries` entries."""
+    total, seen, todo = 0, 0, [folder]
+    while todo and seen < limit_entries:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += st.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(entry.path)
+    return total / (1 << 20)
 
 
 # ESC-introduced sequences (CSI "ESC [ ... final", OSC/DCS/APC/PM "... BEL or ESC \\", two-byte
@@ -89,14 +154,13 @@ def clean_text(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
-def trim_output(text: str, earlier_lines: int = 0) -> str:
+def trim_output(text: str, total_lines: int | None = None) -> str:
     """Keep the tail of the learner's output: the last lines are the ones that explain a crash.
-    `earlier_lines`: lines printed before `text` (not read: a print loop can write gigabytes),
-    counted in the "(N earlier lines not shown)" note."""
+    `total_lines`: how many lines were printed in all, when `text` is only the tail of it."""
     if not text:
         return ""
     lines = text.splitlines()
-    dropped = earlier_lines
+    dropped = 0 if total_lines is None else max(0, total_lines - len(lines))
     if len(lines) > OUTPUT_LIMIT_LINES:
         dropped += len(lines) - OUTPUT_LIMIT_LINES
         lines = lines[-OUTPUT_LIMIT_LINES:]
@@ -187,6 +251,14 @@ def process_tree(pid: int) -> list[int]:
         return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
     except psutil.Error:
         return [pid]
+
+
+def _threads(pid: int) -> int:
+    """How many threads a process has (0 when it is gone)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return 0
 
 
 def _pss_mb(pid: int) -> float:
@@ -293,27 +365,6 @@ def _git_roots(root: Path) -> list[Path]:
     return []
 
 
-def app_view(root: Path = REPO_ROOT) -> tuple[list[str], list[str]]:
-    """(folders to cover, paths inside them to show again) in a confined child: the app's tree
-    (and, for a linked git worktree, the checkout holding its history) shows only the `lab`
-    package and the Python installation (a virtualenv inside the tree); the workspace is added
-    by the child. Tests, .git, the other packages and the docs are not there to be read."""
-    cover = [root.resolve(), *_git_roots(root)]
-    keep = [root.resolve() / "lab"]
-    libraries = [p for p in sys.path if os.path.basename(p) in ("site-packages",
-                                                                  "dist-packages")]
-    for entry in {sys.prefix, sys.exec_prefix, sys.base_prefix,
-                  os.path.dirname(os.path.realpath(sys.executable)), *libraries}:
-        if not entry or not os.path.isabs(entry):
-            continue
-        path = Path(entry).resolve()
-        if any(path == c or c.is_relative_to(path) for c in cover):
-            continue  # the tree itself on the path (PYTHONPATH): only `lab` is kept of it
-        if any(path.is_relative_to(c) for c in cover) and path.exists():
-            keep.append(path)
-    return [str(c) for c in dict.fromkeys(cover)], [str(k) for k in dict.fromkeys(keep)]
-
-
 class Sandbox:
     """One child at a time; `restart()` gives a fresh one after a kill or crash."""
 
@@ -327,15 +378,20 @@ class Sandbox:
         torch_threads: int | None = None,
         data_limit: bool = True,
         load_timeout_s: float = 60.0,
-        hide: list[str] | None = None,
         confine: bool = True,
+        needs_torch: bool = False,
+        network: bool = False,
         device: str = "cpu",
     ) -> None:
         self.solution = solution.resolve()
         self.load = load
-        self.hide = hide or []
         self.confine = confine
+        self.needs_torch = needs_torch
+        self.network = network
         self.device = device  # DOJO_LAB_DEVICE in the child: known before any import there
+        self.mode = ""  # which confinement the child runs under (lab.grader.confine)
+        self.lifeline = -1  # our end of the pipe whose closing ends the child's whole tree
+        self.tmp_dir = ""  # the private temporary folder where Landlock confines the child
         self.pid = 0  # the process running the learner's code (inside the namespace, if any)
         self.missing: list[str] = []  # protections the child could not set up
         self.module_name = module_name
@@ -353,6 +409,8 @@ class Sandbox:
         self.ready = False  # spawned and warmed by `prepare`, the learner's module not loaded
         self.cancelled: Callable[[], bool] = lambda: False
         self.frozen: list[int] = []  # pids stopped between requests (see _freeze)
+        self.polls = 0
+        self.shared_mb = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> ChildReply:
@@ -388,6 +446,7 @@ class Sandbox:
     def _spawn(self) -> ChildReply:
         """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
+        self.mode, self.shared_mb, self.polls = "", 0.0, 0
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         # append mode: the child always writes at the end, whatever the grader does with the
@@ -410,21 +469,19 @@ class Sandbox:
         ]
         if self.data_limit:
             cmd += ["--data-limit-mb", str(self.memory_mb + DATA_LIMIT_SLACK_MB)]
-        cmd += ["--workspace", str(self.solution.parent), "--shm-mb", str(self.shm_mb)]
-        cmd += [arg for path in self.hide for arg in ("--hide", path)]
-        cover, keep = app_view()
-        # the exercise's own package and modules (an exercise may live outside `lab`, e.g. a
-        # test's fixture); the judge's files among them are hidden again by `hide`
-        keep += [*self.load.get("guarded_paths", []), *self.load.get("reference_paths", []),
-                 *filter(None, self.load.get("allowed", {}).values())]
-        cmd += [arg for path in cover for arg in ("--cover", path)]
-        cmd += [arg for path in keep for arg in ("--keep", path)]
-        if not self.confine:
-            cmd.append("--no-confine")
+        cmd += ["--workspace", str(self.solution.parent)]
+        lifeline_r, self.lifeline = os.pipe()
+        cmd += ["--lifeline", str(lifeline_r)]
+        if self.confine:
+            self.tmp_dir = tempfile.mkdtemp(prefix="dojo-sandbox-")
+            cmd += ["--root", self.root_spec().to_json()]
+            cmd += ["--network"] if self.network else []
+        else:
+            cmd.append("--unconfined")
         try:
             self.proc = subprocess.Popen(
                 cmd,
-                pass_fds=(to_child_r, from_child_w),
+                pass_fds=(to_child_r, from_child_w, lifeline_r),
                 stdin=subprocess.DEVNULL,
                 stdout=self.capture,
                 stderr=subprocess.STDOUT,
@@ -435,11 +492,25 @@ class Sandbox:
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+            os.close(lifeline_r)
         self.spawned += 1
         self.wfd = to_child_w
         self.reader = protocol.Reader(from_child_r)
         self.pid = self.proc.pid
         return self.request({"op": "hello"}, self.load_timeout_s, send=False)
+
+    def root_spec(self) -> root.RootSpec:
+        """What the child may see (`lab.grader.root`): the runtime its load message allows."""
+        trusted = bool(self.load.get("trusted"))
+        # the grader's own reference child sees the reference and the exercise's package too
+        judge = [*self.load.get("reference_paths", []), *self.load.get("guarded_paths", [])]
+        spec = root.build(allowed=dict(self.load.get("allowed", {})),
+                          solution=str(self.solution), needs_torch=self.needs_torch,
+                          trusted=trusted, gpu=self.device == "cuda", tmp_mb=self.shm_mb,
+                          checkout=[str(REPO_ROOT), *map(str, _git_roots(REPO_ROOT))],
+                          data=root.data_folder(), extra_read=judge if trusted else [])
+        spec.tmp_dir = self.tmp_dir
+        return spec
 
     @property
     def shm_mb(self) -> int:
@@ -477,11 +548,18 @@ class Sandbox:
 
     def close(self) -> None:
         """Kill the child (it holds nothing to save: a polite exit of a torch process costs a
-        tenth of a second per child) and release the pipes and capture file."""
+        tenth of a second per child) and release the pipes, capture file and temporary
+        folder."""
         self.ready = False
         if self.proc is not None:
             self.kill()
             self.proc = None
+        if self.lifeline >= 0:
+            os.close(self.lifeline)
+            self.lifeline = -1
+        if self.tmp_dir:
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            self.tmp_dir = ""
         if self.reader is not None:
             os.close(self.reader.fd)
             self.reader = None
@@ -509,26 +587,76 @@ class Sandbox:
             self.frozen = []
 
     def _check_memory(self) -> None:
+        """Between reads of the reply: the cancel button, the output limit, then the memory
+        of the learner's tree (its private /tmp and /dev/shm and its memfd files counted too)
+        and, every few polls, its number of processes."""
         assert self.proc is not None
         if self.cancelled():
             self.kill()
             raise Cancelled()
-        rss = tree_rss_mb(self.pid or self.proc.pid)
-        self.peak_rss_mb = max(self.peak_rss_mb, rss)
-        if rss > self.memory_mb:
-            raise MemoryExceeded(rss)
+        printed = os.fstat(self.capture.fileno()).st_size
+        if printed > limits.OUTPUT_LIMIT_BYTES:
+            raise LimitExceeded("output", self._flood_message(printed))
+        pid = self.pid or self.proc.pid
+        rss = tree_rss_mb(pid)
+        self.polls += 1
+        if self.polls % SHARED_EVERY == 0:
+            self.shared_mb = self._shared_mb(pid)
+        self.peak_rss_mb = max(self.peak_rss_mb, rss + self.shared_mb)
+        if rss + self.shared_mb > self.memory_mb:
+            raise MemoryExceeded(rss + self.shared_mb, self.shared_mb)
+
+    def _shared_mb(self, pid: int) -> float:
+        """Shared memory held by the tree (see `_check_memory`); also checks its process count
+        and, under Landlock, what its temporary folder holds on disk."""
+        tree = process_tree(pid)
+        threads = sum(_threads(p) for p in tree)
+        if threads > limits.MAX_PROCESSES:
+            raise LimitExceeded("processes", (
+                f"your code started {threads} processes and threads, over the sandbox's limit "
+                f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+        shared = memfd_mb(tree)
+        inner = self.proc is not None and pid != self.proc.pid  # hello received: its root
+        if inner and self.mode.startswith("namespaces"):
+            with contextlib.suppress(OSError):  # the namespaces' private tmpfs (/tmp, /dev/shm)
+                st = os.statvfs(f"/proc/{pid}/root/tmp")
+                if st.f_blocks * st.f_frsize <= (self.shm_mb + 1) << 20:  # that tmpfs, no other
+                    shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
+        if self.tmp_dir and not self.mode.startswith("namespaces"):
+            used = folder_mb(self.tmp_dir)
+            if used > self.shm_mb:
+                raise LimitExceeded("memory", (
+                    f"your code wrote {limits.human_bytes(used * (1 << 20))} to its temporary "
+                    f"folder, over the sandbox's limit of {self.shm_mb} MiB — stopped"))
+        return shared
+
+    def _flood_message(self, printed: int) -> str:
+        """What an output flood says: how much, and the first lines (they show what looped)."""
+        self.capture.seek(0)
+        head = clean_text(self.capture.read(4096).decode("utf-8", errors="replace"))
+        lines = [line[:200] for line in head.splitlines()[:5]]
+        return (f"your code printed more than {limits.OUTPUT_LIMIT_BYTES >> 20} MiB "
+                f"({limits.human_bytes(printed)} when it was stopped); the first lines were:\n"
+                + "\n".join(f"  {line}" for line in lines))
 
     def _output(self) -> str:
         """The tail of what the learner printed during the last request (never read whole:
         a print loop can write gigabytes)."""
         end = self.capture.seek(0, os.SEEK_END)
+        if not end:
+            return ""
         start = max(0, end - CAPTURE_TAIL_BYTES)
-        earlier = 0  # the lines before the tail, counted a chunk at a time (never held whole)
-        self.capture.seek(0)
-        while self.capture.tell() < start:
-            earlier += self.capture.read(min(1 << 20, start - self.capture.tell())).count(b"\n")
+        self.capture.seek(start)
         data: bytes = self.capture.read()
-        return trim_output(clean_text(data.decode("utf-8", errors="replace")), earlier)
+        if not start:
+            return trim_output(clean_text(data.decode("utf-8", errors="replace")))
+        data = data[data.find(b"\n") + 1:]  # from the first whole line of the tail
+        self.capture.seek(0)
+        total = 0  # the true count: the file is bounded by the output limit (and RLIMIT_FSIZE)
+        while chunk := self.capture.read(1 << 20):
+            total += chunk.count(b"\n")
+        total += 0 if data.endswith(b"\n") else 1
+        return trim_output(clean_text(data.decode("utf-8", errors="replace")), total)
 
     def request(self, msg: dict[str, Any], timeout_s: float, send: bool = True) -> ChildReply:
         """Send `msg` (unless `send` is False: wait for the child's hello) and wait for the
@@ -558,11 +686,16 @@ class Sandbox:
             )
         except MemoryExceeded as exc:
             self.kill()
+            shared = (f", {exc.shared_mb:.0f} MiB of it shared memory (files in /tmp or "
+                      "/dev/shm, memfd)") if exc.shared_mb >= 1 else ""
             outcome = ChildReply(
                 False, kind="memory",
-                message=f"used {exc.rss_mb:.0f} MiB, over the sandbox memory cap of "
+                message=f"used {exc.rss_mb:.0f} MiB{shared}, over the sandbox memory cap of "
                 f"{self.memory_mb} MiB — runaway allocation? (stopped)",
             )
+        except LimitExceeded as exc:
+            self.kill()
+            outcome = ChildReply(False, kind=exc.kind, message=exc.message)
         except (protocol.ChannelClosed, BrokenPipeError):
             try:
                 self.proc.wait(timeout=5)
@@ -585,9 +718,10 @@ class Sandbox:
                     self.kill()
                     return ChildReply(False, kind="sandbox", message=(
                         f"the sandbox could not confine itself ({reply['error']}); nothing of "
-                        "yours ran. Report this; DOJO_LAB_NO_CONFINE=1 grades without the "
-                        "namespaces (see lab/README.md)"))
+                        "yours ran. `dojo lab grade --unconfined` grades without a sandbox, "
+                        "knowingly (see lab/README.md)"))
                 self.pid = int(reply["pid"])
+                self.mode = str(reply.get("mode", ""))
                 self.missing = [str(m) for m in reply.get("missing", [])]
                 return ChildReply(True)
             values = reply.get("values", [])
@@ -600,6 +734,8 @@ class Sandbox:
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],
+                times=reply["times"] if isinstance(reply.get("times"), list) else [],
+                seeds=reply["seeds"] if isinstance(reply.get("seeds"), list) else [],
             )
         outcome.output = self._output()
         return outcome

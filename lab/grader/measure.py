@@ -10,12 +10,14 @@ from concurrent.futures import Future
 from typing import Any
 
 from lab.grader import events
-from lab.grader.api import Case, Verdict
+from lab.grader.api import Case, Verdict, to_wire
 from lab.grader.children import Children
 from lab.grader.isolation import ChildReply, Sandbox
 from lab.grader.plan import timed_seeds
 from lab.grader.results import CaseResult
 from lab.grader.timing import interleaved_order, matched_batches, next_batch_size, summarize
+
+EVENT_ROUNDS = 2  # timed requests per side, alternating (learner first, then reference first)
 
 
 class Overtime:
@@ -113,6 +115,7 @@ class Measuring(Children):
 
     grading: Any
     timing_repeats: int
+    event_timing: bool = False
 
     def _time_once(self, learner: ChildReply, reference: ChildReply,
                    more: list[ChildReply] | None = None) -> dict[str, float]:
@@ -149,11 +152,13 @@ class Measuring(Children):
     def _time(self, case: Case, single_call_s: float) -> dict[str, float] | CaseResult:
         """Round trips of batches to the learner's child and to a reference child, ABBA, each
         output checked (a child that skips the work to look fast fails); ratios of per-call
-        medians, each side's batch sized for its own speed."""
+        medians, each side's batch sized for its own speed. On CUDA: `_time_on_device`."""
         self._join_reference_start()
         ref = self._reference_child()
         if isinstance(ref, str):
             return CaseResult(case, False, kind="grader_error", message=ref)
+        if self.event_timing:
+            return self._time_on_device(case, ref, single_call_s)
         sizes: dict[str, int] = {}
         call_s: dict[str, float] = {}
         # the learner's child has just answered this case (its graded call, before this)
@@ -211,15 +216,84 @@ class Measuring(Children):
         if len(got.values) != n or len(want.values) != sizes["reference"]:
             return CaseResult(case, False, kind="protocol",
                               message=f"while timing: {len(got.values)} results for {n} calls")
-        for seed, g, w in zip(seeds[:n], got.values, want.values[:n], strict=True):
+        return self._check_values(case, seeds[:n], got.values, want.values[:n], got.output)
+
+    def _check_values(self, case: Case, seeds: list[int], got: list[Any], want: list[Any],
+                      output: str) -> CaseResult | None:
+        """The first of the learner's values that the reference's for the same seed rejects."""
+        for seed, g, w in zip(seeds, got, want, strict=True):
             try:
                 verdict = self.grading.check(case, g, w)
             except Exception as exc:
                 verdict = Verdict(False, f"{type(exc).__name__}: {exc}")
             if not verdict.passed:
-                return CaseResult(case, False, kind="wrong", output=got.output,
+                return CaseResult(case, False, kind="wrong", output=output,
                                   message=f"while timing (a run with seed {seed}): "
                                           f"{verdict.message}",
                                   expected=events.short_repr(w), got=events.short_repr(g))
         return None
 
+    def _time_on_device(self, case: Case, ref: Sandbox,
+                        single_call_s: float) -> dict[str, float] | CaseResult:
+        """GPU graders' timing (`lab.grader.gpu_timing`): each side times calls on the
+        device's clock in its own child (warm-up, L2 flush, CUDA events, the stop rule), in
+        EVENT_ROUNDS requests alternating which side goes first, every call with a fresh seed;
+        a random subset of the learner's outputs is checked against the reference's for the
+        same seed; ratios of medians."""
+        from lab.grader import gpu_timing
+
+        rule = gpu_timing.StopRule()
+        warmup = max(1, self.exercise.timing_warmup)
+        nbytes = gpu_timing.flush_bytes(self.device)
+        times: dict[str, list[float]] = {"learner": [], "reference": []}
+        for i in range(EVENT_ROUNDS):
+            seeds = timed_seeds(warmup + rule.max_calls)
+            replies: dict[str, ChildReply] = {}
+            for who in interleaved_order(i):
+                child = self.sandbox if who == "learner" else ref
+                limit = min(self._timeout(case) + rule.cap_s + (warmup + rule.min_calls)
+                            * max(single_call_s, 1e-3) * 4,
+                            max(0.0, self.deadline - time.monotonic()))
+                out = child.request({"op": "timed", "case": to_wire(case),
+                                     "ctx": to_wire(self.ctx), "seeds": seeds,
+                                     "warmup": warmup, "flush_bytes": nbytes,
+                                     "rule": rule.to_wire()}, limit)
+                if not out.ok:
+                    return self._timing_failure(case, who, out)
+                bad = _bad_timing(out, seeds[warmup:])
+                if bad and who == "reference":
+                    return CaseResult(case, False, kind="grader_error",
+                                      message=f"the reference's timing: {bad}")
+                if bad:
+                    return CaseResult(case, False, kind="protocol",
+                                      message=f"while timing: {bad}", output=out.output)
+                replies[who] = out
+            got, want = replies["learner"], replies["reference"]
+            checked = gpu_timing.pick_checked(got.seeds, want.seeds)
+            wrong = self._check_values(case, [got.seeds[k] for k in checked],
+                                       [got.values[k] for k in checked],
+                                       [want.values[k] for k in checked], got.output)
+            if wrong is not None:
+                return wrong
+            for who in times:
+                times[who] += [float(t) for t in replies[who].times]
+        figures = summarize(times["learner"], times["reference"])
+        return {**figures, "reference_samples": float(len(times["reference"])),
+                "learner_sem_pct": 100 * gpu_timing.relative_sem(times["learner"]),
+                "reference_sem_pct": 100 * gpu_timing.relative_sem(times["reference"]),
+                "flush_mb": nbytes / 2**20}
+
+
+def _bad_timing(out: ChildReply, sent: list[int]) -> str:
+    """What is wrong with a child's timed reply ("" when nothing): one finite, non-negative
+    time and one value per call, on the seeds it was sent, in order."""
+    n = len(out.times)
+    if n == 0 or len(out.values) != n or len(out.seeds) != n:
+        return (f"{n} times, {len(out.values)} results and {len(out.seeds)} seeds reported "
+                "for the timed calls")
+    if out.seeds != sent[:n]:
+        return "the timed calls did not use the seeds they were sent"
+    if not all(isinstance(t, int | float) and not isinstance(t, bool) and 0 <= t < 1e6
+               for t in out.times):
+        return "a reported time is not a number of seconds"
+    return ""

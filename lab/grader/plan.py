@@ -20,6 +20,7 @@ from lab.grader.device import resolve_device
 
 if TYPE_CHECKING:
     from lab.grader.children import Prepared
+    from lab.models.checkpoint import Checkpoint
 
 Emit = Callable[[events.Event], None]
 NO_CONFINE_VAR = "DOJO_LAB_NO_CONFINE"
@@ -55,13 +56,14 @@ class GradeOptions:
 
     `cancel` (e.g. `threading.Event().is_set`) is polled every few milliseconds; once it returns
     True the child is killed and `lab.grader.isolation.Cancelled` is raised (no summary event,
-    nothing stored). `confine=False` skips the namespaces (tests of the fallback path use it);
-    the default is on unless the environment sets DOJO_LAB_NO_CONFINE=1 (an escape hatch for a
-    machine where they get in the way). Nothing is stored here: the lab service
-    (`trainer.core.lab.grade_recorded`) records the result. `attempt_metrics` (e.g. an
-    interview rehearsal's clock) travel on the result, for the recorder to store with every
-    graded level's figures. `prepared`: a child started ahead by `prepare()`, adopted when
-    nothing that shapes it differs."""
+    nothing stored). `confine=False` runs the learner's code without a sandbox, at the
+    learner's request (`dojo lab grade --unconfined`, or DOJO_LAB_NO_CONFINE=1 in the
+    environment): the grading says so and the attempt records `unconfined`. Confined is the
+    default, and where no confinement can be had the grading refuses to run. Nothing is stored
+    here: the lab service (`trainer.core.lab.grade_recorded`) records the result.
+    `attempt_metrics` (e.g. an interview rehearsal's clock) travel on the result, for the
+    recorder to store with every graded level's figures. `prepared`: a child started ahead by
+    `prepare()`, adopted when nothing that shapes it differs."""
 
     levels: list[int] | None = None
     device: str = "auto"
@@ -77,6 +79,9 @@ class GradeOptions:
     confine: bool | None = None
     attempt_metrics: dict[str, float] | None = None
     prepared: Prepared | None = field(default=None, compare=False)
+    # time on the device's clock as GPU graders do (lab.grader.gpu_timing); None: on CUDA only
+    # (True on the CPU runs the same logic with its stand-in clock: tests)
+    event_timing: bool | None = None
 
 
 def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int],
@@ -86,35 +91,45 @@ def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list
     return f"dojo lab grade {exercise}{level} --seed {seed}{own}"
 
 
-def check_models(exercise: Exercise, models: dict[str, str]) -> dict[str, str]:
-    """Validate `--target/--draft` checkpoints: roles the exercise takes, local HF folders."""
+def check_models(exercise: Exercise, models: dict[str, str],
+                 levels: list[int] | None = None) -> dict[str, Checkpoint]:
+    """Validate `--target/--draft` checkpoints before any case runs: roles the exercise takes,
+    then each folder's files (`lab.models.checkpoint`: config, architecture, weights,
+    tokenizer; a draft's tokenizer equal to the target's; mixed attention windows where a
+    level cannot take them), each refusal naming the file and the fault."""
+    from lab.models.checkpoint import CheckpointError, check, check_pair, mixed_windows
+
     unknown = sorted(set(models) - set(exercise.model_roles))
     if unknown:
         takes = ", ".join(f"--{r}" for r in exercise.model_roles) or "no model options"
         raise UsageError(f"{exercise.id} does not take --{unknown[0]} (it takes {takes})")
-    checked: dict[str, str] = {}
-    for role, path in models.items():
-        folder = Path(path).expanduser().resolve()
-        if not (folder / "config.json").is_file():
-            raise UsageError(f"--{role} {path}: not a local Hugging Face model folder "
-                             "(no config.json); nothing is downloaded")
-        checked[role] = str(folder)
+    checked: dict[str, Checkpoint] = {}
+    role = ""
+    try:
+        for role, path in models.items():
+            checked[role] = check(path, tokenizer=role == "target")
+        if "target" in checked and "draft" in checked:
+            role = "draft"
+            check_pair(checked["target"], checked["draft"])
+        trees = exercise.id == "spec-verify" and 5 in (levels or exercise.level_numbers)
+        for role in checked if trees else ():
+            mixed = mixed_windows(checked[role])
+            if mixed:
+                raise CheckpointError(
+                    f"{checked[role].folder / 'config.json'}: layers mix attention kinds "
+                    f"{mixed}; level 5's tree pass takes one attention mask for every layer. "
+                    "Grade levels 1-4 with it (--level), or pick a model without a window")
+    except CheckpointError as exc:
+        raise UsageError(f"--{role} {models[role]}: {exc}") from exc
     return checked
 
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-
-
-def checkpoint_allowance_mb(models: dict[str, str]) -> int:
-    """Extra sandbox memory for the learner's own checkpoints: 3x their weight files (the mapped
-    file while loading, plus an fp32 copy of fp16/bf16 weights), so a 7B target is graded rather
-    than killed at a cap sized for the shipped pair."""
-    total = 0
-    for path in models.values():
-        for file in Path(path).iterdir():
-            if file.name.endswith(WEIGHT_SUFFIXES) and file.is_file():
-                total += file.stat().st_size
-    return 3 * total >> 20
+def checkpoint_allowance_mb(models: dict[str, Checkpoint]) -> int:
+    """Extra sandbox memory for the learner's own checkpoints: 3x the bytes their loaded weight
+    files occupy on disk (the mapped file while loading, plus an fp32 copy of fp16/bf16
+    weights), so a 7B target is graded rather than killed at a cap sized for the shipped pair.
+    Files transformers does not load, and the holes of sparse files, count for nothing."""
+    return 3 * sum(c.disk_bytes for c in models.values()) >> 20
 
 
 @dataclass(frozen=True)
@@ -153,7 +168,7 @@ def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> P
         raise UsageError(f"{solution} is a reference implementation, not a solution: the grader "
                          "compares against it. Grade your own file (dojo lab start "
                          f"{exercise.id}), or a copy of this one outside lab/reference/")
-    checked = check_models(exercise, options.models or {})
+    checked = check_models(exercise, options.models or {}, chosen)
     from lab.grader.device import DeviceError
 
     try:
@@ -163,7 +178,8 @@ def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> P
     confine = options.confine
     return Plan(exercise, chosen, resolved, note,
                 options.memory_mb or exercise.memory_mb + checkpoint_allowance_mb(checked),
-                checked, os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine)
+                {role: str(c.folder) for role, c in checked.items()},
+                os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine)
 
 
 def next_level(exercise: Exercise, graded: list[int]) -> dict[str, Any] | None:

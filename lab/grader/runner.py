@@ -77,6 +77,8 @@ class _Grading(Measuring):
         self.seed = seed
         self.emit = emit
         self.timing_repeats = options.timing_repeats or exercise.timing_repeats
+        self.event_timing = (device == "cuda" if options.event_timing is None
+                             else options.event_timing)
         self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
                               model_paths={**(exercise.model_paths or {}),
                                            **(model_paths or {})} or None)
@@ -398,7 +400,10 @@ def grade(exercise: Exercise, solution: Path,
         gc.unfreeze()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
                          time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
-                         events=written, attempt_metrics=dict(options.attempt_metrics or {}))
+                         events=written, attempt_metrics={
+                             **(options.attempt_metrics or {}),
+                             # a grading the learner chose to run without a sandbox says so
+                             **({} if plan.confine else {"unconfined": 1.0})})
     write_event(events.Summary(
         exercise=exercise.id, device=resolved, seed=seed, passed=result.passed,
         levels={str(lvl.level): lvl.passed for lvl in level_results},

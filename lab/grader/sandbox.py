@@ -30,8 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from lab.grader import codec, confine, protocol, signal_guard
+from lab.grader import codec, confine, gpu_timing, limits, protocol, signal_guard
 from lab.grader.api import case_from_wire, ctx_from_wire, warm_drive
+from lab.grader.root import RootSpec
 from lab.grader.timing import synchronize
 
 REFERENCE_PACKAGE = "lab.reference"
@@ -191,6 +192,7 @@ class Child:
         self.solution: ModuleType | None = None
         self.solution_file: str | None = None
         self.located: dict[int, tuple[ModuleType, str, str]] = {}
+        self.flush: gpu_timing.L2Flush | None = None  # written between timed calls
 
     def error(self, exc: BaseException) -> dict[str, Any]:
         tb = trim_traceback(exc, self.solution_file)
@@ -202,6 +204,9 @@ class Child:
             return {"ok": False, "kind": "exit", "traceback": tb,
                     "message": f"your code called sys.exit({exc.code!r}){where} — "
                                "return a value instead of exiting"}
+        limit = limits.explain(exc)
+        if limit is not None:
+            return {"ok": False, "kind": "limit", "traceback": tb, "message": limit + where}
         if _out_of_memory(exc):
             return {"ok": False, "kind": "memory", "traceback": tb, "message": (
                 f"out of memory{where}: your code asked for more than the sandbox's memory "
@@ -264,28 +269,44 @@ class Child:
         self.solution = module
         return {"ok": True}
 
-    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        case, ctx = case_from_wire(msg["case"]), ctx_from_wire(msg["ctx"])
-        value = self.drive.run(self.solution, case, ctx)
-        synchronize(ctx.device)
-        return {"ok": True, "value": value}
-
-    def batch(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Run the case once per seed (the grader times the round trip and checks each value)."""
+    def calls(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """`run` (the graded call: the case once, with the context's seed) and `batch` (the
+        grader's stopwatch: once per seed) are one code path, so the learner's code sees the
+        same callers and frames whether it is checked or timed."""
         case, ctx = case_from_wire(msg["case"]), msg["ctx"]
+        seeds = msg["seeds"] if msg.get("op") == "batch" else [ctx["seed"]]
         values = []
-        for seed in msg["seeds"]:
+        for seed in seeds:
             values.append(self.drive.run(self.solution, case, ctx_from_wire({**ctx,
                                                                               "seed": seed})))
         synchronize(str(ctx["device"]))
-        return {"ok": True, "values": values}
+        if msg.get("op") == "batch":
+            return {"ok": True, "values": values}
+        return {"ok": True, "value": values[0]}
+
+    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Time the case on the device's own clock (`lab.grader.gpu_timing`: warm-up, L2
+        flush, CUDA events, the stop rule); every timed call's output comes back."""
+        case, ctx = case_from_wire(msg["case"]), msg["ctx"]
+        device = str(ctx["device"])
+        nbytes = int(msg["flush_bytes"])
+        if self.flush is None or self.flush.nbytes != nbytes:
+            self.flush = gpu_timing.L2Flush(device, nbytes)
+        clock = gpu_timing.CudaClock() if device == "cuda" else gpu_timing.CpuClock()
+
+        def call(seed: int) -> Any:
+            return self.drive.run(self.solution, case, ctx_from_wire({**ctx, "seed": seed}))
+
+        return gpu_timing.timed_calls(call, [int(s) for s in msg["seeds"]], int(msg["warmup"]),
+                                      clock, self.flush,
+                                      gpu_timing.StopRule.from_wire(msg["rule"])).to_reply()
 
     def handle(self, msg: dict[str, Any]) -> bytes:
         """Answer one request; returns the encoded frame (a value that cannot be sent becomes
         an error reply that says why)."""
         op = msg.get("op")
-        handler = {"warm": self.warm, "load": self.load, "run": self.run,
-                   "batch": self.batch}.get(str(op))
+        handler = {"warm": self.warm, "load": self.load, "run": self.calls,
+                   "batch": self.calls, "timed": self.timed}.get(str(op))
         if handler is None:
             reply: dict[str, Any] = {"ok": False, "kind": "protocol",
                                      "message": f"unknown op {op!r}"}
@@ -330,41 +351,45 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lab.grader.sandbox")
     parser.add_argument("--rfd", type=int, required=True)
     parser.add_argument("--wfd", type=int, required=True)
+    parser.add_argument("--lifeline", type=int, default=-1)
     parser.add_argument("--data-limit-mb", type=int, default=0)
     parser.add_argument("--workspace", default="")
-    parser.add_argument("--hide", action="append", default=[])
-    parser.add_argument("--shm-mb", type=int, default=64)
-    parser.add_argument("--cover", action="append", default=[])
-    parser.add_argument("--keep", action="append", default=[])
-    parser.add_argument("--no-confine", action="store_true")
+    parser.add_argument("--root", default="", help="the allow-list (lab.grader.root, JSON)")
+    parser.add_argument("--network", action="store_true")
+    parser.add_argument("--unconfined", action="store_true")
     args = parser.parse_args(argv)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if args.no_confine:
-        state = confine.Confinement(missing=["namespaces (switched off)"], outer_pid=os.getpid())
+    if args.unconfined:
+        state = confine.Confinement(outer_pid=os.getpid(), mode=confine.UNCONFINED)
     else:
         try:
-            state = confine.enter(args.workspace or os.getcwd(), args.hide, args.shm_mb,
-                                  cover=args.cover, keep=args.keep)
+            state = confine.enter(RootSpec.from_json(args.root), args.workspace or os.getcwd(),
+                                  network=args.network)
         except confine.ConfinementError as exc:
             state = confine.Confinement(outer_pid=os.getpid(), waiter=True, error=str(exc))
     hello = protocol.encode({"op": "hello", "pid": state.outer_pid, "missing": state.missing,
-                             "error": state.error})
-    if state.waiter:  # outside the namespace: tell the grader who runs the code, then wait
+                             "error": state.error, "mode": state.mode})
+    if state.waiter:  # outside the confinement: tell the grader who runs the code, then wait
         protocol.send_bytes(args.wfd, hello)
         os.close(args.rfd)
         os.close(args.wfd)
         if state.error or state.outer_pid == os.getpid():
             os._exit(3)
-        confine.wait_and_mirror(state.outer_pid)
-    elif state.outer_pid == os.getpid():  # not confined: this process answers
-        # orphans of the learner's code reparent here, not to the host's init, so the grader
-        # still finds them (CPU time, memory, stopping between requests) in this process's tree
+        confine.wait_and_mirror(state.outer_pid, args.lifeline)
+    if state.outer_pid == os.getpid():  # unconfined at the learner's request: this process
+        # answers; orphans of the learner's code reparent here, not to the host's init, so the
+        # grader still finds them (CPU time, memory, stopping between requests)
         with contextlib.suppress(OSError):
             confine.set_child_subreaper()
+        if args.lifeline >= 0:
+            confine.watch_lifeline(args.lifeline)
         protocol.send_bytes(args.wfd, hello)
+    elif args.lifeline >= 0:
+        os.close(args.lifeline)  # the waiter watches it; this process only inherited it
     if args.data_limit_mb > 0:
         limit = args.data_limit_mb << 20
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    limits.apply()
     signal_guard.install()  # before any learner code: the grader and the app are off limits
     child = Child()
     while True:

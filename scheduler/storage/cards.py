@@ -201,11 +201,16 @@ class CardsPart(SettingsPart):
             s.execute(update(CardRow).where(CardRow.question_id == question_id).values(**values))
 
     def flag(self, question_id: str, note: str, now: dt.datetime | None = None) -> int:
-        """Record that a question looks wrong (kept for the author); returns the flag id."""
+        """Record that a question looks wrong (kept for the author); returns the flag id. The
+        same note on the same question is kept once (its first id is returned)."""
         if not isinstance(note, str) or not note.strip():
             raise ValueError("a flag needs a note saying what looks wrong")
         with self._write() as s:
             self._get(s, question_id)
+            same = s.scalar(select(FlagRow.id).where(FlagRow.question_id == question_id,
+                                                     FlagRow.note == note.strip()))
+            if same is not None:
+                return int(same)
             row = FlagRow(question_id=question_id, note=note.strip(),
                           created_ms=to_ms(now or utc_now()))
             s.add(row)

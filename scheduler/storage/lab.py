@@ -65,7 +65,7 @@ def lab_recall_items(s: Session, day: dt.date, due_ids: set[str],
     """Questions a failed lab case brought back today and not answered since (any mode),
     unless already in the queue as a review or a new card."""
     rows = s.execute(
-        select(LabRecallRow, CardRow.topic)
+        select(LabRecallRow, CardRow.topic, CardRow.due)
         .join(CardRow, CardRow.question_id == LabRecallRow.question_id)
         .where(LabRecallRow.study_day == day, *visible)
         .order_by(LabRecallRow.created_ms, LabRecallRow.question_id)
@@ -77,9 +77,9 @@ def lab_recall_items(s: Session, day: dt.date, due_ids: set[str],
             select(ReviewRow.question_id, func.max(ReviewRow.reviewed_ms))
             .where(ReviewRow.study_day == day).group_by(ReviewRow.question_id)).all()}
     return tuple(
-        QueueItem(r.question_id, topic, "lab", None, exercise=r.exercise, level=r.level,
+        QueueItem(r.question_id, topic, "lab", due, exercise=r.exercise, level=r.level,
                   case=r.case_id)
-        for r, topic in rows
+        for r, topic, due in rows
         if r.question_id not in due_ids
         and answered_after.get(r.question_id, -1) < r.created_ms
     )

@@ -66,8 +66,9 @@ class StatsPart(SettingsPart):
             return streak_from_days(days, today)
 
     def true_retention(self, days: int = 30, now: dt.datetime | None = None) -> Retention:
-        """Share of passes (grade >= 3) on mature cards (interval >= 21 d before the answer),
-        counting only the day's first answer, i.e. the scheduled review, over `days` days."""
+        """Share of passes (grade >= 3) on mature cards (interval >= 21 d before the answer)
+        over `days` days, counting only scheduled reviews (at most one a card a day), never a
+        re-drill or cram answer, even one given earlier that day."""
         today = self.study_day(now)
         start = today - dt.timedelta(days=days - 1)
         with self._read() as s:
@@ -77,6 +78,25 @@ class StatsPart(SettingsPart):
                        ReviewRow.study_day >= start, ReviewRow.study_day <= today)
             ).one()
         return Retention(passed=int(passed), total=int(total))
+
+    def predicted_recall(self, now: dt.datetime | None = None) -> float | None:
+        """FSRS's mean predicted recall now over the introduced cards in study (answered on
+        the schedule at least once; suspended and retired left out), from each card's stored
+        memory; None before any."""
+        from scheduler.days import from_ms, utc_now
+        from scheduler.fsrs_memory import Memory, make_scheduler, recall
+        from scheduler.storage.memory import fsrs_parameters
+
+        moment = now or utc_now()
+        with self._read() as s:
+            rows = s.execute(
+                select(CardRow.fsrs_stability, CardRow.fsrs_difficulty, CardRow.fsrs_last_ms)
+                .where(CardRow.due.is_not(None), ~CardRow.retired, ~CardRow.suspended,
+                       CardRow.fsrs_last_ms.is_not(None))).all()
+            fsrs = make_scheduler(fsrs_parameters(s))
+        values = [recall(Memory(st, d, from_ms(ms)), moment, fsrs) for st, d, ms in rows
+                  if st is not None and d is not None and ms is not None]
+        return sum(values) / len(values) if values else None
 
     def retention_by_week(
         self, weeks: int = 12, now: dt.datetime | None = None
@@ -165,20 +185,24 @@ class StatsPart(SettingsPart):
         return out
 
     def ef_distribution(self) -> dict[Decimal, int]:
-        """Number of reviewed cards at each EF, lowest EF first."""
+        """Number of reviewed cards in study at each EF, lowest EF first (suspended and retired
+        cards left out, as in the forecast)."""
         with self._read() as s:
             rows = s.execute(
-                select(CardRow.ef, func.count()).where(CardRow.due.is_not(None), ~CardRow.retired)
+                select(CardRow.ef, func.count()).where(CardRow.due.is_not(None), ~CardRow.retired,
+                                                       ~CardRow.suspended)
                 .group_by(CardRow.ef).order_by(CardRow.ef)
             ).all()
         return {CardState(ef).ef: n for ef, n in rows}
 
     def interval_distribution(self) -> dict[str, int]:
-        """Number of reviewed cards per interval bucket (1d, 2-6d, ..., 180d+)."""
+        """Number of reviewed cards in study per interval bucket (1d, 2-6d, ..., 180d+;
+        suspended and retired cards left out, as in the forecast)."""
         with self._read() as s:
             rows = s.execute(
                 select(CardRow.interval, func.count())
-                .where(CardRow.due.is_not(None), ~CardRow.retired).group_by(CardRow.interval)
+                .where(CardRow.due.is_not(None), ~CardRow.retired, ~CardRow.suspended)
+                .group_by(CardRow.interval)
             ).all()
         out = {label: 0 for label, _, _ in INTERVAL_BUCKETS}
         for interval, n in rows:

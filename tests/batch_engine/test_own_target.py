@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from lab.grader.plan import checkpoint_allowance_mb
 from lab.grader.testing import assert_fails, assert_passes, reference_as_solution
 from tests.batch_engine.conftest import BROKEN, materialize
 from trainer.cli import main
@@ -88,15 +87,6 @@ def test_batch_engine_takes_a_target_but_no_draft(own_target: Path) -> None:
                                        "--draft", str(own_target)])
     assert result.exit_code == 2
     assert "batch-engine does not take --draft (it takes --target)" in result.output
-
-
-def test_the_sandbox_gets_room_for_a_learners_checkpoint(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text("{}")
-    (tmp_path / "model-00001-of-00002.safetensors").write_bytes(b"\0" * (6 << 20))
-    (tmp_path / "model-00002-of-00002.safetensors").write_bytes(b"\0" * (4 << 20))
-    (tmp_path / "tokenizer.json").write_bytes(b"\0" * (8 << 20))  # not weights
-    assert checkpoint_allowance_mb({"target": str(tmp_path)}) == 30
-    assert checkpoint_allowance_mb({}) == 0
 
 
 @pytest.mark.slow  # the own_target fixture trains a tokenizer and a model

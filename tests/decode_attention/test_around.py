@@ -58,10 +58,11 @@ def test_grading_refused_with_the_reason_when_triton_is_missing(no_triton: None,
 
 
 @pytest.mark.slow
-def test_catalogue_row_says_unavailable(no_triton: None) -> None:
-    from trainer.core.lab import catalogue
+def test_catalogue_row_says_unavailable(no_triton: None, dojo_home: Any) -> None:
+    from trainer.core.lab import Lab
 
-    rows = [r for r in catalogue().rows if r.exercise == "decode-attention"]
+    with Lab.open() as lab:
+        rows = [r for r in lab.catalogue().rows if r.exercise == "decode-attention"]
     assert rows and all(r.status.startswith("unavailable here: it needs triton") for r in rows)
 
 
@@ -129,3 +130,32 @@ def test_speed_output_is_checked() -> None:
     verdict = speed.check(speed.case(3, "paged"), got, torch.zeros((2, 2, 4),
                                                                     dtype=torch.float64))
     assert not verdict.passed and "the timed call's output differs" in verdict.message
+
+
+@pytest.mark.slow  # the reference under the interpreter, timed by the CPU stand-in clock
+@pytest.mark.parametrize("layout", ["contiguous", "paged", "split"])
+def test_speed_path_runs_end_to_end_on_the_cpu_stand_in(layout: str) -> None:
+    """Everything of the CUDA speed case but the CUDA events: the inputs, the learner's call in
+    the launcher's argument order, torch's baseline (SDPA with a mask), the copy, the figures."""
+    import importlib
+
+    from lab.exercises.decode_attention import gpu_timing, grading
+    from lab.exercises.decode_attention.grading import speed
+
+    case = speed.case(2, layout)
+    small = {**case.params, "batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 16,
+             "min_len": 5, "max_len": 40, "block_size": 8, "num_splits": 3,
+             "dtype": "float32"}
+    case = Case(id=case.id, level=case.level, params=small)
+    reference = importlib.import_module(grading.REFERENCE)
+    got = gpu_timing.measure(reference, small, device="cpu")
+    want = speed.answer(small, "cpu")
+    baseline = gpu_timing.torch_decode(gpu_timing.speed_inputs(small, "cpu"))
+    assert (baseline.double() - want).abs().max() < 1e-4
+    verdict = speed.check(case, got, want)
+    assert verdict.passed, verdict.message
+    assert set(verdict.metrics) == {"torch_ratio", "bandwidth_share", "median_ms"}
+    lens = gpu_timing.speed_inputs(small, "cpu")
+    per_token = 2 * 16 * 4  # kv_heads x head_dim x fp32 bytes
+    key = "seq_lens" if layout == "contiguous" else "context_lens"
+    assert got["kv_bytes"] == 2 * int(lens[key].sum()) * per_token

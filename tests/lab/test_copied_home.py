@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lab.exercises import get
-from lab.workspace import interview, load_state, solution_path
+from tests.lab_state import interview, load_state, solution_path
 from trainer.cli import main
 
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lab.exercises import get
-from lab.workspace import interview, solution_path, start_interview, statement
+from tests.lab_state import interview, solution_path, start_interview, statement
 from trainer.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

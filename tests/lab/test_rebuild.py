@@ -20,9 +20,10 @@ from lab.rebuild import (
     restore,
     start_rebuild,
 )
-from lab.workspace import interview, solution_path
-from lab.workspace import start as start_exercise
+from lab.workspace import LabState
 from scheduler.store import Store
+from tests.lab_state import interview, solution_path
+from tests.lab_state import start as start_exercise
 from trainer.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,19 +158,19 @@ def test_rebuild_moves_the_solution_aside_and_restore_brings_it_back(
         home: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     ex = get("kv-bytes")
     with pytest.raises(ValueError, match="has not been passed yet"):
-        start_rebuild(ex, 1, store=store)
+        start_rebuild(LabState(store), ex, 1)
     start_exercise(ex)
     mine = solution_path(ex)
     mine.write_text(mine.read_text() + "\n# my own work\n")
     store.grade_lab_card("kv-bytes", 1, 5, passed=True, rebuild=False, gradings=1, now=at(1))
     monkeypatch.setenv("DOJO_NOW", at(2).isoformat())
-    path, session, card = start_rebuild(ex, 1, 30, store=store)
+    path, session, card = start_rebuild(LabState(store), ex, 1, 30)
     assert session.rebuild and session.minutes == 30 and card.due == dt.date(2026, 3, 2)
     assert path == mine and "# my own work" not in mine.read_text()
     assert mine.read_text() == ex.stub_path.read_text()  # a blank stub
     assert session.moved_aside and "# my own work" in Path(session.moved_aside).read_text()
 
-    back, kept, lapse = restore(ex, store=store)  # no pass: the rebuild is a lapse
+    back, kept, lapse = restore(LabState(store), ex)  # no pass: the rebuild is a lapse
     assert back == mine and "# my own work" in mine.read_text() and interview(ex) is None
     assert kept is not None and kept.exists()
     assert lapse is not None and lapse.graded and lapse.card.lapses == 1

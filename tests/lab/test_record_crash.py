@@ -34,8 +34,9 @@ case = N(id="c1", required=True)
 level = N(level=1, results=[N(case=case, passed=True, kind="correctness", metrics=None)],
           passed=True, metrics=lambda: {}, duration_s=0.1)
 result = N(exercise="kv-bytes", device="cpu", seed=1, levels=[level], attempt_metrics={})
-recorder = Recorder(lambda: Store.open(Path(sys.argv[1]), auto_backup=False))
-print(recorder.record(result), [r.created for r in recorder.card_results])
+with Store.open(Path(sys.argv[1]), auto_backup=False) as store:
+    recorder = Recorder(store)
+    print(recorder.record(result), [r.created for r in recorder.card_results])
 """
 
 
@@ -117,7 +118,8 @@ def test_a_card_that_fails_rolls_back_alone_and_the_attempt_is_kept(
         results=[SimpleNamespace(case=case, passed=True, kind="correctness", metrics=None)])
     result: Any = SimpleNamespace(exercise="kv-bytes", device="cpu", seed=1, levels=[level],
                                   attempt_metrics={})
-    recorder = Recorder(lambda: Store.open(db, auto_backup=False))
-    assert recorder.record(result) == (True, "")
+    with Store.open(db, auto_backup=False) as store:
+        recorder = Recorder(store)
+        assert recorder.record(result) == (True, "")
     assert "card bug" in recorder.card_error and recorder.card_results == []
     assert _counts(db) == (1, 0)

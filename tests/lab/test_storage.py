@@ -21,7 +21,7 @@ from lab.grader.events import Event, RunStarted, Summary
 from lab.grader.runner import GradeOptions, grade
 from tests.lab.conftest import ROOT, SOLUTIONS
 from trainer.core.attempts import Recorder, level_summaries, summarize_level
-from trainer.core.lab import grade_recorded
+from trainer.core.lab import Lab, grade_recorded
 
 
 class FakeStore:
@@ -60,11 +60,7 @@ class FakeStore:
 
 
 def _injected(store: FakeStore) -> Recorder:
-    @contextlib.contextmanager
-    def open_store() -> Iterator[FakeStore]:
-        yield store
-
-    return Recorder(open_store)
+    return Recorder(store)
 
 
 def _stored(result: Any) -> tuple[bool, str]:
@@ -97,8 +93,8 @@ def test_grade_records_each_level_once_through_the_injected_store() -> None:
     # each pass graded its lab card through the same injected store, in the same transaction
     assert store.cards == [("kv-bytes", 1, True), ("kv-bytes", 2, True)]
     assert all(c["passed"] and c["seed"] == 4 for c in store.rows[0]["cases"])
-    summaries = level_summaries("kv-bytes", _injected(store))
-    assert summaries is not None and summaries[1].status == "passing"
+    summaries = level_summaries(store.lab_attempts("kv-bytes"))
+    assert summaries[1].status == "passing"
 
 
 def test_status_and_best_figures_come_from_the_attempts() -> None:
@@ -114,12 +110,16 @@ def test_status_and_best_figures_come_from_the_attempts() -> None:
     assert summarize_level([]).status == "not graded"
 
 
-def test_grading_works_and_says_so_when_storage_fails() -> None:
-    def broken() -> Any:
+class BrokenStore(FakeStore):
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
         raise OSError("disk on fire")
+        yield
 
+
+def test_grading_works_and_says_so_when_storage_fails() -> None:
     result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py",
-                            GradeOptions(levels=[1], seed=1), Recorder(broken))
+                            GradeOptions(levels=[1], seed=1), Recorder(BrokenStore()))
     stored, why = _stored(result)
     assert result.passed and not stored
     assert "could not store the attempt: OSError: disk on fire" in why
@@ -128,9 +128,9 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
 @pytest.mark.slow
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
-    result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py", GradeOptions(seed=4),
-                            Recorder())
-    assert _stored(result)[0], _stored(result)[1]
+    with Lab.open() as lab:
+        graded = lab.grade(get("kv-bytes"), SOLUTIONS / "correct.py", None, "auto", 4, None)
+    assert _stored(graded.result)[0], _stored(graded.result)[1]
     with store_module.Store.open() as store:
         rows = store.lab_attempts("kv-bytes")
     assert [(r.level, r.passed) for r in rows] == [(1, True), (2, True)]
@@ -146,10 +146,11 @@ def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) 
 def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     pytest.importorskip("scheduler.store")
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
-    result = grade_recorded(get("kv-bytes"), SOLUTIONS / "correct.py",
-                            GradeOptions(levels=[1], seed=1), Recorder())
-    stored, why = _stored(result)
-    assert result.passed and not stored and "could not store" in why
+    with Lab.open() as lab:
+        assert lab.store is None and lab.error is not None
+        graded = lab.grade(get("kv-bytes"), SOLUTIONS / "correct.py", [1], "auto", 1, None)
+    stored, why = _stored(graded.result)
+    assert graded.passed and not stored and "could not store" in why
 
 
 def test_workspace_state_lives_in_the_database_and_a_state_json_is_imported_once(
@@ -157,7 +158,7 @@ def test_workspace_state_lives_in_the_database_and_a_state_json_is_imported_once
 ) -> None:
     """Issue 31: state.json sits in the workspace folder the learner's code may write; what the
     app trusts is read from the database, and an older release's file only once."""
-    from lab import workspace
+    from tests import lab_state as workspace
 
     ex = get("kv-bytes")
     folder = dojo_home / "lab" / ex.id
@@ -170,7 +171,7 @@ def test_workspace_state_lives_in_the_database_and_a_state_json_is_imported_once
 
 
 def test_a_state_json_link_is_not_followed(dojo_home: Path, tmp_path: Path) -> None:
-    from lab import workspace
+    from tests import lab_state as workspace
 
     ex = get("kv-bytes")
     folder = dojo_home / "lab" / ex.id

@@ -34,7 +34,7 @@ def right_answer(mock: MockRound, services: Services) -> str:
 def solve_lab(exercise: str) -> None:
     """Put a correct kv-bytes solution where the rehearsal's fresh stub is."""
     from lab.exercises import get
-    from lab.workspace import solution_path
+    from tests.lab_state import solution_path
 
     assert exercise == "kv-bytes"
     target = solution_path(get(exercise))

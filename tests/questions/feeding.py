@@ -35,6 +35,11 @@ def feed_mistakes(question: Question, draws: int = CHECK_DRAWS) -> Fed:
         for mistake, value in values:
             typed = format_quantity(value, question.unit)
             outcome = check_answer(instance, typed)
+            if outcome.reask and outcome.message.endswith("type more digits"):
+                # the mistake and the answer read the same at these digits; a learner asked for
+                # more digits types the mistake's value in full, and is diagnosed then
+                typed = f"{value:#.6g}"
+                outcome = check_answer(instance, typed)
             if outcome.reask:
                 fed.failures.append(f"{question.id} seed {seed}: {mistake.id} typed {typed!r} "
                                     f"was re-asked: {outcome.message}")

@@ -195,7 +195,11 @@ def test_strict_holds_a_pack_to_the_builtin_rules(tmp_path: Path) -> None:
 
 def test_counted_units_need_round_and_round_is_checked(tmp_path: Path) -> None:
     counted = NUMERIC.replace('unit = "ms"', 'unit = "GPUs"') + _mistake()
-    assert [f for _, f, _ in _problems(_write(tmp_path, counted))] == ["pack-001.round"]
+    # a pack may predate `round`: a warning and nearest rounding; --strict refuses it
+    path = _write(tmp_path, counted)
+    assert _problems(path) == []
+    assert [w.field for w in validate_files([path]).warnings] == ["pack-001.round"]
+    assert [f for _, f, _ in _problems(path, strict=True)] == ["pack-001.round"]
     rounded = counted.replace('unit = "GPUs"\n', 'unit = "GPUs"\nround = "up"\n')
     assert _problems(_write(tmp_path, rounded)) == []
     wrong = counted.replace('unit = "GPUs"\n', 'unit = "GPUs"\nround = "ceil"\n')

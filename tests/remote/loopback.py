@@ -101,10 +101,12 @@ class Sshd:
                 "  IdentitiesOnly yes", f"  UserKnownHostsFile {folder / known}",
                 "  StrictHostKeyChecking yes", "  BatchMode yes", "  LogLevel ERROR",
                 "  ConnectTimeout 20", ""])
+        closed = block("dojo-closed-port", key, known).replace(f"Port {port}",
+                                                                 f"Port {_free_port()}")
         return "".join([block(ALIAS, key, known),
                         block("dojo-wrong-key", "other_key", known),
                         block("dojo-unknown-host", key, "empty_known_hosts"),
-                        block("dojo-changed-key", key, "changed_known_hosts")])
+                        block("dojo-changed-key", key, "changed_known_hosts"), closed])
 
     def ssh_command(self) -> str:
         return f"ssh -F {self.config}"

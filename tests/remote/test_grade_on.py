@@ -54,6 +54,11 @@ def shape(stdout: str) -> list[tuple[Any, ...]]:
 
 def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
         on_host: str, tmp_path: Path, remote_root: Path) -> None:
+    def outside_data() -> dict[str, float]:
+        return {str(p): p.stat().st_mtime for p in remote_root.rglob("*")
+                if not p.is_relative_to(remote_root / "data")}
+
+    before = outside_data()
     passing = reference_as_solution("kv-bytes", tmp_path / "ok")
     failing = tmp_path / "bad" / "kv_bytes.py"
     failing.parent.mkdir()
@@ -78,6 +83,7 @@ def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
     written = sorted(str(p.relative_to(remote_root)) for p in remote_root.joinpath(
         "data").rglob("*") if p.is_file())
     assert written == ["data/remote/kv-bytes/kv_bytes.py"]
+    assert outside_data() == before  # its install untouched: no caches, no temporary files
 
 
 def test_text_report_names_the_host_and_export_keeps_it(on_host: str, tmp_path: Path) -> None:
@@ -270,3 +276,23 @@ def test_grading_past_its_time_limit_is_stopped(
                                      "of 4 s and was stopped; nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
     assert attempts() == []
+
+
+def test_only_the_workspace_file_and_the_request_leave_this_machine(
+        remote_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "sent.jsonl"
+    monkeypatch.setenv("FAKE_SSH_LOG", str(log))
+    monkeypatch.setenv("DOJO_SSH_COMMAND",
+                       f"{sys.executable} {Path(__file__).parent / 'fake_ssh.py'}")
+    monkeypatch.setenv("DOJO_REMOTE_ROOT", str(remote_root))
+    path = reference_as_solution("kv-bytes", tmp_path / "mine")
+    result = grade("--level", "1", "--file", str(path), "--seed", "3", "--on", "box")
+    assert result.exit_code == 0, result.output
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    argv, stdin = sent[0]["argv"], [s["stdin"] for s in sent[1:]]
+    assert argv[argv.index("--") - 1] == "box"
+    assert str(tmp_path) not in " ".join(argv) and "DOJO_HOME=\"$R/data\"" in argv[-1]
+    assert len(stdin) == 1
+    assert json.loads(stdin[0]) == {"exercise": "kv-bytes", "level": 1, "device": "auto",
+                                    "seed": 3, "name": "kv_bytes.py",
+                                    "source": path.read_text()}

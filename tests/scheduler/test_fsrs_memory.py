@@ -121,3 +121,29 @@ def test_schema_upgrade_computes_the_memory(tmp_path: Path) -> None:
     assert schema.SCHEMA_VERSION == 7
     with Store.open(path) as store:
         assert store.card("a").memory == want and want is not None
+
+
+def test_new_parameters_recompute_the_memory_and_reschedule_under_fsrs(store: Store) -> None:
+    """As after `dojo fsrs fit`: memories replayed with the new weights; under FSRS each
+    introduced card is due FSRS's interval after its latest answer's day; SM-2 dues stay."""
+    store.sync_cards([("a", "t"), ("b", "t")])
+    for qid in ("a", "b"):
+        grade(store, qid, 4, at(1))
+    grade(store, "a", 3, at(3))
+    weights = list(Scheduler().parameters)
+    weights[2] *= 3  # the initial stability after Good: three times the default
+    store.store_value("fsrs_parameters", weights)
+    sm2_due = store.card("a").due
+    store.recompute_memories(reschedule=True)
+    assert store.card("a").due == sm2_due  # scheduler=sm2: only the memory moves
+    store.update_settings(scheduler="fsrs")
+    store.recompute_memories(reschedule=True)
+    fitted = Scheduler(parameters=weights, enable_fuzzing=False, learning_steps=(),
+                       relearning_steps=())
+    card = Card(card_id=1)
+    for when, q in ((at(1), 4), (at(3), 3)):
+        card, _ = fitted.review_card(card, RATING[q], when)
+    days = round((card.due - at(3)) / dt.timedelta(days=1))
+    got = store.card("a")
+    assert got.memory is not None and got.memory.stability == card.stability
+    assert got.due == at(3).date() + dt.timedelta(days=days) and got.interval == days

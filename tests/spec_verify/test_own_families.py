@@ -30,12 +30,13 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-def build(family: str, out: Path, seed: int = 0) -> Path:
-    """A tiny random `family` checkpoint in `out` with the shipped tokenizer (no download)."""
+def build(family: str, out: Path, seed: int = 0, vocab: int = 4096) -> Path:
+    """A tiny random `family` checkpoint in `out` with the shipped tokenizer (no download);
+    `vocab` > 4096 pads its logits past the tokenizer's 4,096 tokens."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    cfg = AutoConfig.for_model(family, **COMMON, **FAMILIES[family])
+    cfg = AutoConfig.for_model(family, **{**COMMON, "vocab_size": vocab}, **FAMILIES[family])
     torch.manual_seed(seed)
     AutoModelForCausalLM.from_config(cfg).save_pretrained(out)
     for name in ("tokenizer.json", "tokenizer_config.json"):
@@ -156,3 +157,22 @@ def test_sliding_window_reads_the_config() -> None:
     with pytest.raises(ValueError, match="mixes layer types"):
         sliding_window(SimpleNamespace(sliding_window=8,
                                        layer_types=["sliding_attention", "full_attention"]))
+
+
+@pytest.mark.slow
+def test_a_padded_vocabulary_is_cut_to_the_shared_one(tmp_path: Path) -> None:
+    """A target padded to 4,160 logits over the 4,096-token tokenizer, its draft unpadded: the
+    wrappers give both 4,096 logits (no id the draft or the tokenizer cannot take), and the
+    reference passes level 4 on them (before: "token id 41xx is outside the vocabulary")."""
+    from lab.exercises.spec_verify import inputs
+    from lab.exercises.spec_verify.lm import CausalLM
+    from lab.grader.testing import assert_passes, reference_as_solution
+
+    target = build("llama", tmp_path / "padded", seed=5, vocab=4160)
+    draft = build("llama", tmp_path / "draft", seed=6)
+    t_model, d_model, _ = inputs.shipped("cpu", str(target), str(draft))
+    assert CausalLM(t_model).forward([5, 6, 7]).shape == (3, 4096)
+    assert CausalLM(d_model).vocab_size == 4096
+    assert_passes("spec-verify", reference_as_solution("spec-verify", tmp_path / "ref"), 4,
+                  seed=3, timing_repeats=1,
+                  models={"target": str(target), "draft": str(draft)})

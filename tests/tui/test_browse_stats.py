@@ -124,3 +124,25 @@ async def test_browse_filters_flagged_questions_and_shows_the_note(
             if "units are wrong" in text_of(app, "#browse-card"):
                 break
         assert "Flagged (1)" in text_of(app, "#browse-card")
+
+
+@pytest.mark.slow
+async def test_browse_shows_syllabus_coverage_and_filters_by_item(
+        make_app: Callable[..., DojoApp]) -> None:
+    """y lists every syllabus item with its questions, studied and recall; the topic filter
+    takes an item and keeps only its questions."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("b")
+        screen = app.screen
+        assert isinstance(screen, BrowseScreen)
+        await _loaded(app, pilot)
+        await pilot.press("y")
+        card = text_of(app, "#browse-card")
+        assert "Syllabus coverage" in card
+        assert "KV-cache sizing and concurrent seats · 2 · 0 · —" in card
+        assert "Static, dynamic and continuous batching · 1 · 0 · —" in card
+        screen.query_one("#browse-topic").value = "item:kv-cache-sizing"  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert _ids(screen.query_one(DataTable)) == ["kv-cache-001", "kv-cache-002"]

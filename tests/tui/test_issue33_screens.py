@@ -153,10 +153,10 @@ async def test_lab_80x24_verdict_column_header_and_results_after_restart(
 ) -> None:
     """Item 8: the header fits 80 columns, the table's first column is the verdict, and a
     grading stored by an earlier run is on screen after a restart."""
-    from trainer.core.attempts import default_store
+    from scheduler.store import Store
     from trainer.screens.lab import LabScreen
 
-    with default_store() as store:  # an earlier run graded kv-bytes L1
+    with Store.open() as store:  # an earlier run graded kv-bytes L1
         store.record_lab_attempt(
             "kv-bytes", 1, "cpu", False,
             [{"id": "tiny-one-layer", "passed": True, "kind": ""},

@@ -68,3 +68,33 @@ async def test_a_host_that_refuses_says_why_and_records_nothing(
                    for n in notes)
     with Store.open() as store:
         assert store.lab_attempts() == []
+
+
+async def test_a_grading_on_a_gpu_host_names_the_card_and_the_host(
+        make_app: Callable[..., DojoApp], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `dojo lab serve` relays from a GPU host (its events, as the host sent them)."""
+    import json
+    import sys
+
+    import trainer.screens.lab as lab_screen
+
+    started = {"event": "run_started", "exercise": "kv-bytes", "title": "KV", "solution": "x",
+               "device": "cuda", "device_note": "NVIDIA H100 80GB HBM3 (auto)", "seed": 1,
+               "replay": "r", "levels": [], "host": "gpu-box"}
+    summary = {"event": "summary", "exercise": "kv-bytes", "device": "cuda", "seed": 1,
+               "passed": True, "levels": {"1": True}, "duration_s": 1.5, "replay": "r",
+               "stored": True, "store_error": "", "host": "gpu-box"}
+    script = ("import sys\nsys.stdin.readline()\n"
+              + "".join(f"print({json.dumps(json.dumps(e))})\n" for e in (started, summary))
+              + "print('{\"event\": \"served\", \"rc\": 0}', flush=True)\nsys.stdin.read()\n")
+    monkeypatch.setattr(lab_screen, "lab_command", lambda dojo: [sys.executable, "-c", script])
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        screen = await _lab(app, pilot)
+        await pilot.press("s")
+        await pilot.press("g")
+        await _graded(screen, pilot)
+        log = "\n".join(screen.log_lines)
+        assert "Grading kv-bytes on cuda (NVIDIA H100 80GB HBM3 (auto)) at gpu-box" in log
+        assert "(1.5 s, graded on cuda — NVIDIA H100 80GB HBM3 (auto) at gpu-box)" in log

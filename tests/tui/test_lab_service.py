@@ -1,4 +1,4 @@
-"""The lab service of the core (`trainer.core.lab`): the `dojo lab serve` protocol read and
+"""The lab service of the core (`trainer.core.lab_serve`): the `dojo lab serve` protocol read and
 written typed, and its client against a stand-in server."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lab.grader import events
-from trainer.core.lab import (
+from trainer.core.lab_serve import (
     GradingServer,
     Prepared,
     Served,

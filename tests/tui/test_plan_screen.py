@@ -12,6 +12,7 @@ from textual.widgets import Input, Static
 
 from tests.tui.conftest import NOW, FlushedStore, ready, right_keys, text_of
 from trainer.app import DojoApp
+from trainer.core.services import Services
 from trainer.screens.plan import PlanScreen, parse_plan
 from trainer.screens.review import ReviewScreen
 from trainer.screens.stats import StatsScreen
@@ -131,3 +132,20 @@ async def test_home_paints_before_the_plan_replay_and_fills_it_in(
         await ready(app, pilot)
         assert not screen.plan_pending  # type: ignore[attr-defined]
         assert "No interview date set" in text_of(app, "#today-plan")
+
+
+def test_without_a_plan_topics_rank_by_recall_seven_days_ahead(services: Services) -> None:
+    """A topic failed a minute ago reads 100% "now" (FSRS counts whole days); 7 days ahead
+    it is the weakest, and the report says which day it predicts for (#48)."""
+    from trainer.core.plan import plan_lines, plan_report
+
+    now = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.UTC)
+    store = services.store
+    store.update_settings(timezone="UTC")
+    for qid, q in (("batching-001", 1), ("kv-cache-001", 5), ("kv-cache-002", 5)):
+        store.answer(qid, q, correct=q >= 3, answer_text="x", response_ms=1000, now=now)
+    report = plan_report(store, services.bank, now)
+    assert report.at == dt.datetime(2026, 11, 9, 4, 0, tzinfo=dt.UTC)
+    assert [t.topic for t in report.topics] == ["batching", "kv-cache"]
+    assert report.topics[0].recall_on_day < report.topics[1].recall_on_day < 1
+    assert "Recall in 7 days (2026-11-09), weakest first" in "\n".join(plan_lines(report))

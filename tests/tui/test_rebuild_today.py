@@ -12,9 +12,9 @@ import pytest
 from textual.widgets import OptionList
 
 from lab.exercises import get
-from lab.workspace import interview, solution_path
-from lab.workspace import start as start_exercise
 from scheduler.store import Store
+from tests.lab_state import interview, solution_path
+from tests.lab_state import start as start_exercise
 from tests.tui.conftest import NOW, ready, text_of
 from tests.tui.test_sizes import SIZES, _inside, _keybar_keeps_help
 from trainer.app import DojoApp

@@ -22,19 +22,15 @@ def fit(reset: bool) -> None:
     it says how many are missing. The optimiser (fsrs[optimizer]) comes with scripts/setup.sh
     (start.sh, test.sh); a bare `pip install .` lacks it: pip install ".[fit]".
     """
-    from scheduler.fsrs_schedule import fit as fit_fsrs
-    from scheduler.readiness import FSRS_PARAMETERS_KEY, answers_by_card
+    from trainer.core.scheduling import fit_fsrs, reset_fsrs
 
     with _open_store() as store:
         if reset:
-            _read(lambda: store.store_value(FSRS_PARAMETERS_KEY, None))
-            _read(lambda: store.recompute_memories(reschedule=True))
+            _read(lambda: reset_fsrs(store))
             click.echo("FSRS parameters reset to the defaults.")
             return
-        current = _read(lambda: store.stored_value(FSRS_PARAMETERS_KEY))
-        history = answers_by_card(_read(store.export_history)["reviews"])
         try:
-            result = fit_fsrs(history, current)
+            result = _read(lambda: fit_fsrs(store))
         except ValueError as exc:
             click.echo(f"Not enough answers yet: {exc}.")
             return
@@ -43,13 +39,9 @@ def fit(reset: bool) -> None:
                 f"the FSRS optimiser is not installed ({exc}); pip install \".[fit]\" "
                 "(from the project folder) or pip install \"fsrs[optimizer]\""
             ) from exc
-        better = result.after < result.before
-        if better:
-            _read(lambda: store.store_value(FSRS_PARAMETERS_KEY, result.parameters))
-            _read(lambda: store.recompute_memories(reschedule=True))
-    which = "your fitted parameters" if current else "the defaults"
+    which = "your fitted parameters" if result.fitted_before else "the defaults"
     click.echo(f"Fitted on {result.reviews} answers. Log-loss: {result.before:.4f} with {which}"
                f" -> {result.after:.4f} fitted.")
     click.echo("Kept: readiness and scheduler=fsrs now use them (every card's memory "
-               "recomputed; with scheduler=fsrs, due days rescheduled)." if better else
+               "recomputed; with scheduler=fsrs, due days rescheduled)." if result.kept else
                "Not kept: they predict your answers no better.")

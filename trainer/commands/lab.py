@@ -1,6 +1,7 @@
 """`dojo lab …`: list, show, start (and `--interview`), grade, watch, hint and reset; restore,
 due and rebuild (labs that come back: `lab.rebuild`) live in `trainer.commands.lab_cards` and
-are added to this group at the end of the module.
+are added to this group at the end of the module. Each command holds one `trainer.core.lab.Lab`
+(one open store; `trainer.commands.lab_common.opened`).
 
 Only click and the standard library at top level; the lab core is imported inside each command
 so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage error.
@@ -8,30 +9,23 @@ so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage err
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from questions.wording import plural
+from trainer.commands.lab_common import exercise as _exercise
+from trainer.commands.lab_common import opened
+from trainer.commands.lab_common import usage_error as _usage_error
+
+if TYPE_CHECKING:
+    from trainer.core.lab import Lab
 
 DEVICE_CHOICE = click.Choice(["auto", "cpu", "cuda"])
-
-
-def _usage_error(message: str) -> NoReturn:
-    click.echo(f"Error: {message}", err=True)
-    sys.exit(2)
-
-
-def _exercise(exercise_id: str) -> Any:
-    from lab.exercises import ExerciseError, get
-
-    try:
-        return get(exercise_id)
-    except ExerciseError as exc:
-        _usage_error(str(exc))
 
 
 class _LabGroup(click.Group):
@@ -44,9 +38,12 @@ class _LabGroup(click.Group):
         try:
             return super().invoke(ctx)
         except OSError as exc:
+            from lab.workspace import ReadOnlyLabError, WorkspaceFileError
+
+            if isinstance(exc, WorkspaceFileError):  # a pipe, a device, a huge file: named
+                raise click.ClickException(str(exc.strerror)) from exc
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
-            from lab.workspace import ReadOnlyLabError
 
             if isinstance(exc, ReadOnlyLabError):  # its message says it all
                 raise click.ClickException(str(exc.strerror)) from exc
@@ -65,38 +62,31 @@ def lab() -> None:
 def list_() -> None:
     """Exercises, their levels, your status and best figures (from your graded attempts)."""
     from lab.exercises import discover
-    from trainer.core.attempts import describe, level_states
-    from trainer.core.lab import rebuild_days
 
     exercises = discover()
-    _read_only_note()
+    with opened(say_read_only=True) as lab:
+        rows = lab.rows(exercises)  # the Lab screen's rows
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
     id_width = max((len(ex.id) for ex in exercises), default=0)  # tensor-parallel is 15
-    comes_back = rebuild_days()
     for ex in exercises:
         click.echo(f"{ex.id:<{id_width}}  {ex.title} — {ex.summary}")
         missing = ex.unavailable()
         if missing:
             click.echo(f"  unavailable here: it {missing}")
-        states = level_states(ex)
-        for level in ex.levels:
-            status, summary = states[level.number]
-            figures = describe(summary)
-            gate = ", ".join(f"{k} {v:g}" for k, v in level.gate.items())
-            back = comes_back.get((ex.id, level.number))
-            extra = (f" · {figures}" if figures else "") + (f" · {back}" if back else "")
-            gated = f" [gate: {gate}]" if gate else ""
-            click.echo(f"  L{level.number} {level.title:<{width}}  {status:<12}{extra}{gated}")
+        for row in (r for r in rows if r.exercise == ex.id):
+            extra = "".join(f" · {x}" for x in (row.best, row.back) if x)
+            gated = f" [gate: {row.gate}]" if row.gate else ""
+            click.echo(f"  L{row.level} {row.level_title:<{width}}  {row.status:<12}"
+                       f"{extra}{gated}")
 
 
 @lab.command()
 @click.argument("exercise_id")
 def show(exercise_id: str) -> None:
     """Print the exercise statement."""
-    from lab.workspace import statement
-
-    ex = _exercise(exercise_id)
-    click.echo(statement(ex))  # without hints sections during an interview rehearsal
+    with opened() as lab:
+        ex = _exercise(lab, exercise_id)
+        click.echo(lab.statement(ex))  # without hints sections during an interview rehearsal
 
 
 @lab.command()
@@ -117,16 +107,18 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
           minutes: int) -> None:
     """Copy the stub into your workspace and print its path (never overwrites your work)."""
     from lab.exercises import ExerciseError
-    from lab.workspace import start as start_exercise
-    from lab.workspace import start_interview
 
-    ex = _exercise(exercise_id)
-    try:
-        chosen = ex.level(level if level is not None else ex.level_numbers[0])
-    except ExerciseError as exc:
-        _usage_error(str(exc))
+    with opened() as lab:
+        ex = _exercise(lab, exercise_id)
+        try:
+            chosen = ex.level(level if level is not None else ex.level_numbers[0])
+        except ExerciseError as exc:
+            _usage_error(str(exc))
+        if interview:
+            path, session = lab.start_interview(ex, chosen.number, minutes, workspace)
+        else:
+            path, created = lab.start(ex, chosen.number, workspace)
     if interview:
-        path, session = start_interview(ex, chosen.number, minutes, workspace)
         click.echo(f"Interview rehearsal: {ex.id} level {chosen.number} ({chosen.title}), "
                    f"{plural(minutes, 'minute')}, hints off. The clock is running.")
         if session.moved_aside:
@@ -135,7 +127,6 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
         click.echo(f"Fresh stub: {path}")
         click.echo(f"Then run: dojo lab grade {ex.id} --level {chosen.number}")
         return
-    path, created = start_exercise(ex, workspace, chosen.number)
     what = f"{ex.id} level {chosen.number} ({chosen.title})"
     if created:
         click.echo(f"Started {what}: edit {path}")
@@ -147,17 +138,17 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
 
 
 def _grade_once(
-    ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None, as_json: bool,
-    models: dict[str, str] | None = None, prepared: Any = None, host: Any = None,
-    *, record: bool = False,
+    lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None,
+    as_json: bool, models: dict[str, str] | None = None, prepared: Any = None,
+    host: Any = None, *, record: bool = False,
 ) -> bool:
-    """Run the grader (which records the attempt: `trainer.core.lab.grade_and_record`) and
-    print the report or the JSON events; `prepared`: a child started ahead by
-    `lab.grader.runner.prepare` (watch, serve); `host`: grade there over SSH (a name or an
-    open `RemoteSession`; `RemoteError` when that fails, nothing recorded)."""
+    """Grade and record (`trainer.core.lab.Lab.grade`) and print the report or the JSON
+    events; `prepared`: a child started ahead by `lab.grader.runner.prepare` (watch, serve);
+    `host`: grade there over SSH (a name or an open `RemoteSession`; `RemoteError` when that
+    fails, nothing recorded)."""
     from lab.grader.events import Event, to_json
     from lab.grader.report import TextReport
-    from trainer.core.lab import grade_and_record
+    from trainer.core.lab import first_pass
 
     def emit(event: Event) -> None:
         if as_json:
@@ -169,50 +160,22 @@ def _grade_once(
     status = ProgressLine() if sys.stdout.isatty() and not as_json else None
     report = TextReport(click.echo, status=status)
     try:
-        graded = grade_and_record(ex, path, levels, device, seed, emit, models, prepared,
-                                  host, record=record)
+        graded = lab.grade(ex, path, levels, device, seed, emit, models, prepared, host,
+                           record=record)
     finally:  # an interrupted grading must not leave the progress line on the terminal
         if status is not None:
             status.close()
     if as_json:
         return graded.passed
-    from trainer.core.lab import card_lines, first_pass
-
     if graded.session is not None:
         session = graded.session
         click.echo(f"interview: {session.clock()} · grading {session.gradings}"
                    f"{first_pass(session)}")
     if graded.recorder.card_error:
         click.echo(f"note: {graded.recorder.card_error}", err=True)
-    for line in card_lines(ex, graded, _today):
+    for line in lab.card_lines(ex, graded):
         click.echo(line)
     return graded.passed
-
-
-def _today() -> Any:
-    """The study day now (read from the store, where the day's cut-off is set)."""
-    from scheduler.days import utc_now
-
-    with _store() as store:
-        return store.study_day(utc_now())
-
-
-def _store() -> Any:
-    from trainer.core.store import open_store
-
-    return open_store()
-
-
-def _read_only_note() -> None:
-    """Before a lab command that only reads: say once when the database cannot be written."""
-    from scheduler.errors import ReadOnlyDatabaseError, StoreError
-
-    try:
-        _store().close()
-    except ReadOnlyDatabaseError as exc:
-        click.echo(f"note: {exc} Showing it read-only.", err=True)
-    except StoreError:
-        pass  # damaged, newer: the list never depends on the database
 
 
 class ProgressLine:
@@ -253,10 +216,8 @@ class ProgressLine:
             self.progress.stop()
 
 
-def _resolve_file(ex: Any, file: Path | None) -> Path:
-    from lab.workspace import solution_path
-
-    path = file if file is not None else solution_path(ex)
+def _resolve_file(lab: Lab, ex: Any, file: Path | None) -> Path:
+    path = file if file is not None else lab.state.solution_path(ex)
     if not path.is_file():
         hint = "" if file is not None else f" — run `dojo lab start {ex.id}` first"
         _usage_error(f"no solution file at {path}{hint}")
@@ -293,7 +254,7 @@ GRADE_OPTIONS = [
 
 
 def _setup(
-    exercise_id: str, level: int | None, file: Path | None, target: str | None,
+    lab: Lab, exercise_id: str, level: int | None, file: Path | None, target: str | None,
     draft: str | None,
 ) -> tuple[Any, Path, list[int] | None, dict[str, str]]:
     """Resolve and validate what `grade` and `watch` share (exit 2 on a usage error), so a bad
@@ -301,13 +262,14 @@ def _setup(
     from lab.exercises import ExerciseError
     from lab.grader.plan import UsageError, check_models
 
-    ex = _exercise(exercise_id)
-    path = _resolve_file(ex, file)
+    ex = _exercise(lab, exercise_id)
+    path = _resolve_file(lab, ex, file)
     wanted = {role: p for role, p in (("target", target), ("draft", draft)) if p}
     try:
         if level is not None:
             ex.level(level)
-        models = check_models(ex, wanted)
+        checked = check_models(ex, wanted, [level] if level is not None else None)
+        models = {role: str(c.folder) for role, c in checked.items()}
     except (ExerciseError, UsageError) as exc:
         _usage_error(str(exc))
     return ex, path, [level] if level is not None else None, models
@@ -322,6 +284,9 @@ def _grade_options(fn: Any) -> Any:
 @lab.command("grade")
 @click.argument("exercise_id")
 @_grade_options
+@click.option("--unconfined", is_flag=True,
+              help="Run your code without the sandbox (where neither user namespaces nor "
+              "Landlock can confine it, e.g. macOS); the attempt is recorded as unconfined.")
 def grade_cmd(
     exercise_id: str,
     level: int | None,
@@ -333,35 +298,38 @@ def grade_cmd(
     target: str | None,
     draft: str | None,
     on: str | None,
+    unconfined: bool,
 ) -> None:
     """Grade your solution: exit 0 if every required case passes, 1 if any fails, 2 on a usage
     error, 3 when the host (--on) could not grade it (nothing is recorded then)."""
+    from lab.grader.plan import NO_CONFINE_VAR
     from lab.grader.runner import UsageError
     from trainer.core.remote import RemoteError
 
-    ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
-    host = _host(on, models)
-    try:
-        passed = _grade_once(ex, path, levels, device, seed, as_json, models, host=host,
-                             record=record)
-    except UsageError as exc:
-        _usage_error(str(exc))
-    except RemoteError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(3)
-    except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
-        click.echo("\nInterrupted.", err=True)
-        sys.exit(130)
+    if unconfined:  # what GradeOptions.confine defaults to (lab.grader.plan)
+        os.environ[NO_CONFINE_VAR] = "1"
+    with opened() as lab:
+        ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
+        host = _host(lab, on, models)
+        try:
+            passed = _grade_once(lab, ex, path, levels, device, seed, as_json, models,
+                                 host=host, record=record)
+        except UsageError as exc:
+            _usage_error(str(exc))
+        except RemoteError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(3)
+        except KeyboardInterrupt:  # the sandbox child is already gone (runner's finally)
+            click.echo("\nInterrupted.", err=True)
+            sys.exit(130)
     sys.exit(0 if passed else 1)
 
 
-def _host(on: str | None, models: dict[str, str]) -> str | None:
+def _host(lab: Lab, on: str | None, models: dict[str, str]) -> str | None:
     """The SSH host to grade on: --on, else the lab_host setting; None for here (exit 2 for a
     bad name, or for --target/--draft, which name folders on this machine)."""
-    from trainer.core.remote import grading_host
-
     try:
-        host = grading_host(on)
+        host = lab.grading_host(on)
     except ValueError as exc:
         _usage_error(str(exc))
     if host is not None and models:
@@ -403,19 +371,34 @@ def watch(
 ) -> None:
     """Re-grade every time you save (Ctrl-C to stop); with a host (--on, lab_host) one
     connection stays open between gradings."""
+    with opened() as lab:
+        ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
+        host = _host(lab, on, models)
+        try:
+            _watch(lab, ex, path, levels, device, seed, as_json, models, interval, host,
+                   record)
+        except KeyboardInterrupt:
+            if not as_json:
+                click.echo("\nStopped watching.")
+            sys.exit(0)
+
+
+def _watch(lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str,
+           seed: int | None, as_json: bool, models: dict[str, str], interval: float,
+           host: str | None, record: bool = False) -> None:
+    """Grade, prepare the next grading's child (or keep the host's connection), wait for a
+    save; again (until Ctrl-C)."""
     from lab.grader.runner import GradeOptions, UsageError, prepare
     from trainer.core.remote import RemoteError, RemoteSession
 
-    ex, path, levels, models = _setup(exercise_id, level, file, target, draft)
-    host = _host(on, models)
     link = RemoteSession(host) if host is not None else None
     prepared = None
     try:
         while True:
             stamp = _stamp(path)
             try:
-                _grade_once(ex, path, levels, device, seed, as_json, models, prepared, link,
-                            record=record)
+                _grade_once(lab, ex, path, levels, device, seed, as_json, models, prepared,
+                            link, record=record)
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
             except RemoteError as exc:  # said once; the next save connects again
@@ -433,10 +416,6 @@ def watch(
                 time.sleep(interval)
             if not as_json:
                 click.echo("\n── file changed, re-grading ──")
-    except KeyboardInterrupt:
-        if not as_json:
-            click.echo("\nStopped watching.")
-        sys.exit(0)
     finally:
         if prepared is not None:
             prepared.close()
@@ -445,12 +424,12 @@ def watch(
 
 
 def _reply(reply: Any) -> None:
-    """One reply of `dojo lab serve` (`trainer.core.lab.Served`/`Prepared`), flushed."""
+    """One reply of `dojo lab serve` (`trainer.core.lab_serve.Served`/`Prepared`), flushed."""
     click.echo(reply.to_json())
     sys.stdout.flush()
 
 
-def _serve_one(request: Any, prepared: Any, link: Any = None) -> tuple[int, Any]:
+def _serve_one(lab: Lab, request: Any, prepared: Any, link: Any = None) -> tuple[int, Any]:
     """Grade one request (on `link`'s host when given: a `RemoteSession`); returns the exit
     status `dojo lab grade` would have had and the arguments to prepare the next child with
     (None after a bad request, or when the grading ran on a host)."""
@@ -458,8 +437,9 @@ def _serve_one(request: Any, prepared: Any, link: Any = None) -> tuple[int, Any]
     from trainer.core.remote import RemoteError
 
     try:
-        ex, path, levels, models = _setup(request.exercise, request.level, None, None, None)
-        passed = _grade_once(ex, path, levels, "auto", request.seed, True, models, prepared,
+        ex, path, levels, models = _setup(lab, request.exercise, request.level, None, None,
+                                          None)
+        passed = _grade_once(lab, ex, path, levels, "auto", request.seed, True, models, prepared,
                              link)
     except (SystemExit, UsageError, RemoteError) as exc:
         if prepared is not None:
@@ -475,15 +455,16 @@ class _Link:
     """`dojo lab serve`'s connection to the lab_host setting's host, opened on first use and
     kept between gradings (the setting is read again for each request)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
         self.session: Any = None
 
     def current(self) -> Any:
         """The open session for the configured host, or None to grade here."""
-        from trainer.core.remote import RemoteSession, grading_host
+        from trainer.core.remote import RemoteSession
 
         try:
-            host = grading_host(None)
+            host = self.lab.grading_host(None)
         except ValueError:
             host = None
         if self.session is not None and (host is None or self.session.host != host):
@@ -502,19 +483,19 @@ class _Link:
             self.session = None
 
 
-def _serve_prepare(request: Any, prepared: Any) -> Any:
+def _serve_prepare(lab: Lab, request: Any, prepared: Any) -> Any:
     """Start (or keep) the child for a likely grading of the request's exercise and level, and
     say {"event": "prepared", "ready": bool} once it is warm; silent about a lab not started
     (there is nothing to grade yet, so nothing to prepare)."""
-    from lab.exercises import ExerciseError, get
+    from lab.exercises import ExerciseError
     from lab.grader.runner import GradeOptions, prepare
-    from lab.workspace import solution_path
-    from trainer.core.lab import Prepared
+    from trainer.core.lab_serve import Prepared
 
     started, kept = time.monotonic(), False
+    lab.refresh()  # the app may have started the exercise since
     try:
-        ex = get(request.exercise)
-        path = solution_path(ex)
+        ex = lab.exercise(request.exercise)
+        path = lab.state.solution_path(ex)
         level = request.level
         if level is not None:
             ex.level(level)
@@ -535,6 +516,20 @@ def _serve_prepare(request: Any, prepared: Any) -> Any:
     return prepared
 
 
+def _die_with_parent(parent: str | None) -> None:
+    """The server is killed (SIGKILL) when the app that started it ends, even by SIGKILL: its
+    sandboxes then end too (each one's waiter kills its tree once the server's end of their
+    lifeline pipe closes). Linux only; elsewhere the app's own `stop` has to do."""
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if str(os.getppid()) != parent:  # the app ended before the line above
+        os._exit(1)
+
+
 @lab.command(hidden=True)
 def serve() -> None:
     """For the TUI: requests read from stdin, one JSON object a line. {"exercise": ID,
@@ -543,13 +538,19 @@ def serve() -> None:
     it only starts the child that grading would use (torch imported in both processes) and
     answers {"event": "prepared"}.
     Imports stay warm between requests, and the next grading's child is started while you
-    edit. The protocol is written down in `trainer.core.lab`, whose `GradingServer` is its
-    client."""
-    from lab.grader.runner import GradeOptions, prepare
-    from trainer.core.lab import Served, ServeRequest
+    edit. The protocol is written down in `trainer.core.lab_serve`, whose `GradingServer` is
+    its client. One `Lab` (one open store) serves every request."""
+    with opened() as lab:
+        _serve(lab)
 
+
+def _serve(lab: Lab) -> None:
+    from lab.grader.runner import GradeOptions, prepare
+    from trainer.core.lab_serve import SERVE_PARENT_VAR, Served, ServeRequest
+
+    _die_with_parent(os.environ.get(SERVE_PARENT_VAR))
     prepared = None
-    link = _Link()
+    link = _Link(lab)
     try:
         for line in sys.stdin:
             if not line.strip():
@@ -564,9 +565,9 @@ def serve() -> None:
                 _serve_connect(session, link)
                 continue
             if request.prepare:
-                prepared = _serve_prepare(request, prepared)
+                prepared = _serve_prepare(lab, request, prepared)
                 continue
-            rc, again = _serve_one(request, prepared, session)
+            rc, again = _serve_one(lab, request, prepared, session)
             prepared = None
             if rc == 3:
                 link.broken()
@@ -583,7 +584,7 @@ def serve() -> None:
 def _serve_connect(session: Any, link: _Link) -> None:
     """A prepare request while grading on a host: connect now (ssh, the host's imports), so
     the grading only sends the file; answered like a prepare."""
-    from trainer.core.lab import Prepared
+    from trainer.core.lab_serve import Prepared
     from trainer.core.remote import RemoteError
 
     started, kept = time.monotonic(), session.hello is not None
@@ -602,16 +603,14 @@ def _serve_connect(session: Any, link: _Link) -> None:
 @click.argument("exercise_id")
 def hint(exercise_id: str) -> None:
     """Reveal the next hint (the count is remembered)."""
-    from lab.workspace import HintsOff, hints_shown, next_hint
-
-    ex = _exercise(exercise_id)
-    try:
-        revealed = next_hint(ex)
-    except HintsOff as exc:
-        click.echo(f"No hint: {exc}.", err=True)
+    with opened() as lab:
+        ex = _exercise(lab, exercise_id)
+        revealed, off = lab.next_hint(ex)
+        shown = lab.state.hints_shown(ex)
+    if off:
+        click.echo(f"No hint: {off}.", err=True)
         sys.exit(1)
     if revealed is None:
-        shown = hints_shown(ex)
         click.echo(f"No more hints for {ex.id}: all {len(shown)} are shown. The last one:")
         if shown:
             click.echo(shown[-1])
@@ -633,17 +632,15 @@ def hint(exercise_id: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     """Replace your file with a fresh stub, keeping a backup of the old one."""
-    from lab.workspace import reset as reset_exercise
-    from lab.workspace import solution_path
-
-    ex = _exercise(exercise_id)
-    path = solution_path(ex, workspace)
-    if not yes and not click.confirm(
-        f"Replace {path} with a fresh stub? (a backup is kept)", default=False
-    ):
-        click.echo("Nothing changed.")
-        sys.exit(1)
-    path, backup = reset_exercise(ex, workspace)
+    with opened() as lab:
+        ex = _exercise(lab, exercise_id)
+        path = lab.state.solution_path(ex, workspace)
+        if not yes and not click.confirm(
+            f"Replace {path} with a fresh stub? (a backup is kept)", default=False
+        ):
+            click.echo("Nothing changed.")
+            sys.exit(1)
+        path, backup = lab.state.reset(ex, workspace)
     if backup is not None:
         click.echo(f"Backed up your file to {backup}")
     click.echo(f"Fresh stub at {path}")

@@ -1,9 +1,8 @@
 """`dojo lab restore`, `rebuild` and `due`: the lab cards (passed levels that come back for a
 rebuild, `lab.rebuild`), wired into the `dojo lab` group by `trainer.commands.lab`.
 
-Only click and the standard library at top level, like the group's other commands; the shared
-helpers (`_exercise`, `_store`, `_usage_error`) are imported from the group's module inside each
-command, which also keeps the two modules free of an import cycle at load time.
+Only click and the standard library at top level, like the group's other commands; what they
+share with them is `trainer.commands.lab_common` (one `Lab` per command).
 """
 
 from __future__ import annotations
@@ -11,30 +10,24 @@ from __future__ import annotations
 import click
 
 from questions.wording import plural
+from trainer.commands.lab_common import exercise, opened, usage_error
 
 
 @click.command()
 @click.argument("exercise_id")
 def restore(exercise_id: str) -> None:
     """End an interview rehearsal and put your own file back (the rehearsal's file is kept)."""
-    from lab.rebuild import comes_back
-    from lab.rebuild import restore as end_rehearsal
-    from scheduler.days import utc_now
-    from trainer.commands.lab import _exercise, _store, _usage_error
-
-    ex = _exercise(exercise_id)
-    try:
-        path, kept, graded = end_rehearsal(ex)
-    except ValueError as exc:
-        _usage_error(str(exc))
-    if kept is not None:
-        click.echo(f"The rehearsal's file is kept at {kept}")
-    click.echo(f"Your file is back: {path}")
-    if graded is not None and graded.graded and graded.card is not None:
-        with _store() as store:
-            back = comes_back(graded.card, store.study_day(utc_now()))
-        click.echo(f"The rebuild ended without a pass: a lapse (quality {graded.quality}); "
-                   f"{back}.")
+    with opened() as lab:
+        ex = exercise(lab, exercise_id)
+        try:
+            restored = lab.restore(ex)
+        except ValueError as exc:
+            usage_error(str(exc))
+    if restored.kept is not None:
+        click.echo(f"The rehearsal's file is kept at {restored.kept}")
+    click.echo(f"Your file is back: {restored.path}")
+    if restored.lapse:
+        click.echo(restored.lapse)
 
 
 @click.command()
@@ -52,20 +45,18 @@ def rebuild(exercise_id: str, level: int, minutes: int) -> None:
     """
     from lab.exercises import ExerciseError
     from lab.rebuild import RebuildError, start_rebuild
-    from scheduler.days import utc_now
-    from trainer.commands.lab import _exercise, _store, _usage_error
 
-    ex = _exercise(exercise_id)
-    try:
-        ex.level(level)
-        path, session, card = start_rebuild(ex, level, minutes)
-    except (ExerciseError, RebuildError) as exc:
-        _usage_error(str(exc))
+    with opened() as lab:
+        ex = exercise(lab, exercise_id)
+        try:
+            ex.level(level)
+            path, session, card = start_rebuild(lab.state, ex, level, minutes)
+        except (ExerciseError, RebuildError) as exc:
+            usage_error(str(exc))
+        today = lab.today()
     click.echo(f"Rebuild: {ex.id} level {level} ({ex.level(level).title}), "
                f"{plural(minutes, 'minute')}, "
                "hints off. The clock is running.")
-    with _store() as store:
-        today = store.study_day(utc_now())
     if card.due is not None and card.due > today:
         click.echo(f"Not due until {card.due.isoformat()}: this is practice and leaves the "
                    "schedule as it is.")

@@ -16,9 +16,9 @@ from trainer.core.mock import DEFAULT_MINUTES
 
 @contextmanager
 def _services() -> Iterator[Any]:
-    from scheduler.days import ClockError, pinned_now
-    from scheduler.errors import StoreError
+    from trainer.core.errors import ClockError, StoreError
     from trainer.core.services import Services
+    from trainer.core.store import pinned_now
 
     try:
         services = Services.open(now=pinned_now())

@@ -29,17 +29,19 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
     """Plan to an interview day: set it, show it, or clear it.
 
     With a plan, the daily new-card limit is replaced by the pace that introduces every card
-    at least 7 days before the interview, leaving the last week for review and a mock round.
-    The minutes a day are estimated from your own response times; if they do not fit your
-    budget the plan says so, and what would fit. Each topic's readiness is its cards'
-    predicted recall (FSRS) at the start of the interview day, weakest first, beside the lab
-    levels passed (docs/readiness.md shows how to recompute it from `dojo export`).
+    by 7 days before the interview, leaving the days after for review and a mock round.
+    What a day costs is a simulation of you following the plan (your FSRS memory model, your
+    seconds per answer, re-drills, the reviews already scheduled, the lab levels still to
+    pass); if the busiest day does not fit your budget the plan says what would. A table
+    shows the recall on the day (mean and weakest topic) for a few daily budgets beside no
+    further study. Each topic's readiness is its cards' predicted recall (FSRS) at the start
+    of the interview day, weakest first, beside the lab levels passed (docs/readiness.md
+    shows how to recompute it from `dojo export`).
 
     Example: dojo plan --interview 2026-12-21 --minutes 45
     """
-    from scheduler.plan import Plan
     from trainer.core.bank import load_study_bank, sync_bank
-    from trainer.core.plan import plan_lines, plan_report
+    from trainer.core.plan import new_plan, plan_lines, plan_report
 
     if clear and (interview or minutes):
         raise click.UsageError("--clear takes no --interview or --minutes")
@@ -55,14 +57,14 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
             budget = minutes or (current.minutes if current else DEFAULT_MINUTES)
             if day <= _read(store.study_day):
                 raise click.BadParameter(f"{day} is not after today", param_hint="--interview")
-            _read(lambda: store.set_plan(Plan(day, budget)))
+            _read(lambda: store.set_plan(new_plan(day, budget)))
         try:
             bank = load_study_bank()
         except Exception as exc:  # the plan is made of the bank's topics
             raise click.ClickException(f"could not load the question bank ({exc})") from exc
         if store.writable:
             _read(lambda: sync_bank(store, bank))  # every question has a card to plan
-        report = _read(lambda: plan_report(store, bank))
+        report = _read(lambda: plan_report(store, bank, table=True))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
         return

@@ -71,7 +71,7 @@ class _Server:
     """The host's side of one connection: grade each request, record nothing."""
 
     def __init__(self, eof: threading.Event) -> None:
-        from scheduler.paths import data_dir
+        from trainer.core.store import data_dir
 
         self.eof = eof
         self.data = data_dir()
@@ -141,7 +141,7 @@ def serve() -> None:
     """Run on the host by `dojo lab grade --on`: a hello line, then one grading per request
     line (the events of `dojo lab grade --json`, then {"event": "served", "rc": N}); nothing is
     recorded here. Ends at the end of input, stopping a grading in progress."""
-    from trainer.core.lab import Served
+    from trainer.core.lab_serve import Served
     from trainer.core.remote import Hello, dojo_version
 
     lines, eof = _stdin_lines()
@@ -163,8 +163,8 @@ def serve() -> None:
 
 def _probe() -> dict[str, Any]:
     """What this install offers: versions, devices, sandbox protections, disk."""
-    from scheduler.paths import data_dir
     from trainer.core.remote import dojo_version
+    from trainer.core.store import data_dir
 
     info: dict[str, Any] = {"version": dojo_version(), "python": platform.python_version(),
                             "platform": platform.platform(terse=True)}

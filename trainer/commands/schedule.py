@@ -18,7 +18,7 @@ import click
 from questions.wording import plural
 
 if TYPE_CHECKING:
-    from scheduler.store import Store
+    from trainer.core.store import Store
 
 T = TypeVar("T")
 
@@ -29,9 +29,8 @@ def _open_store(*, browse: bool = False) -> Store:
     With `browse` (commands that only read), a read-only database is opened read-only with a
     note instead of refused. Warnings that did not stop the command (a failed daily backup,
     unreadable settings) go to stderr."""
-    from scheduler.days import ClockError, pinned_now
-    from scheduler.errors import StoreError
-    from trainer.core.store import open_store
+    from trainer.core.errors import ClockError, StoreError
+    from trainer.core.store import open_store, pinned_now
 
     try:
         pinned_now()  # a bad $DOJO_NOW is refused before anything is opened
@@ -48,8 +47,8 @@ def _open_store(*, browse: bool = False) -> Store:
 
 def _sync_bank(store: Store) -> str | None:
     """Bring cards in line with the question bank; returns a note for the learner, if any."""
-    from scheduler.errors import ReadOnlyDatabaseError
     from trainer.core.bank import load_study_bank, sync_bank
+    from trainer.core.errors import ReadOnlyDatabaseError
 
     if not store.writable:
         return None
@@ -66,7 +65,7 @@ def _sync_bank(store: Store) -> str | None:
 
 def _read(fn: Callable[[], T]) -> T:
     """Run a store call, turning a StoreError (disk full, locked, damaged) into one line."""
-    from scheduler.errors import StoreError
+    from trainer.core.errors import StoreError
 
     try:
         return fn()
@@ -163,9 +162,9 @@ def stats(days: int, as_json: bool) -> None:
     """Show streak, answers per day, true retention, per-topic accuracy, forecast, your
     recurring mistakes and your interview-rehearsal times per lab level.
 
-    True retention counts the first answer of the day on mature cards (interval of at
-    least 21 days); per-topic accuracy counts scheduled answers only, and says how many
-    were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
+    True retention counts scheduled reviews only (never re-drill or cram) of mature cards
+    (interval of at least 21 days); per-topic accuracy counts scheduled answers only, and
+    says how many were counted right after a typo. Recurring mistakes are the named mistakes and MCQ
     distractors you answered most over the last 30 days.
     """
     from trainer.core.bank import load_study_bank
@@ -194,9 +193,13 @@ def stats(days: int, as_json: bool) -> None:
         f"(today {list(per_day.values())[-1]})"
         + (f"; {report.overridden} counted right after a typo" if report.overridden else "")
     )
+    from trainer.core.stats import PREDICTED_RECALL_MEANS, TRUE_RETENTION_MEANS
+
     click.echo(
         f"True retention ({days} d, mature cards): {_pct(retention.rate)} of {retention.total}"
-    )
+        f" ({TRUE_RETENTION_MEANS})")
+    click.echo(f"Predicted recall now: {_pct(report.predicted_recall)} "
+               f"({PREDICTED_RECALL_MEANS})")
     if report.topics:
         click.echo("Accuracy by topic:")
         for topic, acc in report.topics.items():
@@ -266,7 +269,7 @@ def import_(file: Path) -> None:
     saw a later review of it. An invalid file is refused as a whole. A backup of your
     database is made first.
     """
-    from scheduler.errors import HistoryFormatError, StoreError
+    from trainer.core.errors import HistoryFormatError, StoreError
 
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -303,12 +306,12 @@ def settings(assignments: tuple[str, ...]) -> None:
 
     Example: dojo settings new_limit=20 rollover_hour=3
     """
-    from dataclasses import asdict, fields
+    from dataclasses import asdict
 
-    from scheduler.errors import StoreError
-    from scheduler.records import Settings
+    from trainer.core.errors import StoreError
+    from trainer.core.store import setting_names
 
-    kinds = {f.name: f.type for f in fields(Settings)}
+    kinds = setting_names()
     changes: dict[str, Any] = {}
     for item in assignments:
         key, sep, raw = item.partition("=")

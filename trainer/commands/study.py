@@ -24,12 +24,11 @@ def study(kind: str, days: int, topic: str | None, limit: int, as_json: bool) ->
     Practise a set in the app (u on Today): it leaves the schedule untouched unless you switch
     on counting the cards due today as their review; every card comes with fresh numbers.
     """
-    from scheduler.study import select_cards
+    from trainer.core.scheduling import study_set
 
     with _open_store(browse=True) as store:
         try:
-            chosen = _read(lambda: select_cards(store, kind, days=days, topic=topic,  # type: ignore[arg-type]
-                                                limit=limit))
+            chosen = _read(lambda: study_set(store, kind, days=days, topic=topic, limit=limit))
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
         cards = {c.question_id: c for c in _read(store.cards)}

@@ -12,14 +12,13 @@ grading report — it is returned as a message for the report to show.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from lab.grader.results import GradeResult
-    from scheduler.store import Store
 
 
 class AttemptStore(Protocol):
@@ -40,28 +39,6 @@ class AttemptStore(Protocol):
                        gradings: int | None = None) -> Any: ...
 
     def add_lab_recalls(self, items: Iterable[tuple[str, str, int, str]]) -> list[str]: ...
-
-
-OpenStore = Callable[[], AbstractContextManager[AttemptStore]]
-
-
-def default_store() -> AbstractContextManager[Store]:
-    """The learner's database (data_dir()/dojo.sqlite3)."""
-    from scheduler.store import Store
-
-    return Store.open()
-
-
-def default_reader() -> AbstractContextManager[Store]:
-    """The learner's database for reading: opened read-only when it cannot be written (a
-    read-only data folder), so the attempts still show."""
-    from scheduler.errors import ReadOnlyDatabaseError
-    from scheduler.store import Store
-
-    try:
-        return Store.open()
-    except ReadOnlyDatabaseError:
-        return Store.open(read_only=True)
 
 
 @dataclass(frozen=True)
@@ -91,10 +68,12 @@ def attempt_rows(result: GradeResult) -> Iterator[dict[str, Any]]:
 
 
 class Recorder:
-    """Writes attempts to and reads them from an injected store."""
+    """Writes a grading's attempts to one open store (`store=None`: the database could not be
+    opened, `error` says why, and nothing is stored)."""
 
-    def __init__(self, open_store: OpenStore = default_store) -> None:
-        self.open_store = open_store
+    def __init__(self, store: AttemptStore | None, error: Exception | None = None) -> None:
+        self.store = store
+        self.error = error
         # What the last `record` did to the passing levels' lab cards (lab.rebuild), and why
         # that failed when it did (the attempts are stored all the same).
         self.card_results: list[Any] = []
@@ -114,32 +93,25 @@ class Recorder:
         from scheduler.faults import crash_point
 
         self.card_results, self.card_error, self.recalls = [], "", []
+        store = self.store
         try:
-            with self.open_store() as store:
-                rows = list(attempt_rows(result))
-                with store.transaction():
-                    for row in rows:
-                        store.record_lab_attempt(**row)
-                    crash_point("lab-attempt-stored")
-                    try:
-                        with store.transaction():
-                            self.card_results = record_passes(store, rows)
-                    except Exception as exc:  # the attempt is stored: say so, lose nothing
-                        self.card_results = []
-                        self.card_error = f"the lab card was not updated: {exc}"
-                self.recalls = _recall_failed(store, result)
+            if store is None:
+                raise self.error or RuntimeError("no database is open")
+            rows = list(attempt_rows(result))
+            with store.transaction():
+                for row in rows:
+                    store.record_lab_attempt(**row)
+                crash_point("lab-attempt-stored")
+                try:
+                    with store.transaction():
+                        self.card_results = record_passes(store, rows)
+                except Exception as exc:  # the attempt is stored: say so, lose nothing
+                    self.card_results = []
+                    self.card_error = f"the lab card was not updated: {exc}"
+            self.recalls = _recall_failed(store, result)
         except Exception as exc:  # storage trouble must not cost the learner their report
             return False, f"could not store the attempt: {type(exc).__name__}: {exc}"
         return True, ""
-
-    def attempts(self, exercise: str | None = None) -> list[Any] | None:
-        """Stored attempts (oldest first), or None when the store cannot be read."""
-        opener = default_reader if self.open_store is default_store else self.open_store
-        try:
-            with opener() as store:
-                return list(store.lab_attempts(exercise))
-        except Exception:
-            return None
 
 
 class Unrecorded(Recorder):
@@ -147,7 +119,7 @@ class Unrecorded(Recorder):
     file, graded without `--record`): the grading is reported, the level's record untouched."""
 
     def __init__(self, why: str) -> None:
-        super().__init__()
+        super().__init__(None)
         self.why = why
 
     def record(self, result: GradeResult) -> tuple[bool, str]:
@@ -205,14 +177,10 @@ def summarize_level(attempts: list[Any]) -> LevelStanding:
     )
 
 
-def level_summaries(exercise: str, recorder: Recorder | None = None
-                    ) -> dict[int, LevelStanding] | None:
-    """{level: summary} for an exercise, or None when the store cannot be read."""
-    rows = (recorder or Recorder()).attempts(exercise)
-    if rows is None:
-        return None
+def level_summaries(attempts: Iterable[Any]) -> dict[int, LevelStanding]:
+    """{level: summary} from one exercise's attempts (oldest first)."""
     by_level: dict[int, list[Any]] = {}
-    for a in rows:
+    for a in attempts:
         by_level.setdefault(int(a.level), []).append(a)
     return {level: summarize_level(items) for level, items in by_level.items()}
 
@@ -227,21 +195,3 @@ def describe(summary: LevelStanding) -> str:
              plural(summary.attempts, "attempt")]
     parts += [f"best {k} {v:.2f} ({dev})" for k, (v, dev) in sorted(summary.best_metrics.items())]
     return ", ".join(parts)
-
-
-def level_states(exercise: Any, recorder: Recorder | None = None
-                 ) -> dict[int, tuple[str, LevelStanding]]:
-    """(status, summary) per level of an `Exercise`, as `dojo lab list` and the lab screen show
-    it: "passing"/"failing" from the attempts table, else "started" when the learner started
-    that level (`lab.workspace.levels_started`), else "not started"."""
-    from lab.workspace import levels_started, solution_path
-
-    summaries = level_summaries(exercise.id, recorder) or {}
-    started = set(levels_started(exercise)) if solution_path(exercise).exists() else set()
-    out = {}
-    for level in exercise.level_numbers:
-        summary = summaries.get(level, LevelStanding("not graded"))
-        status = summary.status if summary.attempts else ("started" if level in started
-                                                          else "not started")
-        out[level] = (status, summary)
-    return out

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from questions.wording import plural
+from trainer.core.text import answer_wanted
 
 if TYPE_CHECKING:
     from questions.bank import Bank
@@ -332,7 +333,7 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
     if item.started_s is None:
         item.started_s = mock.elapsed_s(clock())
         if item.kind == "lab":
-            _start_lab(mock, item, clock)
+            _start_lab(mock, item, clock, services)
         save(mock, services, clock)
     n, total = mock.position, len(mock.items)
     head = f"{n}/{total} · {PART_NAMES[item.kind]} · {services.topic_title(item.topic)}"
@@ -345,8 +346,8 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
             done = f"\n{done}" if done else ""
             unit = inst.steps[step].question.unit
             return View(head, f"{inst.prompt}{done}\n\nStep {step + 1} of {len(inst.steps)}: "
-                        f"{inst.steps[step].prompt}", f"a number{_in(unit)}")
-        return View(head, inst.prompt, f"a number{_in(inst.question.unit)}")
+                        f"{inst.steps[step].prompt}", answer_wanted(unit))
+        return View(head, inst.prompt, answer_wanted(inst.question.unit))
     if item.kind == "sim":
         from lab.sims import SIMS
         from lab.sims.decisions import decision
@@ -370,22 +371,18 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
         rubric = "\n".join(f"  {i + 1}. {point}" for i, point in enumerate(p.rubric))
         return View(f"{head} · {p.title}", f"Your answer: {item.text}\n\nRubric: which points "
                     f"did your answer cover?\n{rubric}", "the point numbers, e.g. 1 3 4; all; none")
-    from lab.exercises import get
-    from lab.workspace import solution_path, statement
+    from trainer.core.lab import Lab
 
-    ex = get(item.ref["exercise"])
+    lab = Lab(services.store, now=services.now)
+    ex = lab.exercise(item.ref["exercise"])
     lvl = ex.level(int(item.ref["level"]))
     return View(f"{head} · {ex.id} L{lvl.number}: {lvl.title}",
                 f"Implement level {lvl.number} of {ex.title} from a blank stub, interview rules: "
                 f"no hints (the statement below is also `dojo lab show {ex.id}`).\n\n"
-                f"{statement(ex)}",
+                f"{lab.statement(ex)}",
                 "edit the file and grade it, as often as you need: the part ends with a pass "
                 "or with the round's clock",
-                path=str(solution_path(ex)))
-
-
-def _in(unit: str) -> str:
-    return f" in {unit}" if unit else ""
+                path=str(lab.state.solution_path(ex)))
 
 
 def _revealed(step: Instance) -> str:
@@ -394,12 +391,13 @@ def _revealed(step: Instance) -> str:
     return revealed(step)
 
 
-def _start_lab(mock: MockRound, item: Item, clock: Clock) -> None:
-    from lab.exercises import get
-    from lab.workspace import start_interview
+def _start_lab(mock: MockRound, item: Item, clock: Clock, services: Services) -> None:
+    from trainer.core.lab import Lab
 
+    lab = Lab(services.store, now=services.now)
     left = mock.minutes - mock.elapsed_s(clock()) / 60
-    start_interview(get(item.ref["exercise"]), int(item.ref["level"]), max(1, round(left)))
+    lab.start_interview(lab.exercise(item.ref["exercise"]), int(item.ref["level"]),
+                        max(1, round(left)))
 
 
 def _finish_item(mock: MockRound, item: Item, score: float, services: Services,
@@ -518,48 +516,22 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     Graded on `on` (an SSH host, "local") or else the lab_host setting's host; a host that
     cannot grade raises `trainer.core.remote.RemoteError` with nothing counted or recorded.
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
-    from lab.exercises import get
-    from lab.grader.plan import GradeOptions
-    from lab.workspace import (
-        count_grading,
-        end_interview,
-        interview,
-        interview_metrics,
-        passed_interview,
-        solution_path,
-    )
-    from trainer.core.attempts import Recorder
-    from trainer.core.lab import grade_recorded
+    from lab.concepts import recall_lines
+    from trainer.core.lab import Lab
 
     item = mock.current
     if item is None or item.kind != "lab":
         return Feedback(["The current part is not the lab."], reask=True)
     if item.started_s is None:
         begin(mock, services, clock)
-    ex = get(item.ref["exercise"])
+    lab = Lab(services.store, now=services.now)
+    ex = lab.exercise(item.ref["exercise"])
     level = int(item.ref["level"])
-    from trainer.core.remote import RemoteSession, grade_remote, grading_host
-
-    host = grading_host(on)
-    link = RemoteSession(host) if host is not None else None
-    if link is not None:
-        link.open()  # a host that cannot grade: raised before the grading is counted
-    session = count_grading(ex, [level])
-    recorder = Recorder()
-    metrics = interview_metrics(session) if session else None
-    try:
-        if link is not None:
-            result = grade_remote(link.host, ex, solution_path(ex), [level], device, None,
-                                  lambda event: None, recorder, metrics, link)
-        else:
-            result = grade_recorded(ex, solution_path(ex), GradeOptions(
-                levels=[level], device=device, attempt_metrics=metrics), recorder)
-    finally:
-        if link is not None:
-            link.close()
+    host = lab.grading_host(on)
+    graded = lab.grade(ex, lab.state.solution_path(ex), [level], device, None, None,
+                       host=host)
+    result = graded.result
     passed = any(lvl.passed for lvl in result.levels if lvl.level == level)
-    if passed and session is not None:
-        passed_interview(ex, session)
     item.answers.append("passed" if passed else "failed")
     lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}"
              + (f" (graded on {result.device} at {host})." if host else ".")]
@@ -570,18 +542,16 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
             message = " ".join(failure.message.split())[:160]
             item.mistakes.append(f"{ex.id} L{level}: case {failure.case.id} failed: {message}")
             lines.append(f"First failing case: {failure.case.id}: {message}")
-    from lab.concepts import recall_lines
-
-    lines += recall_lines(recorder.recalls)
+    lines += recall_lines(graded.recorder.recalls)
     left_s = mock.minutes * 60 - mock.elapsed_s(clock())
     if not passed and left_s > 0:  # iterate: the part stays open until a pass or the clock
         lines.append(f"Fix it and grade again ({_mmss(left_s)} left on the round's clock; "
                      "skipping gives the part up).")
         save(mock, services, clock)
         return Feedback(lines, reask=True)
-    running = interview(ex)
+    running = lab.interview(ex)
     if running is not None:
-        path, kept = end_interview(ex)
+        path, kept = lab.state.end_interview(ex)
         back = "Your own file is back" if running.moved_aside else "A fresh stub is"
         lines.append(f"{back} at {path}; this round's file is kept at {kept}.")
     fb = _finish_item(mock, item, 1.0 if passed else 0.0, services, clock)
@@ -598,12 +568,12 @@ def skip(mock: MockRound, services: Services, clock: Clock = time.time) -> Feedb
         item.started_s = mock.elapsed_s(clock())
     item.mistakes.append(f"{PART_NAMES[item.kind]}: skipped ({_what(item)})")
     if item.kind == "lab":
-        from lab.exercises import get
-        from lab.workspace import end_interview, interview
+        from trainer.core.lab import Lab
 
-        ex = get(item.ref["exercise"])
-        if interview(ex) is not None:
-            end_interview(ex)
+        lab = Lab(services.store, now=services.now)
+        ex = lab.exercise(item.ref["exercise"])
+        if lab.interview(ex) is not None:
+            lab.state.end_interview(ex)
     fb = _finish_item(mock, item, 0.0, services, clock)
     fb.lines = ["Skipped."]
     return fb

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from questions.bank import Bank
-    from scheduler.plan import Plan
+    from scheduler.plan import BudgetRow, Plan
     from scheduler.store import Store
 
 
@@ -26,16 +26,27 @@ class TopicReadiness:
     labs_total: int
 
 
+HORIZON_DAYS = 7  # without a plan, topics are ranked by recall this many days ahead
+
+
 @dataclass(frozen=True)
 class PlanReport:
     plan: Plan | None
     today: dt.date
-    at: dt.datetime  # the moment recall is predicted for: the interview day's start, or now
+    at: dt.datetime  # the moment recall is predicted for: the interview day's start, or 7 d on
     days_left: int | None
     new_per_day: int | None
     feasible: bool | None
     reason: str
     topics: list[TopicReadiness]  # weakest first
+    table: tuple[BudgetRow, ...] = ()  # workload vs recall: no further study, then budgets
+
+    @property
+    def horizon(self) -> str:
+        """The day recall is predicted for, in words."""
+        if self.plan is not None:
+            return f"on the interview day ({self.plan.interview})"
+        return f"in {HORIZON_DAYS} days ({(self.today + dt.timedelta(days=HORIZON_DAYS))})"
 
     def to_json(self) -> dict[str, Any]:
         """`dojo plan --json`: exactly the fields the issue lists."""
@@ -46,10 +57,16 @@ class PlanReport:
             "new_per_day": self.new_per_day,
             "feasible": self.feasible,
             "reason": self.reason,
+            "horizon": self.at.isoformat(),
             "topics": [{"topic": t.topic, "cards": t.cards, "introduced": t.introduced,
                         "recall_on_day": round(t.recall_on_day, 4),
                         "labs_passed": t.labs_passed, "labs_total": t.labs_total}
                        for t in self.topics],
+            "table": [{"minutes_per_day": r.minutes, "mean_recall": round(r.mean_recall, 4),
+                       "weakest_topic": None if r.weakest is None else r.weakest[0],
+                       "weakest_recall": None if r.weakest is None else round(r.weakest[1], 4),
+                       "answers": round(r.answers)}
+                      for r in self.table],
         }
 
 
@@ -61,11 +78,28 @@ def _topic_order(bank: Bank) -> list[str]:
     return order
 
 
-def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> PlanReport:
+def new_plan(interview: dt.date, minutes: int) -> Plan:
+    """A plan to an interview day with a daily study budget (`scheduler.plan.Plan`)."""
+    from scheduler.plan import Plan
+
+    return Plan(interview, minutes)
+
+
+def _budgets(minutes: int, need: int) -> list[int]:
+    """A few daily budgets around the plan's: half, the plan's, 1.5x, 2x, and what fits."""
+    out = {minutes, need}
+    for factor in (0.5, 1.5, 2.0):
+        out.add(max(5, 5 * round(minutes * factor / 5)))
+    return sorted(b for b in out if b > 0)
+
+
+def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
+                table: bool = False) -> PlanReport:
     """The plan (if any) with its pace and feasibility, and every topic's readiness: recall
-    predicted for the interview day's start (without a plan: for now)."""
-    from scheduler.days import resolve_timezone, utc_now
-    from scheduler.plan import Pace, feasibility
+    predicted for the interview day's start (without a plan: 7 study days ahead). `table`:
+    the workload-vs-recall table too (a simulation per budget: `dojo plan`)."""
+    from scheduler.days import resolve_timezone
+    from scheduler.plan import BudgetRow, Pace, feasibility
     from scheduler.readiness import (
         FSRS_PARAMETERS_KEY,
         answers_by_card,
@@ -73,12 +107,14 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> Pla
         day_start,
         topic_recall,
     )
+    from scheduler.simulate import SimCard
 
     cfg = store.settings()
     today = store.study_day(now, cfg)
     plan = store.plan()
-    at = (day_start(plan.interview, cfg.rollover_hour, resolve_timezone(cfg.timezone))
-          if plan is not None else (now or utc_now()).astimezone(dt.UTC))
+    tz = resolve_timezone(cfg.timezone)
+    at = day_start(plan.interview if plan is not None
+                   else today + dt.timedelta(days=HORIZON_DAYS), cfg.rollover_hour, tz)
     cards = [c for c in store.cards() if not c.retired and not c.suspended]
     reviews = store.export_history()["reviews"]
     params = store.stored_value(FSRS_PARAMETERS_KEY)
@@ -103,33 +139,55 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None) -> Pla
             labs_passed=len(labs[t] & passed), labs_total=len(labs[t]))
         for t, ids in by_topic.items() if ids or labs[t]
     ]
-    weakest = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
+    weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
     if plan is None:
         return PlanReport(None, today, at, None, None, None,
-                          "no interview date set (dojo plan --interview YYYY-MM-DD)", weakest)
-    due_offsets: list[int] = []
-    for c in cards:
-        if c.due is not None:
-            first = (c.due - today).days
-            due_offsets += [max(0, first),
-                            max(0, first) + max(1, math.ceil(c.interval * float(c.ef)))]
-    to_pass: dict[str, int] = {}
+                          "no interview date set (dojo plan --interview YYYY-MM-DD)",
+                          weakest_first)
+    to_pass: list[int] = []
     counted: set[tuple[str, int]] = set()  # a level linked from two topics is passed once
     for t in topics:  # study order
         levels = labs[t.topic] - passed - counted
         counted |= levels
-        to_pass[t.topic] = len(levels)
-    pace = Pace.from_answers(reviews, (c.last_pass_s for c in store.lab_cards()))
-    fit = feasibility(plan, today, [(t.topic, t.cards - t.introduced) for t in topics],
-                      due_offsets, pace, to_pass)
+        to_pass += [level for _, level in sorted(levels)]
+    pace = Pace.from_answers(reviews, ((c.level, c.last_pass_s) for c in store.lab_cards()))
+    sim_cards = [SimCard(c.question_id, c.topic, c.scheduled, c.memory) for c in cards]
+
+    def start(day: dt.date) -> dt.datetime:
+        return day_start(day, cfg.rollover_hour, tz)
+
+    fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass)
+    rows: tuple[BudgetRow, ...] = ()
+    if table and fit.forecast is not None:
+        budgets = _budgets(plan.minutes, 5 * math.ceil(fit.need_minutes / 5))
+        fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass, budgets)
+        share = {t.topic: t.recall_on_day * t.introduced / t.cards for t in topics if t.cards}
+        low = min(share, key=lambda t: (share[t], t), default=None)
+        rows = (BudgetRow(None, sum(share.values()) / len(share) if share else 0.0,
+                          None if low is None else (low, share[low]), 0.0), *fit.table)
     return PlanReport(plan, today, at, (plan.interview - today).days, fit.new_per_day,
-                      fit.feasible, fit.reason, weakest)
+                      fit.feasible, fit.reason, weakest_first, rows)
 
 
 def recall_bar(fraction: float, width: int = 10) -> str:
     """A plain bar for a recall share (0..1)."""
     full = round(max(0.0, min(1.0, fraction)) * width)
     return "█" * full + "░" * (width - full)
+
+
+def table_lines(report: PlanReport) -> list[str]:
+    """The workload-vs-recall table: recall on the interview day (mean over topics, and the
+    weakest topic) for no further study and for a few daily budgets followed exactly."""
+    if not report.table:
+        return []
+    out = ["If followed (lab levels take their share of each budget first; a card not yet",
+           "introduced counts as forgotten): min/day, answers, recall on the day (mean ·",
+           "weakest topic)"]
+    for r in report.table:
+        label = "no more study" if r.minutes is None else f"{r.minutes:>4} min/day"
+        weakest = "" if r.weakest is None else f" · {r.weakest[1]:.0%} {r.weakest[0]}"
+        out.append(f"  {label:<14} {r.answers:>7.0f}   {r.mean_recall:>4.0%}{weakest}")
+    return out
 
 
 def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) -> list[str]:
@@ -140,13 +198,17 @@ def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) ->
     lines = []
     if report.plan is None:
         lines.append("No interview date set (p on Today, or dojo plan --interview DATE).")
-        lines.append("Recall now, weakest first (labs passed):")
+        lines.append(f"Recall {report.horizon}, weakest first (labs passed):")
     else:
+        left = report.days_left or 0
+        when = (f"{plural(left, 'day')} left" if left > 0 else "today" if left == 0
+                else f"{plural(-left, 'day')} ago")
         verdict = "on track" if report.feasible else "does not fit"
         lines.append(
-            f"Interview {report.plan.interview} · {plural(report.days_left or 0, 'day')} left · "
+            f"Interview {report.plan.interview} · {when} · "
             f"{report.plan.minutes} min/day · {report.new_per_day} new/day · {verdict}")
         lines.append(report.reason)
+        lines += table_lines(report)
         lines.append("Recall on the day, weakest first (labs passed):")
     import textwrap
 

@@ -233,7 +233,7 @@ class RemoteRequest:
 
 def parse_remote_reply(line: str) -> Any:
     """A line from the host: Hello, Refused, or what `trainer.core.lab.parse_reply` reads."""
-    from trainer.core.lab import parse_reply
+    from trainer.core.lab_serve import parse_reply
 
     if line.startswith("{"):
         try:
@@ -340,7 +340,7 @@ class RemoteSession:
         RemoteError when the host refuses it, the link drops or the limit passes (the
         connection is then closed, which stops the host's grading)."""
         from lab.grader.events import Summary
-        from trainer.core.lab import Served
+        from trainer.core.lab_serve import Served
 
         proc = self.process
         if proc is None or proc.stdin is None:
@@ -508,19 +508,23 @@ def grade_remote(
     return result
 
 
-def grading_host(on: str | None) -> str | None:
-    """Where to grade: `--on HOST` when given ("local": here), else the lab_host setting (here
-    when it is unset or the database cannot be read). ValueError for a bad host name."""
+def grading_host(on: str | None, store: Any = None) -> str | None:
+    """Where to grade: `--on HOST` when given ("local": here), else the lab_host setting of
+    `store` (default: the learner's database, opened for this; here when it is unset or the
+    database cannot be read). ValueError for a bad host name."""
     if on is not None:
         return None if is_local(on) else check_host(on)
     try:
-        from trainer.core.store import open_store
-
-        store = open_store(browse=True)
-        try:
+        if store is not None:
             configured = store.settings().lab_host
-        finally:
-            store.close()
+        else:
+            from trainer.core.store import open_store
+
+            opened = open_store(browse=True)
+            try:
+                configured = opened.settings().lab_host
+            finally:
+                opened.close()
     except Exception:
         return None
     return None if is_local(configured) else check_host(str(configured))

@@ -81,7 +81,9 @@ def check_report(host: str, info: dict[str, Any]) -> tuple[list[str], bool]:
     return lines, not problems
 
 
-SETUP_FILES = ("pyproject.toml", "README.md", "trainer", "lab", "questions", "scheduler")
+# the packages, and what `scripts/gpu_check.sh --on HOST` runs there
+SETUP_FILES = ("pyproject.toml", "README.md", "trainer", "lab", "questions", "scheduler",
+               "scripts", "bench")
 
 
 def source_archive(root: Path) -> bytes:

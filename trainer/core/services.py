@@ -134,12 +134,13 @@ class Services:
         Raises ValueError (an unknown exercise, a level never passed) saying why."""
         from lab.exercises import ExerciseError, get
         from lab.rebuild import start_rebuild
+        from lab.workspace import LabState
 
         try:
             chosen = get(exercise)
         except ExerciseError as exc:
             raise ValueError(str(exc)) from exc
-        path, session, _card = start_rebuild(chosen, level, store=self.store)
+        path, session, _card = start_rebuild(LabState(self.store), chosen, level)
         return path, session
 
     # -- sessions ------------------------------------------------------------------------

@@ -23,6 +23,13 @@ SPARKS = "▁▂▃▄▅▆▇█"
 REHEARSAL_SPARKS = 12  # the latest rehearsals a chart line shows
 
 
+# Learners confuse the two figures: each is shown with its one-sentence definition.
+TRUE_RETENTION_MEANS = ("true retention: the share of your scheduled reviews of mature cards "
+                        "(interval of 21 days or more) that you passed")
+PREDICTED_RECALL_MEANS = ("predicted recall: FSRS's average chance that you would recall each "
+                          "card you have studied if asked right now")
+
+
 @dataclass(frozen=True)
 class Rehearsals:
     """Interview rehearsals of one lab level: the time to first pass of each, oldest first."""
@@ -108,6 +115,7 @@ class StatsReport:
     rehearsals: list[Rehearsals] = field(default_factory=list)  # interview times per level
     # true retention per 7-day window, oldest first, the last ending today (12 weeks)
     weeks: list[tuple[dt.date, Retention]] = field(default_factory=list)
+    predicted_recall: float | None = None  # FSRS's mean recall now over introduced cards
 
 
 def collect(
@@ -129,6 +137,7 @@ def collect(
         mistakes=recurring_mistakes(store, bank, now),
         rehearsals=rehearsal_times(store.lab_attempts()),
         weeks=store.retention_by_week(12, now),
+        predicted_recall=store.predicted_recall(now),
     )
 
 
@@ -181,6 +190,9 @@ def report_json(report: StatsReport) -> dict[str, Any]:
         "streak": report.streak,
         "reviews_per_day": {d.isoformat(): n for d, n in report.per_day.items()},
         "true_retention": {"passed": r.passed, "total": r.total, "rate": r.rate},
+        "predicted_recall": report.predicted_recall,
+        "definitions": {"true_retention": TRUE_RETENTION_MEANS,
+                        "predicted_recall": PREDICTED_RECALL_MEANS},
         "retention_by_week": [
             {"week_of": start.isoformat(), "passed": w.passed, "total": w.total, "rate": w.rate}
             for start, w in report.weeks

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scheduler.store import Store
+    from scheduler.quick import QuickToday as QuickToday
+    from scheduler.store import Store as Store
 
 
 def open_store(
@@ -39,6 +40,43 @@ def open_store(
         if on_read_only is not None:
             on_read_only(str(exc))
         return store
+
+
+def pinned_now() -> dt.datetime | None:
+    """The moment $DOJO_NOW pins the clock to (None: real time); ClockError says why a value
+    is refused."""
+    from scheduler.days import pinned_now as pinned
+
+    return pinned()
+
+
+def data_dir() -> Path:
+    """The learner's data folder ($DOJO_HOME, else the platform's)."""
+    from scheduler.paths import data_dir as folder
+
+    return folder()
+
+
+def quick_counts() -> QuickToday | None:
+    """The default database's counts for the app's first paint (plain sqlite3, no
+    SQLAlchemy), or None (then the full view)."""
+    from scheduler.paths import DB_NAME
+    from scheduler.quick import quick_today
+
+    try:
+        now = pinned_now()
+    except ValueError:
+        return None  # the store's open says why
+    return quick_today(data_dir() / DB_NAME, now)
+
+
+def setting_names() -> list[str]:
+    """The settings `dojo settings KEY=VALUE` takes, in their order."""
+    from dataclasses import fields
+
+    from scheduler.records import Settings
+
+    return [f.name for f in fields(Settings)]
 
 
 def history_text(data: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
-"""One line of plain text from a question's Markdown, for lists (palette, related questions):
-a draw's text with the emphasis, code and link markup taken out, so a list never shows a raw
-template (`{layers}`) or `**bold**` asterisks."""
+"""Text the screens share. One line of plain text from a question's Markdown, for lists (palette,
+related questions): a draw's text with the emphasis, code and link markup taken out, so a list
+never shows a raw template (`{layers}`) or `**bold**` asterisks; how a numeric answer is asked."""
 
 from __future__ import annotations
 
@@ -48,3 +48,13 @@ def reflow(text: str) -> list[str]:
             paragraph.append(line)
     flush()
     return out
+
+
+def answer_wanted(unit: str) -> str:
+    """What a numeric answer is asked as: "a number in KiB"; a ratio unit (x, ×) is not a word
+    to answer "in", so "a ratio, e.g. 2.5". Review's input and the mock round's say the same."""
+    if not unit:
+        return "a number"
+    if unit.strip().lower() in ("x", "×"):
+        return "a ratio, e.g. 2.5"
+    return f"a number in {unit}"

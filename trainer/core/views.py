@@ -210,6 +210,7 @@ class StatsView:
     mistakes: list[RecurringMistake]  # recurring mistakes, last 30 days
     rehearsals: list[str] = field(default_factory=list)  # a chart line per rehearsed level
     plan: PlanReport | None = None  # the plan and every topic's readiness, weakest first
+    predicted_recall: float | None = None  # FSRS's mean recall now over introduced cards
 
 
 def stats_view(services: Services) -> StatsView:
@@ -247,5 +248,6 @@ def stats_view(services: Services) -> StatsView:
         overridden=report.overridden,
         mistakes=report.mistakes,
         rehearsals=[rehearsal_line(r) for r in report.rehearsals],
+        predicted_recall=report.predicted_recall,
         plan=plan_report_or_none(services),
     )

@@ -12,11 +12,13 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Input, Select, Static
 
 from questions.answers import choice_label
+from trainer.core.syllabus import Coverage, coverage
 from trainer.core.views import BrowseRow, HistoryRow, browse_rows, card_history
 from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar
 
 STATUSES = ("due", "new", "scheduled", "suspended", "leech", "buried")
+ITEM = "item:"  # a topic-filter value naming a syllabus item instead of a topic
 FLAGGED = "flagged"  # a filter beside the statuses: questions you flagged for editing
 
 
@@ -31,14 +33,17 @@ class BrowseScreen(DojoScreen):
                 priority=True),
         Binding("t", "focus_topic", "Topic", id="browse-topic", show=False),
         Binding("f", "focus_status", "Status", id="browse-status", show=False),
+        Binding("y", "syllabus", "Syllabus", id="browse-syllabus"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[BrowseRow] = []
+        self.syllabus: list[Coverage] = []
 
     def compose(self) -> ComposeResult:
-        yield Static("Browse · / search · t topic · f status · ^s suspend", classes="titlebar")
+        yield Static("Browse · / search · t topic · f status · y syllabus · ^s suspend",
+                     classes="titlebar")
         with Horizontal(id="browse-filters"):
             yield Input(placeholder="search text or id  (/)", id="browse-search")
             yield Select[str]([], prompt="all topics", id="browse-topic")
@@ -73,14 +78,18 @@ class BrowseScreen(DojoScreen):
             return
         try:
             rows = browse_rows(services)
+            items = coverage(services.store, services.bank, services.now)
         except Exception as exc:  # a store error (disk, damage): said on the screen
             self.app.call_from_thread(self._failed, str(exc))
             return
         topics = sorted((t.title, tid) for tid, t in services.bank.topics.items())
-        self.app.call_from_thread(self._loaded, rows, topics)
+        topics += [(f"syllabus: {c.item.title}", ITEM + c.item.id) for c in items]
+        self.app.call_from_thread(self._loaded, rows, topics, items)
 
-    def _loaded(self, rows: list[BrowseRow], topics: list[tuple[str, str]]) -> None:
+    def _loaded(self, rows: list[BrowseRow], topics: list[tuple[str, str]],
+                items: list[Coverage]) -> None:
         self.rows = rows
+        self.syllabus = items
         select = self.query_one("#browse-topic", Select)
         if not select._options or len(select._options) <= 1:
             select.set_options(topics)
@@ -91,8 +100,13 @@ class BrowseScreen(DojoScreen):
         topic = self.query_one("#browse-topic", Select).value
         status = self.query_one("#browse-status", Select).value
         out = []
+        item = next((c.item for c in self.syllabus
+                     if isinstance(topic, str) and topic == ITEM + c.item.id), None)
         for row in self.rows:
-            if isinstance(topic, str) and row.topic != topic:
+            if item is not None:
+                if row.question_id not in item.questions:
+                    continue
+            elif isinstance(topic, str) and row.topic != topic:
                 continue
             if status == FLAGGED:
                 if not row.flags:
@@ -126,7 +140,7 @@ class BrowseScreen(DojoScreen):
             self.query_one("#browse-card", Static).update("No question matches these filters.")
         self.query_one(".titlebar", Static).update(
             f"Browse · {table.row_count} of {len(self.rows)} · / search · t topic · f status · "
-            "^s suspend"
+            "y syllabus · ^s suspend"
         )
 
     @on(Input.Changed, "#browse-search")
@@ -199,6 +213,18 @@ class BrowseScreen(DojoScreen):
 
     def action_focus_topic(self) -> None:
         self.query_one("#browse-topic", Select).focus()
+
+    def action_syllabus(self) -> None:
+        """The syllabus in the preview pane: each item's questions, studied, recall; the topic
+        filter (t) picks an item's questions."""
+        lines = ["[b]Syllabus coverage[/] (questions · studied · recall; t filters by item)"]
+        for c in self.syllabus:
+            recall = "—" if c.recall is None else f"{c.recall:.0%}"
+            lines.append(f"  {_escape(c.item.title)} · {c.questions} · {c.introduced} · "
+                         f"{recall}")
+        if not self.syllabus:
+            lines.append("  [dim]Not loaded yet.[/]")
+        self.query_one("#browse-card", Static).update(Text.from_markup("\n".join(lines)))
 
     def action_focus_status(self) -> None:
         self.query_one("#browse-status", Select).focus()

@@ -1,6 +1,6 @@
 """The lab: exercises and levels with status; start, edit in $EDITOR, grade (streamed), hints.
 
-Grading goes to a warm `dojo lab serve` (`trainer.core.lab.GradingServer`, whose protocol is
+Grading goes to a warm `dojo lab serve` (`trainer.core.lab_serve.GradingServer`, whose protocol is
 written down there) from an async worker, so a CPU-heavy grader never freezes the UI; the typed
 grader events come back as they happen; cancelling the worker kills the server's whole process
 group. Everything about the lab itself (catalogue, rehearsals, hints, cards) is asked of
@@ -27,15 +27,8 @@ from textual.worker import Worker, WorkerState
 
 from questions.wording import plural
 from trainer.core import lab as service
-from trainer.core.lab import (
-    Catalogue,
-    GradingServer,
-    LevelRow,
-    Prepared,
-    Served,
-    ServeRequest,
-    Summary,
-)
+from trainer.core.lab import Catalogue, LevelRow, Summary
+from trainer.core.lab_serve import GradingServer, Prepared, Served, ServeRequest
 from trainer.screens.lab_results import LabResultsScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
@@ -53,15 +46,12 @@ def lab_command(app: DojoApp) -> list[str]:
 
 PREPARE_AFTER_S = 1.0  # a selection held this long starts the grading child ahead
 MARKS = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}  # status marks
-LIST_TEXT_WIDTH = 22  # inside #lab-list: #lab-left width 28 less border, padding, scrollbar
 
 
 def _option_label(mark: str, row: LevelRow) -> str:
-    """One line per level: mark, exercise, level, and as much of the title as fits (no wrap)."""
-    head = f"{row.exercise} L{row.level}"
-    room = LIST_TEXT_WIDTH - len(head) - 3
-    title = row.level_title if len(row.level_title) <= room else row.level_title[: room - 1] + "…"
-    return f"{mark} {head} [dim]{escape(title)}[/]" if room > 1 else f"{mark} {head}"
+    """Mark, exercise and level, then the level's title: wrapped in the list's width, never cut
+    (at 60 and 80 columns the titles lost their ends)."""
+    return f"{mark} {row.exercise} L{row.level} [dim]{escape(row.level_title)}[/]"
 
 
 class TaskScreen(NoteScreen):
@@ -143,6 +133,7 @@ class LabScreen(LabResultsScreen):
         self._grading: Worker[int | None] | None = None
         self._attempts_read = False
         self._fetches = 0  # catalogue reads started (see `_loaded`)
+        self._migrated = False
         self._prepare_timer: Timer | None = None
         self.prepare_pending: tuple[str, int] | None = None  # held now, prepared when it lasts
         self._prepared_for: tuple[str, int] | None = None
@@ -177,7 +168,10 @@ class LabScreen(LabResultsScreen):
         """The interview clock of the selected exercise (hidden when none is running)."""
         clock = self.query_one("#lab-clock", Static)
         row = self.selected() if self.rows else None
-        line = service.interview_clock(self.exercises[row.exercise]) if row is not None else None
+        line = None
+        if row is not None:
+            with self.lab() as lab:
+                line = lab.interview_clock(self.exercises[row.exercise])
         clock.display = line is not None
         if line is not None:
             clock.update(line)
@@ -205,7 +199,11 @@ class LabScreen(LabResultsScreen):
     @work(thread=True, exclusive=True, group="lab-list")
     def _read_catalogue(self, number: int) -> None:
         try:
-            found = service.catalogue()
+            with self.lab() as lab:
+                if not self._migrated:  # older releases' records, once per screen
+                    lab.migrate()
+                    self._migrated = True
+                found = lab.catalogue()
         except Exception as exc:  # the lab package may be missing or broken: say so
             self.app.call_from_thread(self._unavailable, f"{type(exc).__name__}: {exc}")
             return
@@ -272,7 +270,8 @@ class LabScreen(LabResultsScreen):
             f"Workspace: {_short_path(ws)}" if ws else
             "Workspace: none yet — s creates it from the stub",
         ]
-        shown, total, off = service.hints(ex)
+        with self.lab() as lab:
+            shown, total, off = lab.hints(ex)
         if off:
             lines.append("Hints: off during the interview rehearsal")
         else:
@@ -294,7 +293,9 @@ class LabScreen(LabResultsScreen):
         key = (row.exercise, row.level)
         if key == self._prepared_for or not ex.needs_torch_for([row.level]):
             return
-        if service.workspace_file(ex) is not None:
+        with self.lab() as lab:
+            started = lab.workspace_file(ex) is not None
+        if started:
             self.prepare_pending = key
             self._prepare_timer = self.set_timer(PREPARE_AFTER_S, self.prepare_held)
 
@@ -334,7 +335,8 @@ class LabScreen(LabResultsScreen):
             row = self.selected() if self.rows else None
             if row is None or running:
                 return None
-            active = service.interview(self.exercises[row.exercise]) is not None
+            with self.lab() as lab:
+                active = lab.interview(self.exercises[row.exercise]) is not None
             return active if action == "restore" else not active  # hidden when it does not apply
         return True
 
@@ -343,7 +345,8 @@ class LabScreen(LabResultsScreen):
         if row is None:
             return
         try:
-            path, session = service.start_interview(self.exercises[row.exercise], row.level)
+            with self.lab() as lab:
+                path, session = lab.start_interview(self.exercises[row.exercise], row.level)
         except OSError as exc:  # a read-only data folder: said, never a crash
             self._not_written(exc)
             return
@@ -362,7 +365,8 @@ class LabScreen(LabResultsScreen):
         if row is None:
             return
         try:  # a rebuild ended without a pass grades its lab card a lapse
-            restored = service.restore(self.exercises[row.exercise], self.dojo.services)
+            with self.lab() as lab:
+                restored = lab.restore(self.exercises[row.exercise])
         except ValueError as exc:
             self.notify(str(exc), severity="warning")
             return
@@ -404,7 +408,8 @@ class LabScreen(LabResultsScreen):
         if row is None:
             return
         try:
-            hint, off = service.next_hint(self.exercises[row.exercise])
+            with self.lab() as lab:
+                hint, off = lab.next_hint(self.exercises[row.exercise])
         except OSError as exc:
             self._not_written(exc)
             return
@@ -425,12 +430,15 @@ class LabScreen(LabResultsScreen):
         row = self.selected()
         if row is not None:
             ex = self.exercises[row.exercise]
-            self.app.push_screen(TaskScreen(ex.title, service.statement(ex)))
+            with self.lab() as lab:
+                text = lab.statement(ex)
+            self.app.push_screen(TaskScreen(ex.title, text))
 
     def _workspace(self, exercise: str, level: int) -> Path:
         """Copy the stub into the workspace (never overwriting the learner's work) and mark
         `level` started."""
-        path, created = service.start(self.exercises[exercise], level)
+        with self.lab() as lab:
+            path, created = lab.start(self.exercises[exercise], level)
         self.workspaces[exercise] = path
         if created:
             self.write_log(f"Created {path} from the stub.")
@@ -475,7 +483,9 @@ class LabScreen(LabResultsScreen):
         if row is None or (self._grading is not None and self._grading.is_running):
             return
         # nothing to grade (checked now: `dojo lab start` may have run since the list loaded)
-        if service.workspace_file(self.exercises[row.exercise]) is None:
+        with self.lab() as lab:
+            missing = lab.workspace_file(self.exercises[row.exercise]) is None
+        if missing:
             self.notify(f"{row.exercise} has no workspace file yet: press s to create it from "
                         "the stub, then g to grade it.", severity="warning")
             return
@@ -613,8 +623,8 @@ def _status_line(row: LevelRow) -> str:
     (best run 41/41 cases)" read as a contradiction when both were squeezed into one clause."""
     if row.status in ("passing", "failing") and row.best:
         when = "passes" if row.status == "passing" else "fails"
-        return f"Status: [b]{row.status}[/] (the last grading {when}; best run {row.best})"
-    return f"Status: [b]{row.status}[/]" + (f" (best {row.best})" if row.best else "")
+        return f"Status: [b]{row.status}[/] (the last grading {when}; {row.best})"
+    return f"Status: [b]{row.status}[/]" + (f" ({row.best})" if row.best else "")
 
 
 def _short_path(path: Path) -> str:

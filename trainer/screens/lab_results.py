@@ -8,6 +8,8 @@ grading server; this part only turns events into rows and log lines.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.text import Text
@@ -42,12 +44,24 @@ class LabResultsScreen(DojoScreen):
     def __init__(self) -> None:
         super().__init__()
         self.last_summary: Summary | None = None
+        self._gpu = ""  # the GPU a grading runs on ("graded on cuda — NVIDIA H100 at gpu-box")
         self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
         self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
         self.last_attempts: dict[tuple[str, int], Any] = {}  # stored, newest per level
         # the level graded: its failures by signature, and the cases not run (kind skipped)
         self._signatures: dict[str, list[CaseFailed]] = {}
         self._not_run: list[CaseFailed] = []
+
+    @contextmanager
+    def lab(self) -> Iterator[service.Lab]:
+        """The lab through the app's store once it is open (one handle for the screen), else
+        through a store opened for this call."""
+        services = self.dojo.services
+        if services is None:
+            with service.Lab.open() as lab:
+                yield lab
+        else:
+            yield service.Lab(services.store, now=services.now)
 
     def write_log(self, line: str) -> None:
         """One line in the log, wrapped to its width (learner text: never markup)."""
@@ -94,6 +108,7 @@ class LabResultsScreen(DojoScreen):
     def _on_event(self, ev: Event, table: DataTable[str | Text], bar: ProgressBar) -> None:
         title = self.query_one("#lab-results-title", Static)
         if isinstance(ev, RunStarted):
+            self._gpu = ev.device_note if ev.device == "cuda" else ""  # the card's name
             self.write_log(
                 f"Grading {ev.exercise} on {ev.device}"
                 f"{' (' + str(ev.device_note) + ')' if ev.device_note else ''}"
@@ -140,7 +155,7 @@ class LabResultsScreen(DojoScreen):
         self.write_log(
             ("All required cases pass." if ev.passed else "Some required cases fail.")
             + f" ({ev.duration_s:.1f} s, graded on {ev.device}"
-            f"{' at ' + ev.host if ev.host else ''})"
+            f"{' — ' + self._gpu if self._gpu else ''}{' at ' + ev.host if ev.host else ''})"
         )
         if ev.replay:  # the same hidden cases again: S sets the seed here, or the CLI
             self.write_log(f"Replay: {ev.replay}  (or S {ev.seed} here)")
@@ -155,8 +170,8 @@ class LabResultsScreen(DojoScreen):
     def _card_note(self, exercise: str, level: int) -> None:
         """After a pass: when the level's lab card comes back (the grader created or graded
         it, `lab.rebuild`)."""
-        services = self.dojo.services
-        note = service.card_note(services, exercise, level) if services is not None else None
+        with self.lab() as lab:
+            note = lab.card_note(exercise, level)
         if note:
             self.write_log(note)
 

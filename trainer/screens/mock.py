@@ -43,8 +43,10 @@ class MockScreen(DojoScreen):
         yield Static("", id="mock-title", classes="titlebar")
         with VerticalScroll(id="mock-body"):
             yield Static("", id="mock-head")
-            yield Static("", id="mock-prompt")
+            # The last part's result above what comes next: the lab's verdict stays in view
+            # above the round's report (it was below the fold at 80x24).
             yield Static("", id="mock-feedback")
+            yield Static("", id="mock-prompt")
         yield Input(id="mock-input")
         yield KeyBar()
 
@@ -136,13 +138,14 @@ class MockScreen(DojoScreen):
         self._show_feedback(skip(self.mock, self._services))
 
     def action_edit(self) -> None:
-        from trainer.core.lab import solution_file
+        from trainer.core.lab import Lab
 
         item = self.mock.current
         if item is None or item.kind != "lab":
             return
+        path = Lab(self._services.store).solution_file(item.ref["exercise"])
         try:
-            self.dojo.open_editor(self.dojo, solution_file(item.ref["exercise"]))
+            self.dojo.open_editor(self.dojo, path)
         except Exception as exc:  # no such editor ("could not start the editor `code`")
             text = str(exc)
             self.notify(text[:1].upper() + text[1:], severity="error", timeout=10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -178,13 +179,18 @@ class FlagScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question_id: str) -> None:
+    def __init__(self, question_id: str, existing: Sequence[str] = ()) -> None:
         super().__init__()
         self.question_id = question_id
+        self.existing = list(existing)  # its open flags' notes: said, not added twice
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal small"):
             yield Static(f"[b]Flag {self.question_id} for editing[/]", classes="modal-title")
+            if self.existing:
+                yield Static("[dim]Already flagged: "
+                             + "; ".join(escape(n) for n in self.existing) + "[/]",
+                             id="flag-existing")
             yield Input(placeholder="what is wrong? (Enter to flag, Esc to cancel)", id="flag-note")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -200,8 +200,10 @@ class ReviewScreen(DojoScreen):
             lines.append(f"[dim]{escape(fb.accepted)}[/]")
         if fb.hint:
             lines.append(f"[yellow]{escape(fb.hint)}[/]")
-        if fb.lab:  # a miss whose lab level is not passed yet (l opens it)
-            lines.append(f"[cyan]{escape(fb.lab)}[/]")
+        if fb.lab and item.question.lab is not None:  # a miss whose lab level is not passed
+            link = item.question.lab  # here a key opens it; the summary keeps the command
+            lines.append(f"[cyan]Practise this in the lab: [b]l[/] opens {escape(link.exercise)} "
+                         f"L{link.level}[/]")
         self.query_one("#verdict", Static).update("\n".join(lines))
         self.query_one("#explanation", Static).update(_markdown(fb.explanation))
         q = item.question
@@ -295,7 +297,7 @@ class ReviewScreen(DojoScreen):
 
     def _written(self, future: Future[Any]) -> None:
         """Runs on the writer thread: report a failed write on the UI thread."""
-        from scheduler.errors import (
+        from trainer.core.errors import (
             AnsweredElsewhereError,
             DiskFullError,
             ReadOnlyDatabaseError,
@@ -388,12 +390,19 @@ class ReviewScreen(DojoScreen):
         if item is None:
             return
 
-        def done(note: str | None) -> None:
-            if note is not None:
-                self.session.flag(note)
-                self.notify(f"Flagged {item.question_id} for editing.")
+        store = self.session.services.store
+        existing = [f.note for f in store.flags(item.question_id)]
 
-        self.app.push_screen(FlagScreen(item.question_id), done)
+        def done(note: str | None) -> None:
+            if note is None:
+                return
+            if note.strip() in existing:
+                self.notify(f"{item.question_id} is already flagged: {note.strip()}")
+                return
+            self.session.flag(note)
+            self.notify(f"Flagged {item.question_id} for editing.")
+
+        self.app.push_screen(FlagScreen(item.question_id, existing), done)
 
     def action_note(self) -> None:
         item = self.session.current
@@ -528,13 +537,10 @@ def _grade_note(fb: Feedback) -> str:
 
 
 def _placeholder(unit: str) -> str:
-    """The numeric input's hint: "your answer in KiB"; a ratio unit (x, ×) is not a word to
-    answer "in", so it asks for the ratio instead."""
-    if not unit:
-        return "your answer (a number)"
-    if unit.strip().lower() in ("x", "×"):
-        return "your answer (a ratio, e.g. 2.5)"
-    return f"your answer in {unit}"
+    """The numeric input's hint: "your answer (a number in KiB)", "(a ratio, e.g. 2.5)"."""
+    from trainer.core.text import answer_wanted
+
+    return f"your answer ({answer_wanted(unit)})"
 
 
 def inst_letters(item: Item, fb: Feedback) -> tuple[str, str] | None:

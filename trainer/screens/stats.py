@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from questions.wording import noun, plural
 from trainer.core.plan import PlanReport
-from trainer.core.stats import RecurringMistake
+from trainer.core.stats import PREDICTED_RECALL_MEANS, TRUE_RETENTION_MEANS, RecurringMistake
 from trainer.core.views import StatsView, stats_view
 from trainer.screens.base import DojoScreen
 from trainer.screens.modals import NoteScreen
@@ -190,6 +190,8 @@ class StatsScreen(DojoScreen):
                 for w, r, n in v.retention
             )
             + f"\n{'weekly':>6} {_sparkline(v.retention_weeks)} [dim](12 w)[/]"
+            + f"\nrecall {'—' if v.predicted_recall is None else f'{v.predicted_recall:.0%}':>4}"
+            f" [dim](now)[/]\n[dim]{TRUE_RETENTION_MEANS}; {PREDICTED_RECALL_MEANS}.[/]"
         )
         self.query_one("#stats-topics", Static).update(_topic_rows(v))
         self.mistakes = v.mistakes

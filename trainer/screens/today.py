@@ -20,8 +20,8 @@ from trainer.widgets.charts import BarChart, Heatmap
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
-    from scheduler.quick import QuickToday
     from trainer.core.plan import PlanReport
+    from trainer.core.store import QuickToday
     from trainer.core.views import TodayView
 
 WELCOME = (

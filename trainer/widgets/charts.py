@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.geometry import Size
 from textual.widget import Widget
 
 _SHADES = ("grey23", "dark_green", "green4", "green3", "bright_green")
@@ -35,20 +36,39 @@ def heatmap_text(per_day: dict[dt.date, int], today: dt.date, weeks: int = 12) -
     return text
 
 
-def bars_text(values: Sequence[int], labels: Sequence[str] = (), height: int = 5) -> Text:
-    """A vertical bar chart with the value above each bar; three columns per bar."""
-    text = Text()
+def _count(v: int) -> str:
+    return str(v) if v < 1000 else f"{v // 1000}k"
+
+
+def bar_columns(values: Sequence[int]) -> int:
+    """Cells per bar: the widest count plus one blank, so "197" and "173" never run together."""
+    return max(3, 1 + max((len(_count(v)) for v in values), default=1))
+
+
+def bars_text(values: Sequence[int], labels: Sequence[str] = (), height: int = 5,
+              width: int = 0) -> Text:
+    """A vertical bar chart with the count above each bar. Wider than `width` cells (0: no
+    limit), the bars continue in a second block below, so no day is cut at the edge."""
+    col = bar_columns(values)
+    per_block = len(values) if width <= 0 else max(1, width // col)
     peak = max(values, default=0)
-    eighths = [0 if peak == 0 else round(v * height * 8 / peak) for v in values]
-    text.append("".join(f"{v:>3}" if v < 1000 else " 1k" for v in values) + "\n", style="dim")
-    for row in range(height - 1, -1, -1):
-        line = ""
-        for e in eighths:
-            fill = max(0, min(8, e - row * 8))
-            line += "  " + _BARS[fill] if fill else "   "
-        text.append(line + "\n", style="cyan")
-    if labels:
-        text.append("".join(f"{lab:>3}" for lab in labels), style="dim")
+    text = Text()
+    for start in range(0, max(1, len(values)), per_block):
+        if start:
+            text.append("\n")
+        chunk = values[start:start + per_block]
+        eighths = [0 if peak == 0 else round(v * height * 8 / peak) for v in chunk]
+        text.append("".join(f"{_count(v):>{col}}" for v in chunk) + "\n", style="dim")
+        for row in range(height - 1, -1, -1):
+            line = ""
+            for e in eighths:
+                fill = max(0, min(8, e - row * 8))
+                line += " " * (col - 1) + (_BARS[fill] if fill else " ")
+            text.append(line + "\n", style="cyan")
+        if labels:
+            text.append("".join(f"{lab:>{col}}" for lab in labels[start:start + per_block])
+                        + "\n", style="dim")
+    text.rstrip()
     return text
 
 
@@ -78,9 +98,10 @@ class Heatmap(Widget):
 
 
 class BarChart(Widget):
-    """A small vertical bar chart (due forecast, reviews per day, distributions)."""
+    """A small vertical bar chart (due forecast, reviews per day, distributions); as wide as
+    its bars, and in blocks one under another where the container is narrower."""
 
-    DEFAULT_CSS = "BarChart { width: auto; height: auto; }"
+    DEFAULT_CSS = "BarChart { width: auto; height: auto; max-width: 100%; }"
 
     def __init__(self, height: int = 5, bars: int = 0, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -93,10 +114,13 @@ class BarChart(Widget):
         self.refresh(layout=True)
 
     def render(self) -> Text:
-        return bars_text(self.values, self.labels, self.bar_height)
+        return bars_text(self.values, self.labels, self.bar_height, self.content_size.width)
 
-    def get_content_width(self, container: object, viewport: object) -> int:
-        return max(3, 3 * len(self.values))
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return max(3, bar_columns(self.values) * len(self.values))
 
-    def get_content_height(self, container: object, viewport: object, width: int) -> int:
-        return self.bar_height + 1 + (1 if self.labels else 0)
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        per_block = max(1, width // bar_columns(self.values))
+        blocks = max(1, -(-len(self.values) // per_block))
+        block = self.bar_height + 1 + (1 if self.labels else 0)
+        return blocks * block + blocks - 1

@@ -1,8 +1,9 @@
-"""A key bar of one line (or up to `rows` lines): the active screen's shown bindings as text.
+"""A key bar of one line (two where one is too narrow): the active screen's shown bindings.
 
 Textual's Footer rebuilds a widget per key on every bindings change (each focus move, each card),
 which cost ~100 ms a card on this machine; this renders one Static instead. A screen with more
-keys than one line holds (Today) asks for two rows, used only when one line is too narrow.
+keys than one line holds wraps to a second row (at 60 columns Review's `^f Flag` and `esc End`
+were hidden behind "…"); past two rows the last keys give way to "…" and F1 lists them all.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class KeyBar(Static):
     }
     """
 
-    def __init__(self, rows: int = 1) -> None:
+    def __init__(self, rows: int = 2) -> None:
         super().__init__()
         self.rows = max(1, rows)
 
@@ -57,6 +58,9 @@ class KeyBar(Static):
         text = fit(parts, always, self.size.width, self.rows)  # content width, no padding
         if text != getattr(self, "_last", None):
             self._last = text
+            # The height is set, not left to `auto`: an update made while the screen resizes
+            # kept the one-line region of the first layout, so a second row was never seen.
+            self.styles.height = text.count("\n") + 1
             self.update(text)
 
 

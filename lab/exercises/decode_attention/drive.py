@@ -22,7 +22,7 @@ from lab.exercises.decode_attention import gpu_timing, inputs
 from lab.grader.api import DEVICE_VAR, Case, RunContext
 
 CHILD_MODULES = ("lab.exercises.decode_attention.inputs",
-                 "lab.exercises.decode_attention.gpu_timing")
+                 "lab.exercises.decode_attention.gpu_timing", "lab.grader.gpu_timing")
 
 INTERPRETED = os.environ.get(DEVICE_VAR, "cpu") != "cuda"
 if INTERPRETED:  # before the learner's file imports triton
@@ -49,7 +49,7 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     if kind == "speed":
         if ctx.device != "cuda":
             return {"refused": SPEED_NEEDS_GPU}
-        return gpu_timing.measure(solution, p, ctx.seed)
+        return gpu_timing.measure(solution, p)
     if kind == "softmax":
         args = inputs.softmax_inputs(p, ctx.device)
         return _call(solution.softmax, args, ("x",))

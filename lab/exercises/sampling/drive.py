@@ -1,8 +1,10 @@
 """sampling, child side: call the learner's functions on a case's inputs, return raw outputs.
 
 Runs in the learner's sandbox. It returns only what the learner's code returned (processed
-logits, sampled tokens, completions) plus the generators' states after a call - never counts,
-statistics or verdicts: `grading/` rebuilds the inputs in the parent and judges there.
+logits, sampled tokens, completions) plus the generators' states after a call and which of its
+inputs the call changed in place (`touched`, against a private copy: `lab.exercises.untouched`)
+- never counts, statistics or verdicts: `grading/` rebuilds the inputs in the parent and judges
+there.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Any
 import torch
 
 from lab.exercises.sampling import inputs, lm
+from lab.exercises.untouched import changed, keep
 from lab.grader.api import Case, RunContext
 
 # the inputs recipes, the level-4 model wrapper, and the shipped model's loader
 CHILD_MODULES = ("lab.exercises.sampling.inputs", "lab.exercises.sampling.lm", "lab.models",
-                 "lab.models.lean_llama", "lab.models.loading")
+                 "lab.models.lean_llama", "lab.models.loading", "lab.exercises.untouched")
 
 
 def warm(device: str) -> None:
@@ -32,18 +35,26 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     p = case.params
     if case.level == 1:
         row, prm, prompt, output = inputs.row_inputs(p, ctx.device)
-        return {"out": _tensor(solution.process_logits(row.clone(), prm, prompt, output))}
+        args = {"logits": row, "params": prm, "prompt": prompt, "output": output}
+        kept = keep(args)
+        out = _tensor(solution.process_logits(*args.values()))
+        return {"out": out, "touched": changed(args, kept)}
     if case.level == 2:
         p = {**p, "seed": ctx.seed} if case.timed else p
         logits, params, prompts, outputs = inputs.batch_inputs(p, ctx.device)
-        got = solution.process_batch(logits.clone(), params, prompts, outputs)
-        return {"out": _sparse(got) if case.timed else _tensor(got)}
+        args = {"logits": logits, "params": params, "prompts": prompts, "outputs": outputs}
+        kept = keep(args)
+        got = solution.process_batch(*args.values())
+        return {"out": _sparse(got) if case.timed else _tensor(got),
+                "touched": changed(args, kept)}
     if case.level == 3:
         return _level3(solution, p, ctx.device)
     if case.level == 4:
         model = lm.shipped(ctx.device, (ctx.model_paths or {}).get("target"))
         requests = [dict(r) for r in p["requests"]]
-        return {"out": solution.generate(model, requests)}
+        kept = keep({"requests": requests})
+        out = solution.generate(model, requests)
+        return {"out": out, "touched": changed({"requests": requests}, kept)}
     raise ValueError(f"no level {case.level}")
 
 
@@ -83,15 +94,19 @@ def _level3(solution: ModuleType, p: dict[str, Any], device: str) -> Any:
     for bi, batch in enumerate(p["batches"]):
         torch.manual_seed(1000 + bi)
         gens = _generators(inputs.seeds(batch), device)
-        keep = batch.get("states", True)
-        before = [g.get_state() for g in gens] if keep else []
-        steps = []
+        states = batch.get("states", True)
+        before = [g.get_state() for g in gens] if states else []
+        steps, touched = [], []
         for step in range(int(batch.get("steps", 1))):
             logits, params, prompts, outputs = inputs.batch_inputs(
                 inputs.step_batch(batch, step), device)
-            got = solution.sample(logits.clone(), params, prompts, outputs, gens)
+            args = {"logits": logits, "params": params, "prompts": prompts, "outputs": outputs}
+            kept = keep(args)
+            got = solution.sample(*args.values(), gens)
+            touched += changed(args, kept)
             steps.append([int(t) for t in got] if isinstance(got, list | tuple | torch.Tensor)
                          else {"not_a_list": type(got).__name__})
-        after = [g.get_state() for g in gens] if keep else []
-        runs.append({"tokens": steps, "states_before": before, "states": after})
+        after = [g.get_state() for g in gens] if states else []
+        runs.append({"tokens": steps, "states_before": before, "states": after,
+                     "touched": sorted(set(touched))})
     return {"runs": runs}

@@ -1,7 +1,8 @@
 """spec-verify, child side: call the learner's functions on a case's inputs, return raw outputs.
 
 Runs in the learner's sandbox. It returns only what the learner's code returned or did (blocks,
-rows, token lists, the passes each model ran, the global RNG state around a call) - never counts,
+rows, token lists, the passes each model ran, the global RNG state around a call, which inputs a
+call changed in place: `touched`, against a private copy, `lab.exercises.untouched`) - never counts,
 statistics or verdicts: `grading/` rebuilds the inputs in the parent and judges there.
 Every call gets fresh model wrappers (empty caches, a new pass ledger), so the stub's promise
 "both arrive with empty caches" holds on every call.
@@ -10,19 +11,22 @@ Every call gets fresh model wrappers (empty caches, a new pass ledger), so the s
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
 import torch
 
 from lab.exercises.spec_verify import inputs
-from lab.exercises.spec_verify.lm import CausalLM, Ledger
+from lab.exercises.spec_verify.lm import CausalLM, Ledger, vocab_of
+from lab.exercises.untouched import changed, keep
 from lab.grader.api import Case, RunContext
 
 # the learner's inputs and model wrapper (over lab.models.lean_llama), and the shipped pair's
 # loader (lab.models imports its own submodule lab.models.loading)
 CHILD_MODULES = ("lab.exercises.spec_verify.inputs", "lab.exercises.spec_verify.lm", "lab.models",
-                 "lab.models.lean_llama", "lab.models.loading", "lab.models.windows")
+                 "lab.models.lean_llama", "lab.models.loading", "lab.models.windows",
+                 "lab.exercises.untouched")
 
 REPRO_BLOCKS = 200  # calls per reproducibility probe (levels 2)
 REPRO_ROWS = 50  # rows per table in the level-3 probe
@@ -40,7 +44,10 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     p = case.params
     if case.level == 1:
         drafts, logits = inputs.l1_inputs(p, ctx.device, ctx.model_paths)
-        return {"out": plain(solution.verify_greedy(list(drafts), logits.clone()))}
+        args = {"drafts": list(drafts), "logits": logits}
+        kept = keep(args)
+        out = plain(solution.verify_greedy(*args.values()))
+        return {"out": out, "touched": changed(args, kept)}
     if case.level == 2:
         return _level2(solution, p)
     if case.level == 3:
@@ -100,14 +107,22 @@ def _probe(fn: Any) -> dict[str, Any]:
 
 def _level2(solution: ModuleType, p: dict[str, Any]) -> Any:
     tp, tq = inputs.tensors(p)
+    kept = keep({"q": tq, "p": tp})
+    touched: list[str] = []
+
+    def verify(d: list[int], g: torch.Generator) -> Any:
+        args = {"drafts": list(d), "q": tq.clone(), "p": tp.clone()}
+        out = plain(solution.verify_sampling(*args.values(), g))
+        touched.extend(changed(args, {"drafts": d, **kept}))
+        return out
+
     if p["kind"] == "repro":
         drafts = inputs.draws(tq, REPRO_BLOCKS, 5).tolist()
-        return _probe(lambda g: [plain(solution.verify_sampling(list(d), tq.clone(), tp.clone(),
-                                                                g)) for d in drafts])
+        return {**_probe(lambda g: [verify(d, g) for d in drafts]),
+                "touched": sorted(set(touched))}
     drafts = inputs.draws(tq, int(p["samples"]), int(p["seed"])).tolist()
     g = torch.Generator().manual_seed(int(p["seed"]))
-    return {"blocks": [plain(solution.verify_sampling(list(d), tq.clone(), tp.clone(), g))
-                       for d in drafts]}
+    return {"blocks": [verify(d, g) for d in drafts], "touched": sorted(set(touched))}
 
 
 def _level3(solution: ModuleType, p: dict[str, Any], call_seed: int) -> Any:
@@ -115,24 +130,38 @@ def _level3(solution: ModuleType, p: dict[str, Any], call_seed: int) -> Any:
         shape = int(p["seed"]), int(p["B"]), int(p["k"]), int(p["V"])
         tq, tp = inputs.large_inputs(*shape)
         # tq, tp are shared by every run in this process (not copied: 10^7 floats of copying
-        # would dominate a timed round trip); the checked run is the first, so it sees them
-        # intact. Each call (its own ctx.seed) drafts afresh and seeds its own generator, so no
-        # two timed calls ask the same question: an answer cached from an earlier call is wrong.
+        # would dominate a timed round trip); their private copy is made once too and compared
+        # after every call. Each call (its own ctx.seed) drafts afresh and seeds its own
+        # generator, so no two timed calls ask the same question: an answer cached from an
+        # earlier call is wrong.
         g = torch.Generator().manual_seed(call_seed)
         x = inputs.large_drafts(*shape, g)
-        return {"rows": plain(solution.verify_batch(x.clone(), tq, tp, g)),
-                "drafts": x.tolist()}
+        args = {"drafts": x.clone(), "q": tq, "p": tp}
+        rows = plain(solution.verify_batch(*args.values(), g))
+        return {"rows": rows, "drafts": x.tolist(),
+                "touched": changed(args, {"drafts": x, **_large_kept(shape)})}
+    touched: list[str] = []
+
+    def verify(x: torch.Tensor, tq: torch.Tensor, tp: torch.Tensor, g: torch.Generator) -> Any:
+        args = {"drafts": x.clone(), "q": tq.clone(), "p": tp.clone()}
+        out = plain(solution.verify_batch(*args.values(), g))
+        touched.extend(changed(args, {"drafts": x, "q": tq, "p": tp}))
+        return out
+
     if p["kind"] == "repro_batch":
         x, tq, tp, _ = inputs.batch_inputs(p["rows"], REPRO_ROWS, 3)
-        return _probe(lambda g: plain(solution.verify_batch(x.clone(), tq.clone(), tp.clone(),
-                                                            g)))
+        return {**_probe(lambda g: verify(x, tq, tp, g)), "touched": sorted(set(touched))}
     g = torch.Generator().manual_seed(int(p["seed"]))
     x, tq, tp, _, b = inputs.batch_calls(p)
-    calls = []
-    for c in range(x.shape[0] // b):
-        calls.append(plain(solution.verify_batch(x[c * b : (c + 1) * b].clone(), tq.clone(),
-                                                 tp.clone(), g)))
-    return {"calls": calls}
+    calls = [verify(x[c * b : (c + 1) * b], tq, tp, g) for c in range(x.shape[0] // b)]
+    return {"calls": calls, "touched": sorted(set(touched))}
+
+
+@lru_cache(maxsize=2)
+def _large_kept(shape: tuple[int, int, int, int]) -> dict[str, torch.Tensor]:
+    """The private copy of the shared large inputs, made before any learner call sees them."""
+    tq, tp = inputs.large_inputs(*shape)
+    return {"q": tq.clone(), "p": tp.clone()}
 
 
 def _level4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
@@ -152,7 +181,7 @@ def _level4(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Any:
     if kind == "timed":  # each call (its own ctx.seed) extends the prompt by 3 drawn tokens:
         # no two timed calls ask the same question, so no answer can be replayed from a cache
         extra = random.Random(ctx.seed)
-        vocab = int(target.config.vocab_size)
+        vocab = vocab_of(target)
         prompt = [*prompt, *(extra.randrange(vocab) for _ in range(3))]
         return call(None)
     if kind == "greedy":

@@ -277,6 +277,11 @@ def shipped(device: str, target: str | None = None, draft: str | None = None
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # a clean report
     pair = load_pair(target=target, draft=draft, device=device, dtype="float32")
+    # a padded vocabulary (1,024 logits over a 1,000-token tokenizer) is cut to the ids both
+    # models and the tokenizer share: no model may propose an id the other cannot take
+    shared = min(pair.vocab_size, len(pair.tokenizer))
+    for model in (pair.target, pair.draft):
+        model.lab_vocab_size = shared  # read by CausalLM
     return pair.target, pair.draft, pair.tokenizer
 
 

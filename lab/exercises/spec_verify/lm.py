@@ -73,6 +73,13 @@ def sliding_window(config: Any) -> int | None:
     return int(window)
 
 
+def vocab_of(model: Any) -> int:
+    """The ids `model` may take and propose: its config's vocabulary, cut to what its pair
+    shares where `inputs.shipped` set `lab_vocab_size` (a checkpoint that pads its logits past
+    its tokenizer or its partner: 1,024 logits over a 1,000-token tokenizer)."""
+    return int(getattr(model, "lab_vocab_size", model.config.vocab_size))
+
+
 class CausalLM:
     """A causal LM with a KV cache, batch size 1.
 
@@ -89,7 +96,7 @@ class CausalLM:
         self.record = record
         first = next(model.parameters())
         self.device: torch.device = first.device
-        self.vocab_size: int = int(model.config.vocab_size)
+        self.vocab_size: int = vocab_of(model)  # logits are cut to it
         self.passes = 0
         self.tokens_processed = 0
         self.trace: list[Pass] = []
@@ -147,7 +154,7 @@ class CausalLM:
         self.passes += 1
         self.tokens_processed += len(ids)
         self._log(Pass(cached=cached, context=tuple(self._tokens)))
-        logits: torch.Tensor = out_logits[0].float()
+        logits: torch.Tensor = out_logits[0, :, : self.vocab_size].float()
         return logits
 
     def forward_tree(self, tokens: Sequence[int], tree_mask: torch.Tensor) -> torch.Tensor:
@@ -191,7 +198,7 @@ class CausalLM:
         self.passes += 1
         self.tokens_processed += n
         self._log(Pass(cached=base, context=tuple(self._tokens)))
-        logits: torch.Tensor = out_logits[0].float()
+        logits: torch.Tensor = out_logits[0, :, : self.vocab_size].float()
         return logits
 
     def keep(self, positions: Sequence[int]) -> None:

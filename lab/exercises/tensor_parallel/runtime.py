@@ -7,8 +7,10 @@ Drive-facing: `run_ranks(world_size, fn, ...)` starts one process per rank (fork
 spawn on CUDA, which cannot fork once initialised), joins them to a torch.distributed process
 group (gloo over the loopback interface, NCCL when every rank has its own GPU), hands `fn` that
 group, records every collective each rank calls (name, group, bytes) and returns each rank's
-plain result with its pid. A rank that hangs in a collective its peers never call is killed
-after the deadline and named.
+plain result with its pid. Every rank waits for its peers after joining and before leaving
+(a barrier on the default group, not counted), so no rank tears the group down while a peer is
+still joining. A rank still running at the deadline is killed and named with where it was: the
+harness's set-up or tear-down, or the learner's code and how many collectives it had called.
 
 Imported in the sandbox child (drive.CHILD_MODULES) and by the grader; torch lazily.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import json
 import os
 import pickle
@@ -100,12 +103,14 @@ class CollectiveLog:
     payload bytes]. Patched in after the fork, on torch.distributed, distributed_c10d and any
     name the learner's module bound with `from torch.distributed import ...`."""
 
-    def __init__(self, group: Any, modules: list[Any]) -> None:
+    def __init__(self, group: Any, modules: list[Any],
+                 on_call: Callable[[], None] | None = None) -> None:
         import torch.distributed as dist
         from torch.distributed import distributed_c10d as c10d
 
         self.calls: list[list[Any]] = []
         self.group = group
+        self.on_call = on_call
         originals = {name: getattr(c10d, name) for name in COUNTED if hasattr(c10d, name)}
         wrapped = {name: self._wrap(name, fn) for name, fn in originals.items()}
         for mod in (dist, c10d):
@@ -124,6 +129,8 @@ class CollectiveLog:
                 group = next((a for a in args if type(a).__name__ == "ProcessGroup"), None)
             self.calls.append([SAME_AS.get(name, name), group is self.group,
                                _payload(name, args, kwargs)])
+            if self.on_call is not None:
+                self.on_call()
             return fn(*args, **kwargs)
 
         counted.__name__ = name
@@ -182,7 +189,8 @@ def _forked(solution: Any, world_size: int, fn: RankFn, device: str, backend: st
             os.close(r)
             code = 0
             try:
-                out = rank_main(solution, rank, world_size, fn, device, backend, store)
+                out = rank_main(solution, rank, world_size, fn, device, backend, store,
+                                functools.partial(os.write, w))
                 _send(w, out)
             except BaseException:
                 code = 1
@@ -248,10 +256,26 @@ def spawned_rank(path: str, name: str, rank: int, world_size: int, fn: RankFn, d
     Path(f"{store}.rank{rank}").write_bytes(pickle.dumps(_cpu(out)))
 
 
+# progress marks a forked rank writes to its pipe ahead of its result (a pickle, which starts
+# with b"\x80"): the grader can then tell a rank that hung in the harness's set-up or tear-down
+# from one that hung in the learner's code, and whether it had called a collective there
+SET_UP, COLLECTIVE, RETURNED = b"s", b"c", b"r"
+PHASES = {None: "set-up", SET_UP: "learner", COLLECTIVE: "learner", RETURNED: "tear-down"}
+
+
 def rank_main(solution: Any, rank: int, world_size: int, fn: RankFn, device: str,
-              backend: str, store: str) -> dict[str, Any]:
+              backend: str, store: str,
+              progress: Callable[[bytes], Any] | None = None) -> dict[str, Any]:
+    """One rank: join the group, wait for every peer (set-up), run `fn` on the handed group,
+    wait for every peer again (tear-down), leave. The two barriers run on the default group
+    with the original `barrier` (not counted as the learner's): without them a fast rank tore
+    the group down while a slow peer was still joining, and the peer waited forever."""
     import torch
     import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+
+    mark = progress or (lambda _mark: None)
+    barrier = c10d.barrier
 
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the sandbox's own loopback only
     torch.set_num_threads(1)
@@ -265,7 +289,9 @@ def rank_main(solution: Any, rank: int, world_size: int, fn: RankFn, device: str
                             world_size=world_size, timeout=timeout)
     try:
         group = dist.new_group(list(range(world_size)))  # the group handed in (not WORLD)
-        log = CollectiveLog(group, [solution])
+        barrier()
+        mark(SET_UP)
+        log = CollectiveLog(group, [solution], lambda: mark(COLLECTIVE))
         CURRENT["log"] = log
         try:
             out["value"] = fn(solution, rank, world_size, group)
@@ -274,6 +300,9 @@ def rank_main(solution: Any, rank: int, world_size: int, fn: RankFn, device: str
         except Exception as exc:  # the learner's exception is a result the grader judges
             out["error"] = [type(exc).__name__, str(exc)[:400], _where(exc, solution)]
         out["log"] = log.calls
+        mark(RETURNED)
+        with contextlib.suppress(Exception):  # a peer stuck in the learner's code: go anyway
+            barrier()
     finally:
         with contextlib.suppress(Exception):
             dist.destroy_process_group()
@@ -336,8 +365,12 @@ def _collect(pipes: list[int], pids: list[int], deadline_s: float) -> list[dict[
     for rank, fd in enumerate(pipes):
         os.close(fd)
         raw = b"".join(chunks[fd])
+        marks = raw[:len(raw) - len(raw.lstrip(SET_UP + COLLECTIVE + RETURNED))]
+        raw = raw[len(marks):]
         if fd in open_fds:
             results.append({"rank": rank, "pid": pids[rank], "log": None,
+                            "phase": PHASES[marks[-1:] or None],
+                            "collectives": marks.count(COLLECTIVE),
                             "error": ["Hung", f"rank {rank} did not finish within "
                                       f"{deadline_s:.0f} s", ""]})
             continue

@@ -64,11 +64,11 @@ def cases(seed: int) -> list[Case]:
                       "the largest", seed=405, empty=[[1, 0, 2]], offset=1000.0, spread=150.0),
         level3.paged_case("flash-splits-1-2-7", 4, "lengths 1, 16, 17, 50 with 1 split (longer "
                           "than every sequence), 2 and 7: the same answer", tables=[[3], [0],
-                          [5, 1], [2, 6, 4, 7]], lens=[1, 16, 17, 50], seed=406, kind="flash",
-                          num_splits=[1, 2, 7]),
-        level3.paged_case("flash-largest-gqa-fp16", 4, "fp16, 8 query heads on 1 KV head, 3 "
-                          "splits", tables=[[2, 0, 1]], lens=[33], heads=8, kv_heads=1,
-                          dtype="float16", seed=407, kind="flash", num_splits=[3]),
+                          [5, 1], [2, 6, 4, 7]], lens=[1, 16, 17, 50], heads=1, kv_heads=1,
+                          seed=406, kind="flash", num_splits=[1, 2, 7]),
+        level3.paged_case("flash-largest-gqa-fp16", 4, "fp16, 8 query heads on 1 KV head, 2 "
+                          "splits", tables=[[2, 0]], lens=[20], heads=8, kv_heads=1,
+                          dtype="float16", seed=407, kind="flash", num_splits=[2]),
         level3.paged_case("flash-large-scores", 4, "scores of about ±120, 4 splits",
                           tables=[[1, 0], [3, 2]], lens=[32, 30], heads=2, kv_heads=2,
                           seed=408, q_scale=40.0, kind="flash", num_splits=[4]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from lab.exercises.sampling.grading import level1, level2, level3, level4
-from lab.exercises.sampling.grading.common import FAMILY_ALPHA, REFERENCE
+from lab.exercises.sampling.grading.common import FAMILY_ALPHA, REFERENCE, untouched_inputs
 from lab.grader.api import Case, Verdict
 
 __all__ = ["FAMILY_ALPHA", "REFERENCE", "cases", "check"]
@@ -32,6 +32,10 @@ def cases(level: int, seed: int) -> list[Case]:
 
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:
-    """Judge one raw observation from `drive.run`; the message names the bug."""
+    """Judge one raw observation from `drive.run`; the message names the bug. First: the
+    caller's inputs are read-only at every level."""
+    touched = untouched_inputs(case, got)
+    if touched is not None:
+        return touched
     verdict: Verdict = _level(case.level).check(case, got, expected)
     return verdict

@@ -1,10 +1,14 @@
-"""What the levels share: the reference's name, the false-failure budget, tensor comparison."""
+"""What the levels share: the reference's name, the false-failure budget, tensor comparison,
+and the inputs every level's call must leave untouched."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+
+from lab.exercises import untouched
+from lab.grader.api import Case, Verdict
 
 REFERENCE = "lab.reference.sampling"
 
@@ -41,3 +45,18 @@ def dense(sp: dict[str, Any]) -> torch.Tensor:
     flat = out.view(-1)
     flat[sp["idx"].cpu().long()] = sp["val"].cpu().to(dtype)
     return out
+
+
+FUNCTIONS = {1: "process_logits", 2: "process_batch", 3: "sample", 4: "generate"}
+
+
+def untouched_inputs(case: Case, got: Any) -> Verdict | None:
+    """A failed verdict naming the inputs the learner's call changed in place, else None."""
+    if not isinstance(got, dict):
+        return None
+    paths = list(got.get("touched") or [])
+    for run in got.get("runs", []) if case.level == 3 else []:
+        paths += [p for p in run.get("touched", []) if p not in paths]
+    if not paths:
+        return None
+    return Verdict(False, untouched.message(FUNCTIONS[case.level], paths))

@@ -108,10 +108,32 @@ FIXED: list[tuple[str, dict[str, Any], dict[str, Any], list[int], list[int], str
 ]
 
 
+THRESHOLD_ROW = [2.0, 1.0, 0.5, 0.0, -1.0]
+
+
+def on_threshold() -> float:
+    """top_p whose 1 - p equals, in float32, the mass of THRESHOLD_ROW's two smallest ids as
+    TopPLogitsWarper sums it (ascending softmax, cumsum): the `<=` of its cut decides them."""
+    row = torch.tensor([THRESHOLD_ROW]).sort(descending=False).values
+    return 1.0 - float(row.softmax(-1).cumsum(-1)[0, 1])
+
+
+def boundary_cases() -> list[tuple[str, dict[str, Any], dict[str, Any], list[int], list[int],
+                                   str]]:
+    """The top-p cut's comparison exactly on its threshold, and just past it."""
+    p = on_threshold()
+    return [
+        ("topp-on-threshold", {"values": THRESHOLD_ROW}, {"top_p": p}, [], [],
+         "the mass of the two smallest ids equals 1 - top_p exactly: both dropped (<=)"),
+        ("topp-past-threshold", {"values": THRESHOLD_ROW}, {"top_p": p + 1e-6}, [], [],
+         "1 - top_p just under the two smallest ids' mass: only the smallest dropped"),
+    ]
+
+
 def cases(seed: int) -> list[Case]:
     out = [Case(f"L1-{cid}", 1, {"logits": spec, "params": prm, "prompt": pr, "output": ou},
                 size=len(spec.get("values", [])) or int(spec["V"]), description=desc)
-           for cid, spec, prm, pr, ou, desc in FIXED]
+           for cid, spec, prm, pr, ou, desc in [*FIXED, *boundary_cases()]]
     rng = random.Random(seed)
     for i in range(16):
         v = rng.choice([2, 50, 1000, 32000])

@@ -22,6 +22,8 @@ BUGS: dict[str, str] = {
     "vLLM's order)",
     "topp_drops_crossing": "top-p dropped the token whose probability crosses p: keep the "
     "smallest set whose mass REACHES p (the crossing token is in it)",
+    "topp_strict_threshold": "top-p's cut compared with < : an id whose ascending cumulative "
+    "mass equals 1 - top_p exactly is dropped too (transformers removes mass <= 1 - top_p)",
     "topp_ties_arbitrary": "ties at the top-p cut: every id tied with the last kept logit stays "
     "(transformers keeps an arbitrary subset, decided by torch.sort's unstable order)",
     "topp_raw_logits": "top-p ranked the untempered logits: temperature comes first, top-p "
@@ -134,7 +136,7 @@ def _top_p(x: torch.Tensor, untempered: torch.Tensor, top_p: float, bug: str | N
         inside[..., 0] = True
         keep = torch.zeros_like(inside).scatter(1, down, inside)
         return x.masked_fill(~keep, NEG_INF)
-    drop_sorted = cum <= (1 - top_p)
+    drop_sorted = cum < (1 - top_p) if bug == "topp_strict_threshold" else cum <= (1 - top_p)
     drop_sorted[..., -1] = False
     drop = drop_sorted.scatter(1, order, drop_sorted)
     if bug in ("topp_ties_arbitrary", "topp_at_one"):

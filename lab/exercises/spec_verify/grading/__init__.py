@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.exercises import untouched
 from lab.exercises.spec_verify.grading import level1, level2, level3, level4, level5
 from lab.exercises.spec_verify.grading.common import FAMILY_ALPHA, NEAR_TIE, REFERENCE
 from lab.exercises.spec_verify.inputs import SHIPPED_PROMPTS
@@ -41,7 +42,14 @@ def expected(case: Case, ctx: RunContext) -> Any:
     return _level(case.level).expected(case, ctx)
 
 
+FUNCTIONS = {1: "verify_greedy", 2: "verify_sampling", 3: "verify_batch"}
+
+
 def check(case: Case, got: Any, expected: Any) -> Verdict:
-    """Judge one raw observation from `drive.run`; the message names the bug."""
+    """Judge one raw observation from `drive.run`; the message names the bug. First, at levels
+    1-3: the caller's drafts and distributions are read-only."""
+    touched = got.get("touched") if isinstance(got, dict) else None
+    if touched:
+        return Verdict(False, untouched.message(FUNCTIONS[case.level], list(touched)))
     verdict: Verdict = _level(case.level).check(case, got, expected)
     return verdict

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from lab.exercises.spec_verify import inputs
+from lab.exercises.spec_verify.lm import vocab_of
 from lab.grader.api import RunContext, Verdict
 
 REFERENCE = "lab.reference.spec_verify"
@@ -42,7 +43,7 @@ def greedy_with_gaps(p: dict[str, Any], ctx: RunContext, n: int) -> dict[str, An
     target, _, prompt, eos = inputs.models(p, device, ctx.model_paths)
     trace = inputs.greedy(target, prompt, n)
     return {"plain": trace.tokens, "gaps": trace.gaps, "second": trace.second, "eos": eos,
-            "prompt": prompt, "V": int(target.config.vocab_size)}
+            "prompt": prompt, "V": vocab_of(target)}
 
 
 def greedy_equal(out: list[int], want: list[int], exp: dict[str, Any], note: str,

@@ -23,8 +23,18 @@ def ranks_ok(got: Any, world: int) -> list[dict[str, Any]]:
         raise Fail(f"expected {world} rank results, got {len(ranks)}")
     hung = [r for r in ranks if r.get("error") and r["error"][0] == "Hung"]
     if hung:
+        first = hung[0]
+        phase = first.get("phase", "learner")
+        if phase != "learner":
+            raise Fail(f"rank {first['rank']} hung in the harness's {phase} (joining or leaving "
+                       "the process group), before or after your code: not your bug. Grade "
+                       "again; if it repeats on an idle machine, please report it")
         done = [r for r in ranks if not r.get("error")]
         calls = "; ".join(f"rank {r['rank']} called {_calls(r['log'])}" for r in done)
+        if first.get("collectives") == 0 and not any(r.get("log") for r in done):
+            raise Fail(f"rank {first['rank']} never finished, and no rank called a collective: "
+                       "its own computation ran past the deadline (an endless loop, or far "
+                       "too slow), not a collective the other ranks skipped")
         raise Fail(f"rank {hung[0]['rank']} never finished: a collective that not every rank "
                    f"calls (or calls in another order) waits forever"
                    + (f" ({calls})" if calls else ""))

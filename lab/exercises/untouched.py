@@ -1,0 +1,69 @@
+"""Inputs the caller owns, checked untouched after every call of the learner's code (child side).
+
+The statements say it: the logits, drafts, token lists, parameter dicts and requests a function
+is handed are read-only (a serving stack reuses them: the same logits feed a log-probability, a
+request's parameters the next step). A drive takes a private copy before the call (`keep`) and,
+after it, lists what the call changed (`changed`): that list is what the learner's code did,
+sent back with its outputs, and the grader fails the case naming each changed input. torch is
+imported lazily.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+def keep(value: Any) -> Any:
+    """A private deep copy (tensors cloned) that the learner's code never sees."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {k: keep(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(keep(v) for v in value)
+    return copy.deepcopy(value)
+
+
+def changed(inputs: dict[str, Any], kept: dict[str, Any]) -> list[str]:
+    """Where each input differs from its kept copy, as paths (`logits`, `prompts[2]`,
+    `params[0]['top_k']`): values, lengths, keys, shapes and dtypes all count."""
+    out: list[str] = []
+    for name, value in inputs.items():
+        _diff(name, value, kept[name], out)
+    return out
+
+
+def _diff(path: str, now: Any, was: Any, out: list[str]) -> None:
+    import torch
+
+    if isinstance(was, torch.Tensor):
+        same = (isinstance(now, torch.Tensor) and now.shape == was.shape
+                and now.dtype == was.dtype
+                and bool(torch.equal(now.detach().nan_to_num(), was.nan_to_num())))
+        if not same:
+            out.append(path)
+    elif isinstance(was, dict) and isinstance(now, dict):
+        if set(now) != set(was):
+            out.append(path)
+            return
+        for k in was:
+            _diff(f"{path}[{k!r}]", now[k], was[k], out)
+    elif isinstance(was, list | tuple) and isinstance(now, list | tuple):
+        if len(now) != len(was) or type(now) is not type(was):
+            out.append(path)
+            return
+        for i, (a, b) in enumerate(zip(now, was, strict=True)):
+            _diff(f"{path}[{i}]", a, b, out)
+    elif type(now) is not type(was) or now != was:
+        out.append(path)
+
+
+def message(function: str, paths: list[str]) -> str:
+    """The failure the grader reports for a call that changed its inputs."""
+    shown = ", ".join(paths[:4]) + (f" (+{len(paths) - 4} more)" if len(paths) > 4 else "")
+    return (f"{function} changed its caller's input in place: {shown}. The inputs are "
+            "read-only (the caller reuses them): work on a copy (e.g. logits.clone(), "
+            "list(tokens), dict(params)) and return new values")

@@ -1,0 +1,60 @@
+"""Limits the kernel enforces on the learner's process, and what the grader says when one is hit.
+
+Set in the sandbox child before any learner code (inherited by everything it starts):
+`RLIMIT_FSIZE` (no file written, extended, truncated up or preallocated past `FILE_LIMIT_MB`:
+the write fails with EFBIG — CPython ignores SIGXFSZ — so a loop writing a file stops at the
+limit instead of filling the disk), `RLIMIT_NOFILE`, `RLIMIT_CPU` (SIGXCPU at the soft limit,
+SIGKILL at the hard one) and no core files. Output, memory (shared memory included) and the
+number of processes are counted by the grader (`lab.grader.isolation`), which stops the child
+past `OUTPUT_LIMIT_BYTES`, the memory cap or `MAX_PROCESSES`.
+"""
+
+from __future__ import annotations
+
+import errno
+import resource
+
+FILE_LIMIT_MB = 64  # the largest file the learner's code may write (its workspace, /tmp)
+OPEN_FILES = 1024
+CPU_SECONDS = 3600  # CPU time of one child process, all requests together
+OUTPUT_LIMIT_BYTES = 4 << 20  # what the learner's code may print during one request
+MAX_PROCESSES = 1024  # processes and threads in the learner's tree (counted by the grader)
+
+
+def apply() -> None:
+    """Set the limits in this process (the sandbox child, before the learner's file loads)."""
+    for which, value in ((resource.RLIMIT_FSIZE, FILE_LIMIT_MB << 20),
+                         (resource.RLIMIT_NOFILE, OPEN_FILES),
+                         (resource.RLIMIT_CPU, CPU_SECONDS)):
+        hard = resource.getrlimit(which)[1]
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        top = cap + 5 if which == resource.RLIMIT_CPU else cap  # SIGXCPU first, then SIGKILL
+        resource.setrlimit(which, (cap, top if hard == resource.RLIM_INFINITY
+                                   else min(top, hard)))
+
+
+def explain(exc: BaseException) -> str | None:
+    """The message for an error that is one of these limits, else None."""
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return (f"your code wrote a file{where} up to {FILE_LIMIT_MB} MiB, the sandbox's limit "
+                "on one file (stopped there: nothing past it reached the disk)")
+    if (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc)) or (
+            isinstance(exc, OSError) and exc.errno == errno.EAGAIN
+            and "fork" in str(getattr(exc, "filename", "") or exc).lower()):
+        return ("your code could not start another thread or process: the sandbox limits the "
+                "threads and processes of your code and the memory they reserve (a fork or "
+                "thread bomb?)")
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE:
+        return (f"your code opened more than {OPEN_FILES} files at once, the sandbox's limit — "
+                "close the files you no longer need")
+    return None
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> "1.5 KB": how much was written or printed, said as people say it."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"

@@ -1,0 +1,221 @@
+"""A learner's own checkpoint folder is checked before any case runs (issue 50): each broken
+kind, built offline here, is refused with its file and fault (exit 2 through the CLI), and the
+checks read files only, so the grader's memory does not grow with what a config declares."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lab.exercises import get
+from lab.grader.plan import UsageError, check_models, checkpoint_allowance_mb
+from lab.models.checkpoint import CheckpointError, check, implied_parameters
+from trainer.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "lab" / "models" / "pycode-target"
+
+
+def _tiny(folder: Path, **config: object) -> Path:
+    """A tiny random Llama saved with save_pretrained, with the shipped tokenizer."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=4096, hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      eos_token_id=0, bos_token_id=0, pad_token_id=1, **config)
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(SHIPPED / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _tiny(tmp_path_factory.mktemp("good") / "model")
+
+
+def _copy(good: Path, tmp_path: Path, name: str = "model") -> Path:
+    return Path(shutil.copytree(good, tmp_path / name))
+
+
+def _refused(folder: Path, match: str, *, tokenizer: bool = True) -> str:
+    with pytest.raises(CheckpointError, match=match) as info:
+        check(folder, tokenizer=tokenizer)
+    return str(info.value)
+
+
+@pytest.mark.slow
+def test_a_saved_model_passes_and_counts_its_parameters(good: Path) -> None:
+    ckpt = check(good)
+    assert ckpt.weight_files == (good / "model.safetensors",)
+    assert 4096 * 32 < ckpt.parameters < implied_parameters(ckpt.config) * 2
+    assert ckpt.vocab is not None and len(ckpt.vocab) >= 4000
+
+
+@pytest.mark.slow
+def test_truncated_weights_name_the_file_and_the_tensor(good: Path, tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    weights = folder / "model.safetensors"
+    with weights.open("r+b") as fh:
+        fh.truncate(weights.stat().st_size // 2)
+    message = _refused(folder, r"model\.safetensors: truncated: tensor '.*' ends at byte")
+    assert str(weights) in message
+
+
+@pytest.mark.slow
+def test_garbage_weights_are_not_safetensors(good: Path, tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    (folder / "model.safetensors").write_bytes(b"\xff" * 4096)
+    _refused(folder, r"model\.safetensors: truncated or not safetensors")
+
+
+@pytest.mark.slow
+def test_an_unknown_architecture_is_refused(good: Path, tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "frobnicator",
+                                                    "architectures": ["FrobForCausalLM"]}))
+    _refused(folder, r"config\.json: unknown architecture \(model_type 'frobnicator'")
+
+
+@pytest.mark.slow
+def test_a_missing_tokenizer_says_no_tokenizer_json(good: Path, tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    (folder / "tokenizer.json").unlink()
+    (folder / "tokenizer.model").write_bytes(b"\0" * 16)  # a sentencepiece file alone
+    message = _refused(folder, r"no tokenizer\.json \(only tokenizer\.model")
+    assert "sentencepiece" not in message
+    assert check(folder, tokenizer=False).vocab is None  # a draft may borrow the target's
+
+
+@pytest.mark.slow
+def test_no_weights_at_all(good: Path, tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    (folder / "model.safetensors").unlink()
+    _refused(folder, r"no weights \(model\.safetensors or pytorch_model\.bin")
+
+
+@pytest.mark.slow
+def test_a_pickle_checkpoint_is_read_with_weights_only(good: Path, tmp_path: Path) -> None:
+    """A plain state dict loads (mapped, weights_only); a pickle holding anything else is
+    refused before any case, saying how the grader loads pickles."""
+    import torch
+    from safetensors.torch import load_file
+
+    folder = _copy(good, tmp_path)
+    state = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    torch.save(state, folder / "pytorch_model.bin")
+    assert check(folder).parameters == sum(t.numel() for t in state.values())
+    torch.save({**state, "extra": _Opaque()}, folder / "pytorch_model.bin")
+    _refused(folder, r"pytorch_model\.bin: a pickle checkpoint that "
+                     r"torch\.load\(weights_only=True\) refuses")
+
+
+class _Opaque:
+    """Not a tensor: what weights_only refuses to unpickle."""
+
+
+@pytest.mark.slow
+def test_a_draft_with_another_tokenizer_is_refused(good: Path, tmp_path: Path) -> None:
+    draft = _copy(good, tmp_path, "draft")
+    data = json.loads((draft / "tokenizer.json").read_text())
+    vocab = data["model"]["vocab"]
+    a, b = list(vocab)[100:102]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    (draft / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=r"--draft .*tokenizer\.json: the draft's tokenizer "
+                                         r"differs from the target's"):
+        check_models(get("spec-verify"), {"target": str(good), "draft": str(draft)}, [4])
+
+
+@pytest.mark.slow
+def test_mixed_attention_windows_are_refused_where_trees_cannot_take_them(
+        tmp_path: Path) -> None:
+    """Gemma-2 alternates windowed and full layers: levels 1-4 of spec-verify take it, level
+    5's single tree mask cannot."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    folder = tmp_path / "gemma2"
+    cfg = AutoConfig.for_model("gemma2", vocab_size=4096, hidden_size=32, intermediate_size=64,
+                               num_hidden_layers=2, num_attention_heads=4,
+                               num_key_value_heads=2, head_dim=8, sliding_window=8)
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(folder)
+    shutil.copy(SHIPPED / "tokenizer.json", folder / "tokenizer.json")
+    spec = get("spec-verify")
+    assert check_models(spec, {"target": str(folder)}, [4])
+    with pytest.raises(UsageError, match=r"--target .*config\.json: layers mix attention kinds "
+                                         r"\['full_attention', 'sliding_attention'\].*level 5"):
+        check_models(spec, {"target": str(folder)}, [5])
+
+
+@pytest.mark.slow
+def test_a_config_declaring_far_more_than_its_weights_is_refused(good: Path,
+                                                                 tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_size=16384, intermediate_size=53248, num_hidden_layers=126,
+                  vocab_size=128256)
+    (folder / "config.json").write_text(json.dumps(config))
+    _refused(folder, r"config\.json: declares a model of about 4\.\de\+11 parameters, but its "
+                     r"weight files hold \d\.\de\+05")
+
+
+@pytest.mark.slow
+def test_checking_a_huge_config_adds_little_to_the_graders_memory(good: Path,
+                                                                  tmp_path: Path) -> None:
+    """Peak RSS of a process that imports torch and transformers, then checks the ~4e11
+    parameter config: the check itself adds under 64 MiB, and the total stays under 1 GiB."""
+    folder = _copy(good, tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_size=16384, intermediate_size=53248, num_hidden_layers=126)
+    (folder / "config.json").write_text(json.dumps(config))
+    script = (
+        "import resource, sys\n"
+        "import torch, transformers.models.auto.configuration_auto\n"
+        "from lab.models.checkpoint import check, CheckpointError\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n    check(sys.argv[1])\nexcept CheckpointError:\n    pass\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(before, after)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True,
+                         text=True, check=True, cwd=ROOT, env=env)
+    before, after = (int(x) for x in out.stdout.split())
+    assert after - before < 64 << 10  # KiB
+    assert after < 1 << 20  # 1 GiB in KiB
+
+
+@pytest.mark.slow
+def test_the_sandbox_allowance_counts_loaded_weights_on_disk_only(good: Path,
+                                                                  tmp_path: Path) -> None:
+    """A 200 GB sparse file beside the weights, and a sparse hole in the weights themselves,
+    add nothing: the allowance is 3x the bytes the loaded files occupy."""
+    folder = _copy(good, tmp_path)
+    base = checkpoint_allowance_mb({"target": check(folder)})
+    with (folder / "extra.safetensors").open("wb") as fh:
+        fh.truncate(200 << 30)
+    assert checkpoint_allowance_mb({"target": check(folder)}) == base
+    size = (folder / "model.safetensors").stat().st_size
+    assert base == 3 * size >> 20
+
+
+@pytest.mark.slow
+def test_the_cli_exits_2_naming_the_file(good: Path, tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    (folder / "model.safetensors").write_bytes(b"\xff" * 64)
+    result = CliRunner().invoke(main, ["lab", "grade", "batch-engine", "--file", __file__,
+                                       "--target", str(folder)])
+    assert result.exit_code == 2
+    assert f"--target {folder}" in result.output and "model.safetensors" in result.output

@@ -1,0 +1,42 @@
+"""What the `dojo lab` commands share: the one `Lab` a command opens, the exercise it names,
+and the usage error (exit status 2). Only click and the standard library at top level."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from trainer.core.lab import Lab
+
+
+def usage_error(message: str) -> NoReturn:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(2)
+
+
+def exercise(lab: Lab, exercise_id: str) -> Any:
+    """The exercise named `exercise_id`, or exit 2 naming the known ones."""
+    from lab.exercises import ExerciseError
+
+    try:
+        return lab.exercise(exercise_id)
+    except ExerciseError as exc:
+        usage_error(str(exc))
+
+
+@contextmanager
+def opened(*, say_read_only: bool = False) -> Iterator[Lab]:
+    """The command's one `Lab` (one open store); `say_read_only`: a command that only reads
+    says once when the database cannot be written."""
+    from trainer.core.lab import Lab
+
+    def note(why: str) -> None:
+        click.echo(f"note: {why} Showing it read-only.", err=True)
+
+    with Lab.open(on_read_only=note if say_read_only else None) as lab:
+        yield lab
