@@ -59,7 +59,7 @@ def test_a_scratch_file_is_graded_but_not_an_attempt_unless_recorded(tmp_path: P
     runner = CliRunner()
     assert runner.invoke(main, ["lab", "start", "kv-bytes"]).exit_code == 0
     from lab.exercises import get
-    from lab.workspace import solution_path
+    from tests.lab_state import solution_path
 
     shutil.copyfile(CORRECT, solution_path(get("kv-bytes")))
     assert runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1"]).exit_code == 0
@@ -109,7 +109,7 @@ def test_only_wrong_answers_bring_questions_back_from_the_first_grading(
 @pytest.mark.slow
 def test_the_next_level_is_named_only_when_it_is_still_to_pass() -> None:
     from lab.exercises import get
-    from lab.workspace import solution_path
+    from tests.lab_state import solution_path
 
     runner = CliRunner()
     assert runner.invoke(main, ["lab", "start", "kv-bytes"]).exit_code == 0
@@ -125,7 +125,7 @@ def test_the_next_level_is_named_only_when_it_is_still_to_pass() -> None:
 @pytest.mark.slow
 def test_no_next_level_is_named_during_an_interview_rehearsal() -> None:
     from lab.exercises import get
-    from lab.workspace import solution_path
+    from tests.lab_state import solution_path
 
     runner = CliRunner()
     assert runner.invoke(main, ["lab", "start", "kv-bytes", "--level", "1",

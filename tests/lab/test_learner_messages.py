@@ -15,33 +15,38 @@ from lab.grader.testing import grade_file, only_cases
 HEAD = "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
 
 
-def _first(tmp_path: Path, body: str, **kwargs: object) -> dict[str, object]:
-    solution = tmp_path / "kv_bytes.py"
+def _first(tmp_path: Path, body: str, exercise: str = "kv-bytes", case: str = "tiny-one-layer",
+           name: str = "kv_bytes.py", **kwargs: object) -> dict[str, object]:
+    solution = tmp_path / name
     solution.write_text(body)
-    one = only_cases("kv-bytes", "tiny-one-layer")  # one case: one child, one torch import
+    one = only_cases(exercise, case)  # one case: one child, one torch import
     run = grade_file(one, solution, 1, **kwargs)  # type: ignore[arg-type]
     assert run.failures, run.describe()
     return run.failures[0]
 
 
+# sampling: a torch exercise (the sandbox lets a pure-Python one import no torch)
+SAMPLING = "import torch\ndef process_logits(logits, params, prompt, output):\n"
+
+
 @pytest.mark.slow
 def test_a_huge_torch_tensor_and_a_huge_bytearray_get_the_same_message(tmp_path: Path) -> None:
-    said = "out of memory (kv_bytes.py:3, in kv_bytes_per_token): your code asked for more " \
-           "than the sandbox's memory cap allows — runaway allocation?"
-    raw = _first(tmp_path, "# no torch\n" + HEAD + "    return len(bytearray(30 * 2**30))\n")
+    said = "out of memory (sampling.py:3, in process_logits): your code asked for more than " \
+           "the sandbox's memory cap allows — runaway allocation?"
+    where = {"exercise": "sampling", "case": "L1-vocab-1", "name": "sampling.py"}
+    raw = _first(tmp_path, SAMPLING + "    return len(bytearray(30 * 2**30))\n", **where)
     assert (raw["kind"], raw["message"]) == ("memory", said)
-    tensor = _first(tmp_path, "import torch\n" + HEAD
-                    + "    return int(torch.ones(30 * 2**30 // 4).sum())\n")
+    tensor = _first(tmp_path, SAMPLING + "    return torch.ones(30 * 2**30 // 4)\n", **where)
     assert (tensor["kind"], tensor["message"]) == ("memory", said)
 
 
 @pytest.mark.slow
 def test_cuda_on_a_machine_without_a_gpu_says_the_grading_runs_on_the_cpu(
         tmp_path: Path) -> None:
-    failed = _first(tmp_path, "import torch\n" + HEAD
-                    + "    return int(torch.zeros(1).cuda().sum())\n")
+    failed = _first(tmp_path, SAMPLING + "    return logits.cuda()\n", exercise="sampling",
+                    case="L1-vocab-1", name="sampling.py")
     assert failed["message"] == (
-        "your code used CUDA (kv_bytes.py:3, in kv_bytes_per_token), but this grading runs on "
+        "your code used CUDA (sampling.py:3, in process_logits), but this grading runs on "
         "the CPU (`--device cpu`: no GPU here) — put tensors on the device of the inputs you "
         "are given (`x.device`) instead of calling .cuda(); to grade on a GPU, see \"Grading "
         "on a GPU machine\" in lab/README.md")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.exercises import get
-from lab.workspace import interview
+from tests.lab_state import interview
 from tests.mock.helpers import solve_lab
 from trainer.core import mock as core
 from trainer.core.mock import Item, MockRound

@@ -92,8 +92,7 @@ async def test_a_failed_grading_is_not_painted_over_by_a_stale_catalogue_read(
     saying "passing") finishes last: the list keeps the grading's verdict."""
     import copy
 
-    from trainer.core import lab as service
-    from trainer.core.lab import Summary
+    from trainer.core.lab import Lab, Summary
 
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -101,7 +100,8 @@ async def test_a_failed_grading_is_not_painted_over_by_a_stale_catalogue_read(
         screen = await _lab(app, pilot)
         index = next(i for i, r in enumerate(screen.rows)
                      if (r.exercise, r.level) == ("kv-bytes", 1))
-        stale = copy.deepcopy(service.catalogue())
+        with Lab.open() as lab:
+            stale = copy.deepcopy(lab.catalogue())
         stale.rows[index].status = "passing"  # what the attempts said before this grading
         stale_read = screen._fetches + 1
         screen._fetches += 2  # that read, then the one started when the grading ended
