@@ -65,10 +65,13 @@ def _scheduler(parameters: tuple[float, ...] | None, desired_retention: float) -
 
 
 def _utc(moment: dt.datetime) -> dt.datetime:
-    """UTC, to the millisecond the log keeps: a stepped memory equals a replayed one."""
-    from scheduler.days import from_ms, to_ms
-
-    return from_ms(to_ms(moment))
+    """UTC, to the millisecond the log keeps (floored, as `days.to_ms` does): a stepped memory
+    equals a replayed one."""
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # naive: local time, as `days.to_ms` reads it
+    utc = moment if moment.tzinfo is dt.UTC else moment.astimezone(dt.UTC)
+    extra = utc.microsecond % 1000
+    return utc.replace(microsecond=utc.microsecond - extra) if extra else utc
 
 
 def as_card(memory: Memory | None, card_id: int = 1) -> FsrsCard:

@@ -13,7 +13,7 @@ from lab.exercises import get
 from tests.lab_state import interview
 from tests.mock.helpers import solve_lab
 from trainer.core import mock as core
-from trainer.core.mock import Item, MockRound
+from trainer.core.mock import MockRound, Part
 from trainer.core.services import Services
 
 FIXTURE_BANK = Path(__file__).resolve().parents[1] / "tui" / "fixtures" / "bank"
@@ -44,7 +44,7 @@ def test_a_new_round_draws_the_next_level_not_passed(
 
 def _lab_round(services: Services) -> MockRound:
     mock = MockRound(started_s=0.0, minutes=30, weakest=[],
-                     items=[Item("lab", {"exercise": "kv-bytes", "level": 1}, "kv-cache")])
+                     items=[Part("lab", {"exercise": "kv-bytes", "level": 1}, "kv-cache")])
     core.save(mock, services, lambda: 0.0)
     return mock
 

@@ -232,7 +232,8 @@ def _sshd_sessions(server: Sshd) -> list[int]:
     out = subprocess.run(["ps", "-eo", "pid=,ppid=,comm="], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     rows = [line.split(maxsplit=2) for line in out if line.strip()]
-    tree, frontier = [], {server.process.pid}
+    tree: list[int] = []
+    frontier = {server.process.pid}
     while frontier:
         children = {int(p) for p, pp, comm in rows if int(pp) in frontier and comm == "sshd"}
         tree += children
@@ -296,3 +297,34 @@ def test_only_the_workspace_file_and_the_request_leave_this_machine(
     assert json.loads(stdin[0]) == {"exercise": "kv-bytes", "level": 1, "device": "auto",
                                     "seed": 3, "name": "kv_bytes.py",
                                     "source": path.read_text()}
+
+
+def test_watch_grades_each_save_on_the_host_over_one_connection(
+        on_host: str, sshd: Sshd, tmp_path: Path) -> None:
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(STUB.read_text())
+    watch = subprocess.Popen([sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes",
+                              "--level", "1", "--file", str(path), "--on", on_host, "--json",
+                              "--interval", "0.1"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert watch.stdout is not None
+
+    def next_summary() -> dict[str, Any]:
+        for line in watch.stdout:  # type: ignore[union-attr]
+            event = json.loads(line)
+            if event["event"] == "summary":
+                return dict(event)
+        raise AssertionError("watch ended")
+
+    try:
+        first = next_summary()
+        sessions = _sshd_sessions(sshd)
+        path.write_text(reference_as_solution("kv-bytes", tmp_path / "ref").read_text())
+        second = next_summary()
+        assert _sshd_sessions(sshd) == sessions  # the same connection graded the save
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=30)
+    assert (first["passed"], second["passed"]) == (False, True)
+    assert first["host"] == second["host"] == on_host
+    assert [(a.passed, a.metrics.get("host")) for a in attempts()] == [
+        (False, on_host), (True, on_host)]

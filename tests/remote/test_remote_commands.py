@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.remote.loopback import REPO, remote_install
 from trainer.cli import main
 from trainer.core.remote import dojo_version, explain
-from trainer.core.remote_setup import setup_script, source_archive
+from trainer.core.remote_setup import install_script, source_archive
 
 
 @pytest.mark.slow
@@ -57,6 +57,7 @@ def test_check_and_setup_say_why_a_host_cannot_be_reached(
     assert not (tmp_path / "fresh").exists()  # nothing written before Python was found
 
 
+@pytest.mark.slow  # gzips the 18 MB tree (the shipped models included)
 def test_setup_copies_the_source_without_caches_and_picks_torch_by_the_gpu() -> None:
     with tarfile.open(fileobj=io.BytesIO(source_archive(REPO)), mode="r:gz") as tar:
         names = set(tar.getnames())
@@ -64,10 +65,12 @@ def test_setup_copies_the_source_without_caches_and_picks_torch_by_the_gpu() -> 
             "scripts/gpu_check.sh", "bench/spec_decode.py"} <= names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert not any(n.startswith(("tests/", ".venv/", ".git/")) for n in names)
-    script = setup_script(cpu_only=False)
+    script = install_script(cpu_only=False)
     assert script.index("nvidia-smi -L") < script.index("installing the CUDA build of torch")
     assert 'INDEX=""' in script and 'INDEX="https://download.pytorch.org/whl/cpu"' in \
-        setup_script(cpu_only=True)
+        install_script(cpu_only=True)
+    # a re-run upgrades: the same version number is reinstalled from the new source
+    assert script.index('"$R/src";') < script.index('--no-deps --force-reinstall "$R/src"')
 
 
 @pytest.mark.parametrize(("stderr", "rc", "sentence"), [

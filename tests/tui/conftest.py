@@ -109,3 +109,18 @@ class FlushedStore:
     def __getattr__(self, name: str) -> Any:
         assert self._app.services is not None
         return getattr(self._app.services.store, name)
+
+
+@pytest.fixture(scope="session")
+def thirty_day_db(tmp_path_factory: pytest.TempPathFactory, _bank_cache: Path) -> Path:
+    """A database holding thirty days of a learner's history (`tests.tui.history`), built once
+    per session; tests copy it (`shutil.copyfile`) before opening it."""
+    from scheduler.store import DB_NAME
+    from tests.tui.history import thirty_days
+
+    folder = tmp_path_factory.mktemp("thirty-days")
+    with pytest.MonkeyPatch.context() as patch:  # the session's bank cache and a temp home
+        patch.setenv("DOJO_CACHE", str(_bank_cache))
+        patch.setenv("DOJO_HOME", str(folder))
+        thirty_days(folder / DB_NAME).close()
+    return folder / DB_NAME

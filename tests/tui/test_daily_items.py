@@ -15,7 +15,7 @@ from textual.widgets import OptionList, Static
 from scheduler.store import DB_NAME
 from tests.tui.conftest import ready, wrong_keys
 from tests.tui.fit import overflows
-from tests.tui.history import DAY30, thirty_days
+from tests.tui.history import DAY30
 from trainer.app import DojoApp
 from trainer.core import mock as mock_core
 from trainer.core.services import Services
@@ -56,16 +56,10 @@ async def test_todays_key_bar_shows_every_key(make_app: AppFactory, size: tuple[
 
 # -- item 4: Stats on thirty days at 60x20 -------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("thirty-days")
-    thirty_days(folder / DB_NAME).close()
-    return folder / DB_NAME
-
-
 @pytest.mark.slow
-async def test_stats_panels_fit_60_columns_on_thirty_days(history: Path, tmp_path: Path) -> None:
-    shutil.copyfile(history, tmp_path / DB_NAME)
+async def test_stats_panels_fit_60_columns_on_thirty_days(thirty_day_db: Path,
+                                                          tmp_path: Path) -> None:
+    shutil.copyfile(thirty_day_db, tmp_path / DB_NAME)
     app = DojoApp(lambda: Services.open(tmp_path / DB_NAME, now=DAY30))
     async with app.run_test(size=(60, 20)) as pilot:
         await ready(app, pilot)

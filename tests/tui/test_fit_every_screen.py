@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from scheduler.store import DB_NAME
 from tests.tui.fit import overflows
-from tests.tui.history import DAY30, thirty_days
+from tests.tui.history import DAY30
 from trainer.app import DojoApp
 from trainer.core.services import Services
 from trainer.screens.review import ReviewScreen
@@ -39,14 +39,6 @@ WALK: list[tuple[str, list[str], list[str]]] = [
     ("Flag", ["ctrl+f"], ["escape"]),
     ("Summary", ["escape"], ["enter"]),
 ]
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Thirty days of answers, once for the module (each test gets a copy)."""
-    folder = tmp_path_factory.mktemp("thirty-days")
-    thirty_days(folder / DB_NAME).close()
-    return folder / DB_NAME
 
 
 def _app(db: Path) -> DojoApp:
@@ -101,10 +93,10 @@ SIZES = [(60, 20), (80, 24), (100, 30)]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-async def test_every_screen_fits_thirty_days(history: Path, tmp_path: Path,
+async def test_every_screen_fits_thirty_days(thirty_day_db: Path, tmp_path: Path,
                                              size: tuple[int, int]) -> None:
     db = tmp_path / DB_NAME
-    shutil.copyfile(history, db)
+    shutil.copyfile(thirty_day_db, db)
     app = _app(db)
     async with app.run_test(size=size) as pilot:
         problems = await _walk(app, pilot)

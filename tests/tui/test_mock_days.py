@@ -18,10 +18,8 @@ from trainer.screens.mock import MockScreen
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", [(60, 20), (80, 24), (100, 30)],
-                         ids=["60x20", "80x24", "100x30"])
 async def test_a_round_left_for_days_says_so_and_its_clock_skips_them(
-        make_app: Callable[..., DojoApp], size: tuple[int, int]) -> None:
+        make_app: Callable[..., DojoApp]) -> None:
     wall = [time.time() - 19 * 86400]
     day2 = Services.open(bank_paths=[BANK], now=NOW - dt.timedelta(days=19))
     try:
@@ -41,7 +39,7 @@ async def test_a_round_left_for_days_says_so_and_its_clock_skips_them(
         notify(message, *args, **kwargs)  # type: ignore[arg-type]
 
     app.notify = record  # type: ignore[method-assign]
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
         await pilot.press("i")
         await pilot.pause()

@@ -646,6 +646,27 @@ def reset(exercise_id: str, workspace: Path | None, yes: bool) -> None:
     click.echo(f"Fresh stub at {path}")
 
 
+@lab.command("new")
+@click.argument("exercise_id")
+@click.option("--question", metavar="QID", help="A bank question the example's cases test "
+              "(default: the bank's first; concepts.toml names it).")
+def new(exercise_id: str, question: str | None) -> None:
+    """Scaffold a new exercise: every file of the checklist in docs/extending.md, with one
+    working example level (a stub that fails, a reference that passes), so the catalogue
+    tests pass as it stands. Then replace the example with your levels."""
+    from lab.exercises.scaffold import ScaffoldError
+    from trainer.core.lab import new_exercise
+
+    try:
+        written = new_exercise(exercise_id, question)
+    except (ScaffoldError, ValueError) as exc:
+        _usage_error(str(exc))
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"Then: pytest tests/lab/test_catalogue.py tests/lab/test_contracts.py; "
+               f"dojo lab start {exercise_id}; dojo lab grade {exercise_id}")
+
+
 def _add_models_command() -> None:
     """`dojo lab models`: the shipped draft/target pairs and their measured figures; and the
     lab-card commands (restore, rebuild, due), which live in `trainer.commands.lab_cards`."""

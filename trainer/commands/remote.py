@@ -76,6 +76,7 @@ class _Server:
         self.eof = eof
         self.data = data_dir()
         self.prepared: Any = None
+        self.again: tuple[Any, ...] | None = None  # what the next child is prepared for
 
     def refuse(self, reason: str, message: str) -> int:
         from trainer.core.remote import Refused
@@ -90,7 +91,7 @@ class _Server:
         from lab.exercises import ExerciseError, get
         from lab.grader.events import Event, to_json
         from lab.grader.isolation import Cancelled
-        from lab.grader.runner import GradeOptions, UsageError, grade, prepare
+        from lab.grader.runner import GradeOptions, UsageError, grade
         from trainer.core.remote import MIN_FREE_MB, RemoteRequest
 
         try:
@@ -126,10 +127,17 @@ class _Server:
             return self.refuse("request", str(exc))
         except BrokenPipeError:
             return None
-        if not self.eof.is_set():  # the next grading's child starts while the learner edits
-            self.prepared = prepare(ex, path, GradeOptions(levels=levels,
-                                                           device=request.device))
+        self.again = (ex, path, GradeOptions(levels=levels, device=request.device))
         return 0 if result.passed else 1
+
+    def prepare_next(self) -> None:
+        """After the reply: start the next grading's child while the learner edits (a single
+        `dojo lab grade --on` closes the connection first, and nothing is started)."""
+        from lab.grader.runner import prepare
+
+        again, self.again = self.again, None
+        if again is not None and not self.eof.wait(0.3):  # a one-off grading hangs up at once
+            self.prepared = prepare(*again)
 
     def close(self) -> None:
         if self.prepared is not None:
@@ -155,6 +163,7 @@ def serve() -> None:
             if rc is None:
                 break
             _say(Served(rc).to_json())
+            server.prepare_next()
     except BrokenPipeError:
         pass
     finally:
@@ -226,6 +235,7 @@ def setup(host: str, cpu_only: bool) -> None:
     from trainer.core.remote_setup import setup_host
 
     try:
-        setup_host(host, click.echo, cpu_only=cpu_only)
+        setup_host(host, click.echo, cpu_only=cpu_only,
+                   terminal=sys.stdin.isatty() and sys.stdout.isatty())
     except (RemoteError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

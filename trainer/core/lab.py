@@ -108,6 +108,19 @@ def not_written(exc: OSError) -> str:
         f"could not write {exc.filename or 'a lab file'}: {exc.strerror or exc}")
 
 
+def new_exercise(exercise_id: str, question: str | None = None) -> list[Path]:
+    """Scaffold a new exercise (`lab.exercises.scaffold`): every piece of the checklist, one
+    working example level whose cases test `question` (default: the bank's first question).
+    ScaffoldError says why an id is refused, ValueError names a question not in the bank."""
+    from lab.exercises.scaffold import scaffold
+    from trainer.core.bank import load_study_bank
+
+    ids = [q.id for q in load_study_bank().questions]
+    if question is not None and question not in ids:
+        raise ValueError(f"{question!r} is not a question of the bank")
+    return scaffold(exercise_id, question or ids[0])
+
+
 def first_pass(session: Interview) -> str:
     """" · first pass at 3:07" once the rehearsal's level passed, else ""."""
     first = session.first_pass_s

@@ -124,10 +124,12 @@ def remote_script(action: str) -> str:
     )
 
 
-def ssh_argv(host: str, script: str, batch: bool = True) -> list[str]:
-    """ssh to `host` running `script`: no terminal, no prompts (BatchMode: a password prompt
-    would hang a streamed grading), keep-alives so a dead link is noticed in ~15 s."""
-    options = ["-T", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+def ssh_argv(host: str, script: str, batch: bool = True, tty: bool = False) -> list[str]:
+    """ssh to `host` running `script`: no terminal (unless `tty`: pip's progress bars), no
+    prompts (BatchMode: a password prompt would hang a streamed grading), keep-alives so a
+    dead link is noticed in ~15 s."""
+    options = ["-tt" if tty else "-T", "-o", "ServerAliveInterval=5", "-o",
+               "ServerAliveCountMax=3"]
     if batch:
         options += ["-o", "BatchMode=yes"]
     return [*ssh_command(), *options, check_host(host), "--", script]

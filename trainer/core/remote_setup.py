@@ -105,12 +105,10 @@ def source_archive(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def setup_script(cpu_only: bool) -> str:
-    """The host's install steps: unpack the source (read from stdin) into $R/src, make
-    $R/venv, install torch (CUDA wheels where nvidia-smi finds a GPU, else CPU wheels), then
-    Dojo itself; pip's progress goes to the terminal."""
+def copy_script() -> str:
+    """The host's first step: Python 3.11+ found, the source (read from stdin) unpacked into
+    $R/src (replacing an older copy whole)."""
     root, python = remote_root(), shlex.quote(remote_python())
-    torch_index = ("https://download.pytorch.org/whl/cpu" if cpu_only else "")
     return (
         f"set -e; R={root}; PY={python}; "
         f'command -v "$PY" >/dev/null 2>&1 || {{ echo "dojo-remote: no python $PY" >&2; '
@@ -119,47 +117,54 @@ def setup_script(cpu_only: bool) -> str:
         '{ echo "dojo-remote: $PY is older than 3.11" >&2; exit 96; }; '
         'mkdir -p "$R/data" && rm -rf "$R/src.new" && mkdir -p "$R/src.new" && '
         'tar -xzf - -C "$R/src.new" && rm -rf "$R/src" && mv "$R/src.new" "$R/src"; '
-        'echo "== source copied to $R/src"; '
+        'echo "source copied to $R/src"'
+    )
+
+
+def install_script(cpu_only: bool) -> str:
+    """The host's install: $R/venv, torch (the CUDA build where nvidia-smi lists a GPU, else
+    the CPU build, or PyPI's default where PyTorch's own index cannot be reached), then Dojo
+    from $R/src (reinstalled, so a re-run upgrades it); pip's own progress is shown."""
+    root, python = remote_root(), shlex.quote(remote_python())
+    torch_index = ("https://download.pytorch.org/whl/cpu" if cpu_only else "")
+    pip = '"$R/venv/bin/python" -m pip install --progress-bar on'
+    return (
+        f"set -e; R={root}; PY={python}; "
         '[ -x "$R/venv/bin/python" ] || "$PY" -m venv "$R/venv"; '
-        '"$R/venv/bin/python" -m pip install --upgrade --progress-bar on pip; '
+        f"{pip} --upgrade pip; "
         f'INDEX="{torch_index}"; '
         'if [ -z "$INDEX" ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L; then '
         'echo "== a GPU: installing the CUDA build of torch"; '
-        '"$R/venv/bin/python" -m pip install --progress-bar on torch; '
+        f"{pip} torch; "
         'else echo "== no GPU (or --cpu-only): installing the CPU build of torch"; '
-        '"$R/venv/bin/python" -m pip install --progress-bar on torch '
-        '--index-url https://download.pytorch.org/whl/cpu; fi; '
-        'echo "== installing Serving Dojo"; '
-        '"$R/venv/bin/python" -m pip install --progress-bar on "$R/src"; '
+        f"{pip} torch --index-url https://download.pytorch.org/whl/cpu || {pip} torch; fi; "
+        'echo "== installing Serving Dojo and its dependencies"; '
+        f'{pip} "$R/src"; {pip} --no-deps --force-reinstall "$R/src"; '
         'echo "== done"'
     )
 
 
-def setup_host(host: str, say: Callable[[str], None], cpu_only: bool = False) -> None:
-    """`dojo remote setup HOST`: copy this version's source over ssh and install it there,
-    pip's output streamed to `say` line by line; then check the host answers with this
+def setup_host(host: str, say: Callable[[str], None], cpu_only: bool = False,
+               terminal: bool = False) -> None:
+    """`dojo remote setup HOST`: copy this version's source over ssh, then install it there
+    (with `terminal`, on a terminal of the host's own so pip draws its progress bars; else
+    pip's output streamed to `say` line by line); then check the host answers with this
     version. RemoteError naming what failed."""
     check_host(host)
     root = Path(__file__).resolve().parents[2]
     archive = source_archive(root)
     say(f"Installing Serving Dojo {dojo_version()} on {host} "
         f"({len(archive) / 2**20:.1f} MiB of source; torch and the rest from PyPI there) ...")
-    argv = ssh_argv(host, setup_script(cpu_only))
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
-    assert proc.stdin is not None and proc.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(proc.stdin, archive), daemon=True)
-    feeder.start()
-    tail: list[str] = []
-    for raw in iter(proc.stdout.readline, b""):
-        line = raw.decode(errors="replace").rstrip()
-        tail = ([*tail, line])[-20:]
-        say(f"  {line}")
-    rc = proc.wait()
-    if rc != 0:
-        raise RemoteError(explain(host, rc, "\n".join(tail))
-                          if rc in (255, NO_PYTHON_RC) else
-                          f"the install on {host} failed (status {rc}): {tail[-1] if tail else ''}")
+    _stream(host, ssh_argv(host, copy_script()), say, archive)
+    if terminal:
+        rc = subprocess.run(ssh_argv(host, install_script(cpu_only), tty=True),
+                            check=False).returncode
+        if rc != 0:
+            raise RemoteError(explain(host, rc, "") if rc == 255 else
+                              f"the install on {host} failed (status {rc}): see pip's "
+                              "output above.")
+    else:
+        _stream(host, ssh_argv(host, install_script(cpu_only)), say, None)
     info = probe_host(host)
     if info.get("version") != dojo_version():
         raise RemoteError(f"{host} still reports Serving Dojo {info.get('version')} after the "
@@ -168,6 +173,25 @@ def setup_host(host: str, say: Callable[[str], None], cpu_only: bool = False) ->
     say(f"{host} is ready: Serving Dojo {info.get('version')}, torch {info.get('torch')}, "
         + (f"{len(devices)} CUDA device(s): {', '.join(devices)}" if devices else "no GPU")
         + f". Grade there with: dojo lab grade EX --on {host}")
+
+
+def _stream(host: str, argv: list[str], say: Callable[[str], None],
+            stdin: bytes | None) -> None:
+    """Run one ssh step, its output passed to `say` line by line; RemoteError when it fails."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    assert proc.stdin is not None and proc.stdout is not None
+    threading.Thread(target=_feed, args=(proc.stdin, stdin or b""), daemon=True).start()
+    tail: list[str] = []
+    for raw in iter(proc.stdout.readline, b""):
+        line = raw.decode(errors="replace").rstrip()
+        tail = [*tail, line][-20:]
+        say(f"  {line}")
+    rc = proc.wait()
+    if rc != 0:
+        raise RemoteError(explain(host, rc, "\n".join(tail))
+                          if rc in (255, NO_PYTHON_RC) else
+                          f"the install on {host} failed (status {rc}): {tail[-1] if tail else ''}")
 
 
 def _feed(pipe: IO[bytes], data: bytes) -> None:

@@ -1,8 +1,9 @@
 """One study sitting: show a card, check the answer, take a grade, re-drill, undo.
 
 Answers are checked by `questions.answers.check_answer` (the one checker) and scheduled by the
-Store through `scheduler.transition` (the one set of study rules); the session only keeps the
-order of the sitting. A learner who mistyped can count a wrong verdict right before grading
+Store through `scheduler.next_states` (the one set of study rules, under the active scheduler),
+which also gives the feedback's grade previews; the session only keeps the order of the
+sitting. A learner who mistyped can count a wrong verdict right before grading
 (`override`): the answer is logged as overridden, so stats can tell it from a real pass. A case
 study is answered step by step through `case` (`trainer.core.case`); once its last step is done
 (`next_step`) it is graded and recorded once, like any other card.

@@ -22,7 +22,7 @@ from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
-    from trainer.core.mock import Feedback, MockRound
+    from trainer.core.mock import MockRound, PartFeedback
     from trainer.core.services import Services
 
 
@@ -115,7 +115,7 @@ class MockScreen(DojoScreen):
             lines += ["", "[b]Study next[/]", *(f"- {escape(s)}" for s in rep.study_next)]
         self.query_one("#mock-prompt", Static).update("\n".join(lines))
 
-    def _show_feedback(self, feedback: Feedback) -> None:
+    def _show_feedback(self, feedback: PartFeedback) -> None:
         text = "\n".join(escape(line) for line in feedback.lines)
         if text and feedback.item_done:
             text = f"Last answer: {text}"
@@ -158,15 +158,15 @@ class MockScreen(DojoScreen):
 
     @work(thread=True, exclusive=True, group="mock-grade")
     def _grade(self) -> None:
-        from trainer.core.mock import Feedback, grade_lab
+        from trainer.core.mock import PartFeedback, grade_lab
 
         try:
             feedback = grade_lab(self.mock, self._services)
         except Exception as exc:  # the grader could not run: say so, the part stays open
-            feedback = Feedback([f"Grading failed: {exc}"], reask=True)
+            feedback = PartFeedback([f"Grading failed: {exc}"], reask=True)
         self.app.call_from_thread(self._graded, feedback)
 
-    def _graded(self, feedback: Feedback) -> None:
+    def _graded(self, feedback: PartFeedback) -> None:
         self.grading = False
         self._show_feedback(feedback)
 
