@@ -219,6 +219,24 @@ def test_a_file_writer_is_told_what_it_wrote(learner_dir: Path, deny: bool) -> N
 
 
 @pytest.mark.parametrize("deny", MODES)
+def test_many_files_stop_at_the_workspace_limit(learner_dir: Path, deny: bool) -> None:
+    """Each file under the size limit, together past what a workspace may gain."""
+    body = _kv("for i in range(1000):\n"
+               "    with open(f'part{i}.bin', 'wb') as f:\n"
+               "        for _ in range(10):\n"
+               "            f.write(b'x' * (1 << 20))")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert failure["kind"] == "disk", failure
+    assert failure["message"].startswith("your code wrote "), failure["message"]
+    assert failure["message"].endswith(
+        f"to your workspace folder, over the sandbox's limit of {limits.WORKSPACE_LIMIT_MB} "
+        "MiB — stopped"), failure["message"]
+    written = sum(p.stat().st_blocks * 512 for p in (learner_dir / "ws").glob("part*.bin"))
+    assert written < 2 * (limits.WORKSPACE_LIMIT_MB << 20), written
+
+
+@pytest.mark.parametrize("deny", MODES)
 def test_a_print_flood_is_stopped_and_says_what_it_printed(learner_dir: Path,
                                                           deny: bool) -> None:
     body = _kv("n = 0\n"
