@@ -27,8 +27,10 @@ NETWORK_EXERCISES = frozenset({"tensor-parallel"})
 
 
 def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
-                    load_timeout_s: float | None, confine: bool) -> dict[str, Any]:
-    """What shapes a learner's (or the reference's) child for this exercise and device."""
+                    load_timeout_s: float | None, confine: bool,
+                    models: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What shapes a learner's (or the reference's) child for this exercise and device
+    (`models`: the learner's own checkpoint folders, which the child reads)."""
     uses_torch_cpu = exercise.needs_torch and device == "cpu"
     return dict(
         module_name=Path(exercise.workspace_file).stem,
@@ -40,6 +42,7 @@ def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
         needs_torch=exercise.needs_torch,
         network=exercise.id in NETWORK_EXERCISES,
         device=device,
+        read_also=models,
     )
 
 
@@ -185,7 +188,8 @@ def prepare(exercise: Exercise, solution: Path, options: GradeOptions | None = N
             current.close()
         return None
     shape = sandbox_options(plan.exercise, plan.device, plan.memory_mb,
-                            (options or GradeOptions()).load_timeout_s, plan.confine)
+                            (options or GradeOptions()).load_timeout_s, plan.confine,
+                            tuple(sorted(plan.models.values())))
     guess = reference_guess(plan.exercise)
     key = child_key(plan.exercise, solution, plan.device, guess, shape)
     if current is not None:

@@ -383,12 +383,14 @@ class Sandbox:
         needs_torch: bool = False,
         network: bool = False,
         device: str = "cpu",
+        read_also: tuple[str, ...] = (),
     ) -> None:
         self.solution = solution.resolve()
         self.load = load
         self.confine = confine
         self.needs_torch = needs_torch
         self.network = network
+        self.read_also = list(read_also)  # the learner's own checkpoint folders
         self.device = device  # DOJO_LAB_DEVICE in the child: known before any import there
         self.mode = ""  # which confinement the child runs under (lab.grader.confine)
         self.lifeline = -1  # our end of the pipe whose closing ends the child's whole tree
@@ -515,7 +517,8 @@ class Sandbox:
                           solution=str(self.solution), needs_torch=self.needs_torch,
                           trusted=trusted, gpu=self.device == "cuda", tmp_mb=self.shm_mb,
                           checkout=[str(REPO_ROOT), *map(str, _git_roots(REPO_ROOT))],
-                          data=root.data_folder(), extra_read=judge if trusted else [])
+                          data=root.data_folder(),
+                          extra_read=[*self.read_also, *(judge if trusted else [])])
         spec.tmp_dir = self.tmp_dir
         return spec
 

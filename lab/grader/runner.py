@@ -85,7 +85,8 @@ class _Grading(Measuring):
         self.replay = ""
         self.notified = False
         self.sandbox_options = sandbox_options(exercise, device, plan.memory_mb,
-                                               options.load_timeout_s, plan.confine)
+                                               options.load_timeout_s, plan.confine,
+                                               tuple(sorted(plan.models.values())))
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.any_passed = False
         self._reference_start: threading.Thread | None = None
