@@ -270,11 +270,11 @@ def test_grading_past_its_time_limit_is_stopped(
         on_host: str, tmp_path: Path, remote_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "kv_bytes.py"
     path.write_text(SLEEPY)
-    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "4")
+    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "2")
     result = grade("--level", "1", "--file", str(path), "--on", on_host)
     assert result.exit_code == 3
     assert result.stderr.strip() == (f"Error: the grading on {on_host} ran past its time limit "
-                                     "of 4 s and was stopped; nothing was recorded.")
+                                     "of 2 s and was stopped; nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
     assert attempts() == []
 
