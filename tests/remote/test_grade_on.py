@@ -305,7 +305,8 @@ def test_watch_grades_each_save_on_the_host_over_one_connection(
     path.write_text(STUB.read_text())
     watch = subprocess.Popen([sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes",
                               "--level", "1", "--file", str(path), "--record", "--on", on_host,
-                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO)
     assert watch.stdout is not None
 
     def next_summary() -> dict[str, Any]:
