@@ -37,7 +37,7 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
   for a card not yet due; re-drill and cram answers are logged but never change the schedule.
   A failing review (q < 3) is a lapse; at `leech_lapses` the card is flagged a leech. The log
   row keeps the named mistake the answer matched and whether a typo was overridden.
-* `suspend/unsuspend/bury/unbury(qid)`, `flag(qid, note)`, `flags()`, `clear_flags(qid)`,
+* `suspend/unsuspend/bury(qid)`, `flag(qid, note)`, `flags()`, `clear_flags(qid)`,
   `card(qid)`, `cards()`, `history(qid)`.
 * Stats: `reviews_per_day(days)`, `streak()`, `true_retention(days=30)` (mature: interval
   >= 21 d), `topic_accuracy()` (with overrides counted apart), `overrides(days)`,

@@ -47,6 +47,7 @@ step "bench/tensor_parallel.py --device cuda" 55 \
 step "bench/sampling.py --device cuda" 55 $PY bench/sampling.py --device cuda --quick
 step "bench/paged_kv.py --device cuda" 55 $PY bench/paged_kv.py --device cuda
 step "bench/decode_attention.py --device cuda" 45 $PY bench/decode_attention.py --device cuda
+step "bench/decode_step.py --device cuda" 40 $PY bench/decode_step.py --device cuda --rounds 20
 echo
 echo "== gpu_check on $($PY -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device")' 2>/dev/null)"
 printf '%-44s %-18s %7s\n' step verdict time

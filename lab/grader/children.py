@@ -207,6 +207,7 @@ class Children:
     emit: Emit
     ctx: RunContext
     deadline: float
+    run_timeout_s: float
     case_timeout_s: float | None
     sandbox_options: dict[str, Any]
     boundary: boundary.Boundary
@@ -297,9 +298,12 @@ class Children:
         self.loaded = True
         return None
 
+    def _case_limit(self, case: Case) -> float:
+        return case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
+
     def _timeout(self, case: Case) -> float:
-        limit = case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
-        return min(limit, max(0.0, self.deadline - time.monotonic()))
+        """The case's own limit, cut to what is left of the run's budget."""
+        return min(self._case_limit(case), max(0.0, self.deadline - time.monotonic()))
 
     def _lost(self, outcome: ChildReply) -> None:
         if outcome.child_lost:
@@ -316,12 +320,18 @@ class Children:
         if failure is not None:
             return failure
         msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx or self.ctx)}
-        outcome = self.sandbox.request(msg, self._timeout(case))
+        timeout, limit = self._timeout(case), self._case_limit(case)
+        outcome = self.sandbox.request(msg, timeout)
         if stopped is not None and stopped():
             self.sandbox.close()
             self.loaded = False
         else:
             self._lost(outcome)
+        if outcome.kind == "timeout" and timeout < limit:  # the run's budget, not the case's
+            outcome.message = (
+                f"no answer before the run's {self.run_timeout_s:g} s budget ran out (this "
+                f"case's own limit, {limit:g} s, was not reached) — correct but slow code "
+                "fails this way too: every case of the run shares that budget (stopped)")
         return outcome
 
     # -- the reference's side --------------------------------------------------------------

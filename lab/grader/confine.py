@@ -203,13 +203,14 @@ def _bind(libc: ctypes.CDLL, fd: int, target: str, *, writable: bool, device: bo
     _mount(libc, None, target, None, flags)
 
 
-def _open_sources(paths: list[str]) -> list[tuple[str, int]]:
+def _open_sources(paths: list[str], masks: list[str] | None = None) -> list[tuple[str, int]]:
     """O_PATH handles on the paths to bind, taken before the new root hides the host's view
     (a path that is gone is skipped; shallower paths first, and a path inside another one
-    comes along with it)."""
+    comes along with it, unless a mask hides it there)."""
     out: list[tuple[str, int]] = []
     for path in sorted(dict.fromkeys(paths), key=lambda p: (p.count(os.sep), p)):
-        if any(_inside(path, kept) for kept, _ in out):
+        if any(_inside(path, kept) for kept, _ in out) and not any(
+                _inside(path, m) for m in masks or []):
             continue
         try:
             out.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
@@ -223,7 +224,8 @@ def build_root(libc: ctypes.CDLL, spec: RootSpec) -> None:
     the `read` paths bound read-only, the `write` paths writable, a private size-limited /tmp
     (also /dev/shm), a /dev with only the listed nodes, then pivot_root into it and detach the
     host's tree (nothing of it can be named any more)."""
-    reads = _open_sources(spec.read)
+    reads = _open_sources(spec.read, spec.masks)
+    masked = [(p, fd) for p, fd in reads if any(_inside(p, m) for m in spec.masks)]
     writes = _open_sources(spec.write)
     devices = _open_sources(spec.devices)
     try:
@@ -233,7 +235,17 @@ def build_root(libc: ctypes.CDLL, spec: RootSpec) -> None:
         _mount(libc, "tmpfs", NEWROOT + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
                f"size={max(1, spec.tmp_mb)}m,mode=1777")
         for path, fd in reads:
+            if (path, fd) not in masked:
+                _bind(libc, fd, NEWROOT + path, writable=False)
+        masks = [m for m in spec.masks if os.path.isdir(NEWROOT + m)]
+        for mask in masks:  # an installed copy of the app, other environments: empty
+            _mount(libc, "tmpfs", NEWROOT + mask, "tmpfs", MS_NOSUID | MS_NODEV,
+                   "size=4k,mode=755")
+        for path, fd in masked:  # an allowed distribution inside a masked folder
             _bind(libc, fd, NEWROOT + path, writable=False)
+        for mask in masks:
+            _mount(libc, None, NEWROOT + mask, None,
+                   MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=755")
         for path, fd in writes:
             _bind(libc, fd, NEWROOT + path, writable=True)
         for path, target in spec.links:
@@ -443,6 +455,7 @@ def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, wor
                 missing.append("signal scoping (Landlock ABI 6)")
             os.chdir(workspace)
             _private_env(tmp)
+            importable_only_if_readable()
             if flt is not None:
                 step = "the seccomp filter"
                 flt.load()
@@ -451,6 +464,30 @@ def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, wor
                                    f"{step}: {exc.strerror or exc}") from exc
 
     return _fork_confined(libc, result, lock)
+
+
+def importable_only_if_readable() -> None:
+    """Under Landlock the folders on sys.path can be listed but not every module in them read:
+    a package there that is not allowed (psutil beside transformers) must look absent, as in the
+    namespaces' root, not found and then fail to open (libraries probe optional packages with
+    `find_spec` and catch only ImportError). Python's path finder is replaced by one that
+    checks the module can be opened."""
+    import importlib.machinery
+
+    class ReadablePathFinder(importlib.machinery.PathFinder):
+        @classmethod
+        def find_spec(cls, fullname: str, path: Any = None, target: Any = None) -> Any:
+            spec = super().find_spec(fullname, path, target)
+            if spec is not None and spec.has_location and spec.origin:
+                try:
+                    os.close(os.open(spec.origin, os.O_RDONLY | os.O_CLOEXEC))
+                except PermissionError:
+                    return None
+            return spec
+
+    sys.meta_path[:] = [ReadablePathFinder if f is importlib.machinery.PathFinder else f
+                        for f in sys.meta_path]
+    sys.path_importer_cache.clear()
 
 
 def _fork_confined(libc: ctypes.CDLL, result: Confinement,

@@ -91,10 +91,11 @@ def restrict(spec: RootSpec, *, network: bool) -> int:
     ruleset = _check(libc.syscall(ctypes.c_long(SYS_CREATE_RULESET), buf, ctypes.c_size_t(size),
                                   ctypes.c_uint32(0)), "create_ruleset")
     try:
-        grants = [(p, READ_RIGHTS) for p in (*spec.read, *INFO_PATHS)]
+        read = spec.expanded()
+        grants = [(p, READ_RIGHTS) for p in (*read, *INFO_PATHS)]
         # the folders holding them may be listed (names only): Python's import system lists
         # every folder on sys.path and every package folder before it opens a module there
-        grants += [(p, READ_DIR) for p in dict.fromkeys(os.path.dirname(r) for r in spec.read)]
+        grants += [(p, READ_DIR) for p in dict.fromkeys(os.path.dirname(r) for r in read)]
         grants += [(p, WRITE_RIGHTS) for p in spec.write]
         grants += [(p, READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
                    for p in spec.devices]

@@ -47,6 +47,18 @@ class RootSpec:
     tmp_mb: int = 64
     gpu: bool = False
     tmp_dir: str = ""  # Landlock mode's private temporary folder (namespaces mount a tmpfs)
+    masks: list[str] = field(default_factory=list)  # folders inside `read` shown empty
+
+    def expanded(self) -> list[str]:
+        """`read` without the masked folders, as paths that hold none of them (what Landlock,
+        whose rules cannot exclude a subtree, is given); paths inside a mask stay listed."""
+        out: list[str] = []
+        for path in self.read:
+            if any(m != path and _inside(m, path) for m in self.masks):
+                _expand(path, self.masks, out)
+            else:
+                out.append(path)
+        return list(dict.fromkeys(out))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -248,16 +260,27 @@ def build(*, allowed: dict[str, str | None], solution: str, needs_torch: bool, t
     excluded = excluded_paths([*checkout, *([] if data == os.path.expanduser("~") else [data])])
     spec = RootSpec(tmp_mb=tmp_mb, gpu=gpu)
     read: list[str] = []
+
+    def whole(folder: str) -> None:
+        """`folder` bound whole, what is excluded inside it masked (an empty folder)."""
+        if any(_inside(folder, e) for e in excluded):
+            return
+        read.append(folder)
+        inside = [e for e in excluded if e != folder and _inside(e, folder)
+                  and os.path.isdir(e)]
+        spec.masks.extend(e for e in inside if not any(o != e and _inside(e, o)
+                                                       for o in inside))
+
     for path in SYSTEM:
         if os.path.islink(path):
             spec.links.append((path, os.readlink(path)))
         elif os.path.isdir(path):
-            _expand(path, excluded, read)
+            whole(path)
     read.extend(p for p in ETC if os.path.exists(p))
     # the interpreter: its prefix minus the package folders, the venv's own files
     for prefix in dict.fromkeys(os.path.realpath(p) for p in (sys.base_prefix,
                                                               sys.base_exec_prefix)):
-        _expand(prefix, excluded, read)
+        whole(prefix)
     executable = os.path.realpath(sys.executable)
     if not any(_inside(executable, r) for r in read):
         read.append(executable)
@@ -284,6 +307,8 @@ def build(*, allowed: dict[str, str | None], solution: str, needs_torch: bool, t
         spec.write = [workspace]
     spec.read = [p for p in dict.fromkeys(read) if os.path.lexists(p)
                  and not (spec.write and _inside(p, workspace))]
+    spec.masks = [m for m in dict.fromkeys(spec.masks)
+                  if not (spec.write and _inside(workspace, m))]
     spec.devices = [d for d in DEVICES if os.path.exists(d)]
     if gpu:
         for pattern in GPU_DEVICES:

@@ -54,6 +54,12 @@ from lab.grader.timing import cpu_threads_one
 __all__ = ["GradeOptions", "GradeResult", "Prepared", "UsageError", "grade", "prepare"]
 
 
+def _shown(expected: Any) -> str:
+    """The reference's answer as the report shows it; "" when the level has none to show (a
+    statistical case whose law is computed in `check`: its `expected` is None)."""
+    return "" if expected is None else events.short_repr(expected)
+
+
 class _Grading(Measuring):
     """State of one grading run (kept out of `grade()` to keep each step small; its children
     and its timing are the bases `Children` and `Measuring`)."""
@@ -259,7 +265,7 @@ class _Grading(Measuring):
         if not out.ok:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output,
-                              expected=events.short_repr(expected))
+                              expected=_shown(expected))
         try:
             verdict = self.grading.check(case, out.value, expected)
         except Exception as exc:
@@ -268,7 +274,7 @@ class _Grading(Measuring):
                                      f"{events.short_repr(out.value, 200)}")
         result = CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
                             message=verdict.message, output=out.output,
-                            expected=events.short_repr(expected),
+                            expected=_shown(expected),
                             got=events.short_repr(out.value), metrics=dict(verdict.metrics))
         if verdict.passed and case.timed:
             if isinstance(reference, ChildReply):

@@ -138,22 +138,3 @@ def confined() -> bool:
     from lab.grader.confine import missing_here
 
     return not missing_here()
-
-
-def mutated_reference(exercise: str | Exercise, directory: Path,
-                      *replacements: tuple[str, str]) -> Path:
-    """A broken implementation built from the reference by exact text substitutions, written as
-    the workspace file in `directory` (each `old` must occur exactly once).
-
-    Build broken variants here, in the test process: inside the sandbox the reference is not
-    readable (lab/reference is an empty mount where namespaces work).
-    """
-    target = reference_as_solution(exercise, directory)
-    source = target.read_text(encoding="utf-8")
-    for old, new in replacements:
-        count = source.count(old)
-        if count != 1:
-            raise RuntimeError(f"expected exactly one {old!r} in the reference, found {count}")
-        source = source.replace(old, new)
-    target.write_text(source, encoding="utf-8")
-    return target

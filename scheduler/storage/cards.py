@@ -192,9 +192,6 @@ class CardsPart(SettingsPart):
         """Hide a card for the rest of today's study day."""
         self._set(question_id, buried_until=self.study_day(now))
 
-    def unbury(self, question_id: str) -> None:
-        self._set(question_id, buried_until=None)
-
     def _set(self, question_id: str, **values: Any) -> None:
         with self._write() as s:
             self._get(s, question_id)

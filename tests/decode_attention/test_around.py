@@ -159,3 +159,32 @@ def test_speed_path_runs_end_to_end_on_the_cpu_stand_in(layout: str) -> None:
     per_token = 2 * 16 * 4  # kv_heads x head_dim x fp32 bytes
     key = "seq_lens" if layout == "contiguous" else "context_lens"
     assert got["kv_bytes"] == 2 * int(lens[key].sum()) * per_token
+
+
+@pytest.mark.slow  # a fresh interpreter per device
+@pytest.mark.parametrize(("device", "interpret"), [("cpu", "1"), ("cuda", None)])
+def test_drive_turns_the_interpreter_on_off_cuda_and_keeps_triton_files_private(
+        tmp_path: Path, device: str, interpret: str | None) -> None:
+    """The child's device is in its environment before the drive is imported: off CUDA the drive
+    sets TRITON_INTERPRET before the learner's file imports triton; Triton's cache goes to a new
+    folder under the (sandbox's private) temporary folder, whatever the parent's environment
+    said."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from lab.grader.api import DEVICE_VAR
+
+    env = {**os.environ, DEVICE_VAR: device, "TMPDIR": str(tmp_path),
+           "TRITON_CACHE_DIR": "/root/.triton/cache"}
+    env.pop("TRITON_INTERPRET", None)
+    code = ("import json, os; from lab.exercises.decode_attention import drive; "
+            "print(json.dumps([os.environ.get('TRITON_INTERPRET'), "
+            "os.environ['TRITON_CACHE_DIR'], 'triton' in __import__('sys').modules]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2]).stdout
+    got_interpret, cache, imported = json.loads(out)
+    assert got_interpret == interpret
+    assert Path(cache).parent == tmp_path and Path(cache).name.startswith("dojo-triton-")
+    assert not imported  # the drive leaves triton's import to the learner's file

@@ -535,10 +535,10 @@ def bank() -> Any:
 
 def _numeric_parameterised(bank: Any) -> list[Any]:
     """Numeric questions that draw fresh values (params or [[question.cases]] rows); the second
-    edition's topics are re-derived in test_bank_rederive_v2, the 2026 syllabus's questions in
+    edition's topics are re-derived in test_rederive_and_diagnose, the 2026 syllabus's questions in
     test_bank_rederive_syllabus."""
     from tests.questions.test_bank_rederive_syllabus import REDERIVE_2026, SYLLABUS_TOPICS
-    from tests.questions.test_bank_rederive_v2 import NEW_TOPICS
+    from tests.questions.test_rederive_and_diagnose import NEW_TOPICS
 
     return [
         q for q in bank.questions if q.kind == "numeric"

@@ -19,7 +19,7 @@ import pytest
 
 from questions.bank import BUILTIN_DIR, builtin_files
 from questions.validate import validate_files
-from tests.questions.test_bank_rederive_v2 import _instances
+from tests.questions.test_rederive_and_diagnose import _instances
 
 pytestmark = pytest.mark.slow  # 200 draws and every corner of ~40 questions
 

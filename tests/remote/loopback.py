@@ -35,6 +35,14 @@ def sshd_missing() -> str:
     return ""
 
 
+def _die_with_parent() -> None:
+    """In the sshd child before exec: a killed test run takes its server with it."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -79,7 +87,8 @@ class Sshd:
         config.write_text(cls.client_config(folder, port))
         with open(folder / "sshd.log", "wb") as log:
             process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(folder / "sshd_config")],
-                                       stdout=subprocess.DEVNULL, stderr=log)
+                                       stdout=subprocess.DEVNULL, stderr=log,
+                                       preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if process.poll() is not None:

@@ -64,9 +64,9 @@ def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
     failing.parent.mkdir()
     failing.write_text(STUB.read_text())
     for path, rc in ((failing, 1), (passing, 0)):
-        here = grade("--level", "1", "--file", str(path), "--seed", "7", "--json",
+        here = grade("--level", "1", "--file", str(path), "--record", "--seed", "7", "--json",
                      "--on", "local")
-        there = grade("--level", "1", "--file", str(path), "--seed", "7", "--json",
+        there = grade("--level", "1", "--file", str(path), "--record", "--seed", "7", "--json",
                       "--on", on_host)
         assert (here.exit_code, there.exit_code) == (rc, rc), there.output
         assert shape(here.stdout) == shape(there.stdout)
@@ -88,7 +88,7 @@ def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
 
 def test_text_report_names_the_host_and_export_keeps_it(on_host: str, tmp_path: Path) -> None:
     path = reference_as_solution("kv-bytes", tmp_path)
-    result = grade("--level", "1", "--file", str(path), "--on", on_host)
+    result = grade("--level", "1", "--file", str(path), "--record", "--on", on_host)
     assert result.exit_code == 0, result.output
     assert f"at {on_host} · seed" in result.stdout
     assert "PASSED in" in result.stdout and f"on cpu at {on_host}" in result.stdout
@@ -102,8 +102,8 @@ def test_the_lab_host_setting_is_the_default_and_on_local_overrides_it(
         on_host: str, tmp_path: Path) -> None:
     path = reference_as_solution("kv-bytes", tmp_path)
     assert CliRunner().invoke(main, ["settings", f"lab_host={on_host}"]).exit_code == 0
-    assert grade("--level", "1", "--file", str(path)).exit_code == 0
-    assert grade("--level", "1", "--file", str(path), "--on", "local").exit_code == 0
+    assert grade("--level", "1", "--file", str(path), "--record").exit_code == 0
+    assert grade("--level", "1", "--file", str(path), "--record", "--on", "local").exit_code == 0
     assert [a.metrics.get("host") for a in attempts()] == [on_host, None]
     shown = CliRunner().invoke(main, ["settings", "lab_host=local"]).stdout
     assert "lab_host       local" in shown
@@ -112,7 +112,7 @@ def test_the_lab_host_setting_is_the_default_and_on_local_overrides_it(
 
 
 def fault(path: Path, host: str, sentence: str) -> None:
-    result = grade("--level", "1", "--file", str(path), "--on", host)
+    result = grade("--level", "1", "--file", str(path), "--record", "--on", host)
     assert result.exit_code == 3, result.output
     assert result.stderr.strip().splitlines() == [f"Error: {sentence}"]
     assert attempts() == []
@@ -192,7 +192,7 @@ def test_host_out_of_disk(on_host: str, stub_file: Path, tmp_path: Path,
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
         monkeypatch.setenv("DOJO_REMOTE_ROOT", str(full))
-        result = grade("--level", "1", "--file", str(stub_file), "--on", on_host)
+        result = grade("--level", "1", "--file", str(stub_file), "--record", "--on", on_host)
         assert result.exit_code == 3, result.output
         assert result.stderr.strip() == (
             f"Error: {on_host} is out of disk space (1 MiB free in {full}/data, and a grading "
@@ -232,7 +232,8 @@ def _sshd_sessions(server: Sshd) -> list[int]:
     out = subprocess.run(["ps", "-eo", "pid=,ppid=,comm="], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     rows = [line.split(maxsplit=2) for line in out if line.strip()]
-    tree, frontier = [], {server.process.pid}
+    tree: list[int] = []
+    frontier = {server.process.pid}
     while frontier:
         children = {int(p) for p, pp, comm in rows if int(pp) in frontier and comm == "sshd"}
         tree += children
@@ -242,7 +243,7 @@ def _sshd_sessions(server: Sshd) -> list[int]:
 
 def _grading_cli(path: Path, host: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "trainer", "lab", "grade", "kv-bytes",
-                             "--level", "1", "--file", str(path), "--on", host],
+                             "--level", "1", "--file", str(path), "--record", "--on", host],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO)
 
@@ -269,11 +270,11 @@ def test_grading_past_its_time_limit_is_stopped(
         on_host: str, tmp_path: Path, remote_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "kv_bytes.py"
     path.write_text(SLEEPY)
-    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "4")
-    result = grade("--level", "1", "--file", str(path), "--on", on_host)
+    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "2")
+    result = grade("--level", "1", "--file", str(path), "--record", "--on", on_host)
     assert result.exit_code == 3
     assert result.stderr.strip() == (f"Error: the grading on {on_host} ran past its time limit "
-                                     "of 4 s and was stopped; nothing was recorded.")
+                                     "of 2 s and was stopped; nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
     assert attempts() == []
 
@@ -296,3 +297,35 @@ def test_only_the_workspace_file_and_the_request_leave_this_machine(
     assert json.loads(stdin[0]) == {"exercise": "kv-bytes", "level": 1, "device": "auto",
                                     "seed": 3, "name": "kv_bytes.py",
                                     "source": path.read_text()}
+
+
+def test_watch_grades_each_save_on_the_host_over_one_connection(
+        on_host: str, sshd: Sshd, tmp_path: Path) -> None:
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(STUB.read_text())
+    watch = subprocess.Popen([sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes",
+                              "--level", "1", "--file", str(path), "--record", "--on", on_host,
+                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO)
+    assert watch.stdout is not None
+
+    def next_summary() -> dict[str, Any]:
+        for line in watch.stdout:  # type: ignore[union-attr]
+            event = json.loads(line)
+            if event["event"] == "summary":
+                return dict(event)
+        raise AssertionError("watch ended")
+
+    try:
+        first = next_summary()
+        sessions = _sshd_sessions(sshd)
+        path.write_text(reference_as_solution("kv-bytes", tmp_path / "ref").read_text())
+        second = next_summary()
+        assert _sshd_sessions(sshd) == sessions  # the same connection graded the save
+    finally:
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=30)
+    assert (first["passed"], second["passed"]) == (False, True)
+    assert first["host"] == second["host"] == on_host
+    assert [(a.passed, a.metrics.get("host")) for a in attempts()] == [
+        (False, on_host), (True, on_host)]

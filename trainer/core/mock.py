@@ -66,7 +66,7 @@ def weakest_topics(services: Services, rng: random.Random | None = None) -> list
 
 # ------------------------------------------------------------------------------------ the round
 @dataclass
-class Item:
+class Part:
     """One thing to answer. `ref` says what: estimate {question, seed}, sim {decision},
     design {prompt}, lab {exercise, level}."""
 
@@ -103,7 +103,7 @@ class MockRound:
 
     started_s: float
     minutes: int
-    items: list[Item]
+    items: list[Part]
     weakest: list[str]
     round_id: int | None = None
     finished_s: float | None = None
@@ -114,7 +114,7 @@ class MockRound:
     left_since: dt.date | None = field(default=None, compare=False)  # set by `resume`
 
     @property
-    def current(self) -> Item | None:
+    def current(self) -> Part | None:
         return next((i for i in self.items if not i.done), None)
 
     @property
@@ -150,7 +150,7 @@ class MockRound:
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any], round_id: int | None = None) -> MockRound:
-        items = [Item(**i) for i in state["items"]]
+        items = [Part(**i) for i in state["items"]]
         finished = state.get("finished_s")
         if "clock_s" not in state:  # saved before rounds kept their own clock: wall times
             origin = float(state["started_s"])
@@ -184,15 +184,16 @@ def new_round(services: Services, minutes: int = DEFAULT_MINUTES, *,
     rng = rng or random.Random()
     weak = weakest_topics(services, rng)
     rank = {t: i for i, t in enumerate(weak)}
-    items = [Item("estimate", {"question": q.id, "seed": rng.randrange(1, 2**31)}, q.topic)
+    items = [Part("estimate", {"question": q.id, "seed": rng.randrange(1, 2**31)}, q.topic)
              for q in _estimates(services.bank, weak, rng)]
     decision = min(DECISIONS, key=lambda d: (rank.get(d.topic, len(rank)), rng.random()))
-    items.append(Item("sim", {"decision": decision.id}, decision.topic))
+    items.append(Part("sim", {"decision": decision.id}, decision.topic))
     prompt = min(design_prompts(), key=lambda p: (p.topic == decision.topic,
                                                   rank.get(p.topic, len(rank)), rng.random()))
-    items.append(Item("design", {"prompt": prompt.id}, prompt.topic))
+    items.append(Part("design", {"prompt": prompt.id}, prompt.topic))
     exercise, level, topic = choose_lab(services.bank, weak)
-    items.append(Item("lab", {"exercise": exercise, "level": level}, topic))
+    level = first_open_level(exercise, level, services.store.lab_levels_passed())
+    items.append(Part("lab", {"exercise": exercise, "level": level}, topic))
     today = services.day()
     mock = MockRound(started_s=clock(), minutes=minutes, items=items, weakest=weak[:5],
                      last_s=clock(), opened=today.isoformat(), day=today.isoformat())
@@ -230,6 +231,16 @@ def choose_lab(bank: Bank, weak: list[str]) -> tuple[str, int, str]:
                 return ex.id, q.lab.level, topic
     ex = next(iter(known.values()))
     return ex.id, ex.level_numbers[0], weak[0] if weak else ""
+
+
+def first_open_level(exercise: str, linked: int, passed: set[tuple[str, int]]) -> int:
+    """The exercise's first level not passed yet (its blank stub needs every level before it
+    written too, so a weak topic linked to L4 draws L2 when only L1 has passed); the linked
+    level when every level has passed."""
+    from lab.exercises import get
+
+    open_levels = [n for n in get(exercise).level_numbers if (exercise, n) not in passed]
+    return open_levels[0] if open_levels else linked
 
 
 # ---------------------------------------------------------------------------- store round-trip
@@ -302,14 +313,14 @@ class View:
 
 
 @dataclass
-class Feedback:
+class PartFeedback:
     lines: list[str]
     reask: bool = False
     item_done: bool = False
     round_done: bool = False
 
 
-def _instance(item: Item, services: Services) -> Instance:
+def _instance(item: Part, services: Services) -> Instance:
     return services.question(item.ref["question"]).draw(int(item.ref["seed"]))
 
 
@@ -369,7 +380,8 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
                 f"Implement level {lvl.number} of {ex.title} from a blank stub, interview rules: "
                 f"no hints (the statement below is also `dojo lab show {ex.id}`).\n\n"
                 f"{lab.statement(ex)}",
-                "edit the file, then grade (once: the part ends with it)",
+                "edit the file and grade it, as often as you need: the part ends with a pass "
+                "or with the round's clock",
                 path=str(lab.state.solution_path(ex)))
 
 
@@ -379,7 +391,7 @@ def _revealed(step: Instance) -> str:
     return revealed(step)
 
 
-def _start_lab(mock: MockRound, item: Item, clock: Clock, services: Services) -> None:
+def _start_lab(mock: MockRound, item: Part, clock: Clock, services: Services) -> None:
     from trainer.core.lab import Lab
 
     lab = Lab(services.store, now=services.now)
@@ -388,22 +400,23 @@ def _start_lab(mock: MockRound, item: Item, clock: Clock, services: Services) ->
                         max(1, round(left)))
 
 
-def _finish_item(mock: MockRound, item: Item, score: float, services: Services,
-                 clock: Clock) -> Feedback:
+def _finish_item(mock: MockRound, item: Part, score: float, services: Services,
+                 clock: Clock) -> PartFeedback:
     item.score = max(0.0, min(1.0, score))
     item.ended_s = mock.elapsed_s(clock())
     if mock.current is None:
         mock.finished_s = item.ended_s
     save(mock, services, clock)
-    return Feedback([], item_done=True, round_done=mock.current is None)
+    return PartFeedback([], item_done=True, round_done=mock.current is None)
 
 
-def answer(mock: MockRound, text: str, services: Services, clock: Clock = time.time) -> Feedback:
+def answer(mock: MockRound, text: str, services: Services,
+           clock: Clock = time.time) -> PartFeedback:
     """Answer the current item (an estimate step, a sim configuration, a design answer or its
     rubric marks). The lab is graded with `grade_lab`; a reask changes nothing."""
     item = mock.current
     if item is None:
-        return Feedback(["The round is over."], round_done=True)
+        return PartFeedback(["The round is over."], round_done=True)
     if item.started_s is None:
         begin(mock, services, clock)
     if item.kind == "estimate":
@@ -412,19 +425,19 @@ def answer(mock: MockRound, text: str, services: Services, clock: Clock = time.t
         return _answer_sim(mock, item, text, services, clock)
     if item.kind == "design":
         return _answer_design(mock, item, text, services, clock)
-    return Feedback(["This part is graded, not typed: run the grader (dojo mock grade, or "
+    return PartFeedback(["This part is graded, not typed: run the grader (dojo mock grade, or "
                      "ctrl+g in the app)."], reask=True)
 
 
-def _answer_estimate(mock: MockRound, item: Item, text: str, services: Services,
-                     clock: Clock) -> Feedback:
+def _answer_estimate(mock: MockRound, item: Part, text: str, services: Services,
+                     clock: Clock) -> PartFeedback:
     from questions.answers import check_answer
 
     inst = _instance(item, services)
     step = inst.steps[len(item.answers)] if inst.is_case else inst
     outcome = check_answer(step, text)
     if not outcome.graded:
-        return Feedback([outcome.message or "try again"], reask=True)
+        return PartFeedback([outcome.message or "try again"], reask=True)
     item.answers.append(text)
     item.right.append(bool(outcome.correct))
     label = f"{inst.question.id}" + (f" step {len(item.answers)}" if inst.is_case else "")
@@ -439,14 +452,14 @@ def _answer_estimate(mock: MockRound, item: Item, text: str, services: Services,
                  f"{outcome.given_display}{why}."]
     if inst.is_case and len(item.answers) < len(inst.steps):
         save(mock, services, clock)
-        return Feedback(lines)
+        return PartFeedback(lines)
     fb = _finish_item(mock, item, sum(item.right) / len(item.right), services, clock)
     fb.lines = lines
     return fb
 
 
-def _answer_sim(mock: MockRound, item: Item, text: str, services: Services,
-                clock: Clock) -> Feedback:
+def _answer_sim(mock: MockRound, item: Part, text: str, services: Services,
+                clock: Clock) -> PartFeedback:
     from lab.sims import SimInputError
     from lab.sims.decisions import decision
 
@@ -455,7 +468,7 @@ def _answer_sim(mock: MockRound, item: Item, text: str, services: Services,
         changes = d.parse(text)
         result = d.evaluate(changes)
     except SimInputError as exc:
-        return Feedback([str(exc)], reask=True)
+        return PartFeedback([str(exc)], reask=True)
     item.answers.append(text)
     failed = [c for c in result.checks if not c.passed]
     example = " ".join(f"{k}={v}" for k, v in d.example.items())
@@ -472,21 +485,21 @@ def _answer_sim(mock: MockRound, item: Item, text: str, services: Services,
     return fb
 
 
-def _answer_design(mock: MockRound, item: Item, text: str, services: Services,
-                   clock: Clock) -> Feedback:
+def _answer_design(mock: MockRound, item: Part, text: str, services: Services,
+                   clock: Clock) -> PartFeedback:
     from questions.design import design_prompt, parse_points
 
     p = design_prompt(item.ref["prompt"])
     if not item.text:
         if not text.strip():
-            return Feedback(["Write your answer first."], reask=True)
+            return PartFeedback(["Write your answer first."], reask=True)
         item.text = " ".join(text.split())
         save(mock, services, clock)
-        return Feedback(["Now mark the rubric points your answer covered."])
+        return PartFeedback(["Now mark the rubric points your answer covered."])
     try:
         covered = parse_points(text, len(p.rubric))
     except ValueError as exc:
-        return Feedback([str(exc)], reask=True)
+        return PartFeedback([str(exc)], reask=True)
     item.answers.append(" ".join(str(i + 1) for i in covered))
     missed = [point for i, point in enumerate(p.rubric) if i not in covered]
     item.mistakes.extend(f"{p.id}: missed: {point}" for point in missed)
@@ -496,9 +509,11 @@ def _answer_design(mock: MockRound, item: Item, text: str, services: Services,
 
 
 def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
-              device: str = "auto", on: str | None = None) -> Feedback:
-    """Grade the lab item's file once on its level (recorded like any grading), end the
-    rehearsal (your own file comes back; the rehearsal's is kept under backups/) and score it.
+              device: str = "auto", on: str | None = None) -> PartFeedback:
+    """Grade the lab item's file on its level (recorded like any grading). A pass, or a
+    failure once the round's clock has run out, ends the part: the rehearsal ends (your own
+    file comes back; the rehearsal's is kept under backups/) and it is scored. A failure with
+    time left keeps the part open (`reask`): fix the file and grade again.
     Graded on `on` (an SSH host, "local") or else the lab_host setting's host; a host that
     cannot grade raises `trainer.core.remote.RemoteError` with nothing counted or recorded.
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
@@ -507,7 +522,7 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
 
     item = mock.current
     if item is None or item.kind != "lab":
-        return Feedback(["The current part is not the lab."], reask=True)
+        return PartFeedback(["The current part is not the lab."], reask=True)
     if item.started_s is None:
         begin(mock, services, clock)
     lab = Lab(services.store, now=services.now)
@@ -521,6 +536,7 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     item.answers.append("passed" if passed else "failed")
     lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}"
              + (f" (graded on {result.device} at {host})." if host else ".")]
+    item.mistakes = []  # the last grading's failure is the part's mistake
     for lvl in result.levels:
         failure = lvl.smallest_failure()
         if failure is not None and not passed:
@@ -528,6 +544,12 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
             item.mistakes.append(f"{ex.id} L{level}: case {failure.case.id} failed: {message}")
             lines.append(f"First failing case: {failure.case.id}: {message}")
     lines += recall_lines(graded.recorder.recalls)
+    left_s = mock.minutes * 60 - mock.elapsed_s(clock())
+    if not passed and left_s > 0:  # iterate: the part stays open until a pass or the clock
+        lines.append(f"Fix it and grade again ({_mmss(left_s)} left on the round's clock; "
+                     "skipping gives the part up).")
+        save(mock, services, clock)
+        return PartFeedback(lines, reask=True)
     running = lab.interview(ex)
     if running is not None:
         path, kept = lab.state.end_interview(ex)
@@ -538,11 +560,11 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     return fb
 
 
-def skip(mock: MockRound, services: Services, clock: Clock = time.time) -> Feedback:
+def skip(mock: MockRound, services: Services, clock: Clock = time.time) -> PartFeedback:
     """Give up the current item (scored 0, named as skipped); a lab rehearsal is ended."""
     item = mock.current
     if item is None:
-        return Feedback(["The round is over."], round_done=True)
+        return PartFeedback(["The round is over."], round_done=True)
     if item.started_s is None:
         item.started_s = mock.elapsed_s(clock())
     item.mistakes.append(f"{PART_NAMES[item.kind]}: skipped ({_what(item)})")
@@ -564,7 +586,7 @@ def abandon(mock: MockRound, services: Services, clock: Clock = time.time) -> No
         skip(mock, services, clock)
 
 
-def _what(item: Item) -> str:
+def _what(item: Part) -> str:
     if item.kind == "estimate":
         return str(item.ref["question"])
     if item.kind == "lab":
@@ -617,7 +639,7 @@ def report(mock: MockRound, services: Services, clock: Clock = time.time) -> Rep
     """Score and time per part, every mistake by name, and what to study next: the topics of
     the items that lost points, weakest first, with the commands that drill them."""
     mistakes = [m for i in mock.items for m in i.mistakes]
-    lost: dict[str, list[Item]] = {}
+    lost: dict[str, list[Part]] = {}
     for item in mock.items:
         if (item.score or 0.0) < 1.0:
             lost.setdefault(item.topic, []).append(item)

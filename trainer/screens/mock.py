@@ -22,7 +22,7 @@ from trainer.screens.base import DojoScreen
 from trainer.widgets.keybar import KeyBar
 
 if TYPE_CHECKING:
-    from trainer.core.mock import Feedback, MockRound
+    from trainer.core.mock import MockRound, PartFeedback
     from trainer.core.services import Services
 
 
@@ -87,7 +87,8 @@ class MockScreen(DojoScreen):
         body = view.text
         if view.path:
             body += (f"\n\nYour file: **{view.path}**\n\nctrl+e opens it in your editor; "
-                     "ctrl+g grades it once and ends this part.")
+                     "ctrl+g grades it, as often as you need: a pass ends this part, "
+                     "and so does the round's clock.")
         self.query_one("#mock-prompt", Static).update(
             RichMarkdown(body, code_theme="ansi_dark", hyperlinks=False))
         field.display = not view.path
@@ -114,7 +115,7 @@ class MockScreen(DojoScreen):
             lines += ["", "[b]Study next[/]", *(f"- {escape(s)}" for s in rep.study_next)]
         self.query_one("#mock-prompt", Static).update("\n".join(lines))
 
-    def _show_feedback(self, feedback: Feedback) -> None:
+    def _show_feedback(self, feedback: PartFeedback) -> None:
         text = "\n".join(escape(line) for line in feedback.lines)
         if text and feedback.item_done:
             text = f"Last answer: {text}"
@@ -143,7 +144,11 @@ class MockScreen(DojoScreen):
         if item is None or item.kind != "lab":
             return
         path = Lab(self._services.store).solution_file(item.ref["exercise"])
-        self.dojo.open_editor(self.dojo, path)
+        try:
+            self.dojo.open_editor(self.dojo, path)
+        except Exception as exc:  # no such editor ("could not start the editor `code`")
+            text = str(exc)
+            self.notify(text[:1].upper() + text[1:], severity="error", timeout=10)
 
     def action_grade(self) -> None:
         self.grading = True
@@ -153,15 +158,15 @@ class MockScreen(DojoScreen):
 
     @work(thread=True, exclusive=True, group="mock-grade")
     def _grade(self) -> None:
-        from trainer.core.mock import Feedback, grade_lab
+        from trainer.core.mock import PartFeedback, grade_lab
 
         try:
             feedback = grade_lab(self.mock, self._services)
         except Exception as exc:  # the grader could not run: say so, the part stays open
-            feedback = Feedback([f"Grading failed: {exc}"], reask=True)
+            feedback = PartFeedback([f"Grading failed: {exc}"], reask=True)
         self.app.call_from_thread(self._graded, feedback)
 
-    def _graded(self, feedback: Feedback) -> None:
+    def _graded(self, feedback: PartFeedback) -> None:
         self.grading = False
         self._show_feedback(feedback)
 

@@ -98,6 +98,10 @@ FIXED: list[tuple[str, dict[str, Any], dict[str, Any], list[int], list[int], str
      {"temperature": 3.0, "top_p": 0.5}, [], [], "top-p sees softmax(logits / T)"),
     ("topp-then-minp", {"V": 200, "seed": 25}, {"top_p": 0.7, "min_p": 0.3}, [], [],
      "min-p on the top-p survivors"),
+    ("topp-then-minp-order", {"values": [LN(0.4), LN(0.3), LN(0.2), LN(0.1)]},
+     {"top_p": 0.75, "min_p": 0.3}, [], [],
+     "top-p first keeps ids 0-2 (0.7 < 0.75), min-p then drops nothing more; min-p first "
+     "would drop id 3 and top-p then keep only ids 0-1"),
     ("penalty-then-greedy", {"values": [3.0, 2.9, 1.0, -1.0]},
      {"temperature": 0.0, "repetition_penalty": 1.5}, [], [0],
      "T = 0 after a penalty moved the argmax"),

@@ -155,9 +155,22 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
                               f"generator (never torch's global one, never a shared one)")
     for bi, batch in enumerate(batches):
         for r, rowspec in enumerate(batch["rows"]):
+            # the drive's own record of the generator before and after the calls
+            fresh = (runs[bi].get("states_before") or [None] * (r + 1))[r]
+            state = runs[bi]["states"][r] if runs[bi].get("states") else None
+            if not (isinstance(state, torch.Tensor) and isinstance(fresh, torch.Tensor)):
+                continue
+            moved = not torch.equal(state.cpu(), fresh.cpu())
+            sampled = float(rowspec["params"].get("temperature", 1.0)) != 0.0
+            if sampled and not moved:  # before the greedy rows: a shared draw moves theirs
+                return Verdict(False, f"batch {bi} row {r} is sampled but its own generator "
+                                      f"never advanced: it drew from another one (torch's "
+                                      f"global RNG, the first row's, or one shared by the "
+                                      f"batch) - draw with torch.multinomial(softmax(processed "
+                                      f"row), 1, generator=g), g = that row's own generator")
+        for r, rowspec in enumerate(batch["rows"]):
             if float(rowspec["params"].get("temperature", 1.0)) != 0.0:
                 continue
-            # the drive's own record of the generator before and after the calls
             fresh = (runs[bi].get("states_before") or [None] * (r + 1))[r]
             state = runs[bi]["states"][r] if runs[bi].get("states") else None
             if (isinstance(state, torch.Tensor) and isinstance(fresh, torch.Tensor)

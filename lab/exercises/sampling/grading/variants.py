@@ -158,13 +158,18 @@ def _min_p(x: torch.Tensor, mp: float, bug: str | None) -> torch.Tensor:
 
 def name_bug(got: torch.Tensor, row: torch.Tensor, params: dict[str, Any], prompt: list[int],
              output: list[int]) -> str | None:
-    """The first listed mistake whose output equals `got` (and differs from the contract's)."""
+    """The listed mistakes whose output equals `got` (and differs from the contract's): the
+    first, and the others that fit as alternatives (on one row, min-p before top-p can look
+    exactly like a top-p cut that dropped its crossing token)."""
     want = process(row, params, prompt, output)
+    found = []
     for bug, text in BUGS.items():
         try:
             alt = process(row, params, prompt, output, bug)
         except (RuntimeError, IndexError, ValueError):
             continue
         if not torch.equal(alt, want) and torch.equal(alt, got):
-            return text
-    return None
+            found.append(text)
+    if not found:
+        return None
+    return found[0] + "".join(f" (or: {text})" for text in found[1:])

@@ -17,7 +17,7 @@ from trainer.core.lab_serve import (
     parse_reply,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "tui" / "fixtures"
 
 
 def _failure() -> events.CaseFailed:

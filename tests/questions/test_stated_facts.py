@@ -1,4 +1,4 @@
-"""The five confirmed errors of issue 15, each pinned so it cannot come back.
+"""Facts the bank once stated wrongly, each pinned so it cannot come back.
 
 1. GPU memory is binary: an H100's "80 GB" is 80 GiB (nvidia-smi: 81,559 MiB), an H200's "141 GB"
    shows as 143,771 MiB. Treating the marketed figure as 10^9-byte GB is a mistake, not the key.

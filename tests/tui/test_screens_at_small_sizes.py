@@ -1,5 +1,5 @@
-"""Issue #33 "Screens" (items 6-13) at the sizes the walkthrough named: each test fails on the
-screens as they were before the fix."""
+"""Screens at 60x20, 80x24 and 100x30: answers, grade bars, lab results, counts worded for one
+and help text stay in view and uncut; each test failed on the screens before they were fixed."""
 
 from __future__ import annotations
 
