@@ -87,3 +87,16 @@ def test_setup_copies_the_source_without_caches_and_picks_torch_by_the_gpu() -> 
 ])
 def test_ssh_messages_become_one_sentence(stderr: str, rc: int, sentence: str) -> None:
     assert explain("gpu-box", rc, stderr) == sentence
+
+
+def test_the_hosts_serve_stops_waiting_after_its_idle_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import queue
+
+    from trainer.commands import remote as commands
+
+    monkeypatch.setattr(commands, "IDLE_S", 0.01)
+    lines: queue.Queue[str | None] = queue.Queue()
+    assert commands._next_request(lines) is None  # silent past the limit: the serve ends
+    lines.put('{"exercise": "kv-bytes"}')
+    assert commands._next_request(lines) == '{"exercise": "kv-bytes"}'
