@@ -62,20 +62,20 @@ def concepts_for(exercise: Exercise, level: int, case_id: str) -> tuple[str, ...
     return ()
 
 
-# Failures that say nothing about the learner's grasp of a concept: a stub not written yet, a
-# case not run, the judge's or the sandbox's own trouble.
-NOT_A_CONCEPT = frozenset({"skipped", "not_implemented", "sandbox", "grader_error", "protocol",
-                           "run_timeout"})
+# The only failure that says something about the learner's grasp of a concept: their code
+# answered, and the answer was wrong. A stub, a syntax error, a wrong signature, `.cuda()` on a
+# CPU, a memory kill, a timeout, a case not run or the judge's own trouble bring nothing back.
+CONCEPT_KINDS = frozenset({"wrong"})
 
 
 def failed_recalls(exercise: Exercise, result: GradeResult) -> list[Recall]:
     """The questions behind every failed required case of `result`, each once (its first failed
-    case names it); failures of the kinds in NOT_A_CONCEPT bring nothing back."""
+    case names it); only wrong answers count (CONCEPT_KINDS)."""
     seen: set[str] = set()
     out: list[Recall] = []
     for lvl in result.levels:
         for r in lvl.results:
-            if r.passed or not r.case.required or r.kind in NOT_A_CONCEPT:
+            if r.passed or not r.case.required or r.kind not in CONCEPT_KINDS:
                 continue
             for qid in concepts_for(exercise, lvl.level, r.case.id):
                 if qid not in seen:

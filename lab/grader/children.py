@@ -38,6 +38,7 @@ class Children:
         self.ctx, self.emit = ctx, emit
         self.case_timeout_s = options.case_timeout_s
         self.deadline = math.inf  # the run's budget: set by `start_clock`
+        self.run_timeout_s = math.inf
         self.sandbox_options = sandbox_options(plan.exercise, plan.device, plan.memory_mb,
                                                options.load_timeout_s, plan.confine)
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
@@ -85,6 +86,7 @@ class Children:
 
     def start_clock(self, run_timeout_s: float) -> None:
         """The run's budget starts now (after the imports)."""
+        self.run_timeout_s = run_timeout_s
         self.deadline = time.monotonic() + run_timeout_s
 
     def abort(self) -> None:
@@ -181,9 +183,12 @@ class Children:
         self.loaded = True
         return None
 
+    def _case_limit(self, case: Case) -> float:
+        return case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
+
     def timeout(self, case: Case) -> float:
-        limit = case.timeout_s if self.case_timeout_s is None else self.case_timeout_s
-        return min(limit, max(0.0, self.deadline - time.monotonic()))
+        """The case's own limit, cut to what is left of the run's budget."""
+        return min(self._case_limit(case), max(0.0, self.deadline - time.monotonic()))
 
     def lost(self, outcome: ChildReply) -> None:
         if outcome.child_lost:
@@ -200,12 +205,18 @@ class Children:
         if failure is not None:
             return failure
         msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx or self.ctx)}
-        outcome = self.sandbox.request(msg, self.timeout(case))
+        timeout, limit = self.timeout(case), self._case_limit(case)
+        outcome = self.sandbox.request(msg, timeout)
         if stopped is not None and stopped():
             self.sandbox.close()
             self.loaded = False
         else:
             self.lost(outcome)
+        if outcome.kind == "timeout" and timeout < limit:  # the run's budget, not the case's
+            outcome.message = (
+                f"no answer before the run's {self.run_timeout_s:g} s budget ran out (this "
+                f"case's own limit, {limit:g} s, was not reached) — correct but slow code "
+                "fails this way too: every case of the run shares that budget (stopped)")
         return outcome
 
     # -- the reference's side --------------------------------------------------------------

@@ -455,6 +455,7 @@ def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, wor
                 missing.append("signal scoping (Landlock ABI 6)")
             os.chdir(workspace)
             _private_env(tmp)
+            importable_only_if_readable()
             if flt is not None:
                 step = "the seccomp filter"
                 flt.load()
@@ -463,6 +464,30 @@ def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, wor
                                    f"{step}: {exc.strerror or exc}") from exc
 
     return _fork_confined(libc, result, lock)
+
+
+def importable_only_if_readable() -> None:
+    """Under Landlock the folders on sys.path can be listed but not every module in them read:
+    a package there that is not allowed (psutil beside transformers) must look absent, as in the
+    namespaces' root, not found and then fail to open (libraries probe optional packages with
+    `find_spec` and catch only ImportError). Python's path finder is replaced by one that
+    checks the module can be opened."""
+    import importlib.machinery
+
+    class ReadablePathFinder(importlib.machinery.PathFinder):
+        @classmethod
+        def find_spec(cls, fullname: str, path: Any = None, target: Any = None) -> Any:
+            spec = super().find_spec(fullname, path, target)
+            if spec is not None and spec.has_location and spec.origin:
+                try:
+                    os.close(os.open(spec.origin, os.O_RDONLY | os.O_CLOEXEC))
+                except PermissionError:
+                    return None
+            return spec
+
+    sys.meta_path[:] = [ReadablePathFinder if f is importlib.machinery.PathFinder else f
+                        for f in sys.meta_path]
+    sys.path_importer_cache.clear()
 
 
 def _fork_confined(libc: ctypes.CDLL, result: Confinement,

@@ -46,9 +46,14 @@ def tidy_floats(text: str) -> str:
     return FLOAT_NOISE.sub(shorter, text)
 
 
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w)")
+
+
 def failure_signature(failure: CaseFailed) -> str:
     """What makes two failures "the same way": the exception and the line of the learner's code
-    it came from ("NotImplementedError at stub.py:23"), else the kind and message."""
+    it came from ("NotImplementedError at stub.py:23"), else the kind and the message with its
+    numbers left out ("wrong: expected …, got …"): the per-case values differ, the mistake
+    does not (`group_label` puts back the numbers a group shares)."""
     tb = str(failure.traceback or "").rstrip().splitlines()
     if tb:
         files = TRACEBACK_FILE.findall("\n".join(tb))
@@ -56,8 +61,34 @@ def failure_signature(failure: CaseFailed) -> str:
         if files and last:
             name, line = files[-1]
             return f"{last} at {name}:{line}"
+    return f"{failure.kind}: {NUMBER.sub('…', _first_line(failure))}"
+
+
+def _first_line(failure: CaseFailed) -> str:
     message = tidy_floats(str(failure.message or "")).splitlines()
-    return f"{failure.kind}: {message[0] if message else ''}"
+    return message[0] if message else ""
+
+
+def group_label(failures: list[CaseFailed]) -> str:
+    """How a group of failures with one signature is named: the signature, with each number
+    that every failure of the group shares put back ("(0.5× the expected value)", "factor 2")
+    and the ones that differ left as "…"."""
+    signature = failure_signature(failures[0])
+    if " at " in signature and failures[0].traceback:
+        return signature
+    columns = [NUMBER.findall(_first_line(f)) for f in failures]
+    if len({len(c) for c in columns}) != 1:
+        return signature
+    shared = iter([c[0] if len(set(c)) == 1 else "…" for c in zip(*columns, strict=True)])
+    return f"{failures[0].kind}: {NUMBER.sub(lambda _: next(shared), _first_line(failures[0]))}"
+
+
+def not_run_note(failures: list[CaseFailed]) -> str:
+    """The cases of a level not run after the learner's child was stopped too often (kind
+    `skipped`), said once with their true count: "52 not run: your code was already stopped
+    3 times in this run (timeout) — fix that first"."""
+    reason = str(failures[0].message or "").removeprefix("not run: ")
+    return f"{len(failures)} not run: {reason}"
 
 
 def _indent(text: str, prefix: str = "      ") -> str:
@@ -157,34 +188,41 @@ class TextReport:
         else:
             self.write(f"✗ {head}FAILED ({ok}/{total} {noun(total, 'case')} passed, "
                        f"{e.duration_s:.1f} s)")
-        failures = sorted(self.failures.get(level, []),
-                          key=lambda f: (not f.required, f.size, f.case))
-        if failures:
-            self._detail(failures[0])
-            self._others(failures[0], failures[1:])
+        ran = sorted((f for f in self.failures.get(level, []) if f.kind != "skipped"),
+                     key=lambda f: (not f.required, f.size, f.case))
+        not_run = [f for f in self.failures.get(level, []) if f.kind == "skipped"]
+        if ran:
+            self._detail(ran[0])
+            self._others(ran[0], ran[1:])
+        if not_run:
+            names = [f.case for f in not_run]
+            more = len(names) - MAX_OTHER_FAILURES
+            self.write(f"    {not_run_note(not_run)}: {', '.join(names[:MAX_OTHER_FAILURES])}"
+                       + (f" … (+{more})" if more > 0 else ""))
         skipped = self.skipped.get(level)
         if skipped:
             self.write(f"    {len(skipped.cases)} more not run: the first one failed with "
-                       f"{failures[0].kind if failures else 'an error'}, the rest would fail "
+                       f"{ran[0].kind if ran else 'an error'}, the rest would fail "
                        "the same way — fix it and grade again")
 
     def _others(self, first: CaseFailed, others: list[CaseFailed]) -> None:
         """The other failures, grouped by how they failed (one line per group)."""
         if not others:
             return
-        groups: dict[str, list[str]] = {}
+        groups: dict[str, list[CaseFailed]] = {}
         for f in others:
-            groups.setdefault(failure_signature(f), []).append(f.case)
+            groups.setdefault(failure_signature(f), []).append(f)
         same = groups.pop(failure_signature(first), [])
         if same:
-            self.write(f"    {len(same)} more failed the same way ({failure_signature(first)})"
+            self.write(f"    {len(same)} more failed the same way ({group_label([first, *same])})"
                        + (":" if groups else ""))
         else:
             self.write(f"    {len(others)} more failed:")
-        for signature, names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        for members in sorted(groups.values(), key=lambda fs: -len(fs)):
+            names = [f.case for f in members]
             shown = ", ".join(names[:MAX_OTHER_FAILURES])
             more = len(names) - MAX_OTHER_FAILURES
-            self.write(f"      ×{len(names)} {signature}: {shown}"
+            self.write(f"      ×{len(names)} {group_label(members)}: {shown}"
                        + (f" … (+{more})" if more > 0 else ""))
 
     def _detail(self, f: CaseFailed) -> None:
@@ -196,7 +234,7 @@ class TextReport:
         if f.got:
             self.write(f"      got:      {tidy_floats(f.got)}")
         self.write(f"      why:      {tidy_floats(f.message)}")
-        if f.traceback:
+        if 'File "' in f.traceback:  # frames of the learner's own files only (sandbox.py)
             self.write("      traceback (your code):")
             self.write(_indent(f.traceback, "        "))
         if f.output:

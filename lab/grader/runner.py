@@ -57,6 +57,12 @@ from lab.grader.timing import cpu_threads_one
 __all__ = ["GradeOptions", "GradeResult", "Prepared", "UsageError", "grade", "prepare"]
 
 
+def _shown(expected: Any) -> str:
+    """The reference's answer as the report shows it; "" when the level has none to show (a
+    statistical case whose law is computed in `check`: its `expected` is None)."""
+    return "" if expected is None else events.short_repr(expected)
+
+
 @dataclass
 class _Call:
     """The learner's call of one case, and what ran beside it: the reference's answer computed
@@ -256,7 +262,7 @@ class _Run:
         if not out.ok:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output,
-                              expected=events.short_repr(expected))
+                              expected=_shown(expected))
         try:
             verdict = self.grading.check(case, out.value, expected)
         except Exception as exc:
@@ -265,7 +271,7 @@ class _Run:
                                      f"{events.short_repr(out.value, 200)}")
         return CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
                           message=verdict.message, output=out.output,
-                          expected=events.short_repr(expected),
+                          expected=_shown(expected),
                           got=events.short_repr(out.value), metrics=dict(verdict.metrics))
 
     def _timing(self, case: Case, call: _Call, result: CaseResult,

@@ -145,13 +145,12 @@ def _is_learners(filename: str | None, learner_file: str | None) -> bool:
 
 
 def trim_traceback(exc: BaseException, learner_file: str | None) -> str:
-    """The traceback restricted to frames in the learner's files (else the last frame)."""
+    """The traceback restricted to frames in the learner's files; with none of theirs (a
+    wrong signature refused at the drive's call, a syntax error: the caret under their line
+    says it all) only the exception, never a frame of the grader's shown as theirs."""
     te = traceback.TracebackException.from_exception(exc)
-    frames = list(te.stack)
-    mine = [f for f in frames if _is_learners(f.filename, learner_file)]
-    if isinstance(exc, SyntaxError) and not mine:  # the caret under their line says it all
-        return "".join(te.format_exception_only())
-    shown = traceback.StackSummary.from_list(mine or frames[-1:])
+    mine = [f for f in te.stack if _is_learners(f.filename, learner_file)]
+    shown = traceback.StackSummary.from_list(mine)
     return "".join(shown.format()) + "".join(te.format_exception_only())
 
 
@@ -162,6 +161,22 @@ def _where(exc: BaseException, learner_file: str | None) -> str:
         if _is_learners(frame.filename, learner_file):
             return f" ({Path(frame.filename).name}:{frame.lineno}, in {frame.name})"
     return ""
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Python's MemoryError, or an allocator's refusal that torch raises as a RuntimeError
+    (`DefaultCPUAllocator: can't allocate memory`, CUDA's OutOfMemoryError): one message."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+
+
+def _no_cuda(exc: BaseException) -> bool:
+    """torch refusing CUDA on a machine without it (no driver, a CPU-only build, no device)."""
+    text = str(exc)
+    return isinstance(exc, RuntimeError | AssertionError) and any(
+        marker in text for marker in ("Found no NVIDIA driver", "not compiled with CUDA",
+                                      "No CUDA GPUs are available"))
 
 
 class Child:
@@ -192,9 +207,16 @@ class Child:
         limit = limits.explain(exc)
         if limit is not None:
             return {"ok": False, "kind": "limit", "traceback": tb, "message": limit + where}
-        if isinstance(exc, MemoryError):
-            return {"ok": False, "kind": "memory", "traceback": tb,
-                    "message": f"MemoryError{where}: your code ran past the sandbox memory cap"}
+        if _out_of_memory(exc):
+            return {"ok": False, "kind": "memory", "traceback": tb, "message": (
+                f"out of memory{where}: your code asked for more than the sandbox's memory "
+                "cap allows — runaway allocation?")}
+        if _no_cuda(exc):
+            return {"ok": False, "kind": "exception", "traceback": tb, "message": (
+                f"your code used CUDA{where}, but this grading runs on the CPU (`--device "
+                "cpu`: no GPU here) — put tensors on the device of the inputs you are given "
+                "(`x.device`) instead of calling .cuda(); to grade on a GPU, see \"Grading "
+                "on a GPU machine\" in lab/README.md")}
         if isinstance(exc, NotImplementedError):
             detail = str(exc)
             detail = "" if not detail or f"in {detail})" in where else f": {detail}"

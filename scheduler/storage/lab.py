@@ -271,6 +271,14 @@ class LabPart(SettingsPart):
                 added.append(qid)
         return added
 
+    def missing_cards(self, question_ids: Iterable[str]) -> list[str]:
+        """The ids among `question_ids` that have no card (a bank not synced yet)."""
+        wanted = list(dict.fromkeys(question_ids))
+        with self._read() as s:
+            have = set(s.scalars(select(CardRow.question_id)
+                                 .where(CardRow.question_id.in_(wanted))))
+        return [q for q in wanted if q not in have]
+
     # ----------------------------------------------------------------------- lab workspace
     def lab_state(self, exercise: str) -> dict[str, Any] | None:
         """What the app remembers about an exercise's workspace (which folder, hints shown,

@@ -71,6 +71,7 @@ def listing(path):
 import importlib.util
 for key, path in PATHS.items():
     seen['read ' + key] = reach(path)
+seen['pytest found'] = importlib.util.find_spec('pytest') is not None  # installed, not allowed
 seen['checkout'] = listing(ROOT)
 seen['site'] = listing(SITE)
 try:
@@ -122,6 +123,8 @@ def test_nothing_outside_the_allow_list_can_be_named(
     # the checkout shows the learner-facing runtime only (and the venv's own files)
     assert seen["checkout"] in ("EACCES", ["lab"], [".venv", "lab"]), seen["checkout"]
     assert seen["trainer"] in ("ModuleNotFoundError", "PermissionError"), seen["trainer"]
+    # a package that is there but not allowed looks absent (libraries probe optional ones)
+    assert seen["pytest found"] is False
     if not deny:  # (under Landlock the folders themselves cannot be listed)
         site = seen["site"]
         assert "_editable_impl_serving_dojo.pth" not in site and "torch" not in site, site

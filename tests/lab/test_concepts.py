@@ -68,7 +68,7 @@ def test_grading_a_broken_level_brings_its_questions_back_today() -> None:
     with Store.open() as store:
         before = store.card("kv-cache-009")
     out = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1", "--device", "cpu",
-                               "--file", str(BROKEN_FP8)])
+                               "--file", str(BROKEN_FP8), "--record"])
     assert out.exit_code == 1, out.output
     assert "question" in out.output and "added to today's queue" in out.output
     due = json.loads(runner.invoke(main, ["due", "--json"]).output)
@@ -80,7 +80,7 @@ def test_grading_a_broken_level_brings_its_questions_back_today() -> None:
     with Store.open() as store:
         assert store.card("kv-cache-009") == before  # not reset, not rescheduled
     again = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1", "--device", "cpu",
-                                 "--file", str(BROKEN_FP8)])
+                                 "--file", str(BROKEN_FP8), "--record"])
     assert again.exit_code == 1
     due2 = json.loads(runner.invoke(main, ["due", "--json"]).output)
     assert [i["question_id"] for i in due2["items"]].count("kv-cache-009") == 1

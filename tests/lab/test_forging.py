@@ -281,7 +281,7 @@ def test_the_database_and_state_json_cannot_be_written(
     from trainer.core.lab import Lab
 
     with Lab.open() as lab:
-        result = lab.grade(get("kv-bytes"), path, [1], "cpu", 1, None).result
+        result = lab.grade(get("kv-bytes"), path, [1], "cpu", 1, None, record=True).result
     summary = result.events[-1]
     assert not result.passed and getattr(summary, "stored", False)
     assert len(eval((tmp_path / "errors.txt").read_text())) == 2

@@ -3,7 +3,6 @@ with a fresh child and nothing leaks into the grader's own output."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -18,14 +17,11 @@ def _kinds(run: object) -> set[str]:
 
 @pytest.mark.slow
 def test_infinite_loop_times_out_and_the_rest_is_skipped() -> None:
-    start = time.monotonic()
     run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1,
                        match=r"no answer within 1 s — an infinite loop", kind="timeout",
                        case_timeout_s=1.0)
-    elapsed = time.monotonic() - start
     assert _kinds(run) == {"timeout", "skipped"}
     assert sum(f["kind"] == "timeout" for f in run.failures) == 3  # then it stops trying
-    assert elapsed < 15, elapsed
     assert _my_sandboxes() == []  # every looping child was killed
 
 
@@ -44,7 +40,7 @@ def test_one_huge_allocation_is_refused_by_the_data_limit(tmp_path: Path) -> Non
         "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
         "    return len(bytearray(50 * 2**30))\n"
     )
-    assert_fails("kv-bytes", solution, 1, match=r"MemoryError \(kv_bytes.py:2", kind="memory",
+    assert_fails("kv-bytes", solution, 1, match=r"out of memory \(kv_bytes.py:2", kind="memory",
                  memory_mb=200)
 
 
@@ -152,11 +148,11 @@ def test_learner_folder_does_not_shadow_real_modules(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_run_budget_stops_the_whole_run() -> None:
-    start = time.monotonic()
-    run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1, match=r"no answer within",
-                       kind="timeout", run_timeout_s=2.0, case_timeout_s=30.0)
-    assert time.monotonic() - start < 10
-    assert _kinds(run) == {"timeout", "run_timeout"}
+    run = assert_fails("kv-bytes", SOLUTIONS / "loops_forever.py", 1,
+                       match=r"^no answer before the run's 2 s budget ran out \(this case's own "
+                             r"limit, 30 s, was not reached\)", kind="timeout",
+                       run_timeout_s=2.0, case_timeout_s=30.0)
+    assert _kinds(run) == {"timeout", "run_timeout"}  # the budget ended it, not the 30 s
     assert "budget ran out" in run.failures[-1]["message"]
 
 
@@ -217,11 +213,9 @@ def test_cancel_stops_a_running_grade_and_kills_the_child() -> None:
     stop = threading.Event()
     timer = threading.Timer(1.0, stop.set)
     timer.start()
-    start = time.monotonic()
-    with pytest.raises(Cancelled):
+    with pytest.raises(Cancelled):  # not three 30 s timeouts and a normal return
         grade(get("kv-bytes"), SOLUTIONS / "loops_forever.py", GradeOptions(seed=1,
               cancel=stop.is_set, case_timeout_s=30))
-    assert time.monotonic() - start < 5
     assert _my_sandboxes() == []
 
 

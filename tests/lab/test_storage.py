@@ -129,7 +129,8 @@ def test_grading_works_and_says_so_when_storage_fails() -> None:
 def test_attempts_land_in_the_database_and_lab_list_reads_them(dojo_home: Path) -> None:
     store_module = pytest.importorskip("scheduler.store")
     with Lab.open() as lab:
-        graded = lab.grade(get("kv-bytes"), SOLUTIONS / "correct.py", None, "auto", 4, None)
+        graded = lab.grade(get("kv-bytes"), SOLUTIONS / "correct.py", None, "auto", 4, None,
+                           record=True)
     assert _stored(graded.result)[0], _stored(graded.result)[1]
     with store_module.Store.open() as store:
         rows = store.lab_attempts("kv-bytes")
@@ -148,7 +149,8 @@ def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
     (dojo_home / "dojo.sqlite3").write_bytes(b"not a database" * 100)
     with Lab.open() as lab:
         assert lab.store is None and lab.error is not None
-        graded = lab.grade(get("kv-bytes"), SOLUTIONS / "correct.py", [1], "auto", 1, None)
+        graded = lab.grade(get("kv-bytes"), SOLUTIONS / "correct.py", [1], "auto", 1, None,
+                           record=True)
     stored, why = _stored(graded.result)
     assert graded.passed and not stored and "could not store" in why
 

@@ -64,9 +64,9 @@ def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
     failing.parent.mkdir()
     failing.write_text(STUB.read_text())
     for path, rc in ((failing, 1), (passing, 0)):
-        here = grade("--level", "1", "--file", str(path), "--seed", "7", "--json",
+        here = grade("--level", "1", "--file", str(path), "--record", "--seed", "7", "--json",
                      "--on", "local")
-        there = grade("--level", "1", "--file", str(path), "--seed", "7", "--json",
+        there = grade("--level", "1", "--file", str(path), "--record", "--seed", "7", "--json",
                       "--on", on_host)
         assert (here.exit_code, there.exit_code) == (rc, rc), there.output
         assert shape(here.stdout) == shape(there.stdout)
@@ -88,7 +88,7 @@ def test_same_verdict_and_cases_here_and_on_the_host_recorded_here_once_each(
 
 def test_text_report_names_the_host_and_export_keeps_it(on_host: str, tmp_path: Path) -> None:
     path = reference_as_solution("kv-bytes", tmp_path)
-    result = grade("--level", "1", "--file", str(path), "--on", on_host)
+    result = grade("--level", "1", "--file", str(path), "--record", "--on", on_host)
     assert result.exit_code == 0, result.output
     assert f"at {on_host} · seed" in result.stdout
     assert "PASSED in" in result.stdout and f"on cpu at {on_host}" in result.stdout
@@ -102,8 +102,8 @@ def test_the_lab_host_setting_is_the_default_and_on_local_overrides_it(
         on_host: str, tmp_path: Path) -> None:
     path = reference_as_solution("kv-bytes", tmp_path)
     assert CliRunner().invoke(main, ["settings", f"lab_host={on_host}"]).exit_code == 0
-    assert grade("--level", "1", "--file", str(path)).exit_code == 0
-    assert grade("--level", "1", "--file", str(path), "--on", "local").exit_code == 0
+    assert grade("--level", "1", "--file", str(path), "--record").exit_code == 0
+    assert grade("--level", "1", "--file", str(path), "--record", "--on", "local").exit_code == 0
     assert [a.metrics.get("host") for a in attempts()] == [on_host, None]
     shown = CliRunner().invoke(main, ["settings", "lab_host=local"]).stdout
     assert "lab_host       local" in shown
@@ -112,7 +112,7 @@ def test_the_lab_host_setting_is_the_default_and_on_local_overrides_it(
 
 
 def fault(path: Path, host: str, sentence: str) -> None:
-    result = grade("--level", "1", "--file", str(path), "--on", host)
+    result = grade("--level", "1", "--file", str(path), "--record", "--on", host)
     assert result.exit_code == 3, result.output
     assert result.stderr.strip().splitlines() == [f"Error: {sentence}"]
     assert attempts() == []
@@ -192,7 +192,7 @@ def test_host_out_of_disk(on_host: str, stub_file: Path, tmp_path: Path,
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
         monkeypatch.setenv("DOJO_REMOTE_ROOT", str(full))
-        result = grade("--level", "1", "--file", str(stub_file), "--on", on_host)
+        result = grade("--level", "1", "--file", str(stub_file), "--record", "--on", on_host)
         assert result.exit_code == 3, result.output
         assert result.stderr.strip() == (
             f"Error: {on_host} is out of disk space (1 MiB free in {full}/data, and a grading "
@@ -243,7 +243,7 @@ def _sshd_sessions(server: Sshd) -> list[int]:
 
 def _grading_cli(path: Path, host: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "trainer", "lab", "grade", "kv-bytes",
-                             "--level", "1", "--file", str(path), "--on", host],
+                             "--level", "1", "--file", str(path), "--record", "--on", host],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO)
 
@@ -270,11 +270,11 @@ def test_grading_past_its_time_limit_is_stopped(
         on_host: str, tmp_path: Path, remote_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "kv_bytes.py"
     path.write_text(SLEEPY)
-    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "4")
-    result = grade("--level", "1", "--file", str(path), "--on", on_host)
+    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "2")
+    result = grade("--level", "1", "--file", str(path), "--record", "--on", on_host)
     assert result.exit_code == 3
     assert result.stderr.strip() == (f"Error: the grading on {on_host} ran past its time limit "
-                                     "of 4 s and was stopped; nothing was recorded.")
+                                     "of 2 s and was stopped; nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
     assert attempts() == []
 
@@ -304,8 +304,9 @@ def test_watch_grades_each_save_on_the_host_over_one_connection(
     path = tmp_path / "kv_bytes.py"
     path.write_text(STUB.read_text())
     watch = subprocess.Popen([sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes",
-                              "--level", "1", "--file", str(path), "--on", on_host, "--json",
-                              "--interval", "0.1"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+                              "--level", "1", "--file", str(path), "--record", "--on", on_host,
+                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO)
     assert watch.stdout is not None
 
     def next_summary() -> dict[str, Any]:

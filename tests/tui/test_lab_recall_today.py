@@ -34,6 +34,7 @@ async def test_today_names_the_failed_case_behind_a_recalled_question(
         shown = text_of(app, "#today-lab")
         assert "1 question back from the lab" in shown
         assert "kv-bytes L1 failed falcon-7b-mqa → kv-cache-002" in shown
+        assert "Re-drill 1 " in text_of(app, "#today-counts")  # not "Re-drill 0" beside it
         session = app.services.start_session()
         recalled = [i for i in session._state.queue if i.question_id == "kv-cache-002"]
         assert [i.mode for i in recalled] == ["redrill"]

@@ -89,7 +89,7 @@ async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None
         await ready(app, pilot)
         screen = await _lab(app, pilot)
         await pilot.press("s", "g")
-        for _ in range(200):
+        for _ in range(1500):  # a bound for a loaded machine, not a timing
             await pilot.pause(0.02)
             if screen._proc is not None and any("Grading" in line for line in
                                                 screen.log_lines):
@@ -99,7 +99,7 @@ async def test_cancel_kills_the_grader(make_app: Callable[..., DojoApp]) -> None
         assert proc.returncode is None
         await pilot.press("x")
         assert screen._grading is not None
-        for _ in range(100):
+        for _ in range(1500):
             await pilot.pause(0.02)
             if proc.returncode is not None:
                 break
@@ -148,14 +148,14 @@ async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Selecting a started torch lab and staying on it sends the server one prepare request
     (its child imports torch before g is pressed); a pure-Python lab, a lab not started and a
-    row passed over quickly send none."""
+    row passed over quickly send none. The hold itself is not timed here (a loaded machine
+    stretches any pause): the test says when it has lasted (`prepare_held`, the timer's
+    callback) and checks which level was pending and what was sent, in order."""
     import trainer.screens.lab as lab_screen
 
     requests = tmp_path / "requests.jsonl"
     monkeypatch.setenv("DOJO_TEST_REQUESTS", str(requests))
-    # a hold of 1 s: a row passed over (one pause) stays far below it even on a loaded
-    # machine, and a row held for 1.8 s far above it
-    monkeypatch.setattr(lab_screen, "PREPARE_AFTER_S", 1.0)
+    monkeypatch.setattr(lab_screen, "PREPARE_AFTER_S", 3600.0)  # never fires by itself
     app = make_app(lab_command=[sys.executable, str(FIXTURES / "lab" / "recording_server.py")])
 
     def sent() -> list[dict[str, object]]:
@@ -164,28 +164,46 @@ async def test_a_started_torch_lab_held_selected_is_prepared_ahead(
         return [json.loads(x) for x in requests.read_text().splitlines()] if requests.exists() \
             else []
 
+    async def held(count: int) -> list[dict[str, object]]:
+        """The pending level's hold has lasted: wait until the server has `count` requests."""
+        screen.prepare_held()
+        for _ in range(600):  # a bound, not a timing: the server may start slowly
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.05)
+            if len(sent()) >= count:
+                break
+        return sent()
+
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(app, pilot)
         screen = await _lab(app, pilot)
         listing = screen.query_one("#lab-list")
         rows = [(r.exercise, r.level) for r in screen.rows]
         await pilot.press("s")  # kv-bytes L1: started, but no torch
+        assert screen.prepare_pending is None
         for key in (("spec-verify", 1), ("spec-verify", 2), ("batch-engine", 1)):
             listing.highlighted = rows.index(key)  # type: ignore[attr-defined]
             await pilot.pause()
             await pilot.press("s")
-        await pilot.pause(1.8)
-        assert sent() == [{"exercise": "batch-engine", "level": 1, "prepare": True}]
+        await app.workers.wait_for_complete()  # the catalogue read after each start
+        await pilot.pause()
+        assert screen.prepare_pending == ("batch-engine", 1)  # the rows passed over: dropped
+        assert await held(1) == [{"exercise": "batch-engine", "level": 1, "prepare": True}]
         listing.highlighted = rows.index(("spec-verify", 2))  # type: ignore[attr-defined]
         await pilot.pause()
+        assert screen.prepare_pending == ("spec-verify", 2)
         listing.highlighted = rows.index(("spec-verify", 1))  # type: ignore[attr-defined]
-        await pilot.pause(1.8)  # spec-verify L2 was passed over: only L1 is prepared
-        assert [(r["exercise"], r["level"]) for r in sent()] == [
+        await pilot.pause()
+        assert screen.prepare_pending == ("spec-verify", 1)  # L2 passed over: only L1
+        assert [(r["exercise"], r["level"]) for r in await held(2)] == [
             ("batch-engine", 1), ("spec-verify", 1)]
         listing.highlighted = rows.index(("paged-kv", 4))  # type: ignore[attr-defined]
-        await pilot.pause(1.8)  # paged-kv not started: nothing to prepare
+        await pilot.pause()
+        assert screen.prepare_pending is None  # paged-kv not started: nothing to prepare
         listing.highlighted = rows.index(("kv-bytes", 1))  # type: ignore[attr-defined]
-        await pilot.pause(1.8)
+        await pilot.pause()
+        assert screen.prepare_pending is None  # no torch
+        screen.prepare_held()
         assert len(sent()) == 2
         await pilot.press("g")  # the grading request follows on the same server
         await _graded(screen, pilot)

@@ -67,8 +67,9 @@ def list_() -> None:
     with opened(say_read_only=True) as lab:
         rows = lab.rows(exercises)  # the Lab screen's rows
     width = max((len(lvl.title) for ex in exercises for lvl in ex.levels), default=0)
+    id_width = max((len(ex.id) for ex in exercises), default=0)  # tensor-parallel is 15
     for ex in exercises:
-        click.echo(f"{ex.id:<14} {ex.title} — {ex.summary}")
+        click.echo(f"{ex.id:<{id_width}}  {ex.title} — {ex.summary}")
         missing = ex.unavailable()
         if missing:
             click.echo(f"  unavailable here: it {missing}")
@@ -139,7 +140,7 @@ def start(exercise_id: str, workspace: Path | None, level: int | None, interview
 def _grade_once(
     lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str, seed: int | None,
     as_json: bool, models: dict[str, str] | None = None, prepared: Any = None,
-    host: Any = None,
+    host: Any = None, *, record: bool = False,
 ) -> bool:
     """Grade and record (`trainer.core.lab.Lab.grade`) and print the report or the JSON
     events; `prepared`: a child started ahead by `lab.grader.runner.prepare` (watch, serve);
@@ -159,7 +160,8 @@ def _grade_once(
     status = ProgressLine() if sys.stdout.isatty() and not as_json else None
     report = TextReport(click.echo, status=status)
     try:
-        graded = lab.grade(ex, path, levels, device, seed, emit, models, prepared, host)
+        graded = lab.grade(ex, path, levels, device, seed, emit, models, prepared, host,
+                           record=record)
     finally:  # an interrupted grading must not leave the progress line on the terminal
         if status is not None:
             status.close()
@@ -219,6 +221,9 @@ def _resolve_file(lab: Lab, ex: Any, file: Path | None) -> Path:
     if not path.is_file():
         hint = "" if file is not None else f" — run `dojo lab start {ex.id}` first"
         _usage_error(f"no solution file at {path}{hint}")
+    if path.suffix != ".py":  # a notes.txt is not a failed attempt: nothing to grade
+        _usage_error(f"{path} is not a Python file: --file takes a .py file with the "
+                     f"functions of {ex.workspace_file}")
     return path
 
 
@@ -228,8 +233,11 @@ GRADE_OPTIONS = [
         "--file",
         "file",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Grade this file instead of your workspace file.",
+        help="Grade this .py file instead of your workspace file (graded, not recorded as "
+        "an attempt of the level unless --record).",
     ),
+    click.option("--record", is_flag=True, help="Record a --file grading as an attempt of "
+                 "the level, like your workspace file's."),
     click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
@@ -283,6 +291,7 @@ def grade_cmd(
     exercise_id: str,
     level: int | None,
     file: Path | None,
+    record: bool,
     device: str,
     seed: int | None,
     as_json: bool,
@@ -302,9 +311,12 @@ def grade_cmd(
     with opened() as lab:
         ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
         host = _host(lab, on, models)
+        if host is not None and unconfined:
+            _usage_error(f"--unconfined switches off this machine's sandbox; {host} grades in "
+                         "its own (use --on local to grade here unconfined)")
         try:
             passed = _grade_once(lab, ex, path, levels, device, seed, as_json, models,
-                                 host=host)
+                                 host=host, record=record)
         except UsageError as exc:
             _usage_error(str(exc))
         except RemoteError as exc:
@@ -351,6 +363,7 @@ def watch(
     exercise_id: str,
     level: int | None,
     file: Path | None,
+    record: bool,
     device: str,
     seed: int | None,
     as_json: bool,
@@ -365,7 +378,8 @@ def watch(
         ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
         host = _host(lab, on, models)
         try:
-            _watch(lab, ex, path, levels, device, seed, as_json, models, interval, host)
+            _watch(lab, ex, path, levels, device, seed, as_json, models, interval, host,
+                   record)
         except KeyboardInterrupt:
             if not as_json:
                 click.echo("\nStopped watching.")
@@ -374,7 +388,7 @@ def watch(
 
 def _watch(lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str,
            seed: int | None, as_json: bool, models: dict[str, str], interval: float,
-           host: str | None) -> None:
+           host: str | None, record: bool = False) -> None:
     """Grade, prepare the next grading's child (or keep the host's connection), wait for a
     save; again (until Ctrl-C)."""
     from lab.grader.runner import GradeOptions, UsageError, prepare
@@ -387,7 +401,7 @@ def _watch(lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str,
             stamp = _stamp(path)
             try:
                 _grade_once(lab, ex, path, levels, device, seed, as_json, models, prepared,
-                            link)
+                            link, record=record)
             except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
                 click.echo(f"Error: {exc}", err=True)
             except RemoteError as exc:  # said once; the next save connects again
@@ -428,7 +442,7 @@ def _serve_one(lab: Lab, request: Any, prepared: Any, link: Any = None) -> tuple
     try:
         ex, path, levels, models = _setup(lab, request.exercise, request.level, None, None,
                                           None)
-        passed = _grade_once(lab, ex, path, levels, "auto", None, True, models, prepared,
+        passed = _grade_once(lab, ex, path, levels, "auto", request.seed, True, models, prepared,
                              link)
     except (SystemExit, UsageError, RemoteError) as exc:
         if prepared is not None:
@@ -522,9 +536,10 @@ def _die_with_parent(parent: str | None) -> None:
 @lab.command(hidden=True)
 def serve() -> None:
     """For the TUI: requests read from stdin, one JSON object a line. {"exercise": ID,
-    "level": N} grades, answered with the `--json` events of `dojo lab grade` and a closing
-    {"event": "served", "rc": 0|1|2}; with "prepare": true it only starts the child that
-    grading would use (torch imported in both processes) and answers {"event": "prepared"}.
+    "level": N} grades (with "seed": S, that run's cases), answered with the `--json` events
+    of `dojo lab grade` and a closing {"event": "served", "rc": 0|1|2}; with "prepare": true
+    it only starts the child that grading would use (torch imported in both processes) and
+    answers {"event": "prepared"}.
     Imports stay warm between requests, and the next grading's child is started while you
     edit. The protocol is written down in `trainer.core.lab_serve`, whose `GradingServer` is
     its client. One `Lab` (one open store) serves every request."""

@@ -147,7 +147,8 @@ def answer(text: tuple[str, ...]) -> None:
 @click.option("--on", "on", metavar="HOST", help="Grade on this SSH host (default: the "
               "lab_host setting; `--on local` grades here).")
 def grade(device: str, on: str | None) -> None:
-    """Grade the lab part once (it ends the part) and put your own file back."""
+    """Grade the lab part: a pass ends it and puts your own file back; a failure with time
+    left on the round's clock keeps it open (exit 1): fix the file and grade again."""
     from trainer.core.mock import grade_lab
     from trainer.core.remote import RemoteError
 
@@ -157,6 +158,10 @@ def grade(device: str, on: str | None) -> None:
             feedback = grade_lab(current, services, device=device, on=on)
         except (RemoteError, ValueError) as exc:
             raise click.ClickException(f"{exc} The lab part stays open.") from exc
+        if feedback.reask and current.current is not None and current.current.kind == "lab":
+            for line in feedback.lines:  # not passed yet: the part stays open
+                click.echo(line)
+            sys.exit(1)
         _after(feedback, current, services)
 
 

@@ -114,15 +114,42 @@ class Recorder:
         return True, ""
 
 
+class Unrecorded(Recorder):
+    """A recorder that stores nothing and says why (a `--file` that is not the workspace
+    file, graded without `--record`): the grading is reported, the level's record untouched."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(None)
+        self.why = why
+
+    def record(self, result: GradeResult) -> tuple[bool, str]:
+        self.card_results, self.card_error, self.recalls = [], "", []
+        return False, self.why
+
+
 def _recall_failed(store: AttemptStore, result: GradeResult) -> list[Any]:
     """Failed cases bring their concepts back (lab.concepts); never costs the report."""
     try:
-        from lab.concepts import recall_failed
+        from lab.concepts import failed_recalls, recall_failed
         from lab.exercises import get
 
-        return recall_failed(store, get(result.exercise), result)
+        ex = get(result.exercise)
+        _cards_for(store, [r.question_id for r in failed_recalls(ex, result)])
+        return recall_failed(store, ex, result)
     except Exception:
         return []
+
+
+def _cards_for(store: AttemptStore, question_ids: list[str]) -> None:
+    """On a fresh data folder the questions have no cards yet (the bank is synced by the app
+    and by `dojo due`): sync it now, so the first grading's wrong answers bring their
+    questions back too. An injected store is its caller's to fill."""
+    from scheduler.store import Store
+
+    if question_ids and isinstance(store, Store) and store.missing_cards(question_ids):
+        from trainer.core.bank import load_study_bank, sync_bank
+
+        sync_bank(store, load_study_bank())
 
 
 def summarize_level(attempts: list[Any]) -> LevelStanding:

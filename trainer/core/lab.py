@@ -34,7 +34,13 @@ from lab.grader.events import (
     RunStarted,
     Summary,
 )
-from lab.grader.report import failure_signature, next_step, tidy_floats
+from lab.grader.report import (
+    failure_signature,
+    group_label,
+    next_step,
+    not_run_note,
+    tidy_floats,
+)
 
 __all__ = [  # the grader's typed events and report helpers, for the screens
     "CaseFailed",
@@ -52,7 +58,9 @@ __all__ = [  # the grader's typed events and report helpers, for the screens
     "RunStarted",
     "Summary",
     "failure_signature",
+    "group_label",
     "next_step",
+    "not_run_note",
     "tidy_floats",
 ]
 
@@ -404,22 +412,26 @@ class Lab:
     def grade(self, ex: Exercise, path: Path, levels: list[int] | None, device: str,
               seed: int | None, emit: Callable[[Event], None] | None,
               models: dict[str, str] | None = None, prepared: Any = None,
-              host: Any = None) -> Graded:
+              host: Any = None, *, record: bool = False) -> Graded:
         """Run the grader on `path`, recording the attempt (and the lab cards its passes
-        create or grade) in this store, counting it in the interview rehearsal when it grades
-        the rehearsal's file; `prepared`: a child started ahead by
-        `lab.grader.runner.prepare`; `host`: an SSH host name or an open
+        create or grade) in this store when `path` is the workspace file or `record` asks for
+        it (a scratch file graded with --file is not an attempt of the level), counting it in
+        the interview rehearsal when it grades the rehearsal's file; `prepared`: a child
+        started ahead by `lab.grader.runner.prepare`; `host`: an SSH host name or an open
         `trainer.core.remote.RemoteSession` to grade on instead of here (raises `RemoteError`,
         nothing recorded or counted, when that fails)."""
         from lab.grader.plan import GradeOptions
         from lab.workspace import interview_metrics
-        from trainer.core.attempts import Recorder
+        from trainer.core.attempts import Recorder, Unrecorded
 
         self.refresh()
         state = self.state
         rehearsal = path.resolve() == state.solution_path(ex).resolve()
         levels_counted = levels or ex.level_numbers
-        recorder = Recorder(self.store, self.error)
+        recorder = Recorder(self.store, self.error) if rehearsal or record else Unrecorded(
+            f"{path.name} is not your workspace file, so this grading is not an attempt of "
+            "the level (--record counts it)")
+        emit = self._next_step_checked(ex, emit)
         if host is not None:
             from trainer.core.remote import RemoteSession, grade_remote
 
@@ -445,6 +457,39 @@ class Lab:
                                        if lvl.level == session.level):
             session = state.passed_interview(ex, session)
         return Graded(result.passed, session, recorder, result)
+
+    def _next_step_checked(self, ex: Exercise, emit: Callable[[Event], None] | None
+                           ) -> Callable[[Event], None] | None:
+        """`emit`, with the summary's "next: Level N … `dojo lab start`" pointing at the
+        first later level not passed yet, and left out during an interview rehearsal (its
+        level is the one to work on) or when every later level has passed."""
+        if emit is None:
+            return None
+        import dataclasses
+
+        sink = emit
+
+        def checked(event: Event) -> None:
+            if isinstance(event, Summary) and isinstance(event.next_level, dict):
+                event = dataclasses.replace(event,
+                                            next_level=self._next_open(ex, event.next_level))
+            sink(event)
+
+        return checked
+
+    def _next_open(self, ex: Exercise, nxt: dict[str, Any]) -> dict[str, Any] | None:
+        if self.state.interview(ex) is not None:
+            return None
+        self._read = False  # this grading's attempt is in the table now
+        passed = {a.level for a in self.attempts() or []
+                  if a.exercise == ex.id and a.passed}
+        number = nxt.get("number")
+        later = [n for n in ex.level_numbers
+                 if isinstance(number, int) and n >= number and n not in passed]
+        if not later:
+            return None
+        return {"number": later[0], "title": ex.level(later[0]).title,
+                "command": f"dojo lab start {ex.id} --level {later[0]}"}
 
     def card_lines(self, ex: Exercise, graded: Graded) -> list[str]:
         """What the grading's passes did to their lab cards ("… is now a lab card (quality

@@ -1,7 +1,8 @@
 """The `dojo lab serve` protocol, and `GradingServer`, its typed client (the Lab screen's).
 
 * Requests, one JSON object a line on the server's stdin (`ServeRequest`):
-  ``{"exercise": ID, "level": N}`` grades (level may be null: every level), and
+  ``{"exercise": ID, "level": N}`` grades (level may be null: every level; an optional
+  ``"seed": S`` replays an earlier run's hidden cases, as `dojo lab grade --seed`), and
   ``{"exercise": ID, "level": N, "prepare": true}`` only starts the sandboxed child that grading
   would use (torch imported), so the next grading answers in about a second.
 * Replies, one JSON object a line on its stdout: a grading is answered with the `--json` events
@@ -35,11 +36,14 @@ class ServeRequest:
     exercise: str
     level: int | None = None
     prepare: bool = False
+    seed: int | None = None  # the grading's seed (None: a random one)
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"exercise": self.exercise, "level": self.level}
         if self.prepare:
             data["prepare"] = True
+        if self.seed is not None:
+            data["seed"] = self.seed
         return json.dumps(data)
 
     @classmethod
@@ -49,13 +53,14 @@ class ServeRequest:
             data = json.loads(line)
             if not isinstance(data, dict):
                 return None
-            level = data.get("level")
+            level, seed = data.get("level"), data.get("seed")
         except ValueError:
             return None
-        if not isinstance(data.get("exercise"), str) or (
-                level is not None and (not isinstance(level, int) or isinstance(level, bool))):
+        if not isinstance(data.get("exercise"), str) or not all(
+                x is None or (isinstance(x, int) and not isinstance(x, bool))
+                for x in (level, seed)):
             return None
-        return cls(data["exercise"], level, bool(data.get("prepare")))
+        return cls(data["exercise"], level, bool(data.get("prepare")), seed)
 
 
 @dataclass(frozen=True)

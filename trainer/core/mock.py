@@ -192,6 +192,7 @@ def new_round(services: Services, minutes: int = DEFAULT_MINUTES, *,
                                                   rank.get(p.topic, len(rank)), rng.random()))
     items.append(Part("design", {"prompt": prompt.id}, prompt.topic))
     exercise, level, topic = choose_lab(services.bank, weak)
+    level = first_open_level(exercise, level, services.store.lab_levels_passed())
     items.append(Part("lab", {"exercise": exercise, "level": level}, topic))
     today = services.day()
     mock = MockRound(started_s=clock(), minutes=minutes, items=items, weakest=weak[:5],
@@ -230,6 +231,16 @@ def choose_lab(bank: Bank, weak: list[str]) -> tuple[str, int, str]:
                 return ex.id, q.lab.level, topic
     ex = next(iter(known.values()))
     return ex.id, ex.level_numbers[0], weak[0] if weak else ""
+
+
+def first_open_level(exercise: str, linked: int, passed: set[tuple[str, int]]) -> int:
+    """The exercise's first level not passed yet (its blank stub needs every level before it
+    written too, so a weak topic linked to L4 draws L2 when only L1 has passed); the linked
+    level when every level has passed."""
+    from lab.exercises import get
+
+    open_levels = [n for n in get(exercise).level_numbers if (exercise, n) not in passed]
+    return open_levels[0] if open_levels else linked
 
 
 # ---------------------------------------------------------------------------- store round-trip
@@ -369,7 +380,8 @@ def begin(mock: MockRound, services: Services, clock: Clock = time.time) -> View
                 f"Implement level {lvl.number} of {ex.title} from a blank stub, interview rules: "
                 f"no hints (the statement below is also `dojo lab show {ex.id}`).\n\n"
                 f"{lab.statement(ex)}",
-                "edit the file, then grade (once: the part ends with it)",
+                "edit the file and grade it, as often as you need: the part ends with a pass "
+                "or with the round's clock",
                 path=str(lab.state.solution_path(ex)))
 
 
@@ -498,8 +510,10 @@ def _answer_design(mock: MockRound, item: Part, text: str, services: Services,
 
 def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
               device: str = "auto", on: str | None = None) -> PartFeedback:
-    """Grade the lab item's file once on its level (recorded like any grading), end the
-    rehearsal (your own file comes back; the rehearsal's is kept under backups/) and score it.
+    """Grade the lab item's file on its level (recorded like any grading). A pass, or a
+    failure once the round's clock has run out, ends the part: the rehearsal ends (your own
+    file comes back; the rehearsal's is kept under backups/) and it is scored. A failure with
+    time left keeps the part open (`reask`): fix the file and grade again.
     Graded on `on` (an SSH host, "local") or else the lab_host setting's host; a host that
     cannot grade raises `trainer.core.remote.RemoteError` with nothing counted or recorded.
     Blocking (a sandboxed subprocess): the TUI calls it from a worker thread."""
@@ -522,6 +536,7 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
     item.answers.append("passed" if passed else "failed")
     lines = [f"{ex.id} L{level} {'passed' if passed else 'failed'}"
              + (f" (graded on {result.device} at {host})." if host else ".")]
+    item.mistakes = []  # the last grading's failure is the part's mistake
     for lvl in result.levels:
         failure = lvl.smallest_failure()
         if failure is not None and not passed:
@@ -529,6 +544,12 @@ def grade_lab(mock: MockRound, services: Services, clock: Clock = time.time,
             item.mistakes.append(f"{ex.id} L{level}: case {failure.case.id} failed: {message}")
             lines.append(f"First failing case: {failure.case.id}: {message}")
     lines += recall_lines(graded.recorder.recalls)
+    left_s = mock.minutes * 60 - mock.elapsed_s(clock())
+    if not passed and left_s > 0:  # iterate: the part stays open until a pass or the clock
+        lines.append(f"Fix it and grade again ({_mmss(left_s)} left on the round's clock; "
+                     "skipping gives the part up).")
+        save(mock, services, clock)
+        return PartFeedback(lines, reask=True)
     running = lab.interview(ex)
     if running is not None:
         path, kept = lab.state.end_interview(ex)

@@ -20,13 +20,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, OptionList, ProgressBar, RichLog, Static
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Input, OptionList, ProgressBar, RichLog, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from questions.wording import plural
 from trainer.core import lab as service
-from trainer.core.lab import Catalogue, LevelRow
+from trainer.core.lab import Catalogue, LevelRow, Summary
 from trainer.core.lab_serve import GradingServer, Prepared, Served, ServeRequest
 from trainer.screens.lab_results import LabResultsScreen
 from trainer.screens.modals import NoteScreen
@@ -44,6 +45,9 @@ def lab_command(app: DojoApp) -> list[str]:
 
 
 PREPARE_AFTER_S = 1.0  # a selection held this long starts the grading child ahead
+MARKS = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}  # status marks
+
+
 def _option_label(mark: str, row: LevelRow) -> str:
     """Mark, exercise and level, then the level's title: wrapped in the list's width, never cut
     (at 60 and 80 columns the titles lost their ends)."""
@@ -57,6 +61,32 @@ class TaskScreen(NoteScreen):
     TaskScreen MarkdownFence { overflow: hidden hidden; }
     TaskScreen MarkdownFence > Label { width: 1fr; }
     """
+
+
+class SeedScreen(ModalScreen[int | None]):
+    """Ask for the seed of the next gradings: an earlier run's (its replay line names it) to
+    replay its hidden cases, or nothing for a fresh random one each time. Dismissed with the
+    seed, -1 for random, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, current: int | None) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        now = f"now {self.current}" if self.current is not None else "now random"
+        with Vertical(classes="modal small"):
+            yield Static(f"[b]Seed for the next gradings[/] ({now})", classes="modal-title")
+            yield Input(placeholder="a seed to replay; empty for random (Esc cancels)",
+                        type="integer", id="lab-seed-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self.dismiss(int(text) if text.lstrip("-").isdigit() else -1)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class LabScreen(LabResultsScreen):
@@ -73,6 +103,9 @@ class LabScreen(LabResultsScreen):
         Binding("i", "statement", "Task", id="lab-statement", tooltip="The exercise statement"),
         Binding("n", "next_level", "Next level", id="lab-next",
                 tooltip="Start the next level of this exercise"),
+        Binding("S", "seed", "Seed", id="lab-seed",
+                tooltip="Set the seed of the next gradings (an earlier run's replays its "
+                        "hidden cases)"),
         Binding("I", "interview", "Interview", id="lab-interview",
                 tooltip="Rehearse this level: your file aside, a fresh stub, a 45-minute clock, "
                         "no hints"),
@@ -99,9 +132,12 @@ class LabScreen(LabResultsScreen):
         self._server: GradingServer | None = None  # `dojo lab serve`, kept warm
         self._grading: Worker[int | None] | None = None
         self._attempts_read = False
+        self._fetches = 0  # catalogue reads started (see `_loaded`)
         self._migrated = False
         self._prepare_timer: Timer | None = None
+        self.prepare_pending: tuple[str, int] | None = None  # held now, prepared when it lasts
         self._prepared_for: tuple[str, int] | None = None
+        self.seed: int | None = None  # the gradings' seed (None: random), set with S
 
     def compose(self) -> ComposeResult:
         # Short enough for 60 columns; every key is on the key bar and in F1.
@@ -155,8 +191,13 @@ class LabScreen(LabResultsScreen):
 
     # -- catalogue -----------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="lab-list")
     def _fetch(self) -> None:
+        """Read the catalogue again (numbered: only the newest read is shown)."""
+        self._fetches += 1
+        self._read_catalogue(self._fetches)
+
+    @work(thread=True, exclusive=True, group="lab-list")
+    def _read_catalogue(self, number: int) -> None:
         try:
             with self.lab() as lab:
                 if not self._migrated:  # older releases' records, once per screen
@@ -166,14 +207,21 @@ class LabScreen(LabResultsScreen):
         except Exception as exc:  # the lab package may be missing or broken: say so
             self.app.call_from_thread(self._unavailable, f"{type(exc).__name__}: {exc}")
             return
-        self.app.call_from_thread(self._loaded, found)
+        self.app.call_from_thread(self._loaded, found, number)
 
     def _unavailable(self, why: str) -> None:
-        self.query_one("#lab-detail", Static).update(
-            f"[b yellow]The lab is not available:[/] {why}"
-        )
+        if self.is_attached:
+            self.query_one("#lab-detail", Static).update(
+                f"[b yellow]The lab is not available:[/] {why}"
+            )
 
-    def _loaded(self, found: Catalogue) -> None:
+    def _loaded(self, found: Catalogue, number: int | None = None) -> bool:
+        """Show the catalogue read `number`; False when it was not shown. A read started
+        before a grading ended can finish after the one started when it ended (a thread
+        cannot be cancelled): its statuses are stale ("✓ passing" after a failed grading).
+        One finishing after the screen closed has nothing to paint."""
+        if not self.is_attached or (number is not None and number != self._fetches):
+            return False
         self.exercises, self.workspaces = found.exercises, found.workspaces
         self.rows = rows = found.rows
         first, self._attempts_read = not self._attempts_read, True
@@ -183,14 +231,13 @@ class LabScreen(LabResultsScreen):
             self._clear_results(*self.shown_for)  # the stored results, now that they are read
         listing = self.query_one("#lab-list", OptionList)
         keep = listing.highlighted
-        marks = {"passing": "[green]✓[/]", "failing": "[red]✗[/]", "started": "…"}
         listing.set_options(
-            Option(_option_label(marks.get(r.status, "·"), r), id=f"{r.exercise}:{r.level}")
+            Option(_option_label(MARKS.get(r.status, "·"), r), id=f"{r.exercise}:{r.level}")
             for r in rows
         )
         if not rows:
             self._unavailable("no exercises found")
-            return
+            return True
         if self.initial is not None:
             index = next((i for i, r in enumerate(rows) if r.exercise == self.initial), None)
             if index is None:
@@ -198,6 +245,7 @@ class LabScreen(LabResultsScreen):
             keep, self.initial = index, None
         listing.highlighted = keep if keep is not None else 0
         self._describe()
+        return True
 
     def selected(self) -> LevelRow | None:
         listing = self.query_one("#lab-list", OptionList)
@@ -240,6 +288,7 @@ class LabScreen(LabResultsScreen):
         if self._prepare_timer is not None:
             self._prepare_timer.stop()
             self._prepare_timer = None
+        self.prepare_pending = None
         ex = self.exercises[row.exercise]
         key = (row.exercise, row.level)
         if key == self._prepared_for or not ex.needs_torch_for([row.level]):
@@ -247,8 +296,15 @@ class LabScreen(LabResultsScreen):
         with self.lab() as lab:
             started = lab.workspace_file(ex) is not None
         if started:
-            self._prepare_timer = self.set_timer(PREPARE_AFTER_S,
-                                                 lambda: self._send_prepare(*key))
+            self.prepare_pending = key
+            self._prepare_timer = self.set_timer(PREPARE_AFTER_S, self.prepare_held)
+
+    def prepare_held(self) -> None:
+        """The selection was held for PREPARE_AFTER_S (the timer's callback; a test calls it
+        to say the hold has lasted): prepare the level still pending."""
+        key, self.prepare_pending = self.prepare_pending, None
+        if key is not None:
+            self._send_prepare(*key)
 
     @work(exclusive=True, group="lab-prepare")
     async def _send_prepare(self, exercise: str, level: int) -> None:
@@ -271,7 +327,7 @@ class LabScreen(LabResultsScreen):
         running = self._grading_now()
         if action == "cancel":
             return running
-        if action in ("grade", "start", "edit"):
+        if action in ("grade", "start", "edit", "seed"):
             return not running or None
         if action == "next_level":
             return (not running and self._next_row() is not None) or None
@@ -436,6 +492,16 @@ class LabScreen(LabResultsScreen):
         self._grading = self._grade(row.exercise, row.level)
         self.refresh_bindings()
 
+    def action_seed(self) -> None:
+        def chosen(seed: int | None) -> None:
+            if seed is None:
+                return
+            self.seed = None if seed < 0 else seed
+            self.notify(f"Gradings use seed {self.seed} (S changes it)." if self.seed is not
+                        None else "Gradings use a random seed.")
+
+        self.app.push_screen(SeedScreen(self.seed), chosen)
+
     def action_cancel(self) -> None:
         if self._grading is not None and self._grading.is_running:
             self._grading.cancel()
@@ -448,7 +514,7 @@ class LabScreen(LabResultsScreen):
         table = self.query_one("#lab-results", DataTable)
         bar = self.query_one(ProgressBar)
         self._clear_results(exercise, level, stored=False)
-        self._signatures = {}
+        self._signatures, self._not_run = {}, []
         host = self._host()
         on = f" on {host}" if host else ""
         self.query_one("#lab-results-title", Static).update(
@@ -456,13 +522,15 @@ class LabScreen(LabResultsScreen):
         bar.update(total=None, progress=0)
         bar.display = True
         self.last_summary = None
-        self.write_log(f"$ dojo lab grade {exercise} --level {level} --json"
+        seed = self.seed
+        replay = f" --seed {seed}" if seed is not None else ""
+        self.write_log(f"$ dojo lab grade {exercise} --level {level}{replay} --json"
                        + (f" --on {host}" if host else ""))
         self._proc = server = await self._grader()
         rc: int | None = None
         error = ""  # the server's "Error: …" sentence (a host that could not grade)
         try:
-            await server.send(ServeRequest(exercise, level))
+            await server.send(ServeRequest(exercise, level, seed=seed))
             while (reply := await server.reply()) is not None:
                 if isinstance(reply, str):
                     if reply.strip():
@@ -514,6 +582,25 @@ class LabScreen(LabResultsScreen):
         except Exception:
             return None
         return None if service.grades_here(host) else host
+
+    def _summary(self, ev: Summary, title: Static, bar: ProgressBar) -> None:
+        super()._summary(ev, title, bar)
+        self._mark_graded(ev)
+
+    def _mark_graded(self, ev: Summary) -> None:
+        """The grading's verdict on each level it graded, in the list and the detail at once,
+        wherever the cursor is (the catalogue read after the grading confirms it)."""
+        listing = self.query_one("#lab-list", OptionList)
+        levels = ev.levels if isinstance(ev.levels, dict) else {}  # data from a subprocess
+        graded = {int(level): ok for level, ok in levels.items() if str(level).isdigit()}
+        for i, row in enumerate(self.rows):
+            if row.exercise == ev.exercise and row.level in graded:
+                row.status = "passing" if graded[row.level] else "failing"
+                listing.replace_option_prompt_at_index(i, _option_label(MARKS[row.status], row))
+        selected = self.selected()
+        if selected is not None and selected.exercise == ev.exercise and \
+                selected.level in graded:
+            self._describe()
 
     async def _grader(self) -> GradingServer:
         """This screen's grading server (`dojo lab serve`), started on first use and kept: its

@@ -19,17 +19,19 @@ class LabAtLevel(LabScreen):
         super().__init__(exercise)
         self.initial_level: int | None = level
 
-    def _loaded(self, found: Catalogue) -> None:
+    def _loaded(self, found: Catalogue, number: int | None = None) -> bool:
         wanted, exercise = self.initial_level, self.initial
-        super()._loaded(found)
+        if not super()._loaded(found, number):
+            return False
         self.initial_level = None
         if wanted is None:
-            return
+            return True
         index = next((i for i, r in enumerate(found.rows)
                       if r.exercise == exercise and r.level == wanted), None)
         if index is not None:
             self.query_one("#lab-list", OptionList).highlighted = index
             self._describe()
+        return True
 
 
 def lab_screen(exercise: str | None, level: int | None) -> LabScreen:

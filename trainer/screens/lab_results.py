@@ -28,7 +28,9 @@ from trainer.core.lab import (
     RunStarted,
     Summary,
     failure_signature,
+    group_label,
     next_step,
+    not_run_note,
     tidy_floats,
 )
 from trainer.screens.base import DojoScreen
@@ -46,7 +48,9 @@ class LabResultsScreen(DojoScreen):
         self.shown_for: tuple[str, int] | None = None  # whose results/log are on screen
         self.log_lines: list[str] = []  # the log's text, unwrapped (tests, copy)
         self.last_attempts: dict[tuple[str, int], Any] = {}  # stored, newest per level
-        self._signatures: dict[str, int] = {}  # failures per signature in the level graded
+        # the level graded: its failures by signature, and the cases not run (kind skipped)
+        self._signatures: dict[str, list[CaseFailed]] = {}
+        self._not_run: list[CaseFailed] = []
 
     @contextmanager
     def lab(self) -> Iterator[service.Lab]:
@@ -125,10 +129,13 @@ class LabResultsScreen(DojoScreen):
             self.write_log(f"{len(ev.cases)} more not run: they would fail the same way — fix "
                            "the first one and grade again")
         elif isinstance(ev, LevelSummary):
-            for signature, count in self._signatures.items():
-                if count > 1:
-                    self.write_log(f"{count - 1} more failed the same way ({signature})")
-            self._signatures = {}
+            for members in self._signatures.values():
+                if len(members) > 1:
+                    self.write_log(f"{len(members) - 1} more failed the same way "
+                                   f"({group_label(members)})")
+            if self._not_run:
+                self.write_log(not_run_note(self._not_run))
+            self._signatures, self._not_run = {}, []
             verdict = "PASSED" if ev.passed else "FAILED"
             self.write_log(f"Level {ev.level}: {verdict} ({ev.passed_cases}/{ev.cases} "
                            f"{noun(_count(ev.cases), 'case')})")
@@ -150,6 +157,8 @@ class LabResultsScreen(DojoScreen):
             + f" ({ev.duration_s:.1f} s, graded on {ev.device}"
             f"{' — ' + self._gpu if self._gpu else ''}{' at ' + ev.host if ev.host else ''})"
         )
+        if ev.replay:  # the same hidden cases again: S sets the seed here, or the CLI
+            self.write_log(f"Replay: {ev.replay}  (or S {ev.seed} here)")
         step = next_step(ev, key="n")
         if step:
             self.write_log(step)
@@ -192,13 +201,18 @@ class LabResultsScreen(DojoScreen):
         )
         if isinstance(ev, CasePassed):
             return
-        signature = failure_signature(ev)
-        self._signatures[signature] = self._signatures.get(signature, 0) + 1
-        if self._signatures[signature] > 1:
+        if ev.kind == "skipped":  # not run: said once, counted, when the level ends
+            self._not_run.append(ev)
+            return
+        same = self._signatures.setdefault(failure_signature(ev), [])
+        same.append(ev)
+        if len(same) > 1:
             return
         self.write_log(f"✗ {ev.case}: {message}")
-        if ev.expected or ev.got:
-            self.write_log(tidy_floats(f"  expected {ev.expected}  got {ev.got}"))
+        shown = [f"{name} {value}" for name, value in (("expected", ev.expected),
+                                                        ("got", ev.got)) if value]
+        if shown:
+            self.write_log(tidy_floats("  " + "  ".join(shown)))
         if ev.traceback:
             for tb in str(ev.traceback).splitlines()[-6:]:
                 self.write_log(f"  {tb}")

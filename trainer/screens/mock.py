@@ -87,7 +87,8 @@ class MockScreen(DojoScreen):
         body = view.text
         if view.path:
             body += (f"\n\nYour file: **{view.path}**\n\nctrl+e opens it in your editor; "
-                     "ctrl+g grades it once and ends this part.")
+                     "ctrl+g grades it, as often as you need: a pass ends this part, "
+                     "and so does the round's clock.")
         self.query_one("#mock-prompt", Static).update(
             RichMarkdown(body, code_theme="ansi_dark", hyperlinks=False))
         field.display = not view.path
@@ -143,7 +144,11 @@ class MockScreen(DojoScreen):
         if item is None or item.kind != "lab":
             return
         path = Lab(self._services.store).solution_file(item.ref["exercise"])
-        self.dojo.open_editor(self.dojo, path)
+        try:
+            self.dojo.open_editor(self.dojo, path)
+        except Exception as exc:  # no such editor ("could not start the editor `code`")
+            text = str(exc)
+            self.notify(text[:1].upper() + text[1:], severity="error", timeout=10)
 
     def action_grade(self) -> None:
         self.grading = True

@@ -220,7 +220,10 @@ class TodayScreen(DojoScreen):
             )
         retention = "—" if view.retention is None else f"{view.retention:.0%}"
         self.query_one("#today-counts", Static).update(
-            f"Due [b]{view.due}[/]   New [b]{view.new}[/]   Re-drill [b]{view.redrill}[/]   "
+            # the lab's questions are asked as re-drills: counted with them (#today-lab says
+            # which failed case brought each back)
+            f"Due [b]{view.due}[/]   New [b]{view.new}[/]   "
+            f"Re-drill [b]{view.redrill + view.lab}[/]   "
             f"Streak [b]{view.streak}[/] d   Today [b]{view.reviews_today}[/]   "
             f"Retention 30 d [b]{retention}[/]"
         )
