@@ -100,3 +100,19 @@ def test_the_hosts_serve_stops_waiting_after_its_idle_limit(
     assert commands._next_request(lines) is None  # silent past the limit: the serve ends
     lines.put('{"exercise": "kv-bytes"}')
     assert commands._next_request(lines) == '{"exercise": "kv-bytes"}'
+
+
+@pytest.mark.slow
+def test_unconfined_is_refused_with_a_host(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.grader.plan import NO_CONFINE_VAR
+    from lab.grader.testing import reference_as_solution
+
+    monkeypatch.setenv(NO_CONFINE_VAR, "")  # restored after the test (--unconfined sets it)
+    path = reference_as_solution("kv-bytes", tmp_path)
+    result = CliRunner().invoke(main, ["lab", "grade", "kv-bytes", "--file", str(path),
+                                       "--on", "gpu-box", "--unconfined"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("Error: --unconfined switches off this machine's sandbox; "
+                                     "gpu-box grades in its own (use --on local to grade here "
+                                     "unconfined)")
