@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DTYPES = ("float32", "float16")
+DTYPES = ("float32", "float16", "bfloat16")  # bfloat16: graded on CUDA only (drive.py)
 
 
 def _torch() -> Any:

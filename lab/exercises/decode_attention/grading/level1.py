@@ -5,7 +5,8 @@ values sit below 0 so padding loaded as 0 would win the max), a row of width 1, 
 of two (128), rows holding -inf entries (one from its 6th column on, one only in its last),
 logits up to ±600 (exp overflows fp32 past 88.7 without the max subtracted), fp16 input over
 3000 columns (fp32 arithmetic, stored as fp16), a strided view (row stride 33 for width 20),
-and a hidden seeded case.
+bf16 (graded on CUDA; under the interpreter refused with the
+reason), and a hidden seeded case.
 """
 
 from __future__ import annotations
@@ -17,15 +18,13 @@ from lab.exercises.decode_attention import inputs
 from lab.exercises.decode_attention.grading.common import answered, check_tensor
 from lab.grader.api import Case, Verdict
 
-PROGRAM_COST = 1  # per row: one program instance each under the interpreter
-
 
 def _case(cid: str, description: str, *, rows: int, width: int, seed: int,
-          dtype: str = "float32", **extra: Any) -> Case:
+          dtype: str = "float32", report: bool = False, **extra: Any) -> Case:
     params = {"kind": "softmax", "seed": seed, "rows": rows, "width": width, "dtype": dtype,
               **extra}
     return Case(id=cid, level=1, params=params, size=rows * max(width, 64),
-                description=description, timeout_s=20.0)
+                description=description, timeout_s=20.0, report=report)
 
 
 def cases(seed: int) -> list[Case]:
@@ -45,6 +44,8 @@ def cases(seed: int) -> list[Case]:
               rows=2, width=3000, seed=106, dtype="float16"),
         _case("strided-rows", "a view with row stride 33 for width 20: use x.stride(0)",
               rows=5, width=20, seed=107, stride=33),
+        _case("bf16", "bfloat16 input (graded on CUDA; refused under the interpreter)", rows=2,
+              width=100, seed=108, dtype="bfloat16", report=True),
         _case(f"hidden-{seed}", f"seeded: width {width}", rows=rng.randint(1, 6), width=width,
               seed=rng.randrange(1 << 30), dtype=rng.choice(["float32", "float16"]),
               scale=rng.choice([1.0, 10.0])),

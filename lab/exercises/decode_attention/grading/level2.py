@@ -4,7 +4,8 @@ Boundaries (the stub's launcher visits keys in tiles of BLOCK_N = 32): lengths 1
 tile (32), one more (33) and two tiles (64) in one batch, cache slots past each length holding
 NaN (masked loads: K and V, not only the scores), heads = KV heads, the largest GQA ratio (8
 query heads on one KV head), scores of about ±120 (the online softmax's running max), fp16
-input, and a hidden seeded case. The speed case runs on CUDA only (speed.py).
+input, bf16 (graded on CUDA; under the interpreter refused with the
+reason), and a hidden seeded case. The speed case runs on CUDA only (speed.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _case(cid: str, description: str, *, lens: list[int], heads: int, kv_heads: 
     params = {"kind": "attention", "seed": seed, "lens": lens, "heads": heads,
               "kv_heads": kv_heads, "head_dim": head_dim, "dtype": dtype, **extra}
     return Case(id=cid, level=2, params=params, size=heads * (len(lens) + sum(lens) // 32),
-                description=description, timeout_s=30.0)
+                description=description, timeout_s=30.0, report=dtype == "bfloat16")
 
 
 def cases(seed: int) -> list[Case]:
@@ -52,6 +53,8 @@ def cases(seed: int) -> list[Case]:
               heads=2, kv_heads=2, seed=204, q_scale=40.0),
         _case("fp16", "fp16 q, k, v: fp32 accumulation, fp16 output", lens=[7, 45], heads=4,
               kv_heads=2, head_dim=32, seed=205, dtype="float16"),
+        _case("bf16", "bfloat16 (graded on CUDA; refused under the interpreter)",
+              lens=[7, 45], heads=4, kv_heads=2, head_dim=32, seed=206, dtype="bfloat16"),
         _case(f"hidden-{seed}", f"seeded: {heads} heads on {kv} KV heads",
               lens=[rng.randint(1, 70) for _ in range(rng.randint(2, 3))], heads=heads,
               kv_heads=kv, seed=rng.randrange(1 << 30), dtype=rng.choice(["float32", "float16"]),

@@ -6,7 +6,8 @@ Boundaries (block_size 16 unless said): lengths 1, exactly one block (16) and on
 block 0 inside shuffled tables, tables padded with a block no sequence owns (all NaN), the last
 block partly filled (its other slots NaN), two sequences sharing their first two blocks (a
 shared prefix), block sizes 4 and 32, heads = KV heads in fp16, the largest GQA ratio (8 on 1),
-scores of about ±120, and a hidden seeded case. The speed case runs on CUDA only (speed.py).
+scores of about ±120, bf16 (graded on CUDA; under the interpreter refused with the
+reason), and a hidden seeded case. The speed case runs on CUDA only (speed.py).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def paged_case(cid: str, level: int, description: str, *, tables: list[list[int]
               "num_blocks": num_blocks, "dtype": dtype, **extra}
     blocks = sum(-(-n // block_size) for n in lens)
     return Case(id=cid, level=level, params=params, size=heads * (len(lens) + blocks),
-                description=description, timeout_s=30.0)
+                description=description, timeout_s=30.0, report=dtype == "bfloat16")
 
 
 def random_tables(rng: random.Random, lens: list[int], block_size: int) -> list[list[int]]:
@@ -78,6 +79,9 @@ def cases(seed: int) -> list[Case]:
         paged_case("large-scores", 3, "scores of about ±120: a running max is needed",
                    tables=[[1, 0], [3, 2]], lens=[32, 30], heads=2, kv_heads=2, seed=307,
                    q_scale=40.0),
+        paged_case("bf16", 3, "bfloat16 (graded on CUDA; refused under the interpreter)",
+                   tables=[[1, 3], [0, 2]], lens=[20, 31], heads=4, kv_heads=2, dtype="bfloat16",
+                   seed=308),
         paged_case(f"hidden-{seed}", 3, f"seeded: block_size {bs}, lengths {lens}",
                    tables=random_tables(rng, lens, bs), lens=lens, block_size=bs,
                    heads=4, kv_heads=rng.choice([1, 2, 4]), seed=rng.randrange(1 << 30),

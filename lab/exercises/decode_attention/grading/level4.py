@@ -10,7 +10,8 @@ Three kinds of case:
   maxima near 1000 spread by ±300 (exp(m_s) overflows; so does exp(m_s - m_0)).
 - flash: `flash_decode` end to end; the answer must not depend on num_splits: 1 (one split longer
   than every sequence), 2 and 7 on lengths 1, 16, 17 and 50; fp16 with the largest GQA ratio;
-  scores of about ±120; a hidden seeded case. The speed case runs on CUDA only (speed.py).
+  scores of about ±120; bf16 (CUDA only); a hidden
+  seeded case. The speed case runs on CUDA only (speed.py).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def cases(seed: int) -> list[Case]:
         level3.paged_case("flash-large-scores", 4, "scores of about ±120, 4 splits",
                           tables=[[1, 0], [3, 2]], lens=[32, 30], heads=2, kv_heads=2,
                           seed=408, q_scale=40.0, kind="flash", num_splits=[4]),
+        level3.paged_case("flash-bf16", 4, "bfloat16, 3 splits (graded on CUDA; refused under "
+                          "the interpreter)", tables=[[1, 0], [3, 2]], lens=[32, 30], heads=4,
+                          kv_heads=2, dtype="bfloat16", seed=409, kind="flash",
+                          num_splits=[3]),
         level3.paged_case(f"hidden-{seed}", 4, f"seeded: block_size {bs}, lengths {lens}",
                           tables=level3.random_tables(rng, lens, bs), lens=lens, block_size=bs,
                           heads=2, kv_heads=rng.choice([1, 2]), seed=rng.randrange(1 << 30),
