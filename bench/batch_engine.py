@@ -4,9 +4,10 @@
 
 Prints, side by side:
 1. throughput at equal outputs: sequential generation (the engine at max_batch_size 1) vs the
-   reference batched at B = 4/8/16/32 (--quick: 8 and 16), and transformers' own continuous
-   batching (`generate_batch`, small explicit paged-cache config, the same B) as the outside
-   anchor, all interleaved run by run, with the reference's speed-up over it at each B (both
+   reference batched at B = 1/4/8/16/32 (--quick: 1, 8 and 16), and two outside peers at the
+   same B: transformers' own continuous batching (`generate_batch`, small explicit paged-cache
+   config) and `generate` on left-padded static batches of B prompts (the stronger peer on a
+   CPU), all interleaved run by run, with the reference's speed-up over each at each B (both
    reference modes, static and continuous, against it); every output is checked against the
    sequential one (with equal output lengths static and continuous differ only by continuous
    mode's chunked prefill: a few extra steps, and steps where decoding rows share a call with a
@@ -51,12 +52,14 @@ def _prompts(n: int, seed: int = 0, target: str | None = None) -> list[list[int]
 
 
 class _Run:
-    """One timed run: wall seconds, the outputs by request, and how much of the time the model's
+    """One timed run: wall seconds, the process's CPU seconds (every thread; on a loaded machine
+    the figure to compare), the outputs by request, and how much of the wall time the model's
     forward took (the rest is the engine's own work: scheduling, batching, streaming)."""
 
     def __init__(self, seconds: float, outputs: dict[int, list[int]], forward_s: float,
-                 calls: int) -> None:
+                 calls: int, cpu_s: float) -> None:
         self.seconds, self.outputs, self.forward_s, self.calls = seconds, outputs, forward_s, calls
+        self.cpu_s = cpu_s
 
 
 class _TimedModel:
@@ -95,13 +98,14 @@ def _run_engine(model: Any, prompts: list[list[int]], max_tokens: list[int], bat
     engine = Engine(timed, max_batch_size=batch, max_wait_s=0.0, clock=clock, on_event=sink,
                     continuous=continuous)
     _sync(model)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for p, m in zip(prompts, max_tokens, strict=True):
         engine.submit(Request(tuple(p), m))
     while engine.step():
         pass
     _sync(model)
-    return _Run(time.perf_counter() - start, outputs, timed.seconds, timed.calls)
+    return _Run(time.perf_counter() - start, outputs, timed.seconds, timed.calls,
+                time.process_time() - cpu)
 
 
 def _sync(model: Any) -> None:
@@ -145,17 +149,69 @@ def _generate_batch(model: Any, prompts: list[list[int]], tokens: int, batch: in
                           continuous_batching_config=cbc, progress_bar=False)
         _sync(model)
         hf.forward = forward
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         out = hf.generate_batch(prompts, generation_config=gen, continuous_batching_config=cbc,
                                 progress_bar=False)
         _sync(model)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     except Exception as exc:  # an outside anchor: report why it could not run, keep going
         return f"failed ({type(exc).__name__}: {str(exc)[:120]})"
     finally:
         hf.__dict__.pop("forward", None)
     by_prompt = {i: list(out[f"req_{i}"].generated_tokens) for i in range(len(prompts))}
-    return _Run(seconds, by_prompt, spent[0], int(spent[1]))
+    return _Run(seconds, by_prompt, spent[0], int(spent[1]), cpu)
+
+
+def _generate_padded(model: Any, prompts: list[list[int]], tokens: int, batch: int
+                     ) -> _Run | str:
+    """transformers' `generate` on left-padded batches of `batch` prompts in arrival order
+    (static batching: a batch runs until its longest output is done), greedy, no EOS; its
+    model forward timed as the others'. On a CPU the stronger peer: one dense cache per batch,
+    no paging."""
+    import torch
+
+    hf = model.model
+    gen_kwargs = {"max_new_tokens": tokens, "min_new_tokens": tokens, "do_sample": False,
+                  "eos_token_id": None, "pad_token_id": model.pad_id}
+    inner = hf.forward
+    spent = [0.0, 0]
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        out = inner(*args, **kwargs)
+        _sync(model)
+        spent[0] += time.perf_counter() - start
+        spent[1] += 1
+        return out
+
+    def padded(chunk: list[list[int]]) -> tuple[Any, Any]:
+        width = max(len(p) for p in chunk)
+        ids = torch.tensor([[model.pad_id] * (width - len(p)) + p for p in chunk],
+                           device=model.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk],
+                            device=model.device)
+        return ids, mask
+
+    outputs: dict[int, list[int]] = {}
+    try:
+        with torch.inference_mode():
+            ids, mask = padded(prompts[:batch])
+            hf.generate(input_ids=ids, attention_mask=mask, **gen_kwargs)  # warm-up
+            _sync(model)
+            hf.forward = forward
+            start, cpu = time.perf_counter(), time.process_time()
+            for first in range(0, len(prompts), batch):
+                ids, mask = padded(prompts[first:first + batch])
+                out = hf.generate(input_ids=ids, attention_mask=mask, **gen_kwargs)
+                for row, new in enumerate(out[:, ids.shape[1]:].tolist()):
+                    outputs[first + row] = new
+            _sync(model)
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    except Exception as exc:  # an outside anchor: report why it could not run, keep going
+        return f"failed ({type(exc).__name__}: {str(exc)[:120]})"
+    finally:
+        hf.__dict__.pop("forward", None)
+    return _Run(seconds, outputs, spent[0], int(spent[1]), cpu)
 
 
 def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int,
@@ -166,12 +222,12 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
           f"{tokens} new tokens each (greedy), best of {repeats}")
     print("   forward = seconds inside the model's forward, engine = the rest (scheduling, "
           "batching, sampling, streaming); steps = forward calls")
-    print(f"{'engine':<34}{'seconds':>9}{'tok/s':>8}{'vs seq':>8}{'forward':>9}{'engine':>8}"
-          f"{'steps':>7}  outputs")
+    print(f"{'engine':<34}{'seconds':>9}{'cpu s':>7}{'tok/s':>8}{'vs seq':>8}{'forward':>9}"
+          f"{'engine':>8}{'steps':>7}  outputs")
     total = n * tokens
 
     def row(name: str, run: _Run, note: str) -> None:
-        print(f"{name:<34}{run.seconds:>9.2f}{total / run.seconds:>8.0f}"
+        print(f"{name:<34}{run.seconds:>9.2f}{run.cpu_s:>7.2f}{total / run.seconds:>8.0f}"
               f"{seq.seconds / run.seconds:>8.2f}{run.forward_s:>9.2f}"
               f"{run.seconds - run.forward_s:>8.2f}{run.calls:>7}  {note}")
 
@@ -180,35 +236,55 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     row("sequential (engine, B=1)", seq, "baseline")
     runs: dict[tuple[int, bool], list[_Run]] = {(b, c): [] for b in batches for c in (False, True)}
     anchor_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
+    padded_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
     for _ in range(repeats):  # interleaved, so a burst of load hits every engine alike
         for b in batches:
             anchor_runs[b].append(_generate_batch(model, prompts, tokens, b))
+            padded_runs[b].append(_generate_padded(model, prompts, tokens, b))
         for b, continuous in runs:
             runs[(b, continuous)].append(_run_engine(model, prompts, max_tokens, b, continuous))
 
     def equal(run: _Run) -> int:
         return sum(run.outputs.get(i) == seq.outputs.get(i) for i in range(n))
 
-    best: dict[tuple[int, bool], float] = {}
+    best: dict[tuple[int, bool], _Run] = {}
     for (b, continuous), tries in runs.items():
         fastest = min(tries, key=lambda r: r.seconds)
-        best[(b, continuous)] = fastest.seconds
+        best[(b, continuous)] = fastest
         row(f"reference {'continuous' if continuous else 'static'} B={b}", fastest,
             f"{equal(fastest)}/{n} equal")
-    anchor: dict[int, float] = {}
-    for b, results in anchor_runs.items():
-        name = f"transformers generate_batch B={b}"
-        failed = [r for r in results if isinstance(r, str)]
-        if failed:
-            print(f"{name:<34}  {failed[0]}")
-            continue
-        fastest = min((r for r in results if not isinstance(r, str)), key=lambda r: r.seconds)
-        anchor[b] = fastest.seconds
-        row(name, fastest, f"{equal(fastest)}/{n} equal (paged, page 16)")
+
+    def peer(label: str, by_batch: dict[int, list[_Run | str]], note: str) -> dict[int, _Run]:
+        """Each batch size's fastest run of an outside peer, printed, by B."""
+        seconds: dict[int, _Run] = {}
+        for b, results in by_batch.items():
+            name = f"{label} B={b}"
+            failed = [r for r in results if isinstance(r, str)]
+            if failed:
+                print(f"{name:<34}  {failed[0]}")
+                continue
+            fastest = min((r for r in results if not isinstance(r, str)),
+                          key=lambda r: r.seconds)
+            seconds[b] = fastest
+            row(name, fastest, f"{equal(fastest)}/{n} equal ({note})")
+        return seconds
+
+    anchor = peer("transformers generate_batch", anchor_runs, "paged, page 16")
+    padded = peer("transformers generate, padded", padded_runs, "left-padded, static")
+
+    def ratios(peer_runs: dict[int, _Run]) -> str:
+        return "\n".join(
+            f"   B={b:<3}{'continuous' if c else 'static':<11}"
+            f"{peer_runs[b].seconds / r.seconds:>6.2f}x wall "
+            f"{peer_runs[b].cpu_s / r.cpu_s:>6.2f}x CPU"
+            for (b, c), r in best.items() if b in peer_runs)
+
     print("reference vs generate_batch (transformers' continuous batching) at the same max batch "
-          "size, throughput ratio; goal >= 2x at B = 8 and 16, static mode first:")
-    print("   " + ", ".join(f"B={b} {'continuous' if c else 'static'} {anchor[b] / t:.2f}x"
-                           for (b, c), t in best.items() if b in anchor))
+          "size, throughput ratio; goal >= 2x at B = 8 and 16:")
+    print(ratios(anchor))
+    print("reference vs generate on left-padded batches of B (the stronger peer on a CPU), "
+          "throughput ratio:")
+    print(ratios(padded))
 
 
 def load(model: Any, n: int, batch: int, target: str | None = None) -> None:
@@ -358,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=32)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3, help="throughput: best of N runs")
-    parser.add_argument("--quick", action="store_true", help="B=1/8 only, fewer requests")
+    parser.add_argument("--quick", action="store_true", help="B=1/8/16 only, fewer requests")
     parser.add_argument("--target", help="a local Hugging Face causal LM folder (default: the "
                         "shipped pycode target); prompts are encoded with its own tokenizer")
     args = parser.parse_args(argv)
@@ -376,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# batch-engine bench — {args.target or 'pycode target'} fp32 on {device} ({name}), "
           f"torch {torch.__version__}")
     n = 16 if args.quick else args.requests
-    throughput(model, n, args.tokens, [8, 16] if args.quick else [4, 8, 16, 32],
+    throughput(model, n, args.tokens, [1, 8, 16] if args.quick else [1, 4, 8, 16, 32],
                1 if args.quick else args.repeats, args.target)
     gpu_like(200 if args.quick else 240, 1 if args.quick else 3, 32)
     load(model, 24 if args.quick else 40, 8, args.target)

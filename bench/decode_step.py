@@ -9,8 +9,13 @@ bandwidth is measured in the same run, interleaved with the steps: a 256 MiB ten
 (`dst.copy_(src)`, on one torch thread on a CPU), counted as 2 x 256 MiB moved (read + write,
 STREAM's convention). Prints, for each batch size B, what it counted (weight bytes, KV bytes),
 the step's milliseconds (wall and CPU on a CPU), the limit's, and step / limit beside the
-target (<= 2x, issue #52). Two steps are timed: `LeanLlama.step` (the model's arithmetic) and the
-reference engine's `HFStepModel.forward` around it (mask and cache bookkeeping included).
+target (<= 2x, issue #52); beside it the compute floor (the step's FLOPs / the FLOP/s of a
+512 x 512 matmul timed in the same run, on the step's threads) and step / the larger floor
+(the roofline): where the compute floor is the larger one, the bandwidth ratio overstates the
+gap. Two steps are timed: `LeanLlama.step` (the model's arithmetic) and the
+reference engine's `HFStepModel.forward` around it (mask and cache bookkeeping included); and,
+beside them, the step's matmuls alone on inputs of the same shapes (the BLAS's floor: what the
+step costs with no per-operation overhead around them).
 
 On CUDA: synchronised, timed with CUDA events, and the lean step also replayed from a CUDA graph
 captured per batch size (with and without). On a CPU, the ratio from CPU time is the one to read
@@ -38,13 +43,15 @@ TARGET_RATIO = 2.0  # issue #52: a decode step within 2x the bandwidth limit
 
 
 @dataclass(frozen=True)
-class StepBytes:
+class StepCost:
     """Bytes one decode step reads: weights (every matrix and norm once, the head once, and the
     B embedding rows gathered) and the KV cache (each row's keys and values over its `context`
-    cached columns plus the new one, every layer)."""
+    cached columns plus the new one, every layer); and its FLOPs (2 per weight of every matrix
+    per row, and the attention's two products over the columns)."""
 
     weights: int
     kv: int
+    flops: int
 
     @property
     def total(self) -> int:
@@ -59,7 +66,7 @@ def _field(config: Any, name: str) -> int:
     return value
 
 
-def step_bytes(config: Any, batch: int, context: int, dtype_bytes: int) -> StepBytes:
+def step_cost(config: Any, batch: int, context: int, dtype_bytes: int) -> StepCost:
     """What one decode step of a Llama `config` reads at batch `batch` after `context` cached
     columns, with `dtype_bytes` per element (4 for fp32). The head counts once whether or not it
     is tied to the embedding (tied, the embedding rows gathered are read a second time)."""
@@ -85,7 +92,10 @@ def step_bytes(config: Any, batch: int, context: int, dtype_bytes: int) -> StepB
     # the layers, the final norm, the head, the B embedding rows gathered
     elements = layers * per_layer + hidden + vocab * hidden + batch * hidden
     kv = batch * layers * 2 * kv_heads * head_dim * (context + 1)
-    return StepBytes(elements * dtype_bytes, kv * dtype_bytes)
+    matrices = layers * (attention + mlp) + vocab * hidden
+    scores = layers * heads * head_dim * (context + 1)  # q.k, then p.v: as many each
+    flops = 2 * batch * (matrices + 2 * scores)
+    return StepCost(elements * dtype_bytes, kv * dtype_bytes, flops)
 
 
 @dataclass
@@ -126,6 +136,19 @@ class Clock:
         fn()
         into.cpu.append((time.process_time() - cpu) * 1e3)
         into.wall.append((time.perf_counter() - wall) * 1e3)
+
+
+MATMUL_N = 512  # the FLOP/s probe: an n x n by n x n fp32 matmul, 2 n^3 FLOPs
+
+
+def matmuler(device: str) -> Callable[[], Any]:
+    """A square fp32 matmul on `device` (on the step's threads): its FLOP/s is the compute
+    floor's, as the copy's bandwidth is the memory floor's."""
+    import torch
+
+    a = torch.rand((MATMUL_N, MATMUL_N), device=device)
+    b = torch.rand((MATMUL_N, MATMUL_N), device=device)
+    return lambda: torch.matmul(a, b)
 
 
 def copier(device: str) -> Callable[[], Any]:
@@ -181,10 +204,23 @@ class Steps:
         self.positions = torch.full((batch, 1), context, device=device)
         self.mask = torch.ones((batch, context + 1), dtype=torch.long, device=device)
         self._kvcache = KVCache
+        hidden, inner = model.config.hidden_size, model.config.intermediate_size
+        dtype = next(model.parameters()).dtype
+        self._x = torch.randn((batch, 1, hidden), generator=gen).to(device, dtype)
+        self._inner = torch.randn((batch, 1, inner), generator=gen).to(device, dtype)
 
     def lean_step(self) -> Any:
         past = self.base.truncate(self.context)
         return self.lean.step(self.ids, self.positions, past)
+
+    def projections(self) -> Any:
+        """The step's matmuls alone (each layer's qkv, o, gate/up and down, then the head) on
+        inputs of its shapes: the BLAS's share of the step, so step - projections is the
+        per-operation overhead around them."""
+        for qkv, o, gate_up, down in self.lean.fused():
+            qkv(self._x), o(self._x), gate_up(self._x), down(self._inner)
+        assert self.lean._head is not None  # set by fused()
+        return self.lean._head(self._x[:, -1])
 
     def engine_step(self) -> Any:
         past = self.base.truncate(self.context)
@@ -208,14 +244,20 @@ class Steps:
         return graph.replay
 
 
-def _ratio_line(name: str, timing: Timing, limit: Timing, bytes_: int, cpu: bool) -> str:
-    """One row: the step's best and median ms, the limit's ms at the best copy, step / limit."""
-    gbps = 2 * COPY_BYTES / (limit.best(cpu) / 1e3) / 1e9
-    limit_ms = bytes_ / (gbps * 1e9) * 1e3
+def _ratio_line(name: str, timing: Timing, copies: Timing, matmuls: Timing, cost: StepCost,
+                cpu: bool) -> str:
+    """One row: the step's best and median ms, the bandwidth limit's ms at the best copy, step /
+    limit against the target; then the compute floor's ms at the best matmul, and step / the
+    larger of the two floors (the roofline)."""
+    bps = 2 * COPY_BYTES / (copies.best(cpu) / 1e3)
+    limit_ms = (cost.weights + cost.kv) / bps * 1e3
+    flops = 2 * MATMUL_N**3 / (matmuls.best(cpu) / 1e3)
+    compute_ms = cost.flops / flops * 1e3
     ratio = timing.best(cpu) / limit_ms
     verdict = "ok" if ratio <= TARGET_RATIO else "over"
-    return (f"{name:<28}{timing.best(cpu):>9.2f}{timing.median(cpu):>9.2f}{limit_ms:>9.2f}"
-            f"{ratio:>8.2f}x  (target <= {TARGET_RATIO:.0f}x: {verdict})")
+    return (f"{name:<24}{timing.best(cpu):>8.2f}{timing.median(cpu):>8.2f}{limit_ms:>8.2f}"
+            f"{ratio:>7.2f}x {'(' + verdict + ')':<7}{compute_ms:>9.2f}"
+            f"{timing.best(cpu) / max(limit_ms, compute_ms):>9.2f}x")
 
 
 def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
@@ -228,10 +270,11 @@ def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
     clock = Clock(device)
     copy = _One(copier(device))
     steps = {b: Steps(model, b, context) for b in batches}
-    names = ["lean step", "engine forward"]
+    names = ["lean step", "engine forward", "projections alone"]
     calls: dict[tuple[int, str], Callable[[], Any]] = {}
     for b, s in steps.items():
         calls[(b, "lean step")], calls[(b, "engine forward")] = s.lean_step, s.engine_step
+        calls[(b, "projections alone")] = s.projections
         if graphs:
             try:
                 calls[(b, "lean step, CUDA graph")] = s.graphed()
@@ -240,13 +283,14 @@ def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
                       f"{str(exc)[:160]})")
     if graphs:
         names.append("lean step, CUDA graph")
-    copies = Timing([], [])
+    copies, matmuls, matmul = Timing([], []), Timing([], []), matmuler(device)
     timings = {key: Timing([], []) for key in calls}
-    for fn in calls.values():  # warm-up: allocations, the rotary table, the packed weights
+    for fn in [*calls.values(), matmul]:  # warm-up: allocations, the rotary table, the weights
         for _ in range(3):
             fn()
     for _ in range(rounds):  # interleaved, so a burst of load hits copy and steps alike
         clock.time(copy, copies)
+        clock.time(matmul, matmuls)
         for key, fn in calls.items():
             clock.time(fn, timings[key])
     if device.startswith("cuda"):
@@ -258,17 +302,23 @@ def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
           f"(read + write)" + (f"; CPU time best {copies.best(True):.2f} ms = "
                                f"{2 * COPY_BYTES / (copies.best(True) / 1e3) / 1e9:.1f} GB/s"
                                if cpu_too else ""))
+    flops = 2 * MATMUL_N**3 / (matmuls.best() / 1e3)
+    print(f"matmul FLOP/s: {MATMUL_N}x{MATMUL_N} fp32, best {matmuls.best():.2f} ms wall = "
+          f"{flops / 1e9:.1f} GFLOP/s" + (f"; CPU time best {matmuls.best(True):.2f} ms = "
+                                         f"{2 * MATMUL_N**3 / matmuls.best(True) / 1e6:.1f} "
+                                         f"GFLOP/s" if cpu_too else ""))
     print(f"weights in the model: {params:,} bytes ({params / 1e6:.1f} MB)")
     for b in batches:
-        counted = step_bytes(config, b, context, dtype_bytes)
-        print(f"\n## B = {b}, {context} cached columns: weight bytes {counted.weights:,}, "
-              f"KV bytes {counted.kv:,}, total {counted.total:,} ({counted.total / 1e6:.2f} MB)")
+        cost = step_cost(config, b, context, dtype_bytes)
+        print(f"\n## B = {b}, {context} cached columns: weight bytes {cost.weights:,}, "
+              f"KV bytes {cost.kv:,}, total {cost.total:,} ({cost.total / 1e6:.2f} MB); "
+              f"{cost.flops / 1e6:.1f} MFLOP")
         for clock_name, cpu in (("wall", False), ("CPU", True)) if cpu_too else (("wall", False),):
-            print(f"   {clock_name + ' time, ms':<28}{'best':>9}{'median':>9}{'limit':>9}"
-                  f"{'ratio':>9}")
+            print(f"   {clock_name + ' time, ms':<24}{'best':>8}{'median':>8}{'limit':>8}"
+                  f"{'ratio':>8}{'':<7}{'compute':>9}{'roofline':>10}")
             for name in names:
                 if (b, name) in timings:
-                    print("   " + _ratio_line(name, timings[(b, name)], copies, counted.total,
+                    print("   " + _ratio_line(name, timings[(b, name)], copies, matmuls, cost,
                                                cpu))
 
 
@@ -310,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# decode-step bench — pycode target fp32 on {args.device} ({name}), {threads}, "
           f"torch {torch.__version__}, load average {load:.1f} on {os.cpu_count()} cores")
     print("limit = (weight bytes + KV bytes read per step) / copy bandwidth measured in this "
-          "run; ratio = best step / limit")
+          "run; ratio = best step / limit (target <= 2x); compute = the step's FLOPs / a "
+          "matmul's FLOP/s in this run; roofline = best step / max(limit, compute)")
     run(model, args.device, batches, args.context, args.rounds,
         graphs=args.device == "cuda" and not args.no_graphs)
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -113,16 +113,25 @@ class FieldReader:
         return ok
 
     def _table_sizes(self, raw: Mapping[str, Any], prefix: str) -> None:
+        """Every size limit of a question's (or a step's) table, checked before anything is
+        parsed, in the order of `SIZE_CHECKS`; each failure names its field."""
+        for check in SIZE_CHECKS:
+            check(self, raw, prefix)
+
+    def _text_sizes(self, raw: Mapping[str, Any], prefix: str) -> None:
         for key in ("prompt", "explanation"):
             value = raw.get(key)
             if isinstance(value, str) and len(value) > MAX_TEXT_CHARS[key]:
                 self.fail(prefix + key, _too_long(key, len(value), MAX_TEXT_CHARS[key]))
+
+    def _entry_counts(self, raw: Mapping[str, Any], prefix: str) -> None:
         for key, limit in MAX_ITEMS.items():
             value = raw.get(key)
             if isinstance(value, list | dict) and len(value) > limit:
                 self.fail(prefix + key, f"{len(value):,} {key} entries; the limit is {limit}")
-        for key, limit_key in (("choices", "choice"), ("why", "why"), ("sources", "source"),
-                               ("related", "id")):
+
+    def _item_lengths(self, raw: Mapping[str, Any], prefix: str) -> None:
+        for key, limit_key in ITEM_LIMITS:
             value = raw.get(key)
             if not isinstance(value, list):
                 continue
@@ -130,49 +139,60 @@ class FieldReader:
             for i, item in enumerate(value[:MAX_ITEMS.get(key, 4) + 1]):
                 if isinstance(item, str) and len(item) > limit:
                     self.fail(f"{prefix}{key}[{i}]", _too_long(f"{key}[{i}]", len(item), limit))
+
+    def _step_name_length(self, raw: Mapping[str, Any], prefix: str) -> None:
         name = raw.get("name")
         if prefix and isinstance(name, str) and len(name) > MAX_ID_CHARS:
             self.fail(prefix + "name", _too_long("name", len(name), MAX_ID_CHARS))
+
+    def _table_name_lengths(self, raw: Mapping[str, Any], prefix: str) -> None:
         for key in ("params", "derived", "labels"):
             table = raw.get(key)
-            if isinstance(table, dict) and len(table) <= MAX_ITEMS[key]:
-                for name in table:
-                    if len(name) > MAX_ID_CHARS:
-                        self.fail(f"{prefix}{key}", _too_long(f"a name in {key}", len(name),
-                                                              MAX_ID_CHARS))
-                        break
+            if not isinstance(table, dict) or len(table) > MAX_ITEMS[key]:
+                continue
+            first = next((len(name) for name in table if len(name) > MAX_ID_CHARS), None)
+            if first is not None:
+                self.fail(f"{prefix}{key}", _too_long(f"a name in {key}", first, MAX_ID_CHARS))
+
+    def _label_text_lengths(self, raw: Mapping[str, Any], prefix: str) -> None:
         labels = raw.get("labels")
-        if isinstance(labels, dict) and len(labels) <= MAX_ITEMS["labels"]:
-            for lname, spec in labels.items():
-                mapping = spec.get("map") if isinstance(spec, dict) else None
-                if isinstance(mapping, dict) and any(
-                        isinstance(v, str) and len(v) > MAX_TEXT_CHARS["text value"]
-                        for v in mapping.values()):
-                    self.fail(f"{prefix}labels.{lname[:MAX_ID_CHARS]}", (
-                        f"a label text is over {MAX_TEXT_CHARS['text value']} characters"))
+        if not isinstance(labels, dict) or len(labels) > MAX_ITEMS["labels"]:
+            return
+        limit = MAX_TEXT_CHARS["text value"]
+        for lname, spec in labels.items():
+            mapping = spec.get("map") if isinstance(spec, dict) else None
+            if isinstance(mapping, dict) and any(isinstance(v, str) and len(v) > limit
+                                                 for v in mapping.values()):
+                self.fail(f"{prefix}labels.{lname[:MAX_ID_CHARS]}",
+                          f"a label text is over {limit} characters")
+
+    def _case_row_sizes(self, raw: Mapping[str, Any], prefix: str) -> None:
         cases = raw.get("cases")
-        if isinstance(cases, list) and len(cases) <= MAX_ITEMS["cases"]:
-            for i, case in enumerate(cases):
-                if isinstance(case, dict) and (len(case) > MAX_ITEMS["params"] or any(
-                        len(k) > MAX_ID_CHARS or (isinstance(v, str) and
-                                                  len(v) > MAX_TEXT_CHARS["text value"])
-                        for k, v in case.items())):
-                    self.fail(f"{prefix}cases[{i}]", (
-                        f"a case row may have {MAX_ITEMS['params']} values, names up to "
-                        f"{MAX_ID_CHARS} characters and texts up to "
-                        f"{MAX_TEXT_CHARS['text value']}"))
-                    break
+        if not isinstance(cases, list) or len(cases) > MAX_ITEMS["cases"]:
+            return
+        limit = MAX_TEXT_CHARS["text value"]
+        for i, case in enumerate(cases):
+            if isinstance(case, dict) and (len(case) > MAX_ITEMS["params"] or any(
+                    len(k) > MAX_ID_CHARS or (isinstance(v, str) and len(v) > limit)
+                    for k, v in case.items())):
+                self.fail(f"{prefix}cases[{i}]", (
+                    f"a case row may have {MAX_ITEMS['params']} values, names up to "
+                    f"{MAX_ID_CHARS} characters and texts up to {limit}"))
+                return
+
+    def _mistake_lengths(self, raw: Mapping[str, Any], prefix: str) -> None:
         mistakes = raw.get("mistake")
-        if isinstance(mistakes, list) and len(mistakes) <= MAX_ITEMS["mistake"]:
-            for i, entry in enumerate(mistakes):
-                if not isinstance(entry, dict):
-                    continue
-                mid, says = entry.get("id"), entry.get("says")
-                if isinstance(mid, str) and len(mid) > MAX_ID_CHARS:
-                    self.fail(f"{prefix}mistake[{i}].id", _too_long("id", len(mid), MAX_ID_CHARS))
-                if isinstance(says, str) and len(says) > MAX_TEXT_CHARS["says"]:
-                    self.fail(f"{prefix}mistake[{i}].says",
-                              _too_long("says", len(says), MAX_TEXT_CHARS["says"]))
+        if not isinstance(mistakes, list) or len(mistakes) > MAX_ITEMS["mistake"]:
+            return
+        for i, entry in enumerate(mistakes):
+            if not isinstance(entry, dict):
+                continue
+            mid, says = entry.get("id"), entry.get("says")
+            if isinstance(mid, str) and len(mid) > MAX_ID_CHARS:
+                self.fail(f"{prefix}mistake[{i}].id", _too_long("id", len(mid), MAX_ID_CHARS))
+            if isinstance(says, str) and len(says) > MAX_TEXT_CHARS["says"]:
+                self.fail(f"{prefix}mistake[{i}].says",
+                          _too_long("says", len(says), MAX_TEXT_CHARS["says"]))
 
     def _text(self, key: str) -> str:
         value = self.raw.get(key)
@@ -267,3 +287,13 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# (list key, the limit of each item's length: "id" is MAX_ID_CHARS, else MAX_TEXT_CHARS[...])
+ITEM_LIMITS = (("choices", "choice"), ("why", "why"), ("sources", "source"), ("related", "id"))
+# The size checks of a table, in the order their failures are reported.
+SIZE_CHECKS: tuple[Callable[[FieldReader, Mapping[str, Any], str], None], ...] = (
+    FieldReader._text_sizes, FieldReader._entry_counts, FieldReader._item_lengths,
+    FieldReader._step_name_length, FieldReader._table_name_lengths,
+    FieldReader._label_text_lengths, FieldReader._case_row_sizes, FieldReader._mistake_lengths,
+)

@@ -9,9 +9,7 @@ from typing import Any, Literal
 
 from scheduler.fsrs_memory import Memory
 from scheduler.sm2 import CardState
-from scheduler.transition import MODES as MODES  # the one answer-mode type lives there
-from scheduler.transition import Mode as Mode
-from scheduler.transition import Scheduled
+from scheduler.transition import Mode, Scheduled  # the one answer-mode type lives there
 
 QueueKind = Literal["review", "new", "redrill", "lab"]
 

@@ -20,6 +20,12 @@ class ScaffoldError(ValueError):
 
 
 def _files(exercise_id: str, module: str, order: int, question: str) -> dict[str, str]:
+    return {**_package_files(exercise_id, module, order),
+            **_grading_files(exercise_id, module), **_contract_files(exercise_id, question)}
+
+
+def _package_files(exercise_id: str, module: str, order: int) -> dict[str, str]:
+    """The exercise's own files: what the learner reads and edits, and the child's side."""
     title = exercise_id.replace("-", " ").capitalize()
     return {
         "__init__.py": f'"""The `{exercise_id}` exercise."""\n',
@@ -68,6 +74,12 @@ from lab.grader.api import Case, RunContext
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     return solution.double(case.params["x"])
 ''',
+    }
+
+
+def _grading_files(exercise_id: str, module: str) -> dict[str, str]:
+    """The parent side: the grading package and its one level."""
+    return {
         "grading/__init__.py": f'''"""Grading for `{exercise_id}` (parent side)."""
 
 from __future__ import annotations
@@ -116,6 +128,13 @@ def check(case: Case, got: object, expected: object) -> Verdict:
         return Verdict(True)
     return Verdict(False, f"double({case.params['x']}): expected {expected!r}, got {got!r}")
 ''',
+    }
+
+
+
+def _contract_files(exercise_id: str, question: str) -> dict[str, str]:
+    """What the cases test (concepts.toml) and the contract they cover (CONTRACT.md)."""
+    return {
         "concepts.toml": f'''# Which bank questions each case tests: the first matching rule wins;
 # end each level with a "*" rule.
 [[rule]]
@@ -134,7 +153,6 @@ questions = ["{question}"]
 | x | negative | `negative` |
 ''',
     }
-
 
 def scaffold(exercise_id: str, question: str) -> list[Path]:
     """Write the new exercise's folder and its reference; returns the files written. Refuses

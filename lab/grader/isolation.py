@@ -671,7 +671,7 @@ class Sandbox:
     def _flood_message(self, printed: int) -> str:
         """What an output flood says: how much, and the first lines (they show what looped)."""
         self.capture.seek(0)
-        head = clean_text(self.capture.read(4096).decode("utf-8", errors="replace"))
+        head = clean_text(self.capture.read(1 << 16).decode("utf-8", errors="replace"))
         lines = [line[:200] for line in head.splitlines()[:5]]
         return (f"your code printed more than {limits.OUTPUT_LIMIT_BYTES >> 20} MiB "
                 f"({limits.human_bytes(printed)} when it was stopped); the first lines were:\n"

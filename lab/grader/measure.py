@@ -110,14 +110,19 @@ def check_gate(gate: dict[str, float], metrics: dict[str, float]) -> str:
     return ", ".join(missed)
 
 
-class Measuring(Children):
-    """The grading's timing (a base of `runner._Grading`)."""
+class Measurer:
+    """A run's timing: the learner's child against the reference's timing child, both reached
+    through the run's `Children`; every timed output checked with the grading's `check`."""
 
-    grading: Any
-    timing_repeats: int
-    event_timing: bool = False
+    def __init__(self, children: Children, grading: Any, timing_repeats: int,
+                 event_timing: bool) -> None:
+        self.children = children
+        self.grading = grading
+        self.timing_repeats = timing_repeats
+        self.event_timing = event_timing
+        self.exercise, self.device = children.exercise, children.device
 
-    def _time_once(self, learner: ChildReply, reference: ChildReply,
+    def time_once(self, learner: ChildReply, reference: ChildReply,
                    more: list[ChildReply] | None = None) -> dict[str, float]:
         """A `timed_once` case's figures: its one call, against the median of the reference's
         calls that ran beside it (measured from here)."""
@@ -135,13 +140,14 @@ class Measuring(Children):
         learner's graded call, the reference's run ahead), then batches grown until one lasts
         BATCH_TARGET_S. Returns the size and the per-call time, or the failed ChildReply."""
         if warm_up:
-            warm = self._batch(child, case, timed_seeds(1), self._timeout(case))
+            warm = self.children.batch(child, case, timed_seeds(1), self.children.timeout(case))
             if not warm.ok:
                 return warm
         calls: int | None = 1
         while True:
             assert calls is not None
-            probe = self._batch(child, case, timed_seeds(calls), self._timeout(case))
+            probe = self.children.batch(child, case, timed_seeds(calls),
+                                        self.children.timeout(case))
             if not probe.ok:
                 return probe
             grown = next_batch_size(calls, probe.elapsed_s)
@@ -149,12 +155,12 @@ class Measuring(Children):
                 return calls, probe.elapsed_s / calls
             calls = grown
 
-    def _time(self, case: Case, single_call_s: float) -> dict[str, float] | CaseResult:
+    def time(self, case: Case, single_call_s: float) -> dict[str, float] | CaseResult:
         """Round trips of batches to the learner's child and to a reference child, ABBA, each
         output checked (a child that skips the work to look fast fails); ratios of per-call
         medians, each side's batch sized for its own speed. On CUDA: `_time_on_device`."""
-        self._join_reference_start()
-        ref = self._reference_child()
+        self.children.join_reference_start()
+        ref = self.children.reference_child()
         if isinstance(ref, str):
             return CaseResult(case, False, kind="grader_error", message=ref)
         if self.event_timing:
@@ -162,15 +168,15 @@ class Measuring(Children):
         sizes: dict[str, int] = {}
         call_s: dict[str, float] = {}
         # the learner's child has just answered this case (its graded call, before this)
-        cold = {"reference": case.id not in self._reference_warm, "learner": False}
-        for who, child in (("reference", ref), ("learner", self.sandbox)):
+        cold = {"reference": case.id not in self.children.reference_warm, "learner": False}
+        for who, child in (("reference", ref), ("learner", self.children.sandbox)):
             got = self._calibrate(child, case, warm_up=cold[who])
             if isinstance(got, ChildReply):
                 return self._timing_failure(case, who, got)
             sizes[who], call_s[who] = got
         sizes = matched_batches(sizes, call_s)
         most = sizes["reference"]
-        per_batch = self._timeout(case) + 4 * most * max(single_call_s, *call_s.values())
+        per_batch = self.children.timeout(case) + 4 * most * max(single_call_s, *call_s.values())
         learner: list[float] = []
         reference: list[float] = []
         learner_cpu: list[float] = []
@@ -180,9 +186,9 @@ class Measuring(Children):
             seeds = timed_seeds(most)  # drawn now, while the learner's child is stopped
             results: dict[str, ChildReply] = {}
             for who in interleaved_order(i):
-                child = self.sandbox if who == "learner" else ref
-                limit = min(per_batch, max(0.0, self.deadline - time.monotonic()))
-                out = self._batch(child, case, seeds[: sizes[who]], limit)
+                child = self.children.sandbox if who == "learner" else ref
+                limit = min(per_batch, max(0.0, self.children.deadline - time.monotonic()))
+                out = self.children.batch(child, case, seeds[: sizes[who]], limit)
                 if not out.ok:
                     return self._timing_failure(case, who, out)
                 results[who] = out
@@ -203,7 +209,7 @@ class Measuring(Children):
         if who == "reference":
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed while timing: {out.message}")
-        self._lost(out)
+        self.children.lost(out)
         return CaseResult(case, False, kind=out.kind or "exception",
                           message=f"while timing: {out.message}",
                           traceback=out.traceback, output=out.output)
@@ -250,12 +256,12 @@ class Measuring(Children):
             seeds = timed_seeds(warmup + rule.max_calls)
             replies: dict[str, ChildReply] = {}
             for who in interleaved_order(i):
-                child = self.sandbox if who == "learner" else ref
-                limit = min(self._timeout(case) + rule.cap_s + (warmup + rule.min_calls)
+                child = self.children.sandbox if who == "learner" else ref
+                limit = min(self.children.timeout(case) + rule.cap_s + (warmup + rule.min_calls)
                             * max(single_call_s, 1e-3) * 4,
-                            max(0.0, self.deadline - time.monotonic()))
+                            max(0.0, self.children.deadline - time.monotonic()))
                 out = child.request({"op": "timed", "case": to_wire(case),
-                                     "ctx": to_wire(self.ctx), "seeds": seeds,
+                                     "ctx": to_wire(self.children.ctx), "seeds": seeds,
                                      "warmup": warmup, "flush_bytes": nbytes,
                                      "rule": rule.to_wire()}, limit)
                 if not out.ok:

@@ -19,7 +19,7 @@ from lab.grader.boundary import REFERENCE_DIR
 from lab.grader.device import resolve_device
 
 if TYPE_CHECKING:
-    from lab.grader.children import Prepared
+    from lab.grader.spawn import Prepared
     from lab.models.checkpoint import Checkpoint
 
 Emit = Callable[[events.Event], None]

@@ -4,9 +4,10 @@ emitted as it goes. The child only ever returns plain data (`lab.grader.codec`).
 
 `grade()` is what the CLI, the watcher and the TUI call; it never raises for anything the
 learner's code does (that becomes a failed case), only for usage errors (unknown level, missing
-file, unavailable device). Its parts: `plan` (the options resolved, the cases' order),
-`children` (the sandboxes, prepared and warmed ahead), `measure` (timing) and this module (the
-run: each case judged, each level summarised, events emitted).
+file, unavailable device). A run (`_Run`) is composed, not inherited: it owns its `Children`
+(`children`: the sandboxes, adopted from a child prepared ahead by `prepare`) and a `Measurer`
+(`measure`: timing), reads its options from one `GradeOptions` (`plan`), and judges each case
+in four named steps (the learner's call, the expected value, the judge, the timing).
 """
 
 from __future__ import annotations
@@ -19,21 +20,16 @@ import secrets
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab.exercises import Exercise
 from lab.grader import codec, events
 from lab.grader.api import Case, RunContext, Verdict
-from lab.grader.children import (
-    Prepared,
-    child_key,
-    prepare,
-    reference_guess,
-    sandbox_options,
-)
-from lab.grader.isolation import Cancelled, ChildReply, Sandbox
-from lab.grader.measure import Measuring, Overtime, check_gate
+from lab.grader.children import Children
+from lab.grader.isolation import Cancelled, ChildReply
+from lab.grader.measure import Measurer, Overtime, check_gate
 from lab.grader.plan import (
     MAX_CHILD_LOSSES,
     NO_EXPECTED_KINDS,
@@ -49,6 +45,13 @@ from lab.grader.plan import (
     timed_seeds,
 )
 from lab.grader.results import CaseResult, GradeResult, LevelResult
+from lab.grader.spawn import (
+    Prepared,
+    child_key,
+    learner_sandbox,
+    reference_guess,
+    sandbox_options,
+)
 from lab.grader.timing import cpu_threads_one
 
 __all__ = ["GradeOptions", "GradeResult", "Prepared", "UsageError", "grade", "prepare"]
@@ -60,81 +63,52 @@ def _shown(expected: Any) -> str:
     return "" if expected is None else events.short_repr(expected)
 
 
-class _Grading(Measuring):
-    """State of one grading run (kept out of `grade()` to keep each step small; its children
-    and its timing are the bases `Children` and `Measuring`)."""
+@dataclass
+class _Call:
+    """The learner's call of one case, and what ran beside it: the reference's answer computed
+    ahead on a thread (`ahead`), or for a `timed_once` case the reference child's call of the
+    same inputs (`beside`, then `busy`: its repeats until the learner's call returned) and the
+    watch that stops a call that has already lost (`overtime`)."""
+
+    out: ChildReply
+    ctx: RunContext
+    ahead: Future[tuple[bool, object]] | None = None
+    beside: Future[ChildReply | str] | None = None
+    busy: Future[list[ChildReply]] | None = None
+    overtime: Overtime | None = None
+    reference: ChildReply | str = ""  # the timed_once reference call, once taken
+    more: list[ChildReply] = field(default_factory=list)
+
+
+class _Run:
+    """One grading run: its options, its grading module, its `children` and its `measurer`,
+    and the reference answers computed ahead on one thread."""
 
     def __init__(self, plan: Plan, solution: Path, seed: int, emit: Emit,
                  options: GradeOptions) -> None:
-        exercise, device, prepared = plan.exercise, plan.device, options.prepared
-        model_paths = plan.models
-        run_timeout_s = options.run_timeout_s or exercise.run_timeout_s
-        self.exercise = exercise
-        self.case_timeout_s = options.case_timeout_s
-        self.child_losses: list[str] = []
-        self.solution = solution
-        self.device = device
-        self.seed = seed
-        self.emit = emit
-        self.timing_repeats = options.timing_repeats or exercise.timing_repeats
-        self.event_timing = (device == "cuda" if options.event_timing is None
-                             else options.event_timing)
-        self.ctx = RunContext(device=device, seed=seed, dtype=exercise.dtype,
-                              model_paths={**(exercise.model_paths or {}),
-                                           **(model_paths or {})} or None)
+        exercise = plan.exercise
+        self.exercise, self.device, self.seed, self.emit = exercise, plan.device, seed, emit
         self.replay = ""
-        self.notified = False
-        self.sandbox_options = sandbox_options(exercise, device, plan.memory_mb,
-                                               options.load_timeout_s, plan.confine,
-                                               tuple(sorted(plan.models.values())))
-        self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.any_passed = False
-        self._reference_start: threading.Thread | None = None
-        self._warmed: set[str] = set()  # timed cases run once in the reference's child ahead
-        self._reference_warm: set[str] = set()  # ... and those runs that succeeded in its child
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
-        self._pending: list[Future[tuple[bool, object]]] = []
-        self.load_failure: ChildReply | None = None
-        self.loaded = False
-        # The learner's child loads (torch, their module) while this process imports the
-        # grading module (torch too): the two imports overlap instead of adding up. The
-        # reference's module name is guessed by convention and checked once grading is loaded.
-        # A child prepared ahead (`prepare`: spawned, torch imported) is adopted when nothing
-        # that shapes it differs; it then only loads the learner's file.
-        guess = reference_guess(exercise)
-        self._early: threading.Thread | None = None
-        self._early_outcome: ChildReply | None = None
-        self._prepared: Prepared | None = None
-        key = child_key(exercise, solution, device, guess, self.sandbox_options)
-        self._prepared_reference: Prepared | None = None  # its timing child, see Prepared
-        if prepared is not None and prepared.key == key:
-            self.boundary, self.sandbox, self._prepared = (prepared.boundary, prepared.sandbox,
-                                                           prepared)
-            self._prepared_reference = prepared
-        else:
-            if prepared is not None:
-                prepared.close()
-            self.sandbox = self._learner_sandbox(guess)
-            if exercise.needs_torch:
-                self._early = threading.Thread(target=self._start_early, daemon=True)
-                self._early.start()
+        self.ctx = RunContext(device=plan.device, seed=seed, dtype=exercise.dtype,
+                              model_paths={**(exercise.model_paths or {}),
+                                           **(plan.models or {})} or None)
+        self.children = Children(plan, solution, options, self.ctx, emit)
         try:
             self.grading = exercise.grading()
             self.reference = importlib.import_module(self.grading.REFERENCE)
-            if guess != self.grading.REFERENCE:
-                self._take_early()
-                self._take_prepared()
-                self._drop_prepared_reference()
-                self.sandbox.close()
-                self.sandbox = self._learner_sandbox(self.grading.REFERENCE)
-                self._early_outcome = None
-            self.drive: Any = importlib.import_module(self.boundary.drive)
+            self.children.use_reference(self.grading.REFERENCE)
+            self.drive: Any = importlib.import_module(self.children.boundary.drive)
         except BaseException:
-            self._take_early()
-            self.sandbox.close()
+            self.children.abort()
             raise
-        self.deadline = time.monotonic() + run_timeout_s
-        self.run_timeout_s = run_timeout_s
+        self.run_timeout_s = options.run_timeout_s or exercise.run_timeout_s
+        self.children.start_clock(self.run_timeout_s)
+        self.measurer = Measurer(
+            self.children, self.grading, options.timing_repeats or exercise.timing_repeats,
+            plan.device == "cuda" if options.event_timing is None else options.event_timing)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
+        self._pending: list[Future[tuple[bool, object]]] = []
 
     def _ahead(self, case: Case) -> Future[tuple[bool, object]]:
         future = self._pool.submit(self._expected, case)
@@ -150,15 +124,7 @@ class _Grading(Measuring):
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._take_early()
-        self._take_prepared()
-        if self._reference_start is not None and self.reference_sandbox is not None:
-            self.reference_sandbox.signal_kill()  # a warm-up run in flight ends now
-        self._join_reference_start()
-        self._drop_prepared_reference()
-        self.sandbox.close()
-        if self.reference_sandbox is not None:
-            self.reference_sandbox.close()
+        self.children.close()
 
     def _expected(self, case: Case) -> tuple[bool, object]:
         """The reference's answer, computed here (never in the learner's process), passed
@@ -204,65 +170,95 @@ class _Grading(Measuring):
         return result
 
     def _grade_case(self, case: Case, gate: dict[str, float]) -> CaseResult:
-        if time.monotonic() >= self.deadline:
+        """The learner's call, the expected value, the judge, the timing."""
+        refused = self._not_run(case)
+        if refused is not None:
+            return refused
+        call = self._learners_call(case, gate)
+        failed = self._failed_call(case, call)
+        if failed is not None:
+            return failed
+        ok, expected = self._expected_value(case, call)
+        if not ok:
+            return CaseResult(case, False, kind="grader_error",
+                              message=f"the reference failed on this case ({expected}) — "
+                                      "a grader bug, please report it")
+        result = self._judge(case, call.out, expected)
+        return self._timing(case, call, result, gate)
+
+    def _not_run(self, case: Case) -> CaseResult | None:
+        """Why the case is not run at all: the run's budget is spent, or the learner's child
+        was lost too often."""
+        if time.monotonic() >= self.children.deadline:
             return CaseResult(case, False, kind="run_timeout",
                               message=f"the run's {self.run_timeout_s:g} s budget ran out "
                                       "before this case")
-        if len(self.child_losses) >= MAX_CHILD_LOSSES:
-            kinds = ", ".join(sorted(set(self.child_losses)))
+        losses = self.children.losses
+        if len(losses) >= MAX_CHILD_LOSSES:
+            kinds = ", ".join(sorted(set(losses)))
             return CaseResult(case, False, kind="skipped",
                               message=f"not run: your code was already stopped "
-                                      f"{len(self.child_losses)} times in this run ({kinds}) — "
+                                      f"{len(losses)} times in this run ({kinds}) — "
                                       "fix that first")
-        # The learner first: a stub or a crash is reported without paying for the reference's
-        # answer (computed lazily, only for a case about to be judged). Once some case has
-        # passed, the learner is past the stub, and the answer is computed here on another
-        # thread while their child runs (a second core; the child is a separate process).
-        # A `timed_once` case's answer comes from the reference's child, whose call of the
-        # case is also the measurement: it runs beside the learner's (their second core).
-        once = case.timed_once
+        return None
+
+    def _learners_call(self, case: Case, gate: dict[str, float]) -> _Call:
+        """The learner's call. First, so a stub or a crash is reported without paying for the
+        reference's answer (computed lazily, only for a case about to be judged). Once some
+        case has passed, the learner is past the stub, and the answer is computed here on
+        another thread while their child runs (a second core; the child is a separate
+        process). A `timed_once` case's answer comes from the reference's child, whose call of
+        the case is also the measurement: it runs beside the learner's (their second core)."""
+        once, children = case.timed_once, self.children
         if once and self.any_passed:
             self._settle()  # nothing of the grader's may run beside a measurement
         ahead = self._ahead(case) if self.any_passed and not once else None
         # a timed_once call's inputs come from a seed drawn now (same for both sides): a
         # solution cannot work out the timed stream while earlier cases run
         ctx = dataclasses.replace(self.ctx, seed=timed_seeds(1)[0]) if once else self.ctx
-        beside = self._pool.submit(self._reference_call, case, ctx) if once and self.any_passed \
-            else None
+        beside = (self._pool.submit(children.reference_call, case, ctx)
+                  if once and self.any_passed else None)
         learner_done = threading.Event()
-        busy = self._pool.submit(self._reference_busy, case, ctx, learner_done) \
-            if beside is not None else None
-        overtime = Overtime.watch(self.sandbox, beside, gate)
-        out = self._learner(case, overtime.stopped if overtime is not None else None, ctx)
+        busy = (self._pool.submit(children.reference_busy, case, ctx, learner_done)
+                if beside is not None else None)
+        overtime = Overtime.watch(children.sandbox, beside, gate)
+        out = children.learner(case, overtime.stopped if overtime is not None else None, ctx)
         learner_done.set()
         first = beside.result() if beside is not None and beside.done() else None
         if (busy is not None and not busy.done() and isinstance(first, ChildReply)
-                and out.elapsed_s < 2 * first.elapsed_s and self.reference_sandbox is not None):
+                and out.elapsed_s < 2 * first.elapsed_s):
             # far under any gate: the reference's extra run in flight is not waited for
-            self.reference_sandbox.signal_kill()
-        single_call_s = out.elapsed_s
-        if overtime is not None and overtime.fired and not out.ok:
-            self._abandon(beside, busy)
+            children.kill_reference_call()
+        return _Call(out, ctx, ahead, beside, busy, overtime)
+
+    def _failed_call(self, case: Case, call: _Call) -> CaseResult | None:
+        """A learner's call that needs no reference answer to explain: stopped as too slow,
+        or it never answered (reference calls beside it are then abandoned)."""
+        out = call.out
+        if call.overtime is not None and call.overtime.fired and not out.ok:
+            self.children.abandon(call.beside, call.busy)
             return CaseResult(case, False, kind="gate", output=out.output,
-                              message=overtime.message(), metrics=overtime.metrics())
+                              message=call.overtime.message(),
+                              metrics=call.overtime.metrics())
         if not out.ok and out.kind in NO_EXPECTED_KINDS:
-            self._abandon(beside, busy)
+            self.children.abandon(call.beside, call.busy)
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output)
-        reference: ChildReply | str = ""
-        more: list[ChildReply] = []
-        if once:
-            reference = beside.result() if beside is not None else self._reference_call(case,
-                                                                                         ctx)
-            with contextlib.suppress(Exception):
-                more = busy.result() if busy is not None else []
-            ok, expected = _answer(reference)
-        else:
-            ok, expected = ahead.result() if ahead is not None else self._expected(case)
-        if not ok:
-            return CaseResult(case, False, kind="grader_error",
-                              message=f"the reference failed on this case ({expected}) — "
-                                      "a grader bug, please report it")
+        return None
+
+    def _expected_value(self, case: Case, call: _Call) -> tuple[bool, object]:
+        """The reference's answer: computed ahead or now here, or (`timed_once`) the value of
+        the reference child's call beside the learner's."""
+        if not case.timed_once:
+            return call.ahead.result() if call.ahead is not None else self._expected(case)
+        call.reference = (call.beside.result() if call.beside is not None
+                          else self.children.reference_call(case, call.ctx))
+        with contextlib.suppress(Exception):
+            call.more = call.busy.result() if call.busy is not None else []
+        return _answer(call.reference)
+
+    def _judge(self, case: Case, out: ChildReply, expected: object) -> CaseResult:
+        """The grading's `check` of the learner's answer against the expected value."""
         if not out.ok:
             return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
                               traceback=out.traceback, output=out.output,
@@ -273,21 +269,25 @@ class _Grading(Measuring):
             verdict = Verdict(False, f"your result could not be checked "
                                      f"({type(exc).__name__}: {exc}); got "
                                      f"{events.short_repr(out.value, 200)}")
-        result = CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
-                            message=verdict.message, output=out.output,
-                            expected=_shown(expected),
-                            got=events.short_repr(out.value), metrics=dict(verdict.metrics))
-        if verdict.passed and case.timed:
-            if isinstance(reference, ChildReply):
-                timing: dict[str, float] | CaseResult = self._time_once(out, reference, more)
+        return CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
+                          message=verdict.message, output=out.output,
+                          expected=_shown(expected),
+                          got=events.short_repr(out.value), metrics=dict(verdict.metrics))
+
+    def _timing(self, case: Case, call: _Call, result: CaseResult,
+                gate: dict[str, float]) -> CaseResult:
+        """A passed timed case measured (`Measurer`), then the level's gate checked."""
+        if result.passed and case.timed:
+            timing: dict[str, float] | CaseResult
+            if isinstance(call.reference, ChildReply):
+                timing = self.measurer.time_once(call.out, call.reference, call.more)
             else:
                 self._settle()  # nothing of the grader's may run beside a measurement
-                timing = self._time(case, single_call_s)
+                timing = self.measurer.time(case, call.out.elapsed_s)
             if isinstance(timing, CaseResult):
                 return timing
             result.metrics.update(timing)
-            self.emit(events.Metrics(level=case.level, case=case.id,
-                                  metrics=result.metrics))
+            self.emit(events.Metrics(level=case.level, case=case.id, metrics=result.metrics))
         if result.passed and gate:
             missed = check_gate(gate, result.metrics)
             if missed:
@@ -317,15 +317,15 @@ class _Grading(Measuring):
         gc.freeze()
         results: list[CaseResult] = []
         for i, c in enumerate(cases):
-            if self.sandbox.cancelled():
+            if self.children.sandbox.cancelled():
                 raise Cancelled()
             result = self.case(c, level.gate, index=i + 1, total=len(cases))
             results.append(result)
             timed = [later for later in cases[i + 1:] if later.timed
-                     and later.id not in self._warmed]
+                     and later.id not in self.children.warmed]
             if result.passed and timed:
-                self._prestart_reference(timed)
-            if result.kind in STOP_LEVEL_KINDS or self.load_failure is not None:
+                self.children.prestart_reference(timed)
+            if result.kind in STOP_LEVEL_KINDS or self.children.load_failure is not None:
                 results += self._skip_rest(number, cases[i + 1:], result)
                 break
         lvl = LevelResult(number, results, time.monotonic() - start)
@@ -343,6 +343,7 @@ class _Grading(Measuring):
             case_metrics={r.case.id: r.metrics for r in results if r.metrics},
         ))
         return lvl
+
 
 
 def _answer(reference: ChildReply | str) -> tuple[bool, object]:
@@ -384,10 +385,10 @@ def grade(exercise: Exercise, solution: Path,
     models = plan.models
     seed = secrets.randbelow(1_000_000) if options.seed is None else options.seed
     started = time.monotonic()
-    run = _Grading(plan, solution, seed, write_event, options)
+    run = _Run(plan, solution, seed, write_event, options)
     run.replay = replay_command(exercise.id, chosen, seed, all_levels, models)
     if options.cancel is not None:
-        run.sandbox.cancelled = options.cancel
+        run.children.sandbox.cancelled = options.cancel
     write_event(events.RunStarted(
         exercise=exercise.id, title=exercise.title, solution=str(solution),
         device=resolved, device_note=note, seed=seed, replay=run.replay,
@@ -400,7 +401,7 @@ def grade(exercise: Exercise, solution: Path,
         run.close()
         gc.unfreeze()
     result = GradeResult(exercise.id, resolved, seed, solution, level_results,
-                         time.monotonic() - started, sandboxes_started=run.sandbox.spawned,
+                         time.monotonic() - started, sandboxes_started=run.children.sandbox.spawned,
                          events=written, attempt_metrics={
                              **(options.attempt_metrics or {}),
                              # a grading the learner chose to run without a sandbox says so
@@ -415,3 +416,31 @@ def grade(exercise: Exercise, solution: Path,
     return result
 
 
+def prepare(exercise: Exercise, solution: Path, options: GradeOptions | None = None, *,
+            current: Prepared | None = None) -> Prepared | None:
+    """Start the learner's child for a grading that is likely to come (`dojo lab watch`
+    between saves, the TUI's grader between presses of g, or as soon as a torch lab is
+    selected): the next grading with the same options then skips the child's start and both
+    processes' torch imports. None when there is nothing to gain (no torch) or the options
+    would not grade. `current`, an earlier Prepared, is returned as it is when it would serve
+    the same grading, else closed."""
+    try:
+        plan = plan_grading(exercise, solution, options or GradeOptions())
+    except UsageError:
+        plan = None
+    if plan is None or not plan.exercise.needs_torch:
+        if current is not None:  # a pure-Python child starts in a fraction of a second anyway
+            current.close()
+        return None
+    shape = sandbox_options(plan.exercise, plan.device, plan.memory_mb,
+                            (options or GradeOptions()).load_timeout_s, plan.confine,
+                            tuple(sorted(plan.models.values())))
+    guess = reference_guess(plan.exercise)
+    key = child_key(plan.exercise, solution, plan.device, guess, shape)
+    if current is not None:
+        if current.key == key and current.usable:
+            return current
+        current.close()
+    found, sandbox = learner_sandbox(plan.exercise, solution, guess, shape)
+    return Prepared(key, found, sandbox, plan.exercise, plan.device, levels=plan.levels,
+                    options=shape)

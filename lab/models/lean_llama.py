@@ -125,13 +125,15 @@ def is_plain_llama(model: Any) -> bool:
 
 class Projection:
     """x @ w.T for a [out, in] weight, in the layout this CPU's BLAS runs fastest for the rows
-    at hand (measured with MKL, one thread, the shipped target's shapes): for a few rows,
-    x @ w.T with w.T stored contiguous (a row-vector product: 2-3x F.linear's time at one row);
-    for 4+ rows of a wide weight (out >= 1024: gate/up, the head), w @ x.T (the stored-transpose
-    path packs the weight each call and costs ~2x there). On a GPU, F.linear (cuBLAS), no copy.
-    The three agree to float rounding (~1e-6 relative)."""
+    at hand (one thread, the shipped target's shapes): x @ w.T with w.T stored contiguous (a
+    row-vector product at one row: 2-3x F.linear's speed), except for 4 to 9 rows of a wide
+    weight (out >= 1024: gate/up, the head), w @ x.T. Measured in whole decode steps
+    (bench/decode_step.py's setting, CPU time, AMD EPYC, torch 2.14): w @ x.T makes the step
+    0.89x as long at B = 4 and 0.94x at B = 8, 1.04x at B = 10, 1.29x at 12, 1.11x at 16.
+    On a GPU, F.linear (cuBLAS), no copy. The layouts agree to float rounding (~1e-6
+    relative)."""
 
-    WIDE, ROWS = 1024, 4
+    WIDE, ROWS, MAX_ROWS = 1024, 4, 10
 
     def __init__(self, weight: Any) -> None:
         self.weight = weight
@@ -145,7 +147,7 @@ class Projection:
         if self.transposed is None:
             return F.linear(x, self.weight)
         rows = x.numel() // x.shape[-1]
-        if self.wide and rows >= self.ROWS:
+        if self.wide and self.ROWS <= rows < self.MAX_ROWS:
             flat = x.reshape(rows, x.shape[-1])
             return torch.matmul(self.weight, flat.t()).t().reshape(*x.shape[:-1], -1)
         return torch.matmul(x, self.transposed)

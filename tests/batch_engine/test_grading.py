@@ -97,6 +97,8 @@ BROKEN_CASES = [
                                    r"head of the queue needed 8 \(its prompt\): it fits"),
     ("preempted_to_back", 3, r"admitted \[2\] while preempted request \[1\] waited — a "
                              r"preempted request goes back to the front of the queue"),
+    ("cancel_stale_row", 4, r"dropped unfinished request \[\d\]: every running request "
+                            r"takes part in every step"),
     ("cancel_leaks_kv", 4, r"it fits, so it joins at this step .*request \[1\] was "
                            r"cancelled while running: their KV is free at once"),
     ("abort_at_next_step", 4, r"cancel\(1\) at t=\S+ s returned True but sent no finish event "
@@ -135,6 +137,7 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("off_by_one_budget_reject", 3, "budget-exact-fit", r"alone needs 16 KV tokens"),
     ("off_by_one_budget_admit", 3, "budget-exact-fit", r"it fits, so it joins at this step"),
     ("preempted_to_back", 3, "preempt-while-others-wait", r"goes back to the front of the queue"),
+    ("cancel_stale_row", 4, "cancel-two-running", r"dropped unfinished request \[\d\]"),
     ("cancel_leaks_kv", 4, "cancel-frees-kv", r"their KV is free at once"),
     ("abort_at_next_step", 4, "cancel-running", r"sent no finish event from inside the call"),
     ("poison_resets_cache", 4, "poison-joins-a-running-batch", r"rerun the others with their "

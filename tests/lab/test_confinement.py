@@ -276,7 +276,7 @@ def test_the_outer_process_is_out_of_reach(learner_dir: Path) -> None:
 def test_the_waiter_holds_no_capability_and_cannot_be_dumped() -> None:
     """The process outside the PID namespace (read here, from the grader's side)."""
     from lab.exercises import get
-    from lab.grader.children import learner_sandbox, reference_guess, sandbox_options
+    from lab.grader.spawn import learner_sandbox, reference_guess, sandbox_options
 
     ex = get("kv-bytes")
     _, box = learner_sandbox(ex, SOLUTIONS / "correct.py", reference_guess(ex),
@@ -405,7 +405,7 @@ SANDBOX_SCRIPT = """
 import json, sys, time
 from pathlib import Path
 from lab.exercises import load_exercise
-from lab.grader.children import learner_sandbox, reference_guess, sandbox_options
+from lab.grader.spawn import learner_sandbox, reference_guess, sandbox_options
 ex = load_exercise(Path(sys.argv[1]), module="tests.lab.fixtures.timed_demo")
 _, box = learner_sandbox(ex, Path(sys.argv[2]), "tests.lab.fixtures.timed_ref",
                          sandbox_options(ex, "cpu", 1536, None, True))

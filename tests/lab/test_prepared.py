@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from lab.exercises import load_exercise
-from lab.grader import runner
 from lab.grader.events import CaseFailed
+from lab.grader.measure import Measurer
 from lab.grader.runner import GradeOptions, grade, prepare
 from tests.lab.conftest import HERE, SOLUTIONS
 
@@ -157,13 +157,13 @@ def test_the_reference_timing_child_is_warmed_behind_the_learners_and_adopted(
     counting(ref, "reference")
     counting(prepared.sandbox, "learner")
     warm_ups: list[bool] = []
-    calibrate = runner._Grading._calibrate
+    calibrate = Measurer._calibrate
 
     def spied(self: Any, child: Any, case: Any, warm_up: bool = True) -> Any:
         warm_ups.append(warm_up)
         return calibrate(self, child, case, warm_up=warm_up)
 
-    monkeypatch.setattr(runner._Grading, "_calibrate", spied)
+    monkeypatch.setattr(Measurer, "_calibrate", spied)
     result = grade(exercise, solution, GradeOptions(levels=[3], device="cpu", seed=1,
                    prepared=prepared))
     assert result.passed, [e for e in result.events if isinstance(e, CaseFailed)]

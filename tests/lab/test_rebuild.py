@@ -245,7 +245,9 @@ def test_upgrading_a_v3_file_keeps_every_row(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION >= 4
     after = {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in before}
     conn.close()
-    assert after == before
+    # later upgrades may add columns (FSRS state on cards): every v3 value is kept as it was
+    assert {t: [row[:len(before[t][0])] for row in rows] if before[t] else rows
+            for t, rows in after.items()} == before
     copies = list((tmp_path / "backups").glob("v3.pre-v4.*.sqlite3"))
     assert len(copies) == 1  # the backup came first
 

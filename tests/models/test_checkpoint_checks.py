@@ -181,13 +181,19 @@ def test_checking_a_huge_config_adds_little_to_the_graders_memory(good: Path,
     config = json.loads((folder / "config.json").read_text())
     config.update(hidden_size=16384, intermediate_size=53248, num_hidden_layers=126)
     (folder / "config.json").write_text(json.dumps(config))
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child forked from a
+    # large pytest worker would report the worker's size; VmHWM belongs to the new process
     script = (
-        "import resource, sys\n"
+        "import sys\n"
+        "def hwm():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmHWM:'):\n"
+        "            return int(line.split()[1])\n"
         "import torch, transformers.models.auto.configuration_auto\n"
         "from lab.models.checkpoint import check, CheckpointError\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "before = hwm()\n"
         "try:\n    check(sys.argv[1])\nexcept CheckpointError:\n    pass\n"
-        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "after = hwm()\n"
         "print(before, after)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.decode_step import main, step_bytes
+from bench.decode_step import main, step_cost
 
 
 def _tiny(**over: Any) -> SimpleNamespace:
@@ -23,16 +23,20 @@ def test_a_tiny_llamas_bytes_are_the_hand_count() -> None:
     layer = 64 + 32 + 32 + 64 + 128 + 128 + 128 + 16
     weights = 2 * layer + 8 + 32 * 8 + 3 * 8  # layers, final norm, head, 3 embedding rows
     kv = 3 * 2 * 2 * 1 * 4 * (5 + 1)  # rows, layers, K and V, kv heads, head dim, columns
-    got = step_bytes(_tiny(), batch=3, context=5, dtype_bytes=4)
+    got = step_cost(_tiny(), batch=3, context=5, dtype_bytes=4)
     assert (got.weights, got.kv, got.total) == (4 * weights, 4 * kv, 4 * (weights + kv))
     assert weights == 1472 and kv == 288
+    # 2 FLOPs per matrix weight per row (layers' matrices and the head, no norms), and per row,
+    # layer and head: q.k and p.v over 6 columns of head dim 4
+    matrices = 2 * (64 + 32 + 32 + 64 + 128 + 128 + 128) + 32 * 8
+    assert got.flops == 2 * 3 * matrices + 2 * 3 * 2 * 2 * 2 * 4 * 6
 
 
 def test_head_dim_defaults_to_hidden_over_heads() -> None:
-    assert step_bytes(_tiny(head_dim=None), 1, 0, 2) == step_bytes(_tiny(), 1, 0, 2)
+    assert step_cost(_tiny(head_dim=None), 1, 0, 2) == step_cost(_tiny(), 1, 0, 2)
     with pytest.raises(ValueError, match="hidden_size 9 is not a multiple of "
                                          "num_attention_heads 2"):
-        step_bytes(_tiny(head_dim=None, hidden_size=9), 1, 0, 4)
+        step_cost(_tiny(head_dim=None, hidden_size=9), 1, 0, 4)
 
 
 @pytest.mark.parametrize(("config", "batch", "context", "dtype_bytes", "message"), [
@@ -45,7 +49,7 @@ def test_head_dim_defaults_to_hidden_over_heads() -> None:
 def test_what_cannot_be_counted_is_refused(config: Any, batch: int, context: int,
                                            dtype_bytes: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        step_bytes(config, batch, context, dtype_bytes)
+        step_cost(config, batch, context, dtype_bytes)
 
 
 def test_bad_batch_sizes_are_refused_before_anything_loads(capsys: Any) -> None:
@@ -58,7 +62,7 @@ def test_bad_batch_sizes_are_refused_before_anything_loads(capsys: Any) -> None:
 def test_the_shipped_targets_count_is_its_parameters_plus_one_embedding_row(pair: Any) -> None:
     model = pair.target
     params = sum(p.numel() * p.element_size() for p in model.parameters())  # tied head: once
-    got = step_bytes(model.config, batch=1, context=0, dtype_bytes=4)
+    got = step_cost(model.config, batch=1, context=0, dtype_bytes=4)
     assert got.weights == params + model.config.hidden_size * 4
     assert got.kv == 8 * 2 * 4 * 32 * 4  # one column: layers, K and V, kv heads, head dim, fp32
 

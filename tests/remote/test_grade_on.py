@@ -270,11 +270,11 @@ def test_grading_past_its_time_limit_is_stopped(
         on_host: str, tmp_path: Path, remote_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "kv_bytes.py"
     path.write_text(SLEEPY)
-    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "4")
+    monkeypatch.setenv("DOJO_REMOTE_TIME_LIMIT_S", "2")
     result = grade("--level", "1", "--file", str(path), "--record", "--on", on_host)
     assert result.exit_code == 3
     assert result.stderr.strip() == (f"Error: the grading on {on_host} ran past its time limit "
-                                     "of 4 s and was stopped; nothing was recorded.")
+                                     "of 2 s and was stopped; nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
     assert attempts() == []
 
@@ -304,8 +304,9 @@ def test_watch_grades_each_save_on_the_host_over_one_connection(
     path = tmp_path / "kv_bytes.py"
     path.write_text(STUB.read_text())
     watch = subprocess.Popen([sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes",
-                              "--level", "1", "--file", str(path), "--on", on_host, "--json",
-                              "--interval", "0.1"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+                              "--level", "1", "--file", str(path), "--record", "--on", on_host,
+                              "--json", "--interval", "0.1"], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO)
     assert watch.stdout is not None
 
     def next_summary() -> dict[str, Any]:

@@ -87,3 +87,32 @@ def test_setup_copies_the_source_without_caches_and_picks_torch_by_the_gpu() -> 
 ])
 def test_ssh_messages_become_one_sentence(stderr: str, rc: int, sentence: str) -> None:
     assert explain("gpu-box", rc, stderr) == sentence
+
+
+def test_the_hosts_serve_stops_waiting_after_its_idle_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import queue
+
+    from trainer.commands import remote as commands
+
+    monkeypatch.setattr(commands, "IDLE_S", 0.01)
+    lines: queue.Queue[str | None] = queue.Queue()
+    assert commands._next_request(lines) is None  # silent past the limit: the serve ends
+    lines.put('{"exercise": "kv-bytes"}')
+    assert commands._next_request(lines) == '{"exercise": "kv-bytes"}'
+
+
+@pytest.mark.slow
+def test_unconfined_is_refused_with_a_host(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.grader.plan import NO_CONFINE_VAR
+    from lab.grader.testing import reference_as_solution
+
+    monkeypatch.setenv(NO_CONFINE_VAR, "")  # restored after the test (--unconfined sets it)
+    path = reference_as_solution("kv-bytes", tmp_path)
+    result = CliRunner().invoke(main, ["lab", "grade", "kv-bytes", "--file", str(path),
+                                       "--on", "gpu-box", "--unconfined"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("Error: --unconfined switches off this machine's sandbox; "
+                                     "gpu-box grades in its own (use --on local to grade here "
+                                     "unconfined)")

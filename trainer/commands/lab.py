@@ -311,6 +311,9 @@ def grade_cmd(
     with opened() as lab:
         ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
         host = _host(lab, on, models)
+        if host is not None and unconfined:
+            _usage_error(f"--unconfined switches off this machine's sandbox; {host} grades in "
+                         "its own (use --on local to grade here unconfined)")
         try:
             passed = _grade_once(lab, ex, path, levels, device, seed, as_json, models,
                                  host=host, record=record)

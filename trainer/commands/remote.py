@@ -148,7 +148,8 @@ class _Server:
 def serve() -> None:
     """Run on the host by `dojo lab grade --on`: a hello line, then one grading per request
     line (the events of `dojo lab grade --json`, then {"event": "served", "rc": N}); nothing is
-    recorded here. Ends at the end of input, stopping a grading in progress."""
+    recorded here. Ends at the end of input, stopping a grading in progress, or after an
+    hour without a request."""
     from trainer.core.lab_serve import Served
     from trainer.core.remote import Hello, dojo_version
 
@@ -156,7 +157,7 @@ def serve() -> None:
     _say(Hello(dojo_version(), platform.python_version()).to_json())
     server = _Server(eof)
     try:
-        while (line := lines.get()) is not None:
+        while (line := _next_request(lines)) is not None:
             if not line.strip():
                 continue
             rc = server.handle(line)
@@ -168,6 +169,18 @@ def serve() -> None:
         pass
     finally:
         server.close()
+
+
+IDLE_S = 3600.0  # a connection silent this long has gone (a link that died without a word)
+
+
+def _next_request(lines: queue.Queue[str | None]) -> str | None:
+    """The next request line; None at the end of input, or after IDLE_S without one (sshd
+    may never notice a client that vanished, so the serve does not wait for ever)."""
+    try:
+        return lines.get(timeout=IDLE_S)
+    except queue.Empty:
+        return None
 
 
 def _probe() -> dict[str, Any]:

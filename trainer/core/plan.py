@@ -99,11 +99,11 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     predicted for the interview day's start (without a plan: 7 study days ahead). `table`:
     the workload-vs-recall table too (a simulation per budget: `dojo plan`)."""
     from scheduler.days import resolve_timezone
+    from scheduler.fsrs_memory import make_scheduler
+    from scheduler.fsrs_memory import recall as fsrs_recall
     from scheduler.plan import BudgetRow, Pace, feasibility
     from scheduler.readiness import (
         FSRS_PARAMETERS_KEY,
-        answers_by_card,
-        card_recall,
         day_start,
         topic_recall,
     )
@@ -118,7 +118,11 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     cards = [c for c in store.cards() if not c.retired and not c.suspended]
     reviews = store.export_history()["reviews"]
     params = store.stored_value(FSRS_PARAMETERS_KEY)
-    recall = card_recall(answers_by_card(reviews), at, params)
+    # Each card's stored FSRS memory is the time-ordered replay of its answers
+    # (docs/readiness.md): read it instead of replaying the whole log again.
+    fsrs = make_scheduler(params)
+    recall = {c.question_id: fsrs_recall(c.memory, at, fsrs) for c in cards
+              if c.memory is not None}
     order = _topic_order(bank)
     order += sorted({c.topic for c in cards} - set(order))
     by_topic: dict[str, list[str]] = {t: [] for t in order}

@@ -78,7 +78,7 @@ class SeedScreen(ModalScreen[int | None]):
         now = f"now {self.current}" if self.current is not None else "now random"
         with Vertical(classes="modal small"):
             yield Static(f"[b]Seed for the next gradings[/] ({now})", classes="modal-title")
-            yield Input(placeholder="a seed to replay; empty for random (Esc cancels)",
+            yield Input(placeholder="a seed, or empty for random",
                         type="integer", id="lab-seed-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -57,6 +57,9 @@ class StatsScreen(DojoScreen):
                 with Vertical(classes="panel grow", id="stats-topics-panel"):
                     yield Static("Accuracy per topic (scheduled answers)", classes="panel-title")
                     yield Static("", id="stats-topics")
+            with Vertical(classes="panel wide"):
+                yield Static(f"[dim]{TRUE_RETENTION_MEANS}; {PREDICTED_RECALL_MEANS}.[/]",
+                             id="stats-means")
             with Horizontal(classes="stats-row"):
                 with Vertical(classes="panel grow"):
                     yield Static("Ease factor (reviewed cards)", classes="panel-title")
@@ -191,7 +194,7 @@ class StatsScreen(DojoScreen):
             )
             + f"\n{'weekly':>6} {_sparkline(v.retention_weeks)} [dim](12 w)[/]"
             + f"\nrecall {'—' if v.predicted_recall is None else f'{v.predicted_recall:.0%}':>4}"
-            f" [dim](now)[/]\n[dim]{TRUE_RETENTION_MEANS}; {PREDICTED_RECALL_MEANS}.[/]"
+            " [dim](now)[/]"
         )
         self.query_one("#stats-topics", Static).update(_topic_rows(v))
         self.mistakes = v.mistakes

@@ -5,6 +5,9 @@ Boundaries, special values and feature pairs, and the case that covers each:
 - cancel a queued request (cancel-queued), a running one (cancel-running), a finished one and an
   id no request has (cancel-finished-or-unknown: False, no event); the abort is sent from inside
   `cancel()` (checked by event order in every cancel case, not by time);
+- two events in one step: two running requests cancelled between the same two steps
+  (cancel-two-running: a row index remembered from the last step points at the wrong row once
+  the first cancel has dropped its row);
 - cancel x state: the same request cancelled twice (running: twice at one moment, then later;
   queued: twice) - only the first returns True (cancel-twice); a request finished by stop, by
   length, at submit (max_tokens 0) and by error (poison) (cancel-finished-any-reason);
@@ -67,6 +70,11 @@ def _level4_fixed() -> list[Case]:
                                                        _req(2, 3, 6, t=0.001),
                                                        _req(3, 5, 4, t=0.002)], B=2,
               cancels=[(0.02, 1), (0.02, 1), (0.02, 3), (0.025, 3), (0.04, 1)]),
+        _case("cancel-two-running", 4, "two running requests (rows 1 and 2 of 4) cancelled "
+              "between the same two steps: each True with one `abort`, both rows leave at the "
+              "next step, the other two run on unchanged",
+              [_req(0, 4, 20), _req(1, 5, 20), _req(2, 3, 20), _req(3, 6, 20)], B=4,
+              cancels=[(0.05, 1), (0.05, 2)], checks=("reformed",)),
         _case("cancel-finished-any-reason", 4, "cancel requests after they finished by `stop`, "
               "by `length`, at submit (max_tokens 0) and by `error` (poison): each returns "
               "False and sends nothing", _finished_any_reason(), B=4,

@@ -60,6 +60,13 @@ def cases(seed: int) -> list[Case]:
                                                          "repetition_penalty": 3.0}, [], [0]),
                                              _row(same, {"temperature": 1.0})]}, size=4,
              description="greedy rows beside sampled rows"),
+        Case("L2-greedy-penalised", 2, {"rows": [
+            _row({"values": [3.0, 2.9, 1.0, -1.0]}, {"temperature": 0.7,
+                                                    "repetition_penalty": 1.5}, [], [0]),
+            _row({"values": [3.0, 2.9, 1.0, -1.0]}, {"temperature": 0.0,
+                                                    "repetition_penalty": 1.5}, [], [0])]},
+             size=2, description="a greedy row whose repetition penalty moves its argmax "
+                                 "(id 0: 3.0 / 1.5 < 2.9), beside a sampled row"),
         Case("L2-neg-inf-row", 2, {"rows": [_row({"values": [float("-inf")] * 4}, FULL, [1], [2]),
                                             _row({"values": [1.0, 2.0, 2.0, 0.0]}, FULL, [1],
                                                  [2])]}, size=2,
@@ -106,12 +113,29 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
                               f"(replay with --seed and compare them with process_logits)")
     rows = case.params["rows"]
     r = bad[0]
+    skipped = _greedy_unpenalised(out[r], rows[r])
+    if skipped:
+        return Verdict(False, f"row {r} of {len(rows)}: {skipped}")
     leak = _leak(out[r], rows, r)
     if leak:
         return Verdict(False, f"row {r} of {len(rows)}: {leak} - rows must not leak into each "
                               f"other (index every parameter and history by row)")
     return Verdict(False, f"row {r} of {len(rows)} ({len(bad)} rows differ): "
                           + explain(rows[r], out[r], want[r], "process_batch"))
+
+
+def _greedy_unpenalised(got: torch.Tensor, spec: dict[str, Any]) -> str | None:
+    """A greedy row processed without its penalties (a greedy row looked finished early)."""
+    row, params, prompt, output = inputs.row_inputs(spec, "cpu")
+    if float(params.get("temperature", 1.0)) != 0.0:
+        return None
+    for skipped in (("repetition_penalty",), ("presence_penalty", "frequency_penalty"),
+                    ("repetition_penalty", "presence_penalty", "frequency_penalty")):
+        bare = {**params, **{k: inputs.NEUTRAL[k] for k in skipped}}
+        if bare != params and torch.equal(got, variants.process(row, bare, prompt, output)):
+            return ("a greedy row (T = 0) skipped its penalties: every row is penalised first, "
+                    "and greedy takes the argmax of the penalised row")
+    return None
 
 
 def _leak(got: torch.Tensor, rows: list[dict[str, Any]], r: int) -> str | None:

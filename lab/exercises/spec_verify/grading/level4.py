@@ -365,7 +365,14 @@ def trace_report(rows: Any, prompt: list[int], out: list[int], k: int) -> dict[s
                 f" - the draft must be cropped after each block and fed the correction/bonus "
                 f"token (and any accepted token it has not processed) before drafting again")
             break
-    rep["pass_fault"] = _recompute_fault(entries) or _passes_per_block_fault(entries, k)
+    late = _after_the_end(entries, seq) if out else None
+    if late is not None:
+        rep["pass_fault"] = (
+            f"target pass #{late + 1} ran after the output was complete ({len(out)} tokens: "
+            f"max_new_tokens reached or EOS emitted): a block past the end - stop the loop as "
+            f"soon as the budget is reached or EOS is emitted")
+    rep["pass_fault"] = (rep["pass_fault"] or _recompute_fault(entries)
+                         or _passes_per_block_fault(entries, k))
     verify = [ps for ps in t_passes if len(ps.context) >= len(prompt)]
     accepted = rejected = 0
     for ps in verify:
@@ -419,6 +426,22 @@ def _recompute_fault(entries: list[tuple[str, Pass | None]]) -> str:
                             f"accepted length and feed only the tokens it has not seen")
             prev, reset = (num, ps), False
     return ""
+
+
+def _after_the_end(entries: list[tuple[str, Pass | None]], seq: list[int]) -> int | None:
+    """The index among the target passes of one that opened a block after the output was
+    complete: drafted first (a draft pass just before it), then fed from the last output token
+    on (every real block's pass starts before it). A pass right after another target pass is
+    left to `_passes_per_block_fault` (one block's verification split in two)."""
+    n = 0
+    for j, (who, ps) in enumerate(entries):
+        if who != "target" or ps is None:
+            continue
+        before = next((w for w, q in reversed(entries[:j]) if q is not None), None)
+        if ps.cached >= len(seq) - 1 and before == "draft":
+            return n
+        n += 1
+    return None
 
 
 def _passes_per_block_fault(entries: list[tuple[str, Pass | None]], k: int) -> str:
