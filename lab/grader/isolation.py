@@ -86,7 +86,10 @@ class LimitExceeded(Exception):
         self.message = message
 
 
-SHARED_EVERY = 5  # polls (of 20 ms) between two counts of shared memory and processes
+# polls (of 20 ms) between two counts of shared memory, processes and the workspace: every
+# 0.1 s the count stole enough CPU on a loaded 2-core machine to double a 25 ms reference call
+# (spec-verify L3: a 24x vocabulary loop measured 12x); every 0.5 s it does not
+SHARED_EVERY = 25
 
 
 def memfd_mb(pids: list[int]) -> float:
