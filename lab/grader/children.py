@@ -40,7 +40,8 @@ class Children:
         self.deadline = math.inf  # the run's budget: set by `start_clock`
         self.run_timeout_s = math.inf
         self.sandbox_options = sandbox_options(plan.exercise, plan.device, plan.memory_mb,
-                                               options.load_timeout_s, plan.confine)
+                                               options.load_timeout_s, plan.confine,
+                                               tuple(sorted(plan.models.values())))
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
         self.notified = False
         self.loaded = False

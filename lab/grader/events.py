@@ -42,7 +42,8 @@ times in this run), grader_error (the reference or the grading spec itself faile
 bug), protocol (the child wrote something that is not a message on its result pipe), limit (a
 limit of the sandbox refused a step: a file past the size limit, too many open files), output
 (printed more than the output limit: the child was stopped), processes (started more processes
-or threads than the limit), sandbox (the sandbox could not confine itself: nothing ran).
+or threads than the limit), disk (wrote more than the limit to the workspace folder: stopped),
+sandbox (the sandbox could not confine itself: nothing ran).
 `expected`/`got` are short reprs (strings); `output` is the learner's captured stdout+stderr for
 that case, trimmed to its tail. Every value is JSON-native; unknown keys may be added later, so
 consumers should ignore keys they do not know.
@@ -83,6 +84,7 @@ FAILURE_KINDS = (
     "limit",
     "output",
     "processes",
+    "disk",
     "sandbox",
 )
 REPR_LIMIT = 400

@@ -62,7 +62,7 @@ class ChildReply:
     def child_lost(self) -> bool:
         """The child was killed or died: the next request needs a fresh one."""
         return self.kind in ("timeout", "memory", "crash", "protocol", "sandbox", "output",
-                             "processes")
+                             "processes", "disk")
 
 
 class Cancelled(Exception):
@@ -115,7 +115,8 @@ def memfd_mb(pids: list[int]) -> float:
 
 def folder_mb(folder: str, limit_entries: int = 10000) -> float:
     """Bytes a folder's files hold on disk (blocks, not sizes: a sparse file counts what it
-    uses), in MiB; stops counting after `limit_entries` entries."""
+    uses), in MiB; stops counting after `limit_entries` entries (then -1 when it stopped
+    before the end: `folder_size` says whether a folder can be watched at all)."""
     total, seen, todo = 0, 0, [folder]
     while todo and seen < limit_entries:
         try:
@@ -382,12 +383,14 @@ class Sandbox:
         needs_torch: bool = False,
         network: bool = False,
         device: str = "cpu",
+        read_also: tuple[str, ...] = (),
     ) -> None:
         self.solution = solution.resolve()
         self.load = load
         self.confine = confine
         self.needs_torch = needs_torch
         self.network = network
+        self.read_also = list(read_also)  # the learner's own checkpoint folders
         self.device = device  # DOJO_LAB_DEVICE in the child: known before any import there
         self.mode = ""  # which confinement the child runs under (lab.grader.confine)
         self.lifeline = -1  # our end of the pipe whose closing ends the child's whole tree
@@ -411,6 +414,7 @@ class Sandbox:
         self.frozen: list[int] = []  # pids stopped between requests (see _freeze)
         self.polls = 0
         self.shared_mb = 0.0
+        self.workspace_mb = -1.0
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> ChildReply:
@@ -447,6 +451,11 @@ class Sandbox:
         """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
         self.mode, self.shared_mb, self.polls = "", 0.0, 0
+        # what the workspace holds now: the learner's code may add WORKSPACE_LIMIT_MB to it
+        # (not watched when it holds more entries than can be counted every 0.1 s)
+        if self.spawned == 0:  # once per sandbox: a respawned child gets no fresh allowance
+            self.workspace_mb = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES) \
+                if self.confine and self._workspace_writable() else -1.0
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         # append mode: the child always writes at the end, whatever the grader does with the
@@ -508,7 +517,8 @@ class Sandbox:
                           solution=str(self.solution), needs_torch=self.needs_torch,
                           trusted=trusted, gpu=self.device == "cuda", tmp_mb=self.shm_mb,
                           checkout=[str(REPO_ROOT), *map(str, _git_roots(REPO_ROOT))],
-                          data=root.data_folder(), extra_read=judge if trusted else [])
+                          data=root.data_folder(),
+                          extra_read=[*self.read_also, *(judge if trusted else [])])
         spec.tmp_dir = self.tmp_dir
         return spec
 
@@ -622,6 +632,14 @@ class Sandbox:
                 st = os.statvfs(f"/proc/{pid}/root/tmp")
                 if st.f_blocks * st.f_frsize <= (self.shm_mb + 1) << 20:  # that tmpfs, no other
                     shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
+        if self.workspace_mb >= 0 and inner:
+            grown = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES) \
+                - self.workspace_mb
+            if grown > limits.WORKSPACE_LIMIT_MB:
+                raise LimitExceeded("disk", (
+                    f"your code wrote {limits.human_bytes(grown * (1 << 20))} to your "
+                    f"workspace folder, over the sandbox's limit of "
+                    f"{limits.WORKSPACE_LIMIT_MB} MiB — stopped"))
         if self.tmp_dir and not self.mode.startswith("namespaces"):
             used = folder_mb(self.tmp_dir)
             if used > self.shm_mb:
@@ -630,10 +648,30 @@ class Sandbox:
                     f"folder, over the sandbox's limit of {self.shm_mb} MiB — stopped"))
         return shared
 
+    def _workspace_writable(self) -> bool:
+        """Whether the child gets its workspace folder writable (see `root.build`)."""
+        folder = str(self.solution.parent)
+        if any(folder == c or folder.startswith(c + os.sep)
+               for c in (str(REPO_ROOT), *map(str, _git_roots(REPO_ROOT)))):
+            return False
+        return self._entries(folder) < limits.WATCHED_ENTRIES
+
+    @staticmethod
+    def _entries(folder: str) -> int:
+        count, todo = 0, [folder]
+        while todo and count < limits.WATCHED_ENTRIES:
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            count += len(entries)
+            todo.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        return count
+
     def _flood_message(self, printed: int) -> str:
         """What an output flood says: how much, and the first lines (they show what looped)."""
         self.capture.seek(0)
-        head = clean_text(self.capture.read(4096).decode("utf-8", errors="replace"))
+        head = clean_text(self.capture.read(1 << 16).decode("utf-8", errors="replace"))
         lines = [line[:200] for line in head.splitlines()[:5]]
         return (f"your code printed more than {limits.OUTPUT_LIMIT_BYTES >> 20} MiB "
                 f"({limits.human_bytes(printed)} when it was stopped); the first lines were:\n"

@@ -4,9 +4,10 @@ Set in the sandbox child before any learner code (inherited by everything it sta
 `RLIMIT_FSIZE` (no file written, extended, truncated up or preallocated past `FILE_LIMIT_MB`:
 the write fails with EFBIG — CPython ignores SIGXFSZ — so a loop writing a file stops at the
 limit instead of filling the disk), `RLIMIT_NOFILE`, `RLIMIT_CPU` (SIGXCPU at the soft limit,
-SIGKILL at the hard one) and no core files. Output, memory (shared memory included) and the
-number of processes are counted by the grader (`lab.grader.isolation`), which stops the child
-past `OUTPUT_LIMIT_BYTES`, the memory cap or `MAX_PROCESSES`.
+SIGKILL at the hard one) and no core files. Output, memory (shared memory included), the
+number of processes and what the workspace folder gained are counted by the grader
+(`lab.grader.isolation`), which stops the child past `OUTPUT_LIMIT_BYTES`, the memory cap,
+`MAX_PROCESSES` or `WORKSPACE_LIMIT_MB`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ FILE_LIMIT_MB = 64  # the largest file the learner's code may write (its workspa
 OPEN_FILES = 1024
 CPU_SECONDS = 3600  # CPU time of one child process, all requests together
 OUTPUT_LIMIT_BYTES = 4 << 20  # what the learner's code may print during one request
+WORKSPACE_LIMIT_MB = 256  # what the learner's code may add to its workspace folder, all files
+WATCHED_ENTRIES = 2000  # a workspace with more entries than this is not watched (too slow)
 MAX_PROCESSES = 1024  # processes and threads in the learner's tree (counted by the grader)
 
 

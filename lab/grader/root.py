@@ -227,6 +227,19 @@ def runtime_files(allowed: dict[str, str | None]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def shipped_models() -> list[str]:
+    """The shipped model pair's folders and their list (public data: a drive may load them by
+    path, as paged-kv's level 4 does, without importing `lab.models`)."""
+    folder = LAB_DIR / "models"
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [str(folder / e) for e in entries
+            if (e.endswith(".json") and (folder / e).is_file())
+            or ((folder / e).is_dir() and not _has_python(str(folder / e)))]
+
+
 def _has_python(folder: str) -> bool:
     for _, _, files in os.walk(folder):
         if any(f.endswith((".py", ".pyc", ".so")) for f in files):
@@ -294,6 +307,7 @@ def build(*, allowed: dict[str, str | None], solution: str, needs_torch: bool, t
     roots = BASE_DISTRIBUTIONS + (TORCH_DISTRIBUTIONS if needs_torch else ())
     read.extend(distribution_paths(roots))
     read.extend(runtime_files(allowed))
+    read.extend(shipped_models())
     if trusted:
         read.append(str(LAB_DIR))
     read.extend(extra_read or [])

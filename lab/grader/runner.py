@@ -433,7 +433,8 @@ def prepare(exercise: Exercise, solution: Path, options: GradeOptions | None = N
             current.close()
         return None
     shape = sandbox_options(plan.exercise, plan.device, plan.memory_mb,
-                            (options or GradeOptions()).load_timeout_s, plan.confine)
+                            (options or GradeOptions()).load_timeout_s, plan.confine,
+                            tuple(sorted(plan.models.values())))
     guess = reference_guess(plan.exercise)
     key = child_key(plan.exercise, solution, plan.device, guess, shape)
     if current is not None:

@@ -23,8 +23,10 @@ NETWORK_EXERCISES = frozenset({"tensor-parallel"})
 
 
 def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
-                    load_timeout_s: float | None, confine: bool) -> dict[str, Any]:
-    """What shapes a learner's (or the reference's) child for this exercise and device."""
+                    load_timeout_s: float | None, confine: bool,
+                    models: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What shapes a learner's (or the reference's) child for this exercise and device
+    (`models`: the learner's own checkpoint folders, which the child reads)."""
     uses_torch_cpu = exercise.needs_torch and device == "cpu"
     return dict(
         module_name=Path(exercise.workspace_file).stem,
@@ -36,6 +38,7 @@ def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
         needs_torch=exercise.needs_torch,
         network=exercise.id in NETWORK_EXERCISES,
         device=device,
+        read_also=models,
     )
 
 

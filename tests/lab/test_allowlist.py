@@ -27,6 +27,7 @@ __all__ = ["learner_dir"]  # the fixture, shared with test_confinement
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not CONFINED, reason="no confinement on this machine")]
+AS_ROOT = pytest.mark.skipif(os.getuid() != 0, reason="needs root")
 MODES = [pytest.param(False, id="namespaces"),
          pytest.param(True, id="userns-denied",
                       marks=pytest.mark.skipif(landlock.abi_version() < 1,
@@ -91,9 +92,11 @@ s.close()
 """
 
 
-@pytest.mark.parametrize("deny", MODES)
+@pytest.mark.parametrize(("deny", "as_nobody"), [
+    *((p.values[0], True) for p in MODES),
+    pytest.param(True, False, id="root-userns-denied", marks=AS_ROOT)])
 def test_nothing_outside_the_allow_list_can_be_named(
-    learner_dir: Path, planted: dict[str, str], deny: bool,
+    learner_dir: Path, planted: dict[str, str], deny: bool, as_nobody: bool,
 ) -> None:
     """The reference by other roads (a copy in /tmp, the checkout an editable install points
     at, compiled bytecode), the database, the host's devices, the grader, the network."""
@@ -105,19 +108,24 @@ def test_nothing_outside_the_allow_list_can_be_named(
              "reference .pyc": planted["kv_bytes"], "grading .pyc": planted["level1"],
              "grading": str(GRADING), "tests": str(ROOT / "tests" / "lab" / "conftest.py"),
              "database": str(db), "editable .pth": str(SITE / "_editable_impl_serving_dojo.pth")}
+    if not as_nobody:  # root grades: the workspace is root's (no capability is left inside)
+        os.chown(learner_dir / "ws", 0, 0)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     try:
         probe = (f"PATHS = {paths!r}\nROOT = {str(ROOT)!r}\nSITE = {str(SITE)!r}\n"
                  f"GRADER = {os.getpid()}\nPORT = {listener.getsockname()[1]}\n" + READS)
-        result, seen = grade_as_learner(learner_dir, probe, deny_userns=deny)
+        result, seen = grade_as_learner(learner_dir, probe, deny_userns=deny,
+                                        as_nobody=as_nobody)
     finally:
         listener.close()
     assert result["passed"], [e for e in result["events"] if e["event"] == "case_failed"][:1]
     notice = [e["message"] for e in result["events"] if e["event"] == "notice"]
+    landlock_mode = deny and as_nobody  # root without user namespaces still has mount ones
     assert notice and notice[0].startswith(
-        "sandbox: Landlock + seccomp" if deny else "sandbox: namespaces + seccomp"), notice
+        "sandbox: Landlock + seccomp" if landlock_mode else "sandbox: namespaces + seccomp"), \
+        notice
     for key in paths:
         assert not seen["read " + key].startswith("read"), (key, seen)
     # the checkout shows the learner-facing runtime only (and the venv's own files)
@@ -125,7 +133,7 @@ def test_nothing_outside_the_allow_list_can_be_named(
     assert seen["trainer"] in ("ModuleNotFoundError", "PermissionError"), seen["trainer"]
     # a package that is there but not allowed looks absent (libraries probe optional ones)
     assert seen["pytest found"] is False
-    if not deny:  # (under Landlock the folders themselves cannot be listed)
+    if not landlock_mode:  # (under Landlock the folders themselves cannot be listed)
         site = seen["site"]
         assert "_editable_impl_serving_dojo.pth" not in site and "torch" not in site, site
         assert "pytest" not in site and "numpy" in site, site
@@ -211,12 +219,30 @@ def test_a_file_writer_is_told_what_it_wrote(learner_dir: Path, deny: bool) -> N
 
 
 @pytest.mark.parametrize("deny", MODES)
+def test_many_files_stop_at_the_workspace_limit(learner_dir: Path, deny: bool) -> None:
+    """Each file under the size limit, together past what a workspace may gain."""
+    body = _kv("for i in range(1000):\n"
+               "    with open(f'part{i}.bin', 'wb') as f:\n"
+               "        for _ in range(10):\n"
+               "            f.write(b'x' * (1 << 20))")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert failure["kind"] == "disk", failure
+    assert failure["message"].startswith("your code wrote "), failure["message"]
+    assert failure["message"].endswith(
+        f"to your workspace folder, over the sandbox's limit of {limits.WORKSPACE_LIMIT_MB} "
+        "MiB — stopped"), failure["message"]
+    written = sum(p.stat().st_blocks * 512 for p in (learner_dir / "ws").glob("part*.bin"))
+    assert written < 2 * (limits.WORKSPACE_LIMIT_MB << 20), written
+
+
+@pytest.mark.parametrize("deny", MODES)
 def test_a_print_flood_is_stopped_and_says_what_it_printed(learner_dir: Path,
                                                           deny: bool) -> None:
     body = _kv("n = 0\n"
                "while True:\n"
                "    n += 1\n"
-               "    print('step', n, 'of a loop that never ends', '.' * 400)")
+               "    print('step', n, 'of a loop that never ends', '.' * 8000)")
     result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
     failure = _failure(result)
     assert failure["kind"] == "output", failure
@@ -228,7 +254,7 @@ def test_a_print_flood_is_stopped_and_says_what_it_printed(learner_dir: Path,
     assert "infinite loop" not in failure["message"]
     assert failure["output"].startswith("… (")  # the true count of the lines not shown
     not_shown = int(failure["output"][3:].split(" ", 1)[0])
-    assert not_shown > 9_000, failure["output"][:80]  # 4 MiB of 440-byte lines
+    assert not_shown > 400, failure["output"][:80]  # 4 MiB of 8 KB lines
 
 
 @pytest.mark.parametrize("deny", MODES)

@@ -121,19 +121,20 @@ print(json.dumps({"passed": run.result.passed, "events": run.events}))
 """
 
 
-def _preexec(deny_userns: bool) -> Any:
+def _preexec(deny_userns: bool, as_nobody: bool = AS_NOBODY) -> Any:
     if not deny_userns:
-        return _as_nobody if AS_NOBODY else None
+        return _as_nobody if as_nobody else None
 
     def both() -> None:
         _deny_user_namespaces()
-        if AS_NOBODY:
+        if as_nobody:
             _as_nobody()
 
     return both
 
 
-def run_as_learner(folder: Path, script: str, *args: str, deny_userns: bool = False) -> Any:
+def run_as_learner(folder: Path, script: str, *args: str, deny_userns: bool = False,
+                   as_nobody: bool = AS_NOBODY) -> Any:
     """Run `script` (Python; it prints one JSON line last) as the learner's user, with the data
     dir in `folder` (`deny_userns`: on a system that denies user namespaces); returns what it
     printed."""
@@ -141,7 +142,7 @@ def run_as_learner(folder: Path, script: str, *args: str, deny_userns: bool = Fa
            "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(folder / "home")}
     out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
                          env=env, timeout=300, check=False, cwd=str(folder / "ws"),
-                         preexec_fn=_preexec(deny_userns))
+                         preexec_fn=_preexec(deny_userns, as_nobody))
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -154,8 +155,8 @@ def _owned(path: Path) -> Path:
 
 def grade_as_learner(folder: Path, probe: str, exercise: str = "kv-bytes",
                      level: int = 1, body: str = CORRECT,
-                     ws: Path | None = None, deny_userns: bool = False
-                     ) -> tuple[dict[str, Any], Any]:
+                     ws: Path | None = None, deny_userns: bool = False,
+                     as_nobody: bool = AS_NOBODY) -> tuple[dict[str, Any], Any]:
     """Grade a kv-bytes file whose import runs `probe` (which fills the dict `seen`) as the
     learner's user, in `ws` (default: folder/ws); returns (the grading's JSON, what the probe
     saw)."""
@@ -177,7 +178,7 @@ def grade_as_learner(folder: Path, probe: str, exercise: str = "kv-bytes",
         f"\nopen({str(ws / 'seen.json')!r}, 'w').write(json.dumps(seen))\n\n" + body)
     _owned(solution)
     result = run_as_learner(folder, GRADE, exercise, str(solution), str(level),
-                            deny_userns=deny_userns)
+                            deny_userns=deny_userns, as_nobody=as_nobody)
     seen_file = ws / "seen.json"
     assert seen_file.exists(), json.dumps(result["events"])[-3000:]
     return result, json.loads(seen_file.read_text())
