@@ -133,7 +133,7 @@ def checkpoint_allowance_mb(models: dict[str, Checkpoint]) -> int:
 
 
 @dataclass(frozen=True)
-class Plan:
+class GradingPlan:
     """The options resolved: what both a grading and a prepared child depend on."""
 
     exercise: Exercise
@@ -145,7 +145,7 @@ class Plan:
     confine: bool
 
 
-def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> Plan:
+def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> GradingPlan:
     """Check and resolve the options for grading `solution` (UsageError says what is wrong)."""
     chosen = options.levels or exercise.level_numbers
     try:
@@ -176,7 +176,7 @@ def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> P
     except DeviceError as exc:
         raise UsageError(str(exc)) from exc
     confine = options.confine
-    return Plan(exercise, chosen, resolved, note,
+    return GradingPlan(exercise, chosen, resolved, note,
                 options.memory_mb or exercise.memory_mb + checkpoint_allowance_mb(checked),
                 {role: str(c.folder) for role, c in checked.items()},
                 os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine)
