@@ -107,6 +107,7 @@ def check_models(exercise: Exercise, models: dict[str, str],
     role = ""
     try:
         for role, path in models.items():
+            _not_around_the_app(role, path)
             checked[role] = check(path, tokenizer=role == "target")
         if "target" in checked and "draft" in checked:
             role = "draft"
@@ -122,6 +123,19 @@ def check_models(exercise: Exercise, models: dict[str, str],
     except CheckpointError as exc:
         raise UsageError(f"--{role} {models[role]}: {exc}") from exc
     return checked
+
+
+def _not_around_the_app(role: str, path: str) -> None:
+    """A model folder is shown to the learner's child read-only, so it must not hold the app's
+    checkout or the data folder (that would show the reference and the database)."""
+    from lab.grader import root
+
+    folder = os.path.realpath(path)
+    for held, what in ((str(root.REPO_ROOT), "the app's own files"),
+                       (os.path.realpath(root.data_folder()), "your data folder")):
+        if held == folder or held.startswith(os.path.join(folder, "")):
+            raise UsageError(f"--{role} {path}: this folder holds {what}, which the graded "
+                             "code must not see; point at the checkpoint's own folder")
 
 
 def checkpoint_allowance_mb(models: dict[str, Checkpoint]) -> int:
