@@ -15,7 +15,7 @@ from pathlib import Path
 from lab.grader import events
 from lab.grader.api import Case, RunContext, to_wire
 from lab.grader.isolation import ChildReply, Sandbox
-from lab.grader.plan import Emit, GradeOptions, Plan, timed_seeds
+from lab.grader.plan import Emit, GradeOptions, GradingPlan, timed_seeds
 from lab.grader.spawn import (
     Prepared,
     child_key,
@@ -32,7 +32,7 @@ class Children:
     child; how each is started, called, replaced and closed. The run holds one
     (`runner._Run.children`), and so does its measurer."""
 
-    def __init__(self, plan: Plan, solution: Path, options: GradeOptions, ctx: RunContext,
+    def __init__(self, plan: GradingPlan, solution: Path, options: GradeOptions, ctx: RunContext,
                  emit: Emit) -> None:
         self.exercise, self.solution, self.device = plan.exercise, solution, plan.device
         self.ctx, self.emit = ctx, emit

@@ -107,6 +107,7 @@ def check_models(exercise: Exercise, models: dict[str, str],
     role = ""
     try:
         for role, path in models.items():
+            _not_around_the_app(role, path)
             checked[role] = check(path, tokenizer=role == "target")
         if "target" in checked and "draft" in checked:
             role = "draft"
@@ -124,6 +125,19 @@ def check_models(exercise: Exercise, models: dict[str, str],
     return checked
 
 
+def _not_around_the_app(role: str, path: str) -> None:
+    """A model folder is shown to the learner's child read-only, so it must not hold the app's
+    checkout or the data folder (that would show the reference and the database)."""
+    from lab.grader import root
+
+    folder = os.path.realpath(path)
+    for held, what in ((str(root.REPO_ROOT), "the app's own files"),
+                       (os.path.realpath(root.data_folder()), "your data folder")):
+        if held == folder or held.startswith(os.path.join(folder, "")):
+            raise UsageError(f"--{role} {path}: this folder holds {what}, which the graded "
+                             "code must not see; point at the checkpoint's own folder")
+
+
 def checkpoint_allowance_mb(models: dict[str, Checkpoint]) -> int:
     """Extra sandbox memory for the learner's own checkpoints: 3x the bytes their loaded weight
     files occupy on disk (the mapped file while loading, plus an fp32 copy of fp16/bf16
@@ -133,7 +147,7 @@ def checkpoint_allowance_mb(models: dict[str, Checkpoint]) -> int:
 
 
 @dataclass(frozen=True)
-class Plan:
+class GradingPlan:
     """The options resolved: what both a grading and a prepared child depend on."""
 
     exercise: Exercise
@@ -145,7 +159,7 @@ class Plan:
     confine: bool
 
 
-def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> Plan:
+def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> GradingPlan:
     """Check and resolve the options for grading `solution` (UsageError says what is wrong)."""
     chosen = options.levels or exercise.level_numbers
     try:
@@ -176,7 +190,7 @@ def plan_grading(exercise: Exercise, solution: Path, options: GradeOptions) -> P
     except DeviceError as exc:
         raise UsageError(str(exc)) from exc
     confine = options.confine
-    return Plan(exercise, chosen, resolved, note,
+    return GradingPlan(exercise, chosen, resolved, note,
                 options.memory_mb or exercise.memory_mb + checkpoint_allowance_mb(checked),
                 {role: str(c.folder) for role, c in checked.items()},
                 os.environ.get(NO_CONFINE_VAR) != "1" if confine is None else confine)

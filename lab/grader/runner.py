@@ -36,7 +36,7 @@ from lab.grader.plan import (
     STOP_LEVEL_KINDS,
     Emit,
     GradeOptions,
-    Plan,
+    GradingPlan,
     UsageError,
     cheapest_first,
     next_level,
@@ -84,7 +84,7 @@ class _Run:
     """One grading run: its options, its grading module, its `children` and its `measurer`,
     and the reference answers computed ahead on one thread."""
 
-    def __init__(self, plan: Plan, solution: Path, seed: int, emit: Emit,
+    def __init__(self, plan: GradingPlan, solution: Path, seed: int, emit: Emit,
                  options: GradeOptions) -> None:
         exercise = plan.exercise
         self.exercise, self.device, self.seed, self.emit = exercise, plan.device, seed, emit

@@ -11,7 +11,7 @@ import pytest
 from lab.grader import events
 from trainer.core.lab_serve import (
     GradingServer,
-    Prepared,
+    PrepareReply,
     Served,
     ServeRequest,
     parse_reply,
@@ -31,7 +31,7 @@ def test_replies_come_back_as_the_typed_events_the_grader_emitted() -> None:
     failure = _failure()
     assert parse_reply(events.to_json(failure)) == failure
     assert parse_reply(Served(1).to_json()) == Served(1)
-    assert parse_reply(Prepared(True, False, 0.5).to_json()) == Prepared(True, False, 0.5)
+    assert parse_reply(PrepareReply(True, False, 0.5).to_json()) == PrepareReply(True, False, 0.5)
     # plain output of the server is text for the log; an event this version does not know
     # is skipped, as the format promises
     assert parse_reply("Traceback (most recent call last):") == "Traceback (most recent call last):"
@@ -61,7 +61,7 @@ async def test_the_client_talks_to_a_server_and_stops_it(tmp_path: Path,
                                         str(FIXTURES / "lab" / "recording_server.py")])
     try:
         await server.send(ServeRequest("kv-bytes", 1, prepare=True))
-        assert await server.reply() == Prepared(True, False)
+        assert await server.reply() == PrepareReply(True, False)
         await server.send(ServeRequest("kv-bytes", 1))
         started = await server.reply()
         assert isinstance(started, events.RunStarted) and started.exercise == "kv-bytes"

@@ -225,3 +225,22 @@ def test_the_cli_exits_2_naming_the_file(good: Path, tmp_path: Path) -> None:
                                        "--target", str(folder)])
     assert result.exit_code == 2
     assert f"--target {folder}" in result.output and "model.safetensors" in result.output
+
+
+def test_a_model_folder_that_holds_the_app_or_the_data_folder_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --target folder is shown to the learner's child read-only: it may not hold the app's
+    checkout (the reference) or the data folder (the database)."""
+    from lab.exercises import get
+    from lab.grader.plan import UsageError, check_models
+    from lab.grader.root import REPO_ROOT
+
+    exercise = get("batch-engine")
+    with pytest.raises(UsageError, match=r"--target .*: this folder holds the app's own files"):
+        check_models(exercise, {"target": str(REPO_ROOT.parent)})
+    home = tmp_path / "models-and-home"
+    (home / "dojo").mkdir(parents=True)
+    monkeypatch.setenv("DOJO_HOME", str(home / "dojo"))
+    with pytest.raises(UsageError, match=r"this folder holds your data folder"):
+        check_models(exercise, {"target": str(home)})
+

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from trainer.cli import main
-from trainer.core.lab_serve import GradingServer, Prepared, Served, ServeRequest
+from trainer.core.lab_serve import GradingServer, PrepareReply, Served, ServeRequest
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ async def _until_served(server: GradingServer) -> tuple[list[Any], list[str], in
             return events, text, reply.rc
         if isinstance(reply, str):
             text.append(reply)
-        elif not isinstance(reply, Prepared):
+        elif not isinstance(reply, PrepareReply):
             events.append(reply)
     raise AssertionError(f"the server ended: {text}")
 
@@ -42,8 +42,8 @@ async def test_serve_connects_ahead_and_grades_on_the_host(on_host: str) -> None
         first = await server.reply()
         await server.send(ServeRequest("kv-bytes", 1, prepare=True))
         second = await server.reply()
-        assert isinstance(first, Prepared) and (first.ready, first.kept) == (True, False)
-        assert isinstance(second, Prepared) and (second.ready, second.kept) == (True, True)
+        assert isinstance(first, PrepareReply) and (first.ready, first.kept) == (True, False)
+        assert isinstance(second, PrepareReply) and (second.ready, second.kept) == (True, True)
         await server.send(ServeRequest("kv-bytes", 1))
         events, _text, rc = await _until_served(server)
         assert rc == 1 and events[0].host == on_host and events[-1].host == on_host

@@ -427,7 +427,7 @@ def _watch(lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str,
 
 
 def _reply(reply: Any) -> None:
-    """One reply of `dojo lab serve` (`trainer.core.lab_serve.Served`/`Prepared`), flushed."""
+    """One reply of `dojo lab serve` (`trainer.core.lab_serve.Served`/`PrepareReply`), flushed."""
     click.echo(reply.to_json())
     sys.stdout.flush()
 
@@ -492,7 +492,7 @@ def _serve_prepare(lab: Lab, request: Any, prepared: Any) -> Any:
     (there is nothing to grade yet, so nothing to prepare)."""
     from lab.exercises import ExerciseError
     from lab.grader.runner import GradeOptions, prepare
-    from trainer.core.lab_serve import Prepared
+    from trainer.core.lab_serve import PrepareReply
 
     started, kept = time.monotonic(), False
     lab.refresh()  # the app may have started the exercise since
@@ -515,7 +515,7 @@ def _serve_prepare(lab: Lab, request: Any, prepared: Any) -> Any:
                            current=prepared)
         kept = prepared is not None and prepared is earlier
     ready = prepared is not None and prepared.wait() is not None and prepared.usable
-    _reply(Prepared(ready, kept, round(time.monotonic() - started, 3)))
+    _reply(PrepareReply(ready, kept, round(time.monotonic() - started, 3)))
     return prepared
 
 
@@ -587,7 +587,7 @@ def _serve(lab: Lab) -> None:
 def _serve_connect(session: Any, link: _Link) -> None:
     """A prepare request while grading on a host: connect now (ssh, the host's imports), so
     the grading only sends the file; answered like a prepare."""
-    from trainer.core.lab_serve import Prepared
+    from trainer.core.lab_serve import PrepareReply
     from trainer.core.remote import RemoteError
 
     started, kept = time.monotonic(), session.hello is not None
@@ -599,7 +599,7 @@ def _serve_connect(session: Any, link: _Link) -> None:
         click.echo(f"Error: {exc}", err=True)
         link.broken()
         ready = False
-    _reply(Prepared(ready, kept, round(time.monotonic() - started, 3)))
+    _reply(PrepareReply(ready, kept, round(time.monotonic() - started, 3)))
 
 
 @lab.command()

@@ -9,7 +9,7 @@
   of `dojo lab grade` (`lab.grader.events`, read back typed with `from_dict`) and closed by
   ``{"event": "served", "rc": 0|1|2}`` (`Served`: the exit status `dojo lab grade` would have
   had; 2 for a bad request, whose reason goes to stderr). A prepare request is answered by
-  ``{"event": "prepared", "ready": bool, "kept": bool, "seconds": float}`` (`Prepared`), or by
+  ``{"event": "prepared", "ready": bool, "kept": bool, "seconds": float}`` (`PrepareReply`), or by
   nothing when the exercise has no workspace file yet. Any other line (the server's stderr is
   merged into stdout by the client) is plain text for the log.
 * The server keeps its imports warm between requests and, after a grading, starts the child for
@@ -75,7 +75,7 @@ class Served:
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PrepareReply:
     """The answer to a prepare request: whether the child is warm, and whether the server
     kept the one it had (`seconds` the request took)."""
 
@@ -89,7 +89,7 @@ class Prepared:
                            "seconds": self.seconds})
 
 
-def parse_reply(line: str) -> Event | Served | Prepared | str | None:
+def parse_reply(line: str) -> Event | Served | PrepareReply | str | None:
     """One line of the server's output: a typed reply, the line itself when it is plain text,
     or None for a protocol line this version does not know (ignored, as the format says)."""
     if not line.startswith("{"):
@@ -103,8 +103,8 @@ def parse_reply(line: str) -> Event | Served | Prepared | str | None:
     if data["event"] == Served.EVENT:
         rc = data.get("rc", 1)
         return Served(rc if isinstance(rc, int) else 1)
-    if data["event"] == Prepared.EVENT:
-        return Prepared(bool(data.get("ready")), bool(data.get("kept")),
+    if data["event"] == PrepareReply.EVENT:
+        return PrepareReply(bool(data.get("ready")), bool(data.get("kept")),
                         float(data.get("seconds") or 0.0))
     from lab.grader.events import from_dict
 
@@ -149,7 +149,7 @@ class GradingServer:
         stdin.write((request.to_json() + "\n").encode())
         await stdin.drain()
 
-    async def reply(self) -> Event | Served | Prepared | str | None:
+    async def reply(self) -> Event | Served | PrepareReply | str | None:
         """The next reply (a typed one, or a plain line of text); None once the server's
         output has ended. Protocol lines this version does not know are skipped."""
         assert self.process.stdout is not None

@@ -28,7 +28,7 @@ from textual.worker import Worker, WorkerState
 from questions.wording import plural
 from trainer.core import lab as service
 from trainer.core.lab import Catalogue, LevelRow, Summary
-from trainer.core.lab_serve import GradingServer, Prepared, Served, ServeRequest
+from trainer.core.lab_serve import GradingServer, PrepareReply, Served, ServeRequest
 from trainer.screens.lab_results import LabResultsScreen
 from trainer.screens.modals import NoteScreen
 from trainer.widgets.keybar import KeyBar
@@ -540,7 +540,7 @@ class LabScreen(LabResultsScreen):
                 elif isinstance(reply, Served):
                     rc = reply.rc
                     break
-                elif not isinstance(reply, Prepared):  # a prepare's answer says nothing here
+                elif not isinstance(reply, PrepareReply):  # a prepare's answer says nothing here
                     self._on_event(reply, table, bar)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server is gone: its exit status says why, below
