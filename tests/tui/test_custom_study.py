@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from scheduler.plan import Plan
+from tests.core.test_services import _answer_right, _answer_wrong, _current
 from tests.tui.conftest import NOW, ready
-from tests.tui.test_services import _answer_right, _answer_wrong, _current
 from trainer.app import DojoApp
 from trainer.cli import main
 from trainer.core.services import Services

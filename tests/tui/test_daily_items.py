@@ -97,7 +97,7 @@ def test_a_ratio_is_asked_as_a_ratio_in_the_mock_round_too() -> None:
     try:
         question = services.question("queueing-002")
         assert question.unit == "x"
-        mock = mock_core.MockRound(0.0, 45, [mock_core.Item(
+        mock = mock_core.MockRound(0.0, 45, [mock_core.Part(
             "estimate", {"question": question.id, "seed": 3}, question.topic)], [])
         view = mock_core.begin(mock, services)
         assert view is not None and view.how == "a ratio, e.g. 2.5"
