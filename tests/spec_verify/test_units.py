@@ -250,3 +250,41 @@ def test_every_call_gets_models_with_empty_caches() -> None:
                          "temperature": 1.0, "runs": 3, "seed": 0})
     drive.run(NoReset, case, RunContext())  # type: ignore[arg-type]
     assert seen == [0, 0, 0]
+
+
+def test_a_timed_call_that_changes_the_shared_large_inputs_is_caught_within_eight_calls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The large case's q and p are shared by every call in the child; the first call compares
+    all of them, each later one every 8th row in turn. A change to any one row (here the last,
+    made on the 3rd call and kept) is reported by one of the next 8 calls, and a change made on
+    the first call is reported at once."""
+    import itertools
+    from types import SimpleNamespace
+
+    from lab.exercises.spec_verify import drive
+    from lab.grader.api import Case, RunContext
+    from lab.reference.spec_verify import verify_batch
+
+    b, k, v = 16, 2, 64
+    case = Case("L3-large-vocab", 3, {"kind": "large", "B": b, "k": k, "V": v, "seed": 77})
+    calls = itertools.count()
+
+    def spoil_on(n: int, row: int) -> SimpleNamespace:
+        def verify(x: torch.Tensor, q: torch.Tensor, p: torch.Tensor, g: torch.Generator) -> object:
+            if next(calls) == n:
+                p[row, 0, 0] += 1e-3
+            return verify_batch(x, q, p, g)
+        return SimpleNamespace(verify_batch=verify)
+
+    for first_call, row in ((0, 5), (2, b - 1)):
+        inputs.large_inputs.cache_clear()
+        drive._large_kept.cache_clear()
+        monkeypatch.setattr(drive, "_large_calls", itertools.count())
+        calls = itertools.count()
+        solution = spoil_on(first_call, row)
+        touched = [drive.run(solution, case, RunContext(seed=100 + i))["touched"]
+                   for i in range(first_call + 1 + 8)]
+        assert all(t == [] for t in touched[:first_call]), touched
+        assert ["p"] in touched[first_call:first_call + 8], touched
+    inputs.large_inputs.cache_clear()
+    drive._large_kept.cache_clear()
