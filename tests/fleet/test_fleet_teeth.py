@@ -62,6 +62,12 @@ def test_stub_fails_as_not_implemented() -> None:
         ("owned_below_need", 2, r"19 owned \+ 0 rented \(\$47,500\.00\) is cheaper"),
         ("year_no_blended", 3, r"the blended check fails .* every check must pass in every month, "
                                r"the blended cost included"),
+        ("parses_in_place", 1, r"evaluate_plan changed its caller's input in place: "
+                               r"scenario\['card_month_cost'\]\. The inputs are read-only"),
+        ("parses_in_place", 2, r"cheapest_plan changed its caller's input in place: "
+                               r"scenario\['card_month_cost'\]"),
+        ("parses_in_place", 3, r"plan_year changed its caller's input in place: "
+                               r"scenario\['card_month_cost'\]"),
     ],
 )
 @pytest.mark.slow
@@ -85,6 +91,9 @@ def test_floats_also_fail_the_cheapest_plan_at_the_blended_limit() -> None:
         ("start_at_one", "zero-owned-optimal", r"you said infeasible .* owning none is a plan "
                                                r"too, start the search at 0 owned"),
         ("start_at_one", "tie-rent-equals-own", r"1 owned \+ 6 rented .* start the search at 0"),
+        ("parses_in_place", "flat-default", r"cheapest_plan changed its caller's input in place: "
+                                            r"scenario\['card_month_cost'\]\. The inputs are "
+                                            r"read-only"),
     ],
 )
 def test_a_contract_gap_bug_fails_its_case_with_its_name(broken: str, case_id: str,
