@@ -18,8 +18,10 @@ from scheduler.fsrs_memory import Memory
 from scheduler.models import CardRow, FlagRow, ReviewRow
 from scheduler.next_states import NextState, Outlook, next_states
 from scheduler.records import (
+    MODES,
     Card,
     Flag,
+    Mode,
     Queue,
     QueueItem,
     Review,
@@ -33,7 +35,6 @@ from scheduler.storage.base import json_object
 from scheduler.storage.lab import lab_recall_items
 from scheduler.storage.memory import fsrs_parameters, recompute
 from scheduler.storage.settings import SettingsPart
-from scheduler.transition import MODES, Mode
 
 
 def _card(row: CardRow) -> Card:
