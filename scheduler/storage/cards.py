@@ -19,8 +19,10 @@ from scheduler.models import CardRow, FlagRow, ReviewRow
 from scheduler.next_states import NextState, Outlook, next_states
 from scheduler.queue import read_queue
 from scheduler.records import (
+    MODES,
     Card,
     Flag,
+    Mode,
     Queue,
     Review,
     ReviewResult,
@@ -32,7 +34,6 @@ from scheduler.sm2 import CardState, check_quality
 from scheduler.storage.base import json_object
 from scheduler.storage.memory import fsrs_parameters, recompute
 from scheduler.storage.settings import SettingsPart
-from scheduler.transition import MODES, Mode
 
 
 def _card(row: CardRow) -> Card:

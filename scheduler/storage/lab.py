@@ -19,7 +19,7 @@ from scheduler.models import (
     LabRecallRow,
     SettingRow,
 )
-from scheduler.records import LabAttempt, LabCard, LabCardResult
+from scheduler.records import LabAttempt, LabCard, LabCardResult, Scheduled
 from scheduler.sm2 import CardState, check_quality
 from scheduler.storage.base import json_object
 from scheduler.storage.settings import SettingsPart
@@ -83,7 +83,7 @@ class LabPart(SettingsPart):
                     continue  # made meanwhile by another process
                 day = self.study_day(from_ms(first_ms), cfg)
                 new, _ = transition.apply(
-                    transition.Scheduled(CardState.new(), None, 0, False), 4, "review", day, cfg)
+                    Scheduled(CardState.new(), None, 0, False), 4, "review", day, cfg)
                 s.add(LabCardRow(
                     exercise=exercise, level=int(level), ef=new.state.ef_hundredths,
                     repetitions=new.state.repetitions, interval=new.state.interval,
@@ -186,8 +186,8 @@ class LabPart(SettingsPart):
             elif not created and row.due is not None and row.due > day:
                 why = f"not due until {row.due.isoformat()}: practice, the schedule is unchanged"
             else:
-                old = transition.Scheduled(CardState(row.ef, row.repetitions, row.interval),
-                                           row.due, row.lapses, row.leech)
+                old = Scheduled(CardState(row.ef, row.repetitions, row.interval),
+                                row.due, row.lapses, row.leech)
                 new, _ = transition.apply(old, quality, "review", day, cfg)
                 row.ef, row.repetitions, row.interval = (
                     new.state.ef_hundredths, new.state.repetitions, new.state.interval)
