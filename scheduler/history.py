@@ -28,9 +28,8 @@ from scheduler.models import (
     MockRoundRow,
     ReviewRow,
 )
-from scheduler.records import ImportSummary
+from scheduler.records import MODES, ImportSummary
 from scheduler.sm2 import MIN_EF
-from scheduler.transition import MODES
 
 FORMAT = "serving-dojo-history"
 VERSION = 1  # reviews' mistake_id/overridden (schema v3) are optional keys

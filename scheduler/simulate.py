@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 from scheduler import fsrs_memory
 from scheduler.next_states import next_state
+from scheduler.plan import paced_new_limit
 from scheduler.transition import REDRILL_UNTIL
 
 if TYPE_CHECKING:
     from scheduler.fsrs_memory import Memory
     from scheduler.plan import Plan
-    from scheduler.records import Settings
-    from scheduler.transition import Scheduled
+    from scheduler.records import Scheduled, Settings
 
 RIGHT_GRADE, WRONG_GRADE = 4, 1  # the simulated learner's grades
 # Every answer of a simulated day is given at noon of the study day (local): FSRS counts whole
@@ -117,8 +117,6 @@ def simulate(
     never-answered ones are introduced in that order); `day_start(day)`: when a study day
     begins (UTC). `budget`: minutes a day the learner studies at most (None: as long as the
     queue takes)."""
-    from scheduler.plan import paced_new_limit
-
     days = max(0, (plan.interview - today).days)
     interview_start = day_start(plan.interview)
     noon = dt.timedelta(hours=ANSWER_HOUR - settings.rollover_hour % 24)
