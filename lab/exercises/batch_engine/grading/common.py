@@ -138,8 +138,10 @@ def view(case: Case, got: dict[str, Any], expected: dict[str, Any]) -> dict[str,
     out = dict(got)
     out["rejected"] = {int(k): v for k, v in got["rejected"].items()}
     zero_ok = case.params.get("zero_id", -1) >= 0
-    out["calls"], out["violations"] = probe_checks.summarize(got["calls"], zero_ok)
     reqs = sorted(expected.get("requests", case.params["requests"]), key=lambda r: r["t"])
+    markers = None if case.params.get("same_markers") else {r["prompt"][0] for r in reqs
+                                                             if r["prompt"]}
+    out["calls"], out["violations"] = probe_checks.summarize(got["calls"], zero_ok, markers)
     out["reqs"] = reqs
     out["index"] = {r["prompt"][0]: i for i, r in enumerate(reqs) if r["prompt"]}
     out["finish_t"] = {idx: t for t, kind, idx, _ in got["events"] if kind == "finish"}
