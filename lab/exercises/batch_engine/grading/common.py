@@ -349,6 +349,11 @@ def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
             return (f" — it should have stopped at {want[-1]}, element {ids.index(want[-1]) + 1} "
                     f"of stop_token_ids {ids}: every stop id counts, not only the first")
         hit = [s for s in seqs if s and want[-len(s):] == s]
+        if hit and len(want) > len(hit[0]) and want[-len(hit[0]) - 1] == hit[0][0] != hit[0][-1]:
+            return (f" — it should have stopped at the stop sequence {hit[0]}, which follows "
+                    f"another {hit[0][0]} ({want[-len(hit[0]) - 1:]}): a matcher that resets to "
+                    "the start on a mismatch skips the repeated token; compare the last "
+                    "len(stop) tokens with the stop sequence after every token")
         if hit and seqs.index(hit[0]) > 0:
             return (f" — it should have stopped at the stop sequence {hit[0]}, element "
                     f"{seqs.index(hit[0]) + 1} of stop_sequences: every sequence counts, not "
