@@ -74,6 +74,10 @@ def cases(seed: int) -> list[Case]:
                  min_p=0.05, top_logprobs=2)],
              "four requests, each its own parameters; a stop string hit on the first token and "
              "one never hit"),
+        case("ends-coincide", [_req(4, 5, 1, temperature=0.0),
+                               _req(0, 1, 2, temperature=0.0, stop=["\n"])],
+             "EOS, and a stop string, on the last token max_tokens allows: both finish 'stop' "
+             "(EOS, then stop strings, are checked before the length)"),
         # the raw model never ties two logits nor repeats a token: a probe (lm.Probe) edits its
         # rows as a function of the sequence alone, for the tie order and self-overlapping stops
         case("logprobs-ties", [_req(0, 1, 8, temperature=0.0, top_logprobs=3),
@@ -137,8 +141,12 @@ def _one(o: Any, w: dict[str, Any], req: dict[str, Any]) -> str | None:
                 f"history (prompt + tokens so far), one draw from the request's own generator per "
                 f"sampled token (none when T = 0)")
     if o["finish_reason"] != w["finish_reason"]:
+        same_step = (" - the token that reached max_tokens also ended the request (EOS or a stop "
+                     "string): check EOS, then the stop strings, before the length"
+                     if w["finish_reason"] == "stop" and len(want_ids) == int(req["max_tokens"])
+                     else "")
         return (f"finish_reason {o['finish_reason']!r}, expected {w['finish_reason']!r} ('stop' "
-                f"for EOS or a stop string, 'length' at max_tokens)")
+                f"for EOS or a stop string, 'length' at max_tokens){same_step}")
     if o["text"] != w["text"]:
         stops = [s for s in req.get("stop", []) if s and s in str(o["text"])]
         extra = (f" - the text must end just before the earliest stop string (found {stops} in "
