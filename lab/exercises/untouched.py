@@ -5,20 +5,25 @@ is handed are read-only (a serving stack reuses them: the same logits feed a log
 request's parameters the next step). A drive takes a private copy before the call (`keep`) and,
 after it, lists what the call changed (`changed`): that list is what the learner's code did,
 sent back with its outputs, and the grader fails the case naming each changed input. torch is
-imported lazily.
+never imported here: a value is a tensor only if torch is already loaded (the pure-Python labs,
+meter, fleet, kv-bytes and paged-kv's levels 1-3, start no torch).
 """
 
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def keep(value: Any) -> Any:
     """A private deep copy (tensors cloned) that the learner's code never sees."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
+    if _is_tensor(value):
         return value.detach().clone()
     if isinstance(value, dict):
         return {k: keep(v) for k, v in value.items()}
@@ -37,10 +42,8 @@ def changed(inputs: dict[str, Any], kept: dict[str, Any]) -> list[str]:
 
 
 def _diff(path: str, now: Any, was: Any, out: list[str]) -> None:
-    import torch
-
-    if isinstance(was, torch.Tensor):
-        if not (isinstance(now, torch.Tensor) and now.shape == was.shape
+    if _is_tensor(was):
+        if not (_is_tensor(now) and now.shape == was.shape
                 and now.dtype == was.dtype and _same_values(now.detach(), was)):
             out.append(path)
     elif isinstance(was, dict) and isinstance(now, dict):

@@ -133,3 +133,35 @@ def test_the_comparisons_table_is_there_and_each_level_has_rows(exercise: str) -
     levels = {int(line.strip("|").split("|")[0]) for line in section.splitlines()
               if line.startswith("|") and line.strip("|").split("|")[0].strip().isdigit()}
     assert levels == set(cells(exercise)), levels
+
+
+# Exercises whose tables name each comparison of their statement (`<`, `<=`) as a `comparison`
+# row, each ordering the contract fixes as an `ordering` row, each pair of events between the
+# same two steps as an `events in one step` row, and the caller's read-only inputs as an
+# `inputs` row (issue 50): per exercise, the kinds its statement needs, so a table that loses
+# one fails here. A comparison row's cell says which case sits on it and which one past it.
+ROW_KINDS = {
+    "batch-engine": {"comparison", "ordering", "events in one step"},
+    "paged-kv": {"comparison", "ordering", "inputs"},
+    "meter": {"comparison", "ordering", "inputs"},
+    "fleet": {"comparison", "ordering", "inputs"},
+    "kv-bytes": {"comparison", "inputs"},
+}
+
+
+@pytest.mark.parametrize("exercise", sorted(ROW_KINDS))
+def test_comparisons_orderings_and_events_have_rows_naming_cases(exercise: str) -> None:
+    kinds: set[str] = set()
+    problems = []
+    for level, rows in cells(exercise).items():
+        for row, named in rows:
+            area, *_middle, cell, _case = [c.strip() for c in row.strip().strip("|").split("|")]
+            kinds.add(area)
+            if area in ROW_KINDS[exercise] and not named:
+                problems.append(f"L{level}: a {area} row names no case: {row}")
+            if area == "comparison" and not ("on it" in cell and "past it" in cell):
+                problems.append(f"L{level}: a comparison row does not say which case is on it "
+                                f"and which past it: {row}")
+    missing = ROW_KINDS[exercise] - kinds
+    assert not missing and not problems, "\n".join(
+        [f"no {kind} row" for kind in sorted(missing)] + problems)
