@@ -94,6 +94,8 @@ class _Run:
                               model_paths={**(exercise.model_paths or {}),
                                            **(plan.models or {})} or None)
         self.children = Children(plan, solution, options, self.ctx, emit)
+        self.own_models = dict(plan.models)  # --target/--draft: read in a child only
+        self.memory_mb = plan.memory_mb
         try:
             self.grading = exercise.grading()
             self.reference = importlib.import_module(self.grading.REFERENCE)
@@ -128,7 +130,14 @@ class _Run:
 
     def _expected(self, case: Case) -> tuple[bool, object]:
         """The reference's answer, computed here (never in the learner's process), passed
-        through the codec so `check` compares values of the same kinds."""
+        through the codec so `check` compares values of the same kinds. With the learner's
+        own checkpoints, computed in the models child instead (`Children.expected`): a
+        checkpoint is loaded only under a sandbox's limits."""
+        if self.own_models:
+            out = self.children.expected(case, f"{self.exercise.module}.grading")
+            if out.ok:
+                return True, out.value
+            return False, OwnModelFault(self.own_models, out, self.memory_mb)
         restore = cpu_threads_one(self.device, self.exercise.needs_torch)
         try:
             custom = getattr(self.grading, "expected", None)
@@ -179,6 +188,8 @@ class _Run:
         if failed is not None:
             return failed
         ok, expected = self._expected_value(case, call)
+        if isinstance(expected, OwnModelFault):
+            return CaseResult(case, False, kind="own_model", message=str(expected))
         if not ok:
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed on this case ({expected}) — "
@@ -242,7 +253,10 @@ class _Run:
                               metrics=call.overtime.metrics())
         if not out.ok and out.kind in NO_EXPECTED_KINDS:
             self.children.abandon(call.beside, call.busy)
-            return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
+            message = out.message
+            if out.kind == "memory" and self.own_models:
+                message += f" — {memory_note(self.own_models, self.memory_mb)}"
+            return CaseResult(case, False, kind=out.kind or "exception", message=message,
                               traceback=out.traceback, output=out.output)
         return None
 
@@ -344,6 +358,33 @@ class _Run:
         ))
         return lvl
 
+
+
+def own_models_text(models: dict[str, str]) -> str:
+    return " and ".join(f"--{role} {path}" for role, path in sorted(models.items()))
+
+
+def memory_note(models: dict[str, str], cap_mb: int) -> str:
+    """What a memory stop means when the learner's own checkpoints are loaded."""
+    return (f"this grading loads your own checkpoint ({own_models_text(models)}) under the "
+            f"sandbox's cap of {cap_mb} MiB: the lab's own allowance plus 3x the bytes its "
+            "weight files occupy on disk. A config or weight files declaring a larger model "
+            "than that (sparse files count only their allocated bytes) cannot be graded here")
+
+
+class OwnModelFault(str):
+    """Why the expected value of a case could not be computed with the learner's own
+    checkpoints (the models child failed or was stopped): their folder, not the grader,
+    with what stopped it."""
+
+    def __new__(cls, models: dict[str, str], out: ChildReply, cap_mb: int) -> OwnModelFault:
+        head = (f"the expected values of this case come from your own checkpoint "
+                f"({own_models_text(models)}), computed in a sandboxed child of the grader")
+        if out.kind == "memory":  # (the child's own words address a learner's code)
+            return super().__new__(cls, f"{head}, which ran out of memory: "
+                                        f"{memory_note(models, cap_mb)}")
+        return super().__new__(cls, f"{head}, which failed ({out.kind or 'exception'}: "
+                                    f"{out.message})")
 
 
 def _answer(reference: ChildReply | str) -> tuple[bool, object]:
