@@ -5,12 +5,14 @@ adopted from a child prepared ahead when one fits."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from lab.grader import events
 from lab.grader.api import Case, RunContext, to_wire
@@ -215,7 +217,7 @@ class Children:
         failure = self._ensure_child()
         if failure is not None:
             return failure
-        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx or self.ctx)}
+        msg = self.message("run", case, ctx or self.ctx)
         timeout, limit = self.timeout(case), self._case_limit(case)
         outcome = self.sandbox.request(msg, timeout)
         if stopped is not None and stopped():
@@ -282,8 +284,7 @@ class Children:
         child = self.reference_child()
         if isinstance(child, str):
             return child
-        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx or self.ctx)}
-        return child.request(msg, self.timeout(case))
+        return child.request(self.message("run", case, ctx or self.ctx), self.timeout(case))
 
     def reference_busy(self, case: Case, ctx: RunContext,
                         learner_done: threading.Event) -> list[ChildReply]:
@@ -293,7 +294,7 @@ class Children:
         under 4x), and the reference's time is the median of several runs, not one."""
         out: list[ChildReply] = []
         child = self.reference_sandbox
-        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx)}
+        msg = self.message("run", case, ctx)
         while child is not None and child.alive and not learner_done.is_set():
             got = child.request(msg, self.timeout(case))
             if not got.ok:
@@ -342,6 +343,15 @@ class Children:
             return outcome
 
     def batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> ChildReply:
-        msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
-        return sandbox.request(msg, timeout)
+        return sandbox.request(self.message("batch", case, self.ctx, seeds), timeout)
+
+    @staticmethod
+    def message(op: str, case: Case, ctx: RunContext, seeds: list[int] | None = None,
+                **more: Any) -> dict[str, Any]:
+        """A request for calls of `case` (`run`: the graded call, on `ctx.seed`; `batch` and
+        `timed`: the stopwatch's calls, on `seeds`). The seeds travel apart from the context,
+        whose own seed is always 0: the child's driver (`sandbox.Child.calls`) holds the same
+        context for a checked call and a timed one."""
+        return {"op": op, "case": to_wire(case), "ctx": to_wire(dataclasses.replace(ctx, seed=0)),
+                "seeds": [ctx.seed] if seeds is None else seeds, **more}
 

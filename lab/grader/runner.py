@@ -39,6 +39,7 @@ from lab.grader.plan import (
     GradingPlan,
     UsageError,
     cheapest_first,
+    checked_seed,
     next_level,
     plan_grading,
     replay_command,
@@ -128,6 +129,11 @@ class _Run:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.children.close()
 
+    def case_ctx(self, case: Case) -> RunContext:
+        """The context of `case`'s graded call: its seed from `checked_seed`, drawn from the
+        range of the timed calls' seeds."""
+        return dataclasses.replace(self.ctx, seed=checked_seed(self.seed, case))
+
     def _expected(self, case: Case) -> tuple[bool, object]:
         """The reference's answer, computed here (never in the learner's process), passed
         through the codec so `check` compares values of the same kinds. With the learner's
@@ -142,9 +148,9 @@ class _Run:
         try:
             custom = getattr(self.grading, "expected", None)
             if callable(custom):
-                value = custom(case, self.ctx)
+                value = custom(case, self.case_ctx(case))
             else:
-                value = self.drive.run(self.reference, case, self.ctx)
+                value = self.drive.run(self.reference, case, self.case_ctx(case))
             return True, codec.roundtrip(value)
         except Exception as exc:
             return False, f"{type(exc).__name__}: {exc}"
@@ -226,7 +232,8 @@ class _Run:
         ahead = self._ahead(case) if self.any_passed and not once else None
         # a timed_once call's inputs come from a seed drawn now (same for both sides): a
         # solution cannot work out the timed stream while earlier cases run
-        ctx = dataclasses.replace(self.ctx, seed=timed_seeds(1)[0]) if once else self.ctx
+        ctx = dataclasses.replace(self.ctx, seed=timed_seeds(1)[0]) if once \
+            else self.case_ctx(case)
         beside = (self._pool.submit(children.reference_call, case, ctx)
                   if once and self.any_passed else None)
         learner_done = threading.Event()

@@ -82,6 +82,42 @@ class Model:
         return self._cache[seq][0]
 
 
+class Probe:
+    """The shipped model's logits with one fixed, sequence-only edit, for cases the raw model
+    never produces (it never ties two logits and never repeats a token):
+
+    - `tie=i`: id i takes the runner-up's logit whenever the runner-up's id is higher than i and
+      neither of the top two is i - the alternatives then hold a real tie, listed lower id first;
+    - `repeat=[a, b, run]`: token a is forced (its logit raised 20 over the row's maximum) except
+      after a run of exactly `run` a's, where b is - output like "a a a b a a a b" for stop
+      strings that overlap themselves.
+
+    Still a function of the sequence alone, so the reference and the learner see the same rows.
+    """
+
+    def __init__(self, model: Model, tie: int | None = None,
+                 repeat: list[int] | None = None) -> None:
+        self._m, self.tie, self.repeat = model, tie, repeat
+        self.device, self.vocab_size = model.device, model.vocab_size
+        self.eos_token_id = model.eos_token_id
+        self.encode, self.decode, self.token_str = model.encode, model.decode, model.token_str
+
+    def next_logits(self, seqs: list[list[int]]) -> Any:
+        out = self._m.next_logits(seqs).clone()
+        for row, seq in zip(out, seqs, strict=True):
+            if self.tie is not None:
+                top = row.topk(2).indices.tolist()
+                if self.tie not in top and top[1] > self.tie:
+                    row[self.tie] = row[top[1]]
+            if self.repeat is not None:
+                a, b, run = self.repeat
+                n = 0
+                while n < len(seq) and seq[-1 - n] == a:
+                    n += 1
+                row[b if n == run else a] = row.max() + 20.0
+        return out
+
+
 @lru_cache(maxsize=2)
 def _loaded(device: str, target: str | None) -> tuple[Any, Any]:
     from transformers.utils import logging as hf_logging

@@ -139,8 +139,10 @@ def view(case: Case, got: dict[str, Any], expected: dict[str, Any]) -> dict[str,
     out = dict(got)
     out["rejected"] = {int(k): v for k, v in got["rejected"].items()}
     zero_ok = case.params.get("zero_id", -1) >= 0
-    out["calls"], out["violations"] = probe_checks.summarize(got["calls"], zero_ok)
     reqs = sorted(expected.get("requests", case.params["requests"]), key=lambda r: r["t"])
+    markers = None if case.params.get("same_markers") else {r["prompt"][0] for r in reqs
+                                                             if r["prompt"]}
+    out["calls"], out["violations"] = probe_checks.summarize(got["calls"], zero_ok, markers)
     out["reqs"] = reqs
     out["index"] = {r["prompt"][0]: i for i, r in enumerate(reqs) if r["prompt"]}
     out["finish_t"] = {idx: t for t, kind, idx, _ in got["events"] if kind == "finish"}
@@ -345,6 +347,11 @@ def _hint(i: int, reqs: list[dict[str, Any]], want: list[int], got: list[int],
             return (f" — it should have stopped at {want[-1]}, element {ids.index(want[-1]) + 1} "
                     f"of stop_token_ids {ids}: every stop id counts, not only the first")
         hit = [s for s in seqs if s and want[-len(s):] == s]
+        if hit and len(want) > len(hit[0]) and want[-len(hit[0]) - 1] == hit[0][0] != hit[0][-1]:
+            return (f" — it should have stopped at the stop sequence {hit[0]}, which follows "
+                    f"another {hit[0][0]} ({want[-len(hit[0]) - 1:]}): a matcher that resets to "
+                    "the start on a mismatch skips the repeated token; compare the last "
+                    "len(stop) tokens with the stop sequence after every token")
         if hit and seqs.index(hit[0]) > 0:
             return (f" — it should have stopped at the stop sequence {hit[0]}, element "
                     f"{seqs.index(hit[0]) + 1} of stop_sequences: every sequence counts, not "
