@@ -75,9 +75,11 @@ def _same_values(now: Any, was: Any) -> bool:
     return bool(((now == was) | (now.isnan() & was.isnan())).all())
 
 
-def message(function: str, paths: list[str]) -> str:
-    """The failure the grader reports for a call that changed its inputs."""
+def message(function: str, paths: list[str],
+            copies: str = "logits.clone(), list(tokens), dict(params)") -> str:
+    """The failure the grader reports for a call that changed its inputs (`copies`: examples
+    of the copies to take, in the exercise's own names)."""
     shown = ", ".join(paths[:4]) + (f" (+{len(paths) - 4} more)" if len(paths) > 4 else "")
     return (f"{function} changed its caller's input in place: {shown}. The inputs are "
-            "read-only (the caller reuses them): work on a copy (e.g. logits.clone(), "
-            "list(tokens), dict(params)) and return new values")
+            f"read-only (the caller reuses them): work on a copy (e.g. {copies}) and return "
+            "new values")

@@ -84,33 +84,54 @@ def test_every_fixed_case_covers_a_cell(exercise: str) -> None:
     assert not missing, "fixed cases with no cell in CONTRACT.md:\n" + "\n".join(missing)
 
 
-# Exercises whose tables name each comparison of their statement (`<`, `<=`) as a `comparison`
-# row, each ordering the contract fixes as an `ordering` row, each pair of events between the
-# same two steps as an `events in one step` row, and the caller's read-only inputs as an
-# `inputs` row (issue 50): per exercise, the kinds its statement needs, so a table that loses
-# one fails here. A comparison row's cell says which case sits on it and which one past it.
-ROW_KINDS = {
-    "batch-engine": {"comparison", "ordering", "events in one step"},
-    "paged-kv": {"comparison", "ordering", "inputs"},
-    "meter": {"comparison", "ordering", "inputs"},
-    "fleet": {"comparison", "ordering", "inputs"},
-    "kv-bytes": {"comparison", "inputs"},
-}
+# Exercises whose CONTRACT.md lists every comparison, ordering and event-in-one-step (issue 50)
+# in a table outside the level sections, each row naming the fixed cases that sit on it.
+COMPARISON_TABLES = {"sampling", "spec-verify", "tensor-parallel", "batch-engine", "paged-kv",
+                     "meter", "fleet", "kv-bytes"}
+COMPARISONS = "## Comparisons, orderings and events in one step"
 
 
-@pytest.mark.parametrize("exercise", sorted(ROW_KINDS))
-def test_comparisons_orderings_and_events_have_rows_naming_cases(exercise: str) -> None:
-    kinds: set[str] = set()
-    problems = []
-    for level, rows in cells(exercise).items():
-        for row, named in rows:
-            area, *_middle, cell, _case = [c.strip() for c in row.strip().strip("|").split("|")]
-            kinds.add(area)
-            if area in ROW_KINDS[exercise] and not named:
-                problems.append(f"L{level}: a {area} row names no case: {row}")
-            if area == "comparison" and not ("on it" in cell and "past it" in cell):
-                problems.append(f"L{level}: a comparison row does not say which case is on it "
-                                f"and which past it: {row}")
-    missing = ROW_KINDS[exercise] - kinds
-    assert not missing and not problems, "\n".join(
-        [f"no {kind} row" for kind in sorted(missing)] + problems)
+def rows_outside_levels(exercise: str) -> list[tuple[str, list[str]]]:
+    """Every row of a table whose last column is `case`, in a section that is not a level's."""
+    text = (ROOT / EXERCISES[exercise] / "CONTRACT.md").read_text(encoding="utf-8")
+    out: list[tuple[str, list[str]]] = []
+    in_level, header = False, False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            in_level, header = bool(LEVEL.match(line)), False
+            continue
+        if in_level or not line.startswith("|"):
+            header = header and line.startswith("|")
+            continue
+        columns = [c.strip() for c in line.strip().strip("|").split("|")]
+        if set(line) <= set("|-: "):
+            continue
+        if columns[-1] == "case":
+            header = True
+            continue
+        if header:
+            out.append((line, CELL_CASES.findall(columns[-1])))
+    return out
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_rows_outside_the_levels_name_cases_that_exist(exercise: str) -> None:
+    """The comparisons table (and any other table with a `case` column outside the levels)
+    names only fixed or seeded cases the exercise really has, at some level."""
+    ids = set().union(*(ids_at_every_seed(exercise, lvl)[0] for lvl in cells(exercise)))
+    rows = rows_outside_levels(exercise)
+    problems = [f"{n!r} is not a case: {row}" for row, named in rows for n in named
+                if n not in ids]
+    problems += [f"no case named: {row}" for row, named in rows if not named]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("exercise", sorted(COMPARISON_TABLES))
+def test_the_comparisons_table_is_there_and_each_level_has_rows(exercise: str) -> None:
+    text = (ROOT / EXERCISES[exercise] / "CONTRACT.md").read_text(encoding="utf-8")
+    assert COMPARISONS in text
+    section = text.split(COMPARISONS, 1)[1].split("\n## ", 1)[0]
+    levels = {int(line.strip("|").split("|")[0]) for line in section.splitlines()
+              if line.startswith("|") and line.strip("|").split("|")[0].strip().isdigit()}
+    assert levels == set(cells(exercise)), levels
+
