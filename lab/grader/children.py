@@ -317,7 +317,7 @@ class Children:
                     future.result()
 
     # -- expected values from the learner's own checkpoints ---------------------------------
-    def expected(self, case: Case, grading: str) -> ChildReply:
+    def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
         """The expected value of `case` (grading module `grading`) computed in the models
         child: the learner's own checkpoints are loaded only there, under the sandbox's memory
         cap, never in this process. A child that could not start, or was stopped (memory, time),
@@ -335,7 +335,7 @@ class Children:
                     self.models_failure = outcome
                     return outcome
             msg = {"op": "expected", "grading": grading, "case": to_wire(case),
-                   "ctx": to_wire(self.ctx)}
+                   "ctx": to_wire(ctx)}
             outcome = child.request(msg, self.timeout(case))
             if outcome.child_lost:
                 child.close()
