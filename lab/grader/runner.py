@@ -140,7 +140,8 @@ class _Run:
         own checkpoints, computed in the models child instead (`Children.expected`): a
         checkpoint is loaded only under a sandbox's limits."""
         if self.own_models:
-            out = self.children.expected(case, f"{self.exercise.module}.grading")
+            out = self.children.expected(case, f"{self.exercise.module}.grading",
+                                         self.case_ctx(case))
             if out.ok:
                 return True, out.value
             return False, OwnModelFault(self.own_models, out, self.memory_mb)
