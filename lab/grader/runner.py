@@ -28,6 +28,7 @@ from lab.exercises import Exercise
 from lab.grader import codec, events
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.children import Children
+from lab.grader.expected_cache import ExpectedCache, case_key, fixed_cases, usable_folder
 from lab.grader.isolation import Cancelled, ChildReply
 from lab.grader.measure import Measurer, Overtime, check_gate
 from lab.grader.plan import (
@@ -112,6 +113,10 @@ class _Run:
             plan.device == "cuda" if options.event_timing is None else options.event_timing)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
         self._pending: list[Future[tuple[bool, object]]] = []
+        folder = (None if self.own_models  # their answers come from the models child
+                  else usable_folder(options.expected_cache, solution, plan.confine))
+        self.cache = None if folder is None else ExpectedCache.open(folder, exercise, self.ctx)
+        self.fixed: set[str] = set()  # the levels' fixed cases so far (`cache` keeps them)
 
     def _ahead(self, case: Case) -> Future[tuple[bool, object]]:
         future = self._pool.submit(self._expected, case)
@@ -128,6 +133,8 @@ class _Run:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.children.close()
+        if self.cache is not None:
+            self.cache.save()
 
     def case_ctx(self, case: Case) -> RunContext:
         """The context of `case`'s graded call: its seed from `checked_seed`, drawn from the
@@ -138,13 +145,20 @@ class _Run:
         """The reference's answer, computed here (never in the learner's process), passed
         through the codec so `check` compares values of the same kinds. With the learner's
         own checkpoints, computed in the models child instead (`Children.expected`): a
-        checkpoint is loaded only under a sandbox's limits."""
+        checkpoint is loaded only under a sandbox's limits. A fixed case's answer is read from
+        (or added to) the kept answers (`cache`), except with the learner's checkpoints."""
         if self.own_models:
             out = self.children.expected(case, f"{self.exercise.module}.grading",
                                          self.case_ctx(case))
             if out.ok:
                 return True, out.value
             return False, OwnModelFault(self.own_models, out, self.memory_mb)
+        kept = self.cache is not None and case_key(case) in self.fixed
+        if kept:
+            assert self.cache is not None
+            hit, value = self.cache.get(case)
+            if hit:
+                return True, value
         restore = cpu_threads_one(self.device, self.exercise.needs_torch)
         try:
             custom = getattr(self.grading, "expected", None)
@@ -152,7 +166,11 @@ class _Run:
                 value = custom(case, self.case_ctx(case))
             else:
                 value = self.drive.run(self.reference, case, self.case_ctx(case))
-            return True, codec.roundtrip(value)
+            value = codec.roundtrip(value)
+            if kept:
+                assert self.cache is not None
+                self.cache.put(case, value)
+            return True, value
         except Exception as exc:
             return False, f"{type(exc).__name__}: {exc}"
         finally:
@@ -332,6 +350,8 @@ class _Run:
         level = self.exercise.level(number)
         start = time.monotonic()
         cases = cheapest_first(self.grading.cases(number, self.seed))
+        if self.cache is not None:  # the cases another seed draws too: kept between gradings
+            self.fixed |= fixed_cases(cases, self.grading.cases(number, self.seed + 1))
         # What is alive now (imports: torch's ~2·10^5 objects) is kept out of the garbage
         # collector until grade() returns: a full collection walks them all (~0.15 s), and
         # decoding and checking a law case's 10^5 values sets off several. grade() unfreezes
