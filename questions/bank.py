@@ -6,42 +6,18 @@ in `Bank.errors` (file:line:field) for the UI to show.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from questions.model import Question, Topic
+from questions.files import BUILTIN_DIR, builtin_files, expand, pack_files, packs_dir
 from questions.problems import Problem
-from questions.validate import LOAD_DRAWS, validate_files
+
+if TYPE_CHECKING:  # the validator is imported when a bank is loaded: listing files stays light
+    from questions.model import Question, Topic
 
 ALL_KINDS = frozenset({"mcq", "numeric", "case"})
-
-BUILTIN_DIR = Path(__file__).resolve().parent / "topics"
-
-
-def packs_dir() -> Path:
-    """Where `dojo questions import` keeps the learner's packs (under the data dir)."""
-    from scheduler.paths import data_dir
-
-    return data_dir() / "packs"
-
-
-def builtin_files() -> list[Path]:
-    return sorted(BUILTIN_DIR.glob("*.toml")) if BUILTIN_DIR.is_dir() else []
-
-
-def pack_files() -> list[Path]:
-    folder = packs_dir()
-    return sorted(folder.glob("*.toml")) if folder.is_dir() else []
-
-
-def expand(paths: Iterable[Path | str]) -> list[Path]:
-    """Files as given, folders as their *.toml files (sorted)."""
-    files: list[Path] = []
-    for item in paths:
-        path = Path(item)
-        files.extend(sorted(path.glob("*.toml")) if path.is_dir() else [path])
-    return files
 
 
 @dataclass
@@ -84,25 +60,29 @@ class Bank:
         return len(self.questions)
 
 
-def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DRAWS,
+def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int | None = None,
               kinds: Collection[str] = ALL_KINDS, exercises: Mapping[str, int] | None = None,
-              sims: Collection[str] | None = None) -> Bank:
+              sims: Collection[str] | None = None, version: str = "") -> Bank:
     """Load the built-in bank plus imported packs (or just `paths`: files or folders).
 
     Every kind by default (case studies are answered step by step, `questions.cases`). A
     client that cannot show some kind passes `kinds` so such a card is never scheduled or
     served to it: all questions are still validated, and `Bank.left_out` counts what was left
     out by kind. `exercises`/`sims` are lab's catalogue to check the lab links against
-    (`validate_files`; the trainer passes `trainer.core.catalogue.lab_links()`). The validated
-    result is cached on disk (`questions.cache`), keyed by the files' content and the catalogue."""
+    (`validate_files`; the trainer passes `trainer.core.catalogue.lab_links()`). `draws`
+    defaults to `questions.validate.LOAD_DRAWS`. The validated result is cached on disk
+    (`questions.cache`), keyed by the files' stamps, the catalogue and the app's `version`."""
     from questions.cache import cached_report
+    from questions.validate import LOAD_DRAWS, validate_files
+
+    draws = LOAD_DRAWS if draws is None else draws
 
     files = builtin_files() + pack_files() if paths is None else expand(paths)
     catalogue = repr((sorted((exercises or {}).items()), sorted(sims or ()),
                       exercises is None, sims is None))
     report = cached_report(files, draws, BUILTIN_DIR, lambda: validate_files(
         files, draws=draws, builtin_dir=BUILTIN_DIR, exercises=exercises, sims=sims),
-        catalogue)  # keyed by content: never stale
+        catalogue, version)  # keyed by the files' stamps: a write is seen at once
     kept = [q for q in report.questions if q.kind in kinds]
     left_out: dict[str, int] = {}
     for q in report.questions:
@@ -111,3 +91,7 @@ def load_bank(paths: Sequence[Path | str] | None = None, *, draws: int = LOAD_DR
     used = {q.topic for q in kept}  # a topic whose questions all failed is left out
     topics = {tid: topic for tid, topic in report.topics.items() if tid in used}
     return Bank(kept, topics, report.problems, left_out)
+
+
+__all__ = ["ALL_KINDS", "BUILTIN_DIR", "Bank", "builtin_files", "expand", "load_bank", "pack_files",
+           "packs_dir"]

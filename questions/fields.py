@@ -97,6 +97,7 @@ class FieldReader:
         self.parsed.problem(self.block, field_path, self.label, message)
         self.parsed.warnings.extend(self.parsed.problems[before:])
         del self.parsed.problems[before:]
+
     def _sizes_ok(self) -> bool:
         """Every size limit (questions.limits) checked on the raw table, before the costly
         checks: a huge prompt or a thousand derived values is refused at once."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,10 @@ from questions.lines import Block, LineIndex
 from questions.model import (
     Label,
     LabLink,
-    Mistake,
     Param,
     Question,
     RoundedFormula,
-    Rounding,
     Step,
-    Tolerance,
     Topic,
     Value,
 )
@@ -134,6 +132,28 @@ def _topic(parsed: ParsedFile, raw: object) -> Topic | None:
                  line)
 
 
+@dataclass(frozen=True)
+class _Values:
+    """A question's values as read, and the names its texts and formulas may use."""
+
+    params: dict[str, Param]
+    cases: list[dict[str, Value]]
+    derived: dict[str, Formula]
+    labels: dict[str, Label]
+    known: set[str]  # drawn, case and derived names (a derived value that failed too)
+    labels_declared: set[str]
+    complete: bool  # every param and label declared was read (what the prompt shows can be
+    # checked)
+
+
+# Header fields checked by a rule each: (key, valid, message with {} for the value given).
+_HEADER_RULES: tuple[tuple[str, Callable[[object], bool], str], ...] = (
+    ("kind", lambda v: v in KINDS, "kind must be \"mcq\", \"numeric\" or \"case\", got {!r}"),
+    ("difficulty", lambda v: _is_int(v) and 1 <= v <= 5,
+     "difficulty must be a whole number 1..5, got {!r}"),
+)
+
+
 class _QuestionReader(AnswerReader):
     """Reads one [[question]] table; `ok` turns false on the first problem it records."""
 
@@ -149,52 +169,97 @@ class _QuestionReader(AnswerReader):
             parsed.problems.append(Problem(parsed.path, 1, self.label, "must be a table"))
 
     def read(self) -> Question | None:
-        raw = self.raw
-        qid = raw.get("id")
+        """The question, or None when any problem was recorded. The steps run in the order
+        their problems are reported: the id and sizes, the header fields, the values, the
+        kind's answer, then the texts (placeholders, steps, what the prompt shows)."""
+        qid = self.raw.get("id")
+        if not self._declare(qid):
+            return None
+        self._check_header(qid)
+        lab = self._lab(self.raw.get("lab"))
+        sim = self._sim()
+        related = self._related(qid)
+        sources = self._text_list("sources")
+        prompt, explanation = self._text("prompt"), self._text("explanation")
+        values = self._values()
+        kind = self.raw.get("kind")
+        answer = _ANSWER_READERS.get(kind, _QuestionReader._no_answer)(self, values.known,
+                                                                       explanation)
+        texts_ok = self._check_texts(kind, prompt, explanation, answer.get("choices", ()),
+                                     values)
+        steps: tuple[Step, ...] = ()
+        if kind == "case" and isinstance(qid, str):
+            steps = self._steps(qid, prompt, values.known, values.labels_declared, values.params,
+                                values.cases, values.derived, values.labels, lab,
+                                self.raw.get("difficulty"))
+        formula = answer.get("answer")
+        if formula is not None and prompt and texts_ok and values.complete:
+            self._check_visible(prompt, formula, values.params, values.cases, values.derived,
+                                values.labels)
+        if not self.ok or not isinstance(qid, str) or kind not in KINDS:
+            return None
+        difficulty = self.raw.get("difficulty")
+        return Question(
+            id=qid, topic=self.topic_id, kind=kind, prompt=prompt, explanation=explanation,
+            lab=lab, difficulty=difficulty if _is_int(difficulty) else 0, source=self.parsed.path,
+            line=self.block.main.line if self.block else 1, sim=sim, related=tuple(related),
+            sources=tuple(sources), params=values.params, cases=tuple(values.cases),
+            derived=values.derived, labels=values.labels, steps=steps, **answer,
+        )
+
+    def _declare(self, qid: object) -> bool:
+        """Check the id and every size limit; record a valid id as declared. False when the
+        table is refused before anything else is read (an id or a field over its limit)."""
+        valid = isinstance(qid, str) and bool(ID_PATTERN.match(qid))
         if isinstance(qid, str) and len(qid) > MAX_ID_CHARS:
             self.fail("id", _too_long("id", len(qid), MAX_ID_CHARS))
-            return None
-        if isinstance(qid, str) and ID_PATTERN.match(qid):
-            self.label = qid
+            return False
+        if valid:
+            self.label = str(qid)
         if not self._sizes_ok():  # before any parsing or rendering: refused quickly
-            if isinstance(qid, str) and ID_PATTERN.match(qid):
-                self.parsed.declared.append((qid, self.parsed.index.locate(self.block, "id")))
-            return None
-        if not isinstance(qid, str) or not ID_PATTERN.match(qid):
+            if valid:
+                self.parsed.declared.append((str(qid), self.parsed.index.locate(self.block, "id")))
+            return False
+        if not valid:
             self.fail("id", "id must be a stable kebab-case text id, e.g. \"kv-cache-001\"")
-        else:
-            self.label = qid
-            line = self.parsed.index.locate(self.block, "id")
-            self.parsed.declared.append((qid, line))
-            if self.block is not None:
-                self.parsed.blocks.setdefault(qid, self.block)
+            return True
+        self.parsed.declared.append((str(qid), self.parsed.index.locate(self.block, "id")))
+        if self.block is not None:
+            self.parsed.blocks.setdefault(str(qid), self.block)
+        return True
+
+    def _check_header(self, qid: object) -> None:
+        """Unknown keys, a topic other than the file's, and the fields of `_HEADER_RULES`."""
+        raw = self.raw
         for key in sorted(set(raw) - QUESTION_KEYS):
             self.fail(key, f"unknown key (known: {', '.join(sorted(QUESTION_KEYS))})")
         if "topic" in raw and raw["topic"] != self.topic_id:
             self.fail("topic", f"topic {raw['topic']!r} differs from the file's [topic] id "
                       f"{self.topic_id!r} (leave it out: the file's topic applies)")
-        kind = raw.get("kind")
-        if kind not in KINDS:
-            self.fail("kind", f"kind must be \"mcq\", \"numeric\" or \"case\", got {kind!r}")
-        difficulty = raw.get("difficulty")
-        if not _is_int(difficulty) or not 1 <= difficulty <= 5:
-            self.fail("difficulty", f"difficulty must be a whole number 1..5, got {difficulty!r}")
-        lab = self._lab(raw.get("lab"))
-        sim = raw.get("sim")
+        for key, ok, message in _HEADER_RULES:
+            if not ok(raw.get(key)):
+                self.fail(key, message.format(raw.get(key)))
+
+    def _sim(self) -> str | None:
+        sim = self.raw.get("sim")
         if sim is not None and self.sims is None and (not isinstance(sim, str) or not sim):
             self.fail("sim", f"sim must be a sim's name, got {sim!r}")
         elif sim is not None and self.sims is not None and sim not in self.sims:
             self.fail("sim", f"sim must be one of {', '.join(sorted(self.sims))}, got {sim!r}")
+        return sim
+
+    def _related(self, qid: object) -> list[str]:
         related = self._text_list("related")
         for other in related:
             if not ID_PATTERN.match(other):
                 self.fail("related", f"related id {other!r} is not a valid id")
             elif other == qid:
                 self.fail("related", "a question cannot be related to itself")
-        sources = self._text_list("sources")
-        prompt = self._text("prompt")
-        explanation = self._text("explanation")
+        return related
 
+    def _values(self) -> _Values:
+        """params, cases, derived and labels, and the names a text or formula may use."""
+        raw = self.raw
         params = self._params(raw.get("params"))
         cases = self._cases(raw.get("cases"))
         raw_params = raw.get("params")
@@ -205,62 +270,53 @@ class _QuestionReader(AnswerReader):
             self.fail(f"params.{name}", f"{name!r} is also defined in [[question.cases]]")
         derived = self._derived(raw.get("derived"), drawn_names)
         labels = self._labels(raw.get("labels"), params, cases, drawn_names | set(derived))
-
-        unit: str = ""
-        tolerance: Tolerance | None = None
-        answer: Formula | None = None
-        choices: tuple[str, ...] = ()
-        correct: int | None = None
-        mistakes: tuple[Mistake, ...] = ()
-        why: tuple[str, ...] = ()
-        rounding: Rounding | None = None
         raw_derived, raw_labels = raw.get("derived"), raw.get("labels")
         known = drawn_names | set(derived)
         if isinstance(raw_derived, dict):
             known |= set(raw_derived)
         labels_declared = set(raw_labels) if isinstance(raw_labels, dict) else set(labels)
-        if kind == "numeric":
-            unit, tolerance, answer, rounding = self._numeric(known)
-            mistakes = self._mistakes(known)
-        elif kind == "mcq":
-            choices, correct = self._mcq()
-            why = self._why(choices, correct)
-            if self.parsed.strict and explanation and not MISCONCEPTION.search(explanation):
-                self.fail("explanation", "an MCQ explanation names the misconception behind the "
-                          "most tempting wrong choice: add \"Misconception: ...\" (the choice's "
-                          "why says it in one line; the explanation says why it fails)")
-        if kind != "case" and "step" in raw:
+        return _Values(params, cases, derived, labels, known, labels_declared,
+                       complete=len(labels) == len(labels_declared) and
+                       len(params) == len(declared))
+
+    def _numeric_answer(self, known: set[str], explanation: str) -> dict[str, Any]:
+        unit, tolerance, answer, rounding = self._numeric(known)
+        return {"unit": unit, "tolerance": tolerance, "answer": answer, "round": rounding,
+                "mistakes": self._mistakes(known)}
+
+    def _mcq_answer(self, known: set[str], explanation: str) -> dict[str, Any]:
+        choices, correct = self._mcq()
+        why = self._why(choices, correct)
+        if self.parsed.strict and explanation and not MISCONCEPTION.search(explanation):
+            self.fail("explanation", "an MCQ explanation names the misconception behind the "
+                      "most tempting wrong choice: add \"Misconception: ...\" (the choice's "
+                      "why says it in one line; the explanation says why it fails)")
+        return {"choices": choices, "correct": correct, "why": why}
+
+    def _no_answer(self, known: set[str], explanation: str) -> dict[str, Any]:
+        """A case (its steps hold the answers) or an unknown kind (already reported)."""
+        return {}
+
+    def _check_texts(self, kind: object, prompt: str, explanation: str,
+                     choices: tuple[str, ...], values: _Values) -> bool:
+        """Steps only in a case, no {answer} in the prompt, and every placeholder of the
+        prompt, the explanation and the choices names a value; True when the placeholders are
+        all known."""
+        if kind != "case" and "step" in self.raw:
             self.fail("step", "steps belong to case studies (kind = \"case\")")
         if "{answer" in prompt and "answer" in _placeholder_names(prompt):
             self.fail("prompt", "the prompt cannot show {answer}: that gives the answer away")
-        text_names = known | labels_declared | {"answer"}
-        steps: tuple[Step, ...] = ()
+        text_names = values.known | values.labels_declared | {"answer"}
         step_names: set[str] = set()
         if kind == "case":
-            text_names = known | labels_declared  # the scenario has no single answer
+            text_names = values.known | values.labels_declared  # no single answer to show
             step_names = self._step_names()
         texts_ok = True
         for key, text in (("prompt", prompt), ("explanation", explanation),
                           *((f"choices[{i}]", c) for i, c in enumerate(choices))):
             names = text_names | step_names if key == "explanation" else text_names
             texts_ok &= self._check_placeholders(key.split("[")[0], text, names)
-        if kind == "case" and isinstance(qid, str):
-            steps = self._steps(qid, prompt, known, labels_declared, params, cases, derived,
-                                labels, lab, difficulty)
-        if answer is not None and prompt and texts_ok and len(labels) == len(labels_declared) \
-                and len(params) == len(declared):
-            self._check_visible(prompt, answer, params, cases, derived, labels)
-        if not self.ok or not isinstance(qid, str) or kind not in KINDS:
-            return None
-        return Question(
-            id=qid, topic=self.topic_id, kind=kind, prompt=prompt, explanation=explanation,
-            lab=lab, difficulty=difficulty if _is_int(difficulty) else 0, source=self.parsed.path,
-            line=self.block.main.line if self.block else 1, sim=sim, related=tuple(related),
-            sources=tuple(sources), unit=unit, tolerance=tolerance, answer=answer,
-            choices=choices, correct=correct, params=params, cases=tuple(cases),
-            derived=derived, labels=labels, mistakes=mistakes, why=why, round=rounding,
-            steps=steps,
-        )
+        return texts_ok
 
     # -- case studies -------------------------------------------------------------------------
 
@@ -371,3 +427,9 @@ class _StepReader(_QuestionReader):
         )
         return Step(name, prompt, explanation, question)
 
+
+# What each kind reads for its answer (fields of `Question`); a case's answers are its steps.
+_ANSWER_READERS: dict[object, Callable[[_QuestionReader, set[str], str], dict[str, Any]]] = {
+    "numeric": _QuestionReader._numeric_answer,
+    "mcq": _QuestionReader._mcq_answer,
+}

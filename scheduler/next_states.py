@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from fsrs import Scheduler
 
     from scheduler.fsrs_memory import Memory
-    from scheduler.records import Settings
-    from scheduler.transition import Mode, Scheduled
+    from scheduler.records import Mode, Scheduled, Settings
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,11 @@ where each topic will stand on the day.
 With a plan, the daily new-card limit is replaced by the pace that introduces every remaining
 new card by INTRO_LEAD_DAYS days before the interview (that day included; the days after it are
 for review and a mock round). What a day costs is a forward simulation of the learner's own
-memory model (`scheduler.simulate`): their FSRS parameters, seconds per answer, first-answer
-accuracy, the pace, re-drills after a miss and the reviews already scheduled; plus the lab
-levels still to pass, each at a per-level estimate (`lab_level_minutes`), spread over the days
-that introduce new cards. The plan is feasible when the busiest day fits the budget.
+memory model (`scheduler.simulate`, run by `scheduler.feasibility`): their FSRS parameters,
+seconds per answer, first-answer accuracy, the pace, re-drills after a miss and the reviews
+already scheduled; plus the lab levels still to pass, each at a per-level estimate
+(`lab_level_minutes`), spread over the days that introduce new cards. The plan is feasible when
+the busiest day fits the budget.
 Pure functions over plain data: the caller (trainer.core.plan) brings the bank's topics and lab
 links.
 """
@@ -17,14 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from scheduler.simulate import Forecast, Learner, SimCard, simulate
-
-if TYPE_CHECKING:
-    from scheduler.records import Settings
+from typing import Any
 
 INTRO_LEAD_DAYS = 7  # every card introduced at least this many days before the interview
 DEFAULT_ANSWER_S = 30.0  # before the learner has answered anything
@@ -80,10 +76,6 @@ def default_level_minutes(level: int) -> float:
     return DEFAULT_LEVEL_MINUTES.get(level, DEFAULT_DEEPER_LEVEL_MINUTES)
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 @dataclass(frozen=True)
 class Pace:
     """The learner's own speed: seconds per answer, the share of new cards answered right the
@@ -116,92 +108,3 @@ class Pace:
         """Minutes to pass a lab level: the default for the level times the learner's factor
         (never 0)."""
         return default_level_minutes(level) * self.lab_factor
-
-
-@dataclass(frozen=True)
-class BudgetRow:
-    """One row of the workload-vs-recall table."""
-
-    minutes: int | None  # the daily budget; None: no further study
-    mean_recall: float  # mean over topics of the share of cards recalled on the day (new: 0)
-    weakest: tuple[str, float] | None  # the weakest topic and its share
-    answers: float  # answers until the interview
-
-
-@dataclass(frozen=True)
-class Feasibility:
-    feasible: bool
-    reason: str
-    need_minutes: int  # the busiest day, rounded up
-    new_per_day: int
-    forecast: Forecast | None = None  # following the plan without a budget
-    table: tuple[BudgetRow, ...] = ()
-
-
-def _fmt_min(x: float) -> str:
-    return f"{x:.0f}" if x >= 10 else f"{x:.1f}".rstrip("0").rstrip(".")
-
-
-def feasibility(
-    plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
-    day_start: Callable[[dt.date], dt.datetime], settings: Settings,
-    parameters: Sequence[float] | None = None, lab_levels: Sequence[int] = (),
-    budgets: Sequence[int] = (), runs: int = 3,
-) -> Feasibility:
-    """Whether the plan fits: the busiest day of the simulated plan (`scheduler.simulate`)
-    within the budget, the lab levels still to pass (`lab_levels`: the level number of each)
-    included; why, and, with `budgets`, the workload-vs-recall table."""
-    days_left = (plan.interview - today).days
-    if days_left < 0:
-        return Feasibility(False, f"the interview day ({plan.interview}) has passed", 0, 0)
-    remaining = sum(1 for c in cards if c.scheduled.due is None)
-    days = intro_days(plan, today)
-    new_per_day = math.ceil(remaining / days) if days else 0
-    lab_total = sum(pace.lab_level_minutes(level) for level in lab_levels)
-    learner = Learner(pace.answer_s, pace.first_right)
-
-    def run(budget: float | None) -> Forecast:
-        return simulate(cards, plan, today, day_start, settings, parameters, learner,
-                        lab_total, budget, runs=runs)
-
-    forecast = run(None)
-    peak = math.ceil(max(forecast.minutes, default=0.0) - 1e-9)
-    levels = len(lab_levels)
-    lab_note = ""
-    if levels:
-        spread = max(1, round(forecast.intro_days)) if forecast.intro_days else max(days_left, 1)
-        each = " / ".join(f"L{n} {_fmt_min(pace.lab_level_minutes(n))}"
-                          for n in sorted(set(lab_levels)))
-        lab_note = (f"; {_plural(levels, 'lab level')}, about {lab_total:.0f} min in all "
-                    f"({'at your pace' if pace.lab_timed else 'stated defaults'}: {each} min "
-                    f"each), spread over {_plural(spread, 'day')}")
-    total = sum(forecast.answers)
-    cost = (f"about {total:.0f} answers at {pace.answer_s:.0f} s (re-drills included)"
-            f"{lab_note}")
-    table = tuple(_row(b, run(max(0.0, b - lab_total / max(forecast.intro_days, 1))))
-                  for b in budgets)
-    if remaining and not days:
-        return Feasibility(
-            False,
-            f"the interview is in {_plural(days_left, 'day')} and "
-            f"{_plural(remaining, 'card')} {'is' if remaining == 1 else 'are'} still new: new "
-            f"cards are introduced at least {INTRO_LEAD_DAYS} days before it, so these will "
-            "not be; review what you know and drill the weakest topics",
-            peak, 0, forecast, table)
-    if peak <= plan.minutes:
-        return Feasibility(
-            True,
-            f"busiest day about {peak} min of your {plan.minutes}: {cost}; every card "
-            f"introduced by {plan.intro_deadline()}, then review and a mock round",
-            peak, new_per_day, forecast, table)
-    enough = 5 * math.ceil(peak / 5)
-    return Feasibility(
-        False,
-        f"the busiest day needs about {peak} min: {cost}; at {enough} min/day it fits "
-        "(the table of budgets shows the recall each leads to)",
-        peak, new_per_day, forecast, table)
-
-
-def _row(budget: int, forecast: Forecast) -> BudgetRow:
-    return BudgetRow(budget, forecast.mean_share, forecast.weakest_share,
-                     sum(forecast.answers))

@@ -1,11 +1,12 @@
-"""Today's counts (due, new, re-drill, streak) read with plain sqlite3: what the home screen
-paints while the full store (SQLAlchemy, ~0.2 s of imports) and the bank load behind it.
+"""Today's counts and queue read with plain sqlite3, for the paths that must not wait for the
+full store (SQLAlchemy: ~0.35 s of CPU at import): the home screen's first paint and `dojo due`.
 
 Only the common case is answered here; anything that needs the store's own handling (no
 database yet, another schema version, a read-only file or folder, settings that fall back to
-their defaults, a mid-day day-rule change, lab recalls today) gives None, and the home screen
-waits for the full view. The counts follow `Store.today_queue` rule for rule; a test checks
-they agree on real histories.
+their defaults, a mid-day day-rule change, no backup made yet today, cards out of step with
+the bank, a passed lab level without its card, a lab rebuild due) gives None, and the caller
+opens the full store. The queue itself is `scheduler.queue.read_queue`, the SQL the store runs;
+tests check the counts and `dojo due` agree with the store on real histories.
 """
 
 from __future__ import annotations
@@ -14,13 +15,27 @@ import datetime as dt
 import json
 import os
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-from scheduler.days import resolve_timezone, streak_from_days, study_day, to_ms, utc_now
-from scheduler.records import Settings
+from scheduler.days import (
+    real_utc_now,
+    resolve_timezone,
+    streak_from_days,
+    study_day,
+    to_ms,
+    utc_now,
+)
+from scheduler.queue import read_queue
+from scheduler.records import Queue, Settings
 from scheduler.schema import SCHEMA_VERSION
-from scheduler.transition import needs_redrill
+
+if TYPE_CHECKING:
+    from scheduler.plan import Plan
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,69 @@ class QuickToday:
 
 def quick_today(path: Path, now: dt.datetime | None = None) -> QuickToday | None:
     """Today's counts from the database at `path`, or None when only the full store can say."""
+    moment = now or utc_now()
+    return _with_connection(path, lambda conn: _today(conn, moment))
+
+
+def quick_queue(path: Path, questions: Sequence[tuple[str, str]],
+                now: dt.datetime | None = None) -> Queue | None:
+    """Today's queue from the database at `path`, as `Store.today_queue` gives it after
+    `sync_cards(questions, retire_missing=True)` (`questions`: the bank's (id, topic) in study
+    order), or None when only the full store can say: opening it would do more than read (the
+    day's backup, an upgrade, a repair), the sync would change a card, or a lab rebuild is due
+    (its wording is lab's)."""
+    if not backup_made_today(path):
+        return None
+    moment = now or utc_now()
+
+    def read(conn: sqlite3.Connection) -> Queue | None:
+        opened = _open_day(conn, moment)
+        if opened is None or not cards_in_sync(conn, questions):
+            return None
+        day, new_cap, review_cap, plan = opened
+        if conn.execute(
+            "SELECT 1 FROM lab_cards WHERE due <= ? UNION ALL SELECT 1 FROM lab_attempts a "
+            "WHERE a.passed AND NOT EXISTS (SELECT 1 FROM lab_cards c WHERE "
+            "c.exercise = a.exercise AND c.level = a.level) LIMIT 1",
+            (day.isoformat(),)).fetchone():
+            return None  # a rebuild due, or a pass the store's open gives its card
+        return read_queue(conn, day, new_cap, review_cap, plan)
+
+    return _with_connection(path, read)
+
+
+def backup_made_today(path: Path) -> bool:
+    """Whether today's rolling backup exists (else `Store.open` makes it: the full path)."""
+    from scheduler.backup import has_backup_on
+
+    try:
+        return has_backup_on(path, real_utc_now().date())
+    except OSError:
+        return False
+
+
+def cards_in_sync(conn: sqlite3.Connection, questions: Sequence[tuple[str, str]]) -> bool:
+    """Whether `Store.sync_cards(questions, retire_missing=True)` would leave every card as it
+    is: each question has its card, with its topic, not retired; every other card is retired;
+    the never-reviewed cards already stand in the order given."""
+    cards = {qid: (topic, retired, position, due is None) for qid, topic, retired, position, due
+             in conn.execute("SELECT question_id, topic, retired, position, due FROM cards")}
+    if not questions or len(cards) < len(questions):
+        return False
+    new_positions = []
+    for qid, topic in questions:
+        card = cards.get(qid)
+        if card is None or card[0] != topic or card[1]:
+            return False
+        if card[3]:
+            new_positions.append(card[2])
+    live = sum(1 for card in cards.values() if not card[1])
+    return live == len({q for q, _ in questions}) and new_positions == sorted(new_positions)
+
+
+def _with_connection(path: Path, read: Callable[[sqlite3.Connection], T | None]) -> T | None:
+    """`read` on a read-only connection to `path`, or None (no usable file, an SQLite error,
+    a stored value that does not parse)."""
     if not (path.is_file() and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
         return None  # first run or read-only: the store creates or browses it
     try:
@@ -48,7 +126,9 @@ def quick_today(path: Path, now: dt.datetime | None = None) -> QuickToday | None
     except sqlite3.Error:
         return None
     try:
-        return _read(conn, now or utc_now())
+        with conn:  # one read transaction: the queue and the checks see the same rows
+            conn.execute("BEGIN")
+            return read(conn)
     except (sqlite3.Error, ValueError, TypeError):
         return None
     finally:
@@ -82,7 +162,10 @@ def _settings(conn: sqlite3.Connection, moment: dt.datetime) -> tuple[Settings, 
     return settings, plan
 
 
-def _read(conn: sqlite3.Connection, moment: dt.datetime) -> QuickToday | None:
+def _open_day(conn: sqlite3.Connection,
+              moment: dt.datetime) -> tuple[dt.date, int, int, Plan | None] | None:
+    """(the study day, the new-card and review limits, the plan) as the store reads them, or
+    None where only the store can say (another schema version, unusable settings)."""
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         return None
     found = _settings(conn, moment)
@@ -90,49 +173,29 @@ def _read(conn: sqlite3.Connection, moment: dt.datetime) -> QuickToday | None:
         return None
     cfg, plan_json = found
     day = study_day(moment, cfg.rollover_hour, resolve_timezone(cfg.timezone))
+    plan = None
+    if plan_json is not None:
+        from scheduler.plan import Plan
+
+        plan = Plan.from_json(plan_json)
+    return day, cfg.new_limit, cfg.review_limit, plan
+
+
+def _today(conn: sqlite3.Connection, moment: dt.datetime) -> QuickToday | None:
+    opened = _open_day(conn, moment)
+    if opened is None:
+        return None
+    day = opened[0]
     iso = day.isoformat()
     if conn.execute("SELECT 1 FROM lab_recalls WHERE study_day = ? LIMIT 1", (iso,)).fetchone():
         return None
-    today = conn.execute(
-        "SELECT question_id, mode, quality, due_before FROM reviews WHERE study_day = ? "
-        "ORDER BY id", (iso,)).fetchall()
-    scheduled = [r for r in today if r[1] == "review"]
-    introduced = sum(1 for r in scheduled if r[3] is None)
-    new_cap = cfg.new_limit
-    if plan_json is not None:  # a plan to the interview replaces the new-card limit
-        from scheduler.plan import Plan, paced_new_limit
-
-        plan = Plan.from_json(plan_json)
-        if plan is not None:
-            waiting = conn.execute("SELECT count(*) FROM cards WHERE due IS NULL AND NOT "
-                                   "suspended AND NOT retired").fetchone()[0]
-            paced = paced_new_limit(plan, day, waiting + introduced)
-            new_cap = new_cap if paced is None else paced
-    visible = "NOT suspended AND NOT retired AND (buried_until IS NULL OR buried_until < ?)"
-    room = max(0, cfg.review_limit - len(scheduled))
-    due_ids = {r[0] for r in conn.execute(
-        f"SELECT question_id FROM cards WHERE due <= ? AND {visible} "
-        "ORDER BY due, position LIMIT ?", (iso, iso, room))}
-    new_room = min(max(0, new_cap - introduced), room - len(due_ids))
-    waiting_visible = conn.execute(
-        f"SELECT count(*) FROM cards WHERE due IS NULL AND {visible}", (iso,)).fetchone()[0]
-    latest: dict[str, int] = {}
-    for qid, mode, quality, _ in today:
-        if mode != "cram":
-            latest[qid] = quality
-    failing = [q for q, quality in latest.items() if needs_redrill(quality) and q not in due_ids]
-    redrill = 0
-    for chunk in range(0, len(failing), 500):
-        part = failing[chunk:chunk + 500]
-        redrill += conn.execute(
-            f"SELECT count(*) FROM cards WHERE question_id IN ({','.join('?' * len(part))}) "
-            f"AND {visible}", (*part, iso)).fetchone()[0]
+    queue = read_queue(conn, *opened)
     days = [dt.date.fromisoformat(d) for (d,) in conn.execute(
         "SELECT DISTINCT study_day FROM reviews WHERE study_day <= ? ORDER BY study_day DESC",
         (iso,))]
     # As the full view: no answer in the heatmap's 84 days and every card still new.
     first_run = (not days or days[0] < day - dt.timedelta(days=83)) and not conn.execute(
         "SELECT 1 FROM cards WHERE due IS NOT NULL LIMIT 1").fetchone()
-    return QuickToday(day=day, due=len(due_ids), new=max(0, min(new_room, waiting_visible)),
-                      redrill=redrill, streak=streak_from_days(days, day),
+    return QuickToday(day=day, due=len(queue.reviews), new=len(queue.new),
+                      redrill=len(queue.redrill), streak=streak_from_days(days, day),
                       first_run=bool(first_run))

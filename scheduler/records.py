@@ -9,9 +9,20 @@ from typing import Any, Literal
 
 from scheduler.fsrs_memory import Memory
 from scheduler.sm2 import CardState
-from scheduler.transition import Mode, Scheduled  # the one answer-mode type lives there
 
 QueueKind = Literal["review", "new", "redrill", "lab"]
+Mode = Literal["review", "redrill", "cram"]  # how an answer counts (`scheduler.transition.apply`)
+MODES: tuple[Mode, ...] = ("review", "redrill", "cram")
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """The scheduling fields of a card, before or after an answer."""
+
+    state: CardState
+    due: dt.date | None  # None: never reviewed
+    lapses: int
+    leech: bool
 
 
 @dataclass(frozen=True)

@@ -9,28 +9,12 @@ in one transaction; the study session asks `needs_redrill` rather than keeping i
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
-from scheduler.sm2 import PASS_QUALITY, CardState, check_quality, next_state
+from scheduler.records import MODES, Mode, Scheduled, Settings
+from scheduler.sm2 import PASS_QUALITY, check_quality, next_state
 
-if TYPE_CHECKING:
-    from scheduler.records import Settings
-
-Mode = Literal["review", "redrill", "cram"]
-MODES: tuple[Mode, ...] = ("review", "redrill", "cram")
 # Same-day re-drill: a card graded below this comes back until it is graded at least this.
 REDRILL_UNTIL = 4
-
-
-@dataclass(frozen=True)
-class Scheduled:
-    """The scheduling fields of a card, before or after an answer."""
-
-    state: CardState
-    due: dt.date | None  # None: never reviewed
-    lapses: int
-    leech: bool
 
 
 def needs_redrill(quality: int) -> bool:

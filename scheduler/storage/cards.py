@@ -11,17 +11,19 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from scheduler import fsrs_memory, transition
+from scheduler import fsrs_memory
 from scheduler.days import from_ms, to_ms, utc_now
 from scheduler.errors import AnsweredElsewhereError, UnknownCardError
 from scheduler.fsrs_memory import Memory
 from scheduler.models import CardRow, FlagRow, ReviewRow
 from scheduler.next_states import NextState, Outlook, next_states
+from scheduler.queue import read_queue
 from scheduler.records import (
+    MODES,
     Card,
     Flag,
+    Mode,
     Queue,
-    QueueItem,
     Review,
     ReviewResult,
     Settings,
@@ -30,10 +32,8 @@ from scheduler.records import (
 )
 from scheduler.sm2 import CardState, check_quality
 from scheduler.storage.base import json_object
-from scheduler.storage.lab import lab_recall_items
 from scheduler.storage.memory import fsrs_parameters, recompute
 from scheduler.storage.settings import SettingsPart
-from scheduler.transition import MODES, Mode
 
 
 def _card(row: CardRow) -> Card:
@@ -246,64 +246,9 @@ class CardsPart(SettingsPart):
         new_cap = cfg.new_limit if new_limit is None else new_limit
         plan = self.plan() if new_limit is None else None
         review_cap = cfg.review_limit if review_limit is None else review_limit
-        visible = (
-            ~CardRow.suspended,
-            ~CardRow.retired,
-            (CardRow.buried_until.is_(None)) | (CardRow.buried_until < day),
-        )
-        with self._read() as s:
-            today = s.execute(
-                select(ReviewRow.question_id, ReviewRow.mode, ReviewRow.quality,
-                       ReviewRow.due_before)
-                .where(ReviewRow.study_day == day).order_by(ReviewRow.id)
-            ).all()
-            scheduled = [r for r in today if r.mode == "review"]
-            introduced = sum(1 for r in scheduled if r.due_before is None)
-            if plan is not None:  # a plan to the interview replaces the new-card limit
-                from scheduler.plan import paced_new_limit
-
-                waiting = s.scalar(select(func.count()).select_from(CardRow).where(
-                    CardRow.due.is_(None), ~CardRow.suspended, ~CardRow.retired)) or 0
-                paced = paced_new_limit(plan, day, waiting + introduced)
-                new_cap = new_cap if paced is None else paced
-            room = max(0, review_cap - len(scheduled))
-            due_rows = s.execute(
-                select(CardRow.question_id, CardRow.topic, CardRow.due)
-                .where(CardRow.due <= day, *visible)
-                .order_by(CardRow.due, CardRow.position).limit(room)
-            ).all()
-            new_room = min(max(0, new_cap - introduced), room - len(due_rows))
-            new_rows = s.execute(
-                select(CardRow.question_id, CardRow.topic)
-                .where(CardRow.due.is_(None), *visible)
-                .order_by(CardRow.position).limit(new_room)
-            ).all() if new_room > 0 else []
-            latest: dict[str, int] = {}
-            for r in today:
-                if r.mode != "cram":
-                    latest.pop(r.question_id, None)  # keep the order of the latest answer
-                    latest[r.question_id] = r.quality
-            failing = [q for q, quality in latest.items() if transition.needs_redrill(quality)]
-            due_ids = {r.question_id for r in due_rows}
-            lab_items = lab_recall_items(
-                s, day, due_ids | {r.question_id for r in new_rows}, visible)
-            redrill_rows: dict[str, str] = {}
-            for chunk in range(0, len(failing), 500):
-                redrill_rows.update(s.execute(
-                    select(CardRow.question_id, CardRow.topic)
-                    .where(CardRow.question_id.in_(failing[chunk:chunk + 500]), *visible)
-                ).all())
-        return Queue(
-            day=day,
-            reviews=tuple(QueueItem(r.question_id, r.topic, "review", r.due) for r in due_rows),
-            new=tuple(QueueItem(r.question_id, r.topic, "new", None) for r in new_rows),
-            redrill=tuple(
-                QueueItem(q, redrill_rows[q], "redrill", None)
-                for q in failing if q in redrill_rows and q not in due_ids
-                and q not in {i.question_id for i in lab_items}
-            ),
-            lab=lab_items,
-        )
+        with self._read() as s:  # the lean `dojo due` runs the same SQL (scheduler.queue)
+            conn = s.connection().connection.driver_connection
+            return read_queue(conn, day, new_cap, review_cap, plan)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------ answer
     def answer(

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from scheduler import transition
 from scheduler.days import from_ms, to_ms, utc_now
@@ -18,10 +17,9 @@ from scheduler.models import (
     LabAttemptRow,
     LabCardRow,
     LabRecallRow,
-    ReviewRow,
     SettingRow,
 )
-from scheduler.records import LabAttempt, LabCard, LabCardResult, QueueItem
+from scheduler.records import LabAttempt, LabCard, LabCardResult, Scheduled
 from scheduler.sm2 import CardState, check_quality
 from scheduler.storage.base import json_object
 from scheduler.storage.settings import SettingsPart
@@ -60,31 +58,6 @@ def _lab_card(row: LabCardRow) -> LabCard:
 _LAB_STATE_KEY = "lab_state:"  # + exercise id: LabPart.lab_state, in the settings table
 
 
-def lab_recall_items(s: Session, day: dt.date, due_ids: set[str],
-                     visible: tuple[Any, ...]) -> tuple[QueueItem, ...]:
-    """Questions a failed lab case brought back today and not answered since (any mode),
-    unless already in the queue as a review or a new card."""
-    rows = s.execute(
-        select(LabRecallRow, CardRow.topic, CardRow.due)
-        .join(CardRow, CardRow.question_id == LabRecallRow.question_id)
-        .where(LabRecallRow.study_day == day, *visible)
-        .order_by(LabRecallRow.created_ms, LabRecallRow.question_id)
-    ).all()
-    if not rows:
-        return ()
-    answered_after = {
-        qid: ms for qid, ms in s.execute(
-            select(ReviewRow.question_id, func.max(ReviewRow.reviewed_ms))
-            .where(ReviewRow.study_day == day).group_by(ReviewRow.question_id)).all()}
-    return tuple(
-        QueueItem(r.question_id, topic, "lab", due, exercise=r.exercise, level=r.level,
-                  case=r.case_id)
-        for r, topic, due in rows
-        if r.question_id not in due_ids
-        and answered_after.get(r.question_id, -1) < r.created_ms
-    )
-
-
 class LabPart(SettingsPart):
     """Lab attempts and lab cards."""
 
@@ -110,7 +83,7 @@ class LabPart(SettingsPart):
                     continue  # made meanwhile by another process
                 day = self.study_day(from_ms(first_ms), cfg)
                 new, _ = transition.apply(
-                    transition.Scheduled(CardState.new(), None, 0, False), 4, "review", day, cfg)
+                    Scheduled(CardState.new(), None, 0, False), 4, "review", day, cfg)
                 s.add(LabCardRow(
                     exercise=exercise, level=int(level), ef=new.state.ef_hundredths,
                     repetitions=new.state.repetitions, interval=new.state.interval,
@@ -213,8 +186,8 @@ class LabPart(SettingsPart):
             elif not created and row.due is not None and row.due > day:
                 why = f"not due until {row.due.isoformat()}: practice, the schedule is unchanged"
             else:
-                old = transition.Scheduled(CardState(row.ef, row.repetitions, row.interval),
-                                           row.due, row.lapses, row.leech)
+                old = Scheduled(CardState(row.ef, row.repetitions, row.interval),
+                                row.due, row.lapses, row.leech)
                 new, _ = transition.apply(old, quality, "review", day, cfg)
                 row.ef, row.repetitions, row.interval = (
                     new.state.ef_hundredths, new.state.repetitions, new.state.interval)

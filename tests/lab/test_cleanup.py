@@ -1,4 +1,4 @@
-"""No process the grader started outlives it (issue 45, item 1): the grader killed with SIGKILL in
+"""No process the grader started outlives it: the grader killed with SIGKILL in
 the middle of an infinite loop, the TUI's grading server killed the same way, and the app that
 started that server killed — each time, every process of the grading (the learner's, a detached
 grandchild of theirs, the sandbox's waiter) ends by itself: the waiter watches a lifeline pipe
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lab.grader import landlock
+from tests.hostile import DETACHED_GRANDCHILD_LOOP, MARKER
 from tests.lab.conftest import ROOT
 from tests.lab.test_confinement import CONFINED, _owned, _preexec, learner_dir
 
@@ -29,19 +30,6 @@ MODES = [pytest.param(False, id="namespaces",
          pytest.param(True, id="userns-denied",
                       marks=pytest.mark.skipif(landlock.abi_version() < 1,
                                                reason="no Landlock in this kernel"))]
-LOOP = """
-import os, time
-def kv_bytes_per_token(config, dtype, tensor_parallel=1):
-    if os.fork() == 0:  # a detached grandchild: its own session, its parent gone
-        os.setsid()
-        if os.fork() == 0:
-            open(os.path.join(os.path.dirname(__file__), 'grandchild'), 'w').write('x')
-            while True:
-                time.sleep(0.1)
-        os._exit(0)
-    while True:
-        pass
-"""
 APP = """
 import os, subprocess, sys, time
 from pathlib import Path
@@ -86,7 +74,7 @@ def _wait_for(check: object, seconds: float) -> bool:
 
 def _start(folder: Path, argv: list[str], deny: bool) -> tuple[subprocess.Popen[bytes], Path]:
     ws, home = folder / "ws", folder / "home"
-    (ws / "kv_bytes.py").write_text(LOOP)
+    (ws / "kv_bytes.py").write_text(DETACHED_GRANDCHILD_LOOP)
     _owned(ws / "kv_bytes.py")
     env = {**os.environ, "DOJO_HOME": str(home), "PYTHONPATH": str(ROOT),
            "PYTHONDONTWRITEBYTECODE": "1"}
@@ -97,7 +85,7 @@ def _start(folder: Path, argv: list[str], deny: bool) -> tuple[subprocess.Popen[
 
 
 def _kill_and_check(proc: subprocess.Popen[bytes], learner_dir: Path, home: Path) -> None:
-    grandchild = learner_dir / "ws" / "grandchild"
+    grandchild = learner_dir / "ws" / MARKER
     assert _wait_for(grandchild.exists, 120), "the learner's code never ran"
     started = _ours(home)
     assert len(started) >= 3, started  # the grader, the waiter, the learner's processes

@@ -164,6 +164,15 @@ def _in_process(broken: str, level: int, case_id: str, seed: int = 1) -> tuple[b
         ("untagged_cents", 3, "untagged-just-over", r"untagged_ok: expected False, got True — "
                                                     r"the check compares the exact dollars .* "
                                                     r"not amounts rounded to the cent"),
+        # the caller's inputs are read-only (issue 50), checked on every untimed call
+        ("marks_billed", 1, "request-cached-prefix", r"bill_request changed its caller's "
+                                                     r"input in place: event\. The inputs are "
+                                                     r"read-only"),
+        ("marks_billed", 1, "one-request", r"ledger changed its caller's input in place: "
+                                           r"events\[0\]\. The inputs are read-only"),
+        ("marks_billed", 4, "far-redelivery", r"ledger changed its caller's input in place: "
+                                              r"events\[0\], events\[1\], .* The inputs are "
+                                              r"read-only"),
     ],
 )
 def test_a_contract_gap_bug_fails_its_case_with_its_name(broken: str, level: int, case_id: str,

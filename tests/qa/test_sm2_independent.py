@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.records import Settings
+from scheduler.records import Scheduled, Settings
 from scheduler.sm2 import CardState, next_state
 from scheduler.store import Store
-from scheduler.transition import Scheduled, apply
+from scheduler.transition import apply
 
 
 def model(grades: list[int]) -> list[tuple[Fraction, int, int]]:

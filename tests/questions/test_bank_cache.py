@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import questions.bank as bank_module
+import questions.validate as validate_module
 from questions.bank import ALL_KINDS, load_bank
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "questions" / "valid" / "fixture-kv.toml"
@@ -32,13 +32,13 @@ def topic(tmp_path: Path) -> Path:
 
 def _count_validations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = bank_module.validate_files
+    real = validate_module.validate_files
 
     def counting(*args: object, **kwargs: object) -> object:
         calls.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(bank_module, "validate_files", counting)
+    monkeypatch.setattr(validate_module, "validate_files", counting)
     return calls
 
 

@@ -51,7 +51,25 @@ BROKEN_CASES = [
     ("batch_in_place", 2, r"process_batch changed its caller's input in place: logits"),
     ("request_setdefault", 4, r"generate changed its caller's input in place: "
                               r"requests\[\d\]\. The inputs are read-only"),
+    # issue 50: boundaries each decided by one fixed case
+    ("temp_eps_greedy", 1, r"a positive temperature was treated as greedy: only T = 0"),
+    ("temp_vllm_eps_greedy", 1, r"a positive temperature was treated as greedy: only T = 0"),
+    ("top_logprobs_topk", 4, r"alternative 1 is \{'token': ' re'.*expected \{'token': '!'.* "
+                             r"ties by lower id"),
+    ("stop_restarting_matcher", 4, r"'aab' overlaps itself: .* a matcher that starts over on a "
+                                   r"mismatch misses"),
+    ("stop_last_occurrence", 4, r"text '=' expected '' - cut just before the EARLIEST "
+                                r"occurrence .* even where it occurs twice or overlaps itself"),
+    ("length_before_stop", 4, r"finish_reason 'length', expected 'stop' .* the token that "
+                              r"reached max_tokens also ended the request"),
 ]
+# the fixed cases that catch each of those (and no other case does)
+ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
+             "temp_vllm_eps_greedy": {"L1-temp-epsilon"},
+             "top_logprobs_topk": {"L4-logprobs-ties"},
+             "stop_restarting_matcher": {"L4-stop-self-overlap"},
+             "stop_last_occurrence": {"L4-stop-twice-in-token"},
+             "length_before_stop": {"L4-ends-coincide"}}
 
 
 @pytest.mark.parametrize(
@@ -67,6 +85,8 @@ def test_broken_fails_with_the_bug_named(broken: str, level: int, match: str) ->
         assert grade_in_process(path, below) == [], f"{broken} should pass level {below}"
     failures = grade_in_process(path, level)
     assert failures, f"{broken} should fail level {level}"
+    if broken in ONLY_CASE:
+        assert {c for c, _ in failures} == ONLY_CASE[broken], failures
     assert any(re.search(match, msg) for _, msg in failures), failures[:3]
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.records import ReviewResult
+from scheduler.records import Mode, ReviewResult
 from scheduler.store import Store
-from scheduler.transition import Mode
 
 UTC = dt.UTC
 

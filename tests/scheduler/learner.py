@@ -13,9 +13,9 @@ import datetime as dt
 import random
 from typing import Any
 
-from scheduler.records import Settings
+from scheduler.records import Scheduled, Settings
 from scheduler.sm2 import CardState
-from scheduler.transition import Scheduled, apply, needs_redrill
+from scheduler.transition import apply, needs_redrill
 
 # Topics of the TUI fixture bank (so the Stats screen shows their titles) plus one topic the
 # bank lacks; each card id exists in the bank or not (retired cards keep their history).

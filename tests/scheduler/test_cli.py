@@ -32,9 +32,18 @@ class FakeQuestion:
     steps: tuple[object, ...] = ()
 
 
+def _no_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A bank cache that cannot be written (a file where its folder should be): a faked bank
+    matches no files, so no study index may stand for it (`dojo due` then always loads it)."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("DOJO_CACHE", str(blocker / "cache"))
+
+
 @pytest.fixture
-def no_bank(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_bank(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The question bank fails to load: the learner's schedule must still be shown."""
+    _no_cache(monkeypatch, tmp_path)
     module = types.ModuleType("questions.bank")
 
     def load_bank(*args: object, **kwargs: object) -> None:
@@ -46,7 +55,8 @@ def no_bank(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fake_bank(monkeypatch: pytest.MonkeyPatch) -> list[FakeQuestion]:
+def fake_bank(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[FakeQuestion]:
+    _no_cache(monkeypatch, tmp_path)
     questions = [
         FakeQuestion("kv-001", "kv-cache", mistakes=(FakeMistake("plus-tpot", "added a TPOT"),)),
         FakeQuestion("batch-001", "batching", choices=("static", "continuous", "none")),

@@ -97,12 +97,12 @@ def test_stats_define_true_retention_beside_predicted_recall(store: Store) -> No
 
 
 def test_plan_wording_counts_days_in_the_singular_and_after_the_interview() -> None:
-    from scheduler.plan import Pace, Plan, feasibility
+    from scheduler.feasibility import feasibility
+    from scheduler.plan import Pace, Plan
     from scheduler.readiness import day_start
-    from scheduler.records import Settings
+    from scheduler.records import Scheduled, Settings
     from scheduler.simulate import SimCard
     from scheduler.sm2 import CardState
-    from scheduler.transition import Scheduled
     from trainer.core.plan import PlanReport, plan_lines
 
     today = dt.date(2026, 3, 1)

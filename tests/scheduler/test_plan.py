@@ -13,13 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from questions.bank import load_bank
-from scheduler.plan import Pace, Plan, feasibility, paced_new_limit
+from scheduler.feasibility import feasibility
+from scheduler.plan import Pace, Plan, paced_new_limit
 from scheduler.readiness import day_start
-from scheduler.records import Settings
+from scheduler.records import Scheduled, Settings
 from scheduler.simulate import SimCard
 from scheduler.sm2 import CardState
 from scheduler.store import Store
-from scheduler.transition import Scheduled
 from trainer.cli import main
 from trainer.core.bank import load_study_bank, sync_bank
 

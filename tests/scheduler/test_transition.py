@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from scheduler.records import Settings
+from scheduler.records import Scheduled, Settings
 from scheduler.sm2 import CardState
-from scheduler.transition import REDRILL_UNTIL, Scheduled, apply, needs_redrill
+from scheduler.transition import REDRILL_UNTIL, apply, needs_redrill
 
 DAY = dt.date(2026, 5, 10)
 NEW = Scheduled(CardState.new(), None, 0, False)

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from scheduler.records import Mode
 from scheduler.store import Store
-from scheduler.transition import Mode
 
 
 class BlockingStore(Store):

@@ -1,4 +1,4 @@
-"""Nothing the lab screen started outlives what the learner did (issue 45, item 1): a grading of
+"""Nothing the lab screen started outlives what the learner did: a grading of
 an infinite loop cancelled with `x`, a torch lab graded (its server then prepares the next torch
 child ahead), the screen left and the app quit — then no process of the grader is alive. The
 real `dojo lab serve` runs the real sandboxes; processes are found by the test's data folder in
@@ -16,23 +16,10 @@ from pathlib import Path
 import pytest
 from textual.worker import WorkerCancelled
 
+from tests.hostile import DETACHED_GRANDCHILD_LOOP, MARKER
 from tests.tui.conftest import ready
 from tests.tui.test_lab_screen import _graded, _lab
 from trainer.app import DojoApp
-
-LOOP = """
-import os, time
-def kv_bytes_per_token(config, dtype, tensor_parallel=1):
-    if os.fork() == 0:  # a detached grandchild: its own session, its parent gone
-        os.setsid()
-        if os.fork() == 0:
-            open(os.path.join(os.path.dirname(__file__), 'running'), 'w').write('x')
-            while True:
-                time.sleep(0.1)
-        os._exit(0)
-    while True:
-        pass
-"""
 
 
 def _ours(home: Path) -> list[int]:
@@ -69,13 +56,13 @@ async def test_cancel_leave_and_quit_leave_no_process_running(
         screen = await _lab(app, pilot)
         await pilot.press("s")  # kv-bytes L1
         path = screen.workspaces["kv-bytes"]
-        path.write_text(LOOP)
+        path.write_text(DETACHED_GRANDCHILD_LOOP)
         await pilot.press("g")
         for _ in range(600):
             await pilot.pause(0.1)
-            if (path.parent / "running").exists():
+            if (path.parent / MARKER).exists():
                 break
-        assert (path.parent / "running").exists(), "the learner's code never ran"
+        assert (path.parent / MARKER).exists(), "the learner's code never ran"
         await pilot.press("x")
         assert screen._grading is not None
         with contextlib.suppress(WorkerCancelled):

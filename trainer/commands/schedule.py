@@ -19,6 +19,7 @@ from questions.wording import plural
 
 if TYPE_CHECKING:
     from trainer.core.store import Store
+    from trainer.core.today import Queue
 
 T = TypeVar("T")
 
@@ -95,14 +96,25 @@ def due(as_json: bool, show_list: bool) -> None:
     then passed lab levels due for a rebuild (`dojo lab rebuild`). The study day starts at
     the rollover hour (default 4 AM local).
     """
-    from lab.rebuild import due_rebuilds
+    from trainer.core.today import lean_queue
 
-    with _open_store(browse=True) as store:
-        note = _sync_bank(store)
-        queue = _read(store.today_queue)
-        labs = _read(lambda: due_rebuilds(store))
+    found = lean_queue()  # plain sqlite3 and the cached study index, when they can answer
+    if found is not None:
+        queue, note = found
+        labs: list[Any] = []  # the lean path answers only when no lab rebuild is due
+    else:
+        from lab.rebuild import due_rebuilds
+
+        with _open_store(browse=True) as store:
+            note = _sync_bank(store)
+            queue = _read(store.today_queue)
+            labs = _read(lambda: due_rebuilds(store))
     if note:
         click.echo(f"note: {note}", err=True)
+    _print_due(queue, labs, as_json=as_json, show_list=show_list)
+
+
+def _print_due(queue: Queue, labs: list[Any], *, as_json: bool, show_list: bool) -> None:
     if as_json:
         items = [
             {

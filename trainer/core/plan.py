@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from questions.bank import Bank
-    from scheduler.plan import BudgetRow, Plan
+    from scheduler.feasibility import BudgetRow
+    from scheduler.plan import Plan
     from scheduler.store import Store
 
 
@@ -99,9 +100,10 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     predicted for the interview day's start (without a plan: 7 study days ahead). `table`:
     the workload-vs-recall table too (a simulation per budget: `dojo plan`)."""
     from scheduler.days import resolve_timezone
+    from scheduler.feasibility import BudgetRow, feasibility
     from scheduler.fsrs_memory import make_scheduler
     from scheduler.fsrs_memory import recall as fsrs_recall
-    from scheduler.plan import BudgetRow, Pace, feasibility
+    from scheduler.plan import Pace
     from scheduler.readiness import (
         FSRS_PARAMETERS_KEY,
         day_start,

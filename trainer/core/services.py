@@ -19,9 +19,9 @@ from trainer.core.writer import WriteBehind
 if TYPE_CHECKING:
     from questions.bank import Bank
     from questions.model import Question
+    from scheduler.records import Mode
     from scheduler.store import Store
     from scheduler.study import Kind
-    from scheduler.transition import Mode
     from trainer.core.views import TodayView
 
 

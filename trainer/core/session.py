@@ -22,8 +22,7 @@ from trainer.core.case import CaseProgress
 
 if TYPE_CHECKING:
     from questions.model import Instance, Question
-    from scheduler.records import ReviewResult
-    from scheduler.transition import Mode
+    from scheduler.records import Mode, ReviewResult
     from trainer.core.services import Services
 
 # SM-2 grade labels, Anki-like: a wrong answer offers 0/1/2, a right one 3/4/5.
@@ -102,11 +101,13 @@ class Feedback:
 
     @property
     def default_grade(self) -> int:
-        """Enter's grade: 'good' when right (so a re-drill passes), 'recognised' when wrong;
-        a case study's suggested grade."""
+        """Enter's grade: the re-drill bar when right ('good', so a re-drill passes),
+        'recognised' when wrong; a case study's suggested grade."""
+        from scheduler.transition import REDRILL_UNTIL
+
         if self.suggested is not None:
             return self.suggested
-        return 4 if self.correct else 1
+        return REDRILL_UNTIL if self.correct else 1
 
 
 @dataclass

@@ -28,6 +28,8 @@ FIXED: list[tuple[str, dict[str, Any], dict[str, Any], list[int], list[int], str
     ("temp-high", {"V": 50, "seed": 3}, {"temperature": 2.5}, [], [], "logits / 2.5"),
     ("temp-tiny", {"V": 50, "seed": 4}, {"temperature": 1e-3}, [], [],
      "T = 0.001 is a division, not greedy"),
+    ("temp-epsilon", {"V": 50, "seed": 28}, {"temperature": 1e-6}, [], [],
+     "T = 1e-6, under vLLM's 1e-5 greedy epsilon: still a division (only T = 0 is greedy)"),
     ("greedy-T0", {"V": 50, "seed": 5}, {"temperature": 0.0}, [], [],
      "T = 0: the argmax alone, at its own logit"),
     ("greedy-tie", {"values": [1.0, 3.0, 0.5, 3.0, 3.0]}, {"temperature": 0.0}, [], [],

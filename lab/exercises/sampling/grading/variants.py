@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 NEG_INF = float("-inf")
+SMALL_TEMP = 0.01  # below it, `small_temp_greedy` goes greedy (vLLM's own epsilon is 1e-5)
 
 # bug key -> what the message says (the fix is in the sentence)
 BUGS: dict[str, str] = {
@@ -56,6 +57,9 @@ BUGS: dict[str, str] = {
     "greedy_keeps_ties": "T = 0 kept every id tied for the top: greedy keeps one id, the "
     "first (lowest) argmax",
     "temperature_multiplies": "temperature multiplied the logits: divide by T",
+    "small_temp_greedy": "a positive temperature was treated as greedy: only T = 0 is greedy; "
+    "any T > 0, however small (1e-3, 1e-6: no epsilon), divides the logits, as "
+    "TemperatureLogitsWarper does",
     "no_processing": "the row came back unprocessed",
 }
 
@@ -92,7 +96,7 @@ def process(row: torch.Tensor, params: dict[str, Any], prompt: list[int], output
         f_c = (c > 0).to(x.dtype) if bug == "freq_ignores_counts" else c
         p_c = c if bug == "pres_per_occurrence" else (c > 0).to(x.dtype)
         x = x - freq * f_c - pres * p_c
-    if temp == 0.0:
+    if temp == 0.0 or (bug == "small_temp_greedy" and temp < SMALL_TEMP):
         src = row.reshape(1, v) if bug == "greedy_raw_argmax" else x
         best = int(src[0].argmax())
         if bug == "greedy_keeps_ties":
