@@ -317,11 +317,12 @@ class Children:
                     future.result()
 
     # -- expected values from the learner's own checkpoints ---------------------------------
-    def expected(self, case: Case, grading: str) -> ChildReply:
-        """The expected value of `case` (grading module `grading`) computed in the models
-        child: the learner's own checkpoints are loaded only there, under the sandbox's memory
-        cap, never in this process. A child that could not start, or was stopped (memory, time),
-        gives that reply to every later case of the run without trying again."""
+    def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
+        """The expected value of `case` (grading module `grading`; `ctx`: the case's context,
+        its seed included) computed in the models child: the learner's own checkpoints are
+        loaded only there, under the sandbox's memory cap, never in this process. A child that
+        could not start, or was stopped (memory, time), gives that reply to every later case
+        of the run without trying again."""
         with self._models_lock:
             if self.models_failure is not None:
                 return self.models_failure
@@ -335,7 +336,7 @@ class Children:
                     self.models_failure = outcome
                     return outcome
             msg = {"op": "expected", "grading": grading, "case": to_wire(case),
-                   "ctx": to_wire(self.ctx)}
+                   "ctx": to_wire(ctx)}
             outcome = child.request(msg, self.timeout(case))
             if outcome.child_lost:
                 child.close()
