@@ -22,6 +22,7 @@ from lab.grader.spawn import (
     Prepared,
     child_key,
     learner_sandbox,
+    models_sandbox,
     reference_guess,
     reference_sandbox,
     sandbox_options,
@@ -45,6 +46,11 @@ class Children:
                                                options.load_timeout_s, plan.confine,
                                                tuple(sorted(plan.models.values())))
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
+        # expected values where the learner's own checkpoints are read (`expected`): started
+        # for the first, one request at a time; a failure there ends its use for the run
+        self.models_sandbox: Sandbox | None = None
+        self.models_failure: ChildReply | None = None
+        self._models_lock = threading.Lock()
         self.notified = False
         self.loaded = False
         self.load_failure: ChildReply | None = None
@@ -107,6 +113,10 @@ class Children:
         self.sandbox.close()
         if self.reference_sandbox is not None:
             self.reference_sandbox.close()
+        if self.models_sandbox is not None:
+            self.models_sandbox.signal_kill()  # an expected value in flight ends now
+            with self._models_lock:
+                self.models_sandbox.close()
 
     def kill_reference_call(self) -> None:
         """End the reference child's call in flight (it is respawned when next needed)."""
@@ -305,6 +315,33 @@ class Children:
             with contextlib.suppress(Exception):
                 if future is not None:
                     future.result()
+
+    # -- expected values from the learner's own checkpoints ---------------------------------
+    def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
+        """The expected value of `case` (grading module `grading`; `ctx`: the case's context,
+        its seed included) computed in the models child: the learner's own checkpoints are
+        loaded only there, under the sandbox's memory cap, never in this process. A child that
+        could not start, or was stopped (memory, time), gives that reply to every later case
+        of the run without trying again."""
+        with self._models_lock:
+            if self.models_failure is not None:
+                return self.models_failure
+            child = self.models_sandbox
+            if child is None or not child.alive:
+                child = self.models_sandbox = models_sandbox(self.solution, self.boundary,
+                                                             self.sandbox_options)
+                child.cancelled = self.sandbox.cancelled
+                outcome = self._start(child, notify=False)
+                if not outcome.ok:
+                    self.models_failure = outcome
+                    return outcome
+            msg = {"op": "expected", "grading": grading, "case": to_wire(case),
+                   "ctx": to_wire(ctx)}
+            outcome = child.request(msg, self.timeout(case))
+            if outcome.child_lost:
+                child.close()
+                self.models_failure = outcome
+            return outcome
 
     def batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> ChildReply:
         return sandbox.request(self.message("batch", case, self.ctx, seeds), timeout)

@@ -95,6 +95,9 @@ class GradeOptions:
     # time on the device's clock as GPU graders do (lab.grader.gpu_timing); None: on CUDA only
     # (True on the CPU runs the same logic with its stand-in clock: tests)
     event_timing: bool | None = None
+    # where the reference's answers of fixed cases are kept between gradings
+    # (lab.grader.expected_cache; None: computed in every grading)
+    expected_cache: Path | None = None
 
 
 def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int],

@@ -165,10 +165,12 @@ def _where(exc: BaseException, learner_file: str | None) -> str:
 
 def _out_of_memory(exc: BaseException) -> bool:
     """Python's MemoryError, or an allocator's refusal that torch raises as a RuntimeError
-    (`DefaultCPUAllocator: can't allocate memory`, CUDA's OutOfMemoryError): one message."""
+    (`DefaultCPUAllocator: can't allocate memory`, CUDA's OutOfMemoryError, a mapping the data
+    limit refuses: `Cannot allocate memory (12)`, ENOMEM): one message."""
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return True
-    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+    return isinstance(exc, RuntimeError) and any(
+        marker in str(exc) for marker in ("can't allocate memory", "Cannot allocate memory"))
 
 
 def _no_cuda(exc: BaseException) -> bool:
@@ -302,12 +304,28 @@ class Child:
             self.flush = gpu_timing.L2Flush(device, nbytes)
         return clock, self.flush, int(msg["warmup"]), gpu_timing.StopRule.from_wire(msg["rule"])
 
+    def expected(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The grading's expected value of one case (its `expected`, else the reference's
+        `drive.run`), in the grader's own child: where the learner's own checkpoints are
+        loaded, under the sandbox's limits, instead of in the grader's process, which no limit
+        covers. Only a trusted child (the reference loaded, no import guard) computes one."""
+        if self.guard is not None or self.solution_file is not None:
+            return {"ok": False, "kind": "protocol",
+                    "message": "expected values are computed only in the grader's own child"}
+        grading = importlib.import_module(str(msg["grading"]))
+        case, ctx = case_from_wire(msg["case"]), ctx_from_wire(msg["ctx"])
+        custom = getattr(grading, "expected", None)
+        value = custom(case, ctx) if callable(custom) else self.drive.run(self.solution, case,
+                                                                           ctx)
+        return {"ok": True, "value": value}
+
     def handle(self, msg: dict[str, Any]) -> bytes:
         """Answer one request; returns the encoded frame (a value that cannot be sent becomes
         an error reply that says why)."""
         op = msg.get("op")
         handler = {"warm": self.warm, "load": self.load, "run": self.calls,
-                   "batch": self.calls, "timed": self.calls}.get(str(op))
+                   "batch": self.calls, "timed": self.calls,
+                   "expected": self.expected}.get(str(op))
         if handler is None:
             reply: dict[str, Any] = {"ok": False, "kind": "protocol",
                                      "message": f"unknown op {op!r}"}

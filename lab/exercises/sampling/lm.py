@@ -28,7 +28,9 @@ class Model:
         self._model, self._tok, self.device = model, tokenizer, device
         self._lean = lean_for(model)
         self._cache: dict[tuple[int, ...], tuple[Any, Any]] = {}
-        self.vocab_size = int(model.config.vocab_size)
+        # a padded vocabulary (1,024 logits over a 1,000-token tokenizer) is cut to the ids the
+        # tokenizer has: a sampler must never draw an id that has no text
+        self.vocab_size = min(int(model.config.vocab_size), len(tokenizer))
         eos = tokenizer.eos_token_id
         self.eos_token_id: int = int(eos if eos is not None else model.config.eos_token_id)
 
@@ -45,7 +47,8 @@ class Model:
         return str(self._tok.decode([int(token)]))
 
     def next_logits(self, seqs: list[list[int]]) -> Any:
-        """[len(seqs), V] float32 raw logits of the token after each (non-empty) sequence."""
+        """[len(seqs), V] float32 raw logits of the token after each (non-empty) sequence
+        (V = `vocab_size`: the ids the tokenizer has, however many the model pads to)."""
         import torch
 
         if not seqs:
@@ -64,6 +67,7 @@ class Model:
             with torch.inference_mode():
                 ids = torch.tensor([list(seq)], dtype=torch.long, device=self.device)
                 out = self._model(input_ids=ids, use_cache=False).logits[0, -1].float()
+            out = out[: self.vocab_size]
             self._cache[seq] = (out, None)
             return out
         n = len(seq) - 1
@@ -74,7 +78,7 @@ class Model:
             ids = torch.tensor([[seq[i]]], dtype=torch.long, device=self.device)
             pos = torch.tensor([[i]], dtype=torch.long, device=self.device)
             logits, view = self._lean.step(ids, pos, view)
-            self._cache[seq[: i + 1]] = (logits[0].float(), view)
+            self._cache[seq[: i + 1]] = (logits[0, : self.vocab_size].float(), view)
         return self._cache[seq][0]
 
 
