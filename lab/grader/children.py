@@ -318,10 +318,11 @@ class Children:
 
     # -- expected values from the learner's own checkpoints ---------------------------------
     def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
-        """The expected value of `case` (grading module `grading`) computed in the models
-        child: the learner's own checkpoints are loaded only there, under the sandbox's memory
-        cap, never in this process. A child that could not start, or was stopped (memory, time),
-        gives that reply to every later case of the run without trying again."""
+        """The expected value of `case` (grading module `grading`; `ctx`: the case's context,
+        its seed included) computed in the models child: the learner's own checkpoints are
+        loaded only there, under the sandbox's memory cap, never in this process. A child that
+        could not start, or was stopped (memory, time), gives that reply to every later case
+        of the run without trying again."""
         with self._models_lock:
             if self.models_failure is not None:
                 return self.models_failure
