@@ -178,6 +178,10 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
                                                              r"t=0\.050 s .* request \[1\] was "
                                                              r"cancelled while queued behind the "
                                                              r"head: only 3 live requests"),
+    ("stop_seq_resets_on_mismatch", 1, "stop-sequence-after-a-repeat", r"should have stopped at "
+                                                                       r"the stop sequence \[\d+, "
+                                                                       r"\d+\], which follows "
+                                                                       r"another \d+"),
     # messages that name the real cause (issue 50)
     ("mask_from_pad_id", 1, "eos-id-zero", r"attention_mask is 0 on 1 real token \(id 0 at "
                                            r"column 4.* not by token id"),

@@ -73,7 +73,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
         streams = check_stream(reqs, g, p)
         outputs = expected_outputs(case, reqs, expected)
         level4.check_cancels(reqs, g, streams)
-        check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("target"))
+        check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("truth"))
         if p["model"] == "probe" and not p.get("same_markers"):
             _check_policy(p, reqs, g)  # (identical requests: the record cannot tell them apart)
         if "load" in p["checks"]:

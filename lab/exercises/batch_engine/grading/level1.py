@@ -26,6 +26,8 @@ Boundaries, special values and feature pairs, and the case that covers each:
   or finished at submit (ids-never-reused);
 - token ids per bound: -1 and vocab_size rejected wherever they sit in the prompt (not only
   first), 0 and vocab_size - 1 accepted (token-id-bounds);
+- a stop sequence whose first token repeats just before it in the output (x x y, stop [x, y]):
+  the second x restarts the match (stop-sequence-after-a-repeat);
 - collections: a stop id that is not the first of stop_token_ids, a stop sequence that is not
   the first of stop_sequences, a one-token stop sequence, and a stop sequence whose digits
   coincide with two generated tokens' (stop-any-element);
@@ -135,6 +137,17 @@ def _stop_any_element_requests() -> list[dict[str, Any]]:
     return reqs
 
 
+def _stop_after_repeat_requests() -> list[dict[str, Any]]:
+    """Request 0's output repeats a token (`x x y`, the probe's first such output among these
+    prompts): its stop sequence is `[x, y]`, matched only if the second `x` restarts the match.
+    Request 1 runs beside it with no stop."""
+    first = _req(11, 11, 12)
+    out = probe.solo(first["prompt"], 12)[0]
+    i = next(i for i in range(1, len(out) - 1) if out[i] == out[i - 1] != out[i + 1])
+    assert [out[i], out[i + 1]] not in [out[j:j + 2] for j in range(i)]
+    return [{**first, "stop_seqs": [[out[i], out[i + 1]]]}, _req(12, 4, 6)]
+
+
 def _identical_requests() -> list[dict[str, Any]]:
     """Request 1 is request 0 again (same prompt, same settings), submitted at the same time;
     request 3 is request 0 again, after everything finished."""
@@ -214,6 +227,9 @@ def _level1_fixed() -> list[Case]:
                {**_req(2, 4, 3), "prompt": [MARK0 + 2, 0, 3, probe.VOCAB - 1]},
                {**_req(3, 3, 3), "prompt": [MARK0 + 3, 6, probe.VOCAB + 7]},
                _req(4, 3, 3)], checks=("rejects:0,1,3",), zero_id=probe.VOCAB),
+        _case("stop-sequence-after-a-repeat", 1, "the output repeats a token (x x y) and the "
+              "stop sequence is [x, y]: it stops at y (a matcher that resets on the mismatch "
+              "at the second x misses it)", _stop_after_repeat_requests()),
         _case("stop-any-element", 1, "the matching stop id is the third of stop_token_ids; the "
               "matching stop sequence the second of stop_sequences; a one-token stop sequence; "
               "a stop sequence whose digits joined equal two generated tokens' does not match",

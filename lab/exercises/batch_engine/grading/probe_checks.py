@@ -24,8 +24,9 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False,
     """The calls as (time, width, rows, step), and the malformed inputs found (first 20).
     `zero_ok`: the case makes the probe emit id 0 as a real token, so a fed 0 is no padding.
     `markers`: the requests' first prompt tokens; a row that restarts at position 0 is a new
-    request in a stale slot only if it feeds a marker no earlier call started (otherwise the
-    row continues its own sequence with its positions restarted)."""
+    request in a stale slot only if it feeds another request's marker (one no earlier call
+    started, or a recomputed request's prompt and tokens); otherwise the row continues its own
+    sequence with its positions restarted."""
     calls: list[Call] = []
     found: list[str] = []
     started: set[int] = set()  # markers of the sequences earlier calls ran
@@ -67,8 +68,13 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False,
                 flag(f"call {n}, row {r}: attention_mask is 1 on a padding token (id {tok}) — "
                      "the mask must be 0 on padding, or the row attends to it as if it were text")
             want_pos = list(range(len(attended), len(attended) + len(real)))
-            if (got_pos and got_pos[0] == 0 and attended and markers is not None
-                    and not (real[0] in markers and real[0] not in started)
+            # a row fed from position 0 over cached columns: a new (or recomputed) request's
+            # prompt in a slot whose old columns it still attends to (stale KV), or the row's
+            # own sequence with its positions restarted: a prompt starts with another request's
+            # marker, and a recomputed one feeds its prompt plus its tokens (more than one)
+            other = bool(real) and real[0] in (markers or ()) and real[0] != marker and (
+                len(real) > 1 or real[0] not in started)
+            if (got_pos and got_pos[0] == 0 and attended and markers is not None and not other
                     and seen == list(range(len(seen)))):
                 flag(f"call {n}, row {r}: position_ids restart at 0 ({_short(got_pos)}) for a "
                      f"row that continues its own sequence (it attends to its {len(attended)} "
