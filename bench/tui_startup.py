@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's packages, not an installed copy
 CHILD = r"""
 import json, sys, time
 t_start = float(sys.argv[1])
-import trainer.cli  # what `dojo` imports before it opens the app (click + the command table)
+import trainer.launch  # what `dojo` imports before it opens the app (`dojo` alone: no click)
 from trainer.app import DojoApp
 
 marks = {}
