@@ -117,40 +117,64 @@ def compile_formula(source: str) -> Formula:
     return Formula(text, frozenset(names), tree)
 
 
+def _check_operator(node: ast.AST, names: set[str]) -> None:
+    if isinstance(node, ast.operator) and type(node) not in _BINOPS:
+        raise FormulaError(f"operator {type(node).__name__} is not allowed")
+    if isinstance(node, ast.unaryop) and not isinstance(node, ast.USub | ast.UAdd):
+        raise FormulaError(f"operator {type(node).__name__} is not allowed")
+
+
+def _check_constant(node: ast.AST, names: set[str]) -> None:
+    assert isinstance(node, ast.Constant)
+    if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+        raise FormulaError(f"only numbers are allowed, not {node.value!r}")
+
+
+def _check_name(node: ast.AST, names: set[str]) -> None:
+    assert isinstance(node, ast.Name)
+    if node.id.startswith("_"):
+        raise FormulaError(f"name {node.id!r} is not allowed")
+    if node.id not in FUNCTIONS:
+        names.add(node.id)
+
+
+def _check_call(node: ast.AST, names: set[str]) -> None:
+    assert isinstance(node, ast.Call)
+    if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+        called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+        allowed = ", ".join(sorted(FUNCTIONS))
+        raise FormulaError(f"call to {called!r} is not allowed (allowed: {allowed})")
+    if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+        raise FormulaError(f"{node.func.id}() takes plain positional arguments only")
+    _, lo, hi = FUNCTIONS[node.func.id]
+    if not lo <= len(node.args) <= hi:
+        raise FormulaError(f"{node.func.id}() takes {lo}..{hi} arguments")
+
+
+def _refuse_conditional(node: ast.AST, names: set[str]) -> None:
+    raise FormulaError(
+        "a formula has no conditionals or comparisons: write a choice with min, max, ceil "
+        "or floor (e.g. max(a, b) for 'a if a > b else b', min(1, max(0, x)) to clamp)")
+
+
+# What a formula may hold, node kind by node kind (the first match checks the node); any
+# other node is refused.
+_NODE_CHECKS: tuple[tuple[type | tuple[type, ...], Callable[[ast.AST, set[str]], None]], ...] = (
+    ((ast.Expression, ast.Load, ast.operator, ast.unaryop), _check_operator),
+    ((ast.BinOp, ast.UnaryOp), lambda node, names: None),
+    (ast.Constant, _check_constant),
+    (ast.Name, _check_name),
+    (ast.Call, _check_call),
+    ((ast.IfExp, ast.Compare, ast.BoolOp), _refuse_conditional),
+)
+
+
 def _check_node(node: ast.AST, names: set[str]) -> None:
-    if isinstance(node, ast.Expression | ast.Load | ast.operator | ast.unaryop):
-        if isinstance(node, ast.operator) and type(node) not in _BINOPS:
-            raise FormulaError(f"operator {type(node).__name__} is not allowed")
-        if isinstance(node, ast.unaryop) and not isinstance(node, ast.USub | ast.UAdd):
-            raise FormulaError(f"operator {type(node).__name__} is not allowed")
-        return
-    if isinstance(node, ast.BinOp | ast.UnaryOp):
-        return
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise FormulaError(f"only numbers are allowed, not {node.value!r}")
-        return
-    if isinstance(node, ast.Name):
-        if node.id.startswith("_"):
-            raise FormulaError(f"name {node.id!r} is not allowed")
-        if node.id not in FUNCTIONS:
-            names.add(node.id)
-        return
-    if isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            called = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-            allowed = ", ".join(sorted(FUNCTIONS))
-            raise FormulaError(f"call to {called!r} is not allowed (allowed: {allowed})")
-        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
-            raise FormulaError(f"{node.func.id}() takes plain positional arguments only")
-        _, lo, hi = FUNCTIONS[node.func.id]
-        if not lo <= len(node.args) <= hi:
-            raise FormulaError(f"{node.func.id}() takes {lo}..{hi} arguments")
-        return
-    if isinstance(node, ast.IfExp | ast.Compare | ast.BoolOp):
-        raise FormulaError(
-            "a formula has no conditionals or comparisons: write a choice with min, max, ceil "
-            "or floor (e.g. max(a, b) for 'a if a > b else b', min(1, max(0, x)) to clamp)")
+    """Refuse a node a formula may not hold; collect the value names it uses in `names`."""
+    for kinds, check in _NODE_CHECKS:
+        if isinstance(node, kinds):
+            check(node, names)
+            return
     raise FormulaError(f"{type(node).__name__} is not allowed in a formula")
 
 

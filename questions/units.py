@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 NUMBER = "number"
@@ -34,13 +35,12 @@ class Unit:
     spaced: bool = True  # "320 KiB" vs "16.7%" / "2.5x" / "$3"
 
 
-def _table() -> dict[str, Unit]:
-    units: dict[str, Unit] = {}
+# add(dimension, factor, *symbols, spaced=True): one unit under each of its symbols
+_Add = Callable[..., None]
 
-    def add(dimension: str, factor: float, *symbols: str, spaced: bool = True) -> None:
-        for symbol in symbols:
-            units[symbol] = Unit(symbol, dimension, factor, spaced)
 
+def _numbers(add: _Add) -> None:
+    """Numbers: plain, ratios, percent and counted nouns."""
     add(NUMBER, 1.0, "")
     add(NUMBER, 1.0, "x", "×", spaced=False)
     add(NUMBER, 1.0, "times")  # "15.3 times", as people write a ratio
@@ -52,6 +52,10 @@ def _table() -> dict[str, Unit]:
         "cards", "servers", "passes", "params", "parameters", "elements", "NICs", "NIC", "links",
     ):
         add(NUMBER, 1.0, noun, _ONE.get(noun, noun))
+
+
+def _bytes(add: _Add) -> None:
+    """Bytes and bits, decimal and binary prefixes."""
     # bytes: decimal and binary prefixes
     add("bytes", 1.0, "B", "bytes", "byte")
     for i, (dec, bin_) in enumerate(
@@ -66,6 +70,10 @@ def _table() -> dict[str, Unit]:
     for i, prefix in enumerate(("K", "M", "G", "T"), start=1):
         add("bytes", 1000.0**i / 8, f"{prefix}b", f"{prefix}bit", f"{prefix}bits")
     add("bytes", 1000.0 / 8, "kb", "kbit", "kbits")  # SI kilo is lower-case: kb is a kilobit
+
+
+def _times(add: _Add) -> None:
+    """Time, and per-token times read as the time itself."""
     # time
     add("time", 1e-9, "ns")
     add("time", 1e-6, "us", "µs", "μs")
@@ -78,6 +86,10 @@ def _table() -> dict[str, Unit]:
     add("time", 1e-6, "us/token", "us/tok")
     add("time", 1e-3, "ms/token", "ms/tok")
     add("time", 1.0, "s/token", "s/tok")
+
+
+def _rates(add: _Add) -> None:
+    """Token and request rates, money."""
     # rates
     add("tokens/time", 1.0, "tok/s", "tokens/s", "token/s", "tps", "tokens/sec", "tok/sec")
     add("tokens/time", 1000.0, "tok/ms")
@@ -87,6 +99,10 @@ def _table() -> dict[str, Unit]:
     # money
     add("money", 1.0, "$", "USD", "usd", "dollars", spaced=False)
     add("money", 0.01, "cents", "¢")
+
+
+def _compute(add: _Add) -> None:
+    """FLOP counts and rates, arithmetic intensity."""
     # compute
     add("flop", 1.0, "FLOP", "FLOPs", "flop", "flops")
     for prefix, factor in (("G", 1e9), ("T", 1e12), ("P", 1e15)):
@@ -95,6 +111,10 @@ def _table() -> dict[str, Unit]:
     for prefix, factor in (("G", 1e9), ("T", 1e12), ("P", 1e15)):
         add("flop/time", factor, f"{prefix}FLOP/s", f"{prefix}FLOPS")
     add("flop/bytes", 1.0, "FLOP/B", "FLOP/byte", "FLOPs/byte", "FLOPs/B")
+
+
+def _bandwidth(add: _Add) -> None:
+    """Bandwidth in bytes and bits per second, prices per token."""
     # bandwidth (bytes per second; Gb/s is bits)
     add("bytes/time", 1.0, "B/s")
     for i, (dec, bin_) in enumerate(
@@ -112,6 +132,10 @@ def _table() -> dict[str, Unit]:
     add("money/tokens", 1e-6, "$/1M tokens", spaced=False)
     add("money/tokens", 1e-3, "$/1K tokens", spaced=False)
     add("money/tokens", 1.0, "$/token", spaced=False)
+
+
+def _power(add: _Add) -> None:
+    """Power and energy."""
     # power and energy
     add("power", 1.0, "W")
     add("power", 1e3, "kW")
@@ -124,6 +148,18 @@ def _table() -> dict[str, Unit]:
     add("energy", 1e3 / 3600, "kJ")
     add("energy", 1e6 / 3600, "MJ")
     add("energy", 1e9 / 3600, "GJ")
+
+
+def _table() -> dict[str, Unit]:
+    """Every unit by symbol, group by group (a later group's symbol would win)."""
+    units: dict[str, Unit] = {}
+
+    def add(dimension: str, factor: float, *symbols: str, spaced: bool = True) -> None:
+        for symbol in symbols:
+            units[symbol] = Unit(symbol, dimension, factor, spaced)
+
+    for group in (_numbers, _bytes, _times, _rates, _compute, _bandwidth, _power):
+        group(add)
     return units
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from questions.answers import check_answer
+from questions.fields import ParsedFile
 from questions.formula import FormulaError
 from questions.givens import trace_givens
 from questions.loader import parse_file
@@ -72,7 +73,6 @@ def validate_files(
     ctx_files = [parse_file(p, exercises, sims, strict=False) for p in extra]
     files = [parse_file(p, exercises, sims, strict=strict_for(p)) for p in targets]
     report = Report()
-
     # ids declared by context files come first: a pack cannot take over a built-in id or topic
     seen_ids: dict[str, tuple[Path, int]] = {}
     seen_topics: dict[str, Path] = {}
@@ -85,51 +85,87 @@ def validate_files(
     for parsed in files:
         report.problems.extend(parsed.problems)
         report.warnings.extend(parsed.warnings)
-        topic = parsed.topic
-        if topic is not None:
-            if builtin_dir is not None and parsed.path.resolve().parent == builtin_dir.resolve() \
-                    and topic.id != parsed.path.stem:
-                report.problems.append(Problem(parsed.path, topic.line, "topic.id",
-                                               f"topic id {topic.id!r} must equal the file name "
-                                               f"{parsed.path.stem!r} in the built-in bank"))
-            if topic.id in seen_topics:
-                report.problems.append(Problem(parsed.path, topic.line, "topic.id",
-                                               f"topic {topic.id!r} is already defined in "
-                                               f"{seen_topics[topic.id]}"))
-            else:
-                seen_topics[topic.id] = parsed.path
-                report.topics[topic.id] = topic
-        for qid, line in parsed.declared:
-            if qid in seen_ids:
-                first_path, first_line = seen_ids[qid]
-                report.problems.append(Problem(parsed.path, line, f"{qid}.id",
-                                               f"duplicate id {qid!r} (first at "
-                                               f"{first_path}:{first_line})"))
-                rejected.add((parsed.path, qid))
-            else:
-                seen_ids[qid] = (parsed.path, line)
-
+        _topic_problems(parsed, builtin, seen_topics, report)
+        rejected |= _duplicate_ids(parsed, seen_ids, report)
     for parsed in files:
         for question in parsed.questions:
-            if (parsed.path, question.id) in rejected or question.topic not in report.topics:
-                continue
-            advice: list[tuple[str, str]] = []
-            problems = [Problem(parsed.path, parsed.locate(question.id, where),
-                                f"{question.id}.{where}", message)
-                        for where, message in _question_problems(question, seen_ids, draws,
-                                                                 advice)]
-            advised = [Problem(parsed.path, parsed.locate(question.id, where),
-                               f"{question.id}.{where}", message) for where, message in advice]
-            if parsed.strict:
-                problems.extend(advised)
-            else:  # a learner's pack: the answer-checking advice is a warning, not a refusal
-                report.warnings.extend(advised)
-            report.problems.extend(problems)
-            if not problems:
-                report.questions.append(question)
+            if (parsed.path, question.id) not in rejected and question.topic in report.topics:
+                _check_question(parsed, question, seen_ids, draws, report)
     report.problems.sort(key=lambda p: (str(p.file), p.line, p.field))
     report.warnings.sort(key=lambda p: (str(p.file), p.line, p.field))
     return report
+
+
+def _topic_problems(parsed: ParsedFile, builtin: Path | None, seen_topics: dict[str, Path],
+                    report: Report) -> None:
+    """A built-in file's topic id is its file name, and no two files define one topic; the
+    first definition is the report's."""
+    topic = parsed.topic
+    if topic is None:
+        return
+    if builtin is not None and parsed.path.resolve().parent == builtin \
+            and topic.id != parsed.path.stem:
+        report.problems.append(Problem(parsed.path, topic.line, "topic.id",
+                                       f"topic id {topic.id!r} must equal the file name "
+                                       f"{parsed.path.stem!r} in the built-in bank"))
+    if topic.id in seen_topics:
+        report.problems.append(Problem(parsed.path, topic.line, "topic.id",
+                                       f"topic {topic.id!r} is already defined in "
+                                       f"{seen_topics[topic.id]}"))
+    else:
+        seen_topics[topic.id] = parsed.path
+        report.topics[topic.id] = topic
+
+
+def _duplicate_ids(parsed: ParsedFile, seen_ids: dict[str, tuple[Path, int]],
+                   report: Report) -> set[tuple[Path, str]]:
+    """Report each id the file declares that an earlier file (or line) declared; returns
+    those (file, id) pairs, which are left out of the bank."""
+    rejected: set[tuple[Path, str]] = set()
+    for qid, line in parsed.declared:
+        if qid in seen_ids:
+            first_path, first_line = seen_ids[qid]
+            report.problems.append(Problem(parsed.path, line, f"{qid}.id",
+                                           f"duplicate id {qid!r} (first at "
+                                           f"{first_path}:{first_line})"))
+            rejected.add((parsed.path, qid))
+        else:
+            seen_ids[qid] = (parsed.path, line)
+    return rejected
+
+
+def _check_question(parsed: ParsedFile, question: Question,
+                    seen_ids: Mapping[str, object], draws: int, report: Report) -> None:
+    """The question's draw-time problems into the report; it joins the bank without any."""
+    advice: list[tuple[str, str]] = []
+    problems = [Problem(parsed.path, parsed.locate(question.id, where),
+                        f"{question.id}.{where}", message)
+                for where, message in _question_problems(question, seen_ids, draws, advice)]
+    advised = [Problem(parsed.path, parsed.locate(question.id, where),
+                       f"{question.id}.{where}", message) for where, message in advice]
+    if parsed.strict:
+        problems.extend(advised)
+    else:  # a learner's pack: the answer-checking advice is a warning, not a refusal
+        report.warnings.extend(advised)
+    report.problems.extend(problems)
+    if not problems:
+        report.questions.append(question)
+
+
+# A graded part: (prefix of its problems, e.g. "step[1].", the question graded, step index).
+Part = tuple[str, Question, int | None]
+
+
+@dataclass
+class _Tally:
+    """What the draws find that is reported after all of them: one piece of advice per graded
+    part, and how often each named mistake landed within the answer's tolerance (with an
+    example)."""
+
+    advised: dict[str, tuple[str, str]] = field(default_factory=dict)
+    coincide: dict[tuple[str, str], int] = field(default_factory=dict)
+    example: dict[tuple[str, str], str] = field(default_factory=dict)
+    points: int = 0
 
 
 def _question_problems(question: Question, known_ids: Mapping[str, object],
@@ -137,28 +173,24 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
     """The question's problems; `advice` collects the rules that keep a right answer from
     being graded wrong (printed answer, precision, % as a fraction), at most one per graded
     part, which a strict file treats as problems and a learner's pack as warnings."""
-    found: list[tuple[str, str]] = []
-    for other in question.related:
-        if other not in known_ids:
-            found.append(("related", f"related id {other!r} does not exist"))
+    found = [("related", f"related id {other!r} does not exist")
+             for other in question.related if other not in known_ids]
     # what is graded: the question itself, or each step of a case (its problems at step[i].)
-    graded: list[tuple[str, Question, int | None]] = [("", question, None)]
+    graded: list[Part] = [("", question, None)]
     explained = {"": question.explanation}
     if question.kind == "case":
         graded = [(f"step[{k}].", step.question, k) for k, step in enumerate(question.steps)]
         explained = {f"step[{k}].": step.explanation for k, step in enumerate(question.steps)}
-    advised: dict[str, tuple[str, str]] = {}
-    # the per-draw advice grades the printed answer on every draw: `check` and `import` run
-    # it; the app's quick load (a few draws) leaves it to them and to the bank's tests
-    full = draws >= CHECK_DRAWS // 4
+    tally = _Tally(coincide={(prefix, m.id): 0 for prefix, part, _ in graded
+                             for m in part.mistakes})
     for prefix, part, _ in graded:
         problem = _percent_fraction_problem(part, explained[prefix])
         if problem:
-            advised[prefix] = (prefix + problem[0], problem[1])
+            tally.advised[prefix] = (prefix + problem[0], problem[1])
     given = {prefix: _givens(part) for prefix, part, _ in graded}
-    coincide = {(prefix, m.id): 0 for prefix, part, _ in graded for m in part.mistakes}
-    example: dict[tuple[str, str], str] = {}
-    points = 0
+    # the per-draw advice grades the printed answer on every draw: `check` and `import` run
+    # it; the app's quick load (a few draws) leaves it to them and to the bank's tests
+    full = draws >= CHECK_DRAWS // 4
     for values, seed in _draw_plan(question, draws):
         try:
             instance = question.instance(values, seed=seed) if values is not None \
@@ -166,48 +198,67 @@ def _question_problems(question: Question, known_ids: Mapping[str, object],
         except DrawError as exc:
             shown = _describe(values if values is not None else question.draw_values(seed))
             return [*found, (exc.field, f"{exc.message} (with {shown})")]
-        points += 1
+        tally.points += 1
         for prefix, part, k in graded:
-            graded_instance = instance if k is None else instance.steps[k]
-            problem = _instance_problem(part, graded_instance.values, graded_instance.answer,
-                                        graded_instance.choices) or _shown_numbers_problem(
-                part, given[prefix], graded_instance.values, graded_instance.answer)
-            if full and prefix not in advised:
-                advisory = _printed_answer_problem(graded_instance, explained[prefix]) or \
-                    _precision_problem(graded_instance)
-                if advisory:
-                    shown = _describe(instance.values, question)
-                    advised[prefix] = (prefix + advisory[0], f"{advisory[1]} (with {shown})")
+            problem = _part_problem(instance, prefix, part, k, given[prefix],
+                                    explained[prefix] if full else None, tally)
             if problem:
-                shown = _describe(instance.values, question)
-                return [*found, (prefix + problem[0], f"{problem[1]} (with {shown})")]
-            for i, mistake in enumerate(part.mistakes):
-                where = f"{prefix}mistake[{i}].formula"
-                try:
-                    value = mistake.formula.evaluate(graded_instance.values)
-                except FormulaError as exc:
-                    shown = _describe(instance.values, question)
-                    return [*found, (where, f"{exc} (with {shown})")]
-                if part.round is not None:
-                    value = round_count(value, part.round)
-                answer = graded_instance.answer
-                assert answer is not None and part.tolerance is not None
-                if part.tolerance.accepts(answer, value):
-                    coincide[(prefix, mistake.id)] += 1
-                    example.setdefault((prefix, mistake.id), f"{value:.6g} vs the answer "
-                                       f"{answer:.6g} with {_describe(instance.values, question)}")
-    allowed = int(RARE_COINCIDENCE * max(points, CHECK_DRAWS)) if question.parameterised else 0
+                return [*found, problem]
+    found.extend(_coincidence_problems(question, graded, tally))
+    advice.extend(tally.advised.values())
+    return found
+
+
+def _part_problem(instance: Instance, prefix: str, part: Question, k: int | None,
+                  given: frozenset[str], explanation: str | None,
+                  tally: _Tally) -> tuple[str, str] | None:
+    """One draw of one graded part: its first problem, or None; the advice (when
+    `explanation` is given: a full check) and the mistakes' coincidences go to `tally`."""
+    question = instance.question
+    graded = instance if k is None else instance.steps[k]
+    problem = _instance_problem(part, graded.values, graded.answer, graded.choices) or \
+        _shown_numbers_problem(part, given, graded.values, graded.answer)
+    if explanation is not None and prefix not in tally.advised:
+        advisory = _printed_answer_problem(graded, explanation) or _precision_problem(graded)
+        if advisory:
+            shown = _describe(instance.values, question)
+            tally.advised[prefix] = (prefix + advisory[0], f"{advisory[1]} (with {shown})")
+    if problem:
+        return prefix + problem[0], f"{problem[1]} (with {_describe(instance.values, question)})"
+    for i, mistake in enumerate(part.mistakes):
+        try:
+            value = mistake.formula.evaluate(graded.values)
+        except FormulaError as exc:
+            return (f"{prefix}mistake[{i}].formula",
+                    f"{exc} (with {_describe(instance.values, question)})")
+        if part.round is not None:
+            value = round_count(value, part.round)
+        answer = graded.answer
+        assert answer is not None and part.tolerance is not None
+        if part.tolerance.accepts(answer, value):
+            tally.coincide[(prefix, mistake.id)] += 1
+            tally.example.setdefault((prefix, mistake.id), f"{value:.6g} vs the answer "
+                                     f"{answer:.6g} with {_describe(instance.values, question)}")
+    return None
+
+
+def _coincidence_problems(question: Question, graded: list[Part],
+                          tally: _Tally) -> list[tuple[str, str]]:
+    """Each named mistake accepted as right on more than RARE_COINCIDENCE of the points."""
+    allowed = int(RARE_COINCIDENCE * max(tally.points, CHECK_DRAWS)) \
+        if question.parameterised else 0
+    found: list[tuple[str, str]] = []
     for prefix, part, _ in graded:
         for i, mistake in enumerate(part.mistakes):
-            count = coincide[(prefix, mistake.id)]
+            count = tally.coincide[(prefix, mistake.id)]
             if count > allowed:
                 assert part.tolerance is not None
                 found.append((f"{prefix}mistake[{i}].formula", (
                     f"mistake {mistake.id!r} is accepted as right on {count} of "
-                    f"{points} draws (allowed: {allowed}), e.g. {example[(prefix, mistake.id)]}: "
-                    f"tighten the tolerance ({part.tolerance.describe()}) or reshape the question "
-                    "so the mistake lands outside it")))
-    advice.extend(advised.values())
+                    f"{tally.points} draws (allowed: {allowed}), e.g. "
+                    f"{tally.example[(prefix, mistake.id)]}: tighten the tolerance "
+                    f"({part.tolerance.describe()}) or reshape the question so the mistake "
+                    "lands outside it")))
     return found
 
 
@@ -306,17 +357,7 @@ def _shown_numbers_problem(question: Question, given: frozenset[str], values: Ma
     1.3068): the answer they get that way must still be accepted."""
     if question.kind != "numeric" or answer is None or question.tolerance is None or not given:
         return None
-    shown: dict[str, tuple[float, str]] = {}
-    for name, spec in _prompt_fields(question.prompt):
-        value = values.get(name)
-        if name not in given or isinstance(value, str) or value is None:
-            continue
-        text = format_value(value, spec, name)
-        number = _read_back(text)
-        if number is None:
-            continue
-        if name not in shown or abs(number - value) > abs(shown[name][0] - value):
-            shown[name] = (number, text)
+    shown = _as_shown(question, given, values)
     off = {n: v for n, (v, _) in shown.items() if not math.isclose(v, float(values[n]),
                                                                      rel_tol=1e-9, abs_tol=1e-12)}
     if not off:
@@ -340,6 +381,24 @@ def _shown_numbers_problem(question: Question, given: frozenset[str], values: Ma
                            f"within {tolerance.describe()} of the answer {answer:.6g}: show more "
                            "digits or give the range a step")
     return None
+
+
+def _as_shown(question: Question, given: frozenset[str],
+              values: Mapping[str, Value]) -> dict[str, tuple[float, str]]:
+    """Each given number as the prompt displays it (number read back, text), the display
+    farthest from the value when the prompt shows it twice."""
+    shown: dict[str, tuple[float, str]] = {}
+    for name, spec in _prompt_fields(question.prompt):
+        value = values.get(name)
+        if name not in given or isinstance(value, str) or value is None:
+            continue
+        text = format_value(value, spec, name)
+        number = _read_back(text)
+        if number is None:
+            continue
+        if name not in shown or abs(number - value) > abs(shown[name][0] - value):
+            shown[name] = (number, text)
+    return shown
 
 
 def _read_back(text: str) -> float | None:

@@ -31,35 +31,38 @@ class ValueReader(FieldReader):
         params: dict[str, Param] = {}
         for name, spec in raw.items():
             where = f"params.{name}"
-            if not self._name_ok(where, name):
-                continue
-            if not isinstance(spec, dict):
-                self.fail(where, "must be { choices = [...] } or { min = .., max = .., step = .. }")
-                continue
-            extra = set(spec) - {"choices", "min", "max", "step"}
-            if extra:
-                self.fail(where, f"unknown keys {sorted(extra)} (expected choices or min/max/"
-                          "step)")
-                continue
-            if "choices" in spec:
-                choices = spec["choices"]
-                if set(spec) != {"choices"} or not isinstance(choices, list) or not choices or \
-                        not all(_is_number(c) for c in choices):
-                    self.fail(where, "choices must be a non-empty list of numbers (and nothing "
-                              "else in the table)")
-                    continue
-                params[name] = Param(name, choices=tuple(choices))
-                continue
-            lo, hi, step = spec.get("min"), spec.get("max"), spec.get("step")
-            if not (_is_number(lo) and _is_number(hi)) or lo >= hi:
-                self.fail(where, f"needs numbers min < max, got min={lo!r} max={hi!r}")
-                continue
-            if step is not None and (not _is_number(step) or step <= 0 or step > hi - lo):
-                self.fail(where, f"step must be a number in (0, max - min], got {step!r}")
-                continue
-            integer = all(_is_int(v) for v in (lo, hi, step) if v is not None)
-            params[name] = Param(name, min=lo, max=hi, step=step, integer=integer)
+            param = self._param(where, name, spec) if self._name_ok(where, name) else None
+            if param is not None:
+                params[name] = param
         return params
+
+    def _param(self, where: str, name: str, spec: object) -> Param | None:
+        """One params entry: a list of choices, or a min/max range with an optional step."""
+        if not isinstance(spec, dict):
+            self.fail(where, "must be { choices = [...] } or { min = .., max = .., step = .. }")
+            return None
+        extra = set(spec) - {"choices", "min", "max", "step"}
+        if extra:
+            self.fail(where, f"unknown keys {sorted(extra)} (expected choices or min/max/"
+                      "step)")
+            return None
+        if "choices" in spec:
+            choices = spec["choices"]
+            if set(spec) != {"choices"} or not isinstance(choices, list) or not choices or \
+                    not all(_is_number(c) for c in choices):
+                self.fail(where, "choices must be a non-empty list of numbers (and nothing "
+                          "else in the table)")
+                return None
+            return Param(name, choices=tuple(choices))
+        lo, hi, step = spec.get("min"), spec.get("max"), spec.get("step")
+        if not (_is_number(lo) and _is_number(hi)) or lo >= hi:
+            self.fail(where, f"needs numbers min < max, got min={lo!r} max={hi!r}")
+            return None
+        if step is not None and (not _is_number(step) or step <= 0 or step > hi - lo):
+            self.fail(where, f"step must be a number in (0, max - min], got {step!r}")
+            return None
+        integer = all(_is_int(v) for v in (lo, hi, step) if v is not None)
+        return Param(name, min=lo, max=hi, step=step, integer=integer)
 
     def _cases(self, raw: object) -> list[dict[str, Value]]:
         if raw is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,17 +153,151 @@ class _Checker:
         except (TypeError, ValueError):
             raise self.fail(f"{where}.{key}", f"expected a YYYY-MM-DD date, got {v!r}") from None
 
-    def state(self, value: dict[str, Any], where: str) -> None:
-        self.int_(value, "ef_hundredths", where, low=MIN_EF)
-        self.int_(value, "repetitions", where)
-        self.int_(value, "interval", where)
-        self.int_(value, "lapses", where)
-        self.bool_(value, "leech", where)
-        self.day(value, "due", where)
+
+# One check of a list entry: (checker, the entry, where it is, the keys seen so far per list).
+Check = Callable[[_Checker, dict[str, Any], str, dict[str, set[Any]]], None]
+ANY_INT = -(2**62)  # timestamps and positions: any 63-bit integer
+
+
+def _int(key: str, low: int = 0, high: int | None = None, nullable: bool = False) -> Check:
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        c.int_(v, key, where, low, high, nullable)
+    return check
+
+
+def _str(key: str, empty: bool = True) -> Check:
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        c.str_(v, key, where, empty)
+    return check
+
+
+def _bool(key: str) -> Check:
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        c.bool_(v, key, where)
+    return check
+
+
+def _date(key: str, nullable: bool = True) -> Check:
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        c.day(v, key, where, nullable)
+    return check
+
+
+def _rule(key: str, ok: Callable[[Any], bool], message: str, *, optional: bool = False,
+          default: Any = None) -> Check:
+    """A field `ok` accepts (`message` formats the value given); `optional`: absent reads as
+    `default` (keys added after the first release)."""
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        value = v.get(key, default) if optional else c.field(v, key, where)
+        if not ok(value):
+            raise c.fail(f"{where}.{key}", message.format(value))
+    return check
+
+
+def _object(key: str, *checks: Check) -> Check:
+    """A field holding an object, its own fields checked by `checks`."""
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        inner, at = c.obj(c.field(v, key, where), f"{where}.{key}"), f"{where}.{key}"
+        for each in checks:
+            each(c, inner, at, seen)
+    return check
+
+
+def _unique(kind: str, key_of: Callable[[dict[str, Any]], Any], field: str,
+            message: Callable[[Any], str]) -> Check:
+    """No two entries of the list share `key_of` (recorded under `kind` for `_known`)."""
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        keys, key = seen.setdefault(kind, set()), key_of(v)
+        if key in keys:
+            raise c.fail(f"{where}.{field}", message(key))
+        keys.add(key)
+    return check
+
+
+def _known(field: str, kind: str, message: str) -> Check:
+    """The entry's `field` names an entry recorded under `kind` earlier in the file."""
+    def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
+        if v[field] not in seen.get(kind, set()):
+            raise c.fail(f"{where}.{field}", message.format(v[field]))
+    return check
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+_STATE = (_int("ef_hundredths", low=MIN_EF), _int("repetitions"), _int("interval"),
+          _int("lapses"), _bool("leech"), _date("due"))
+# Every list of the document and the checks of each entry, in the order they are reported.
+_SECTIONS: dict[str, tuple[Check, ...]] = {
+    "cards": (
+        _str("question_id", empty=False),
+        _unique("card", lambda v: v["question_id"], "question_id",
+                lambda q: f"duplicate card {q!r}"),
+        _str("topic"), _int("position", low=ANY_INT), *_STATE, _bool("suspended"),
+        _bool("retired"), _date("buried_until"), _int("created_ms", low=ANY_INT),
+        _int("last_reviewed_ms", low=ANY_INT, nullable=True),
+    ),
+    "reviews": (
+        _str("uid", empty=False),
+        _unique("review", lambda v: v["uid"], "uid", lambda u: f"duplicate uid {u!r}"),
+        _str("question_id", empty=False),
+        _known("question_id", "card", "{!r} has no entry in cards"),
+        _int("reviewed_ms", low=ANY_INT), _date("study_day", nullable=False),
+        _rule("mode", lambda m: m in MODES, f"expected one of {MODES}, got {{!r}}", optional=True),
+        _int("quality", high=5), _bool("correct"), _str("answer_text"), _int("response_ms"),
+        _rule("params", lambda p: p is None or isinstance(p, dict), "expected an object or null"),
+        _object("before", *_STATE, _int("last_reviewed_ms", low=ANY_INT, nullable=True)),
+        _object("after", *_STATE),
+        # Added in schema v3; a file exported before has neither (no mistake, not overridden).
+        _rule("mistake_id", lambda m: m is None or (isinstance(m, str) and bool(m)),
+              "expected a non-empty string or null, got {!r}", optional=True),
+        _rule("overridden", lambda o: isinstance(o, bool), "expected true/false, got {!r}",
+              optional=True, default=False),
+    ),
+    "lab_attempts": (
+        _str("uid", empty=False),
+        _unique("lab attempt", lambda v: v["uid"], "uid", lambda u: f"duplicate uid {u!r}"),
+        _str("exercise", empty=False), _int("level", low=ANY_INT), _str("device"),
+        _bool("passed"),
+        _rule("cases", lambda x: isinstance(x, list) and all(isinstance(e, dict) for e in x),
+              "expected a list of objects"),
+        _object("metrics"),
+        _rule("duration_s", _is_number, "expected a number, got {!r}"),
+        _int("created_ms", low=ANY_INT),
+    ),
+    "flags": (
+        _str("question_id", empty=False),
+        _known("question_id", "card", "no card {!r} in this file"),
+        _str("note", empty=False), _int("created_ms", low=ANY_INT),
+    ),
+    "lab_cards": (
+        _str("exercise", empty=False), _int("level", low=ANY_INT),
+        _unique("lab card", lambda v: (v["exercise"], v["level"]), "level",
+                lambda k: f"duplicate lab card {k[0]} L{k[1]}"),
+        *_STATE, _int("created_ms", low=ANY_INT),
+        _int("last_reviewed_ms", low=ANY_INT, nullable=True),
+        _int("last_passed_ms", low=ANY_INT, nullable=True), _date("last_reviewed_day"),
+        _int("last_pass_gradings", nullable=True),
+        _rule("last_pass_s", lambda x: x is None or (_is_number(x) and x >= 0),
+              "expected seconds >= 0 or null, got {!r}"),
+    ),
+    "mock_rounds": (
+        _int("started_ms", low=ANY_INT),
+        _unique("mock round", lambda v: v["started_ms"], "started_ms",
+                lambda t: f"duplicate mock round started at {t}"),
+        _int("finished_ms", low=ANY_INT, nullable=True), _int("minutes", low=1),
+        _rule("score", lambda x: x is None or (_is_number(x) and 0 <= x <= 1),
+              "expected a number 0..1 or null, got {!r}"),
+        _object("state"),
+    ),
+}
 
 
 def validate(data: Any) -> Document:
-    """Check a whole document; raise HistoryFormatError naming the first bad place."""
+    """Check a whole document; raise HistoryFormatError naming the first bad place: the
+    format and version, that every list is a list of objects, then each list's entries by
+    the checks of `_SECTIONS`."""
     c = _Checker()
     doc = c.obj(data, "top level")
     if doc.get("format") != FORMAT:
@@ -170,117 +305,16 @@ def validate(data: Any) -> Document:
     if doc.get("version") != VERSION:
         raise c.fail("version", f"this app reads version {VERSION}, got {doc.get('version')!r}")
     lists = {}
-    for key in ("cards", "reviews", "lab_attempts", "flags", "lab_cards", "mock_rounds"):
+    for key in _SECTIONS:
         value = doc.get(key, [])
         if not isinstance(value, list):
             raise c.fail(key, "expected a list")
         lists[key] = [c.obj(item, f"{key}[{i}]") for i, item in enumerate(value)]
-    ids: set[str] = set()
-    for i, card in enumerate(lists["cards"]):
-        where = f"cards[{i}]"
-        qid = c.str_(card, "question_id", where, empty=False)
-        if qid in ids:
-            raise c.fail(f"{where}.question_id", f"duplicate card {qid!r}")
-        ids.add(qid)
-        c.str_(card, "topic", where)
-        c.int_(card, "position", where, low=-(2**62))
-        c.state(card, where)
-        c.bool_(card, "suspended", where)
-        c.bool_(card, "retired", where)
-        c.day(card, "buried_until", where)
-        c.int_(card, "created_ms", where, low=-(2**62))
-        c.int_(card, "last_reviewed_ms", where, low=-(2**62), nullable=True)
-    uids: set[str] = set()
-    for i, review in enumerate(lists["reviews"]):
-        where = f"reviews[{i}]"
-        uid = c.str_(review, "uid", where, empty=False)
-        if uid in uids:
-            raise c.fail(f"{where}.uid", f"duplicate uid {uid!r}")
-        uids.add(uid)
-        qid = c.str_(review, "question_id", where, empty=False)
-        if qid not in ids:
-            raise c.fail(f"{where}.question_id", f"{qid!r} has no entry in cards")
-        c.int_(review, "reviewed_ms", where, low=-(2**62))
-        c.day(review, "study_day", where, nullable=False)
-        if review.get("mode") not in MODES:
-            raise c.fail(f"{where}.mode", f"expected one of {MODES}, got {review.get('mode')!r}")
-        c.int_(review, "quality", where, high=5)
-        c.bool_(review, "correct", where)
-        c.str_(review, "answer_text", where)
-        c.int_(review, "response_ms", where)
-        params = c.field(review, "params", where)
-        if params is not None and not isinstance(params, dict):
-            raise c.fail(f"{where}.params", "expected an object or null")
-        before = c.obj(c.field(review, "before", where), f"{where}.before")
-        c.state(before, f"{where}.before")
-        c.int_(before, "last_reviewed_ms", f"{where}.before", low=-(2**62), nullable=True)
-        c.state(c.obj(c.field(review, "after", where), f"{where}.after"), f"{where}.after")
-        # Added in schema v3; a file exported before has neither (no mistake, not overridden).
-        mistake = review.get("mistake_id")
-        if mistake is not None and (not isinstance(mistake, str) or not mistake):
-            raise c.fail(f"{where}.mistake_id", f"expected a non-empty string or null, got "
-                                                f"{mistake!r}")
-        if not isinstance(review.get("overridden", False), bool):
-            raise c.fail(f"{where}.overridden",
-                         f"expected true/false, got {review.get('overridden')!r}")
-    lab_uids: set[str] = set()
-    for i, attempt in enumerate(lists["lab_attempts"]):
-        where = f"lab_attempts[{i}]"
-        uid = c.str_(attempt, "uid", where, empty=False)
-        if uid in lab_uids:
-            raise c.fail(f"{where}.uid", f"duplicate uid {uid!r}")
-        lab_uids.add(uid)
-        c.str_(attempt, "exercise", where, empty=False)
-        c.int_(attempt, "level", where, low=-(2**62))
-        c.str_(attempt, "device", where)
-        c.bool_(attempt, "passed", where)
-        cases = c.field(attempt, "cases", where)
-        if not isinstance(cases, list) or not all(isinstance(x, dict) for x in cases):
-            raise c.fail(f"{where}.cases", "expected a list of objects")
-        c.obj(c.field(attempt, "metrics", where), f"{where}.metrics")
-        duration = c.field(attempt, "duration_s", where)
-        if isinstance(duration, bool) or not isinstance(duration, int | float):
-            raise c.fail(f"{where}.duration_s", f"expected a number, got {duration!r}")
-        c.int_(attempt, "created_ms", where, low=-(2**62))
-    for i, flag in enumerate(lists["flags"]):
-        where = f"flags[{i}]"
-        qid = c.str_(flag, "question_id", where, empty=False)
-        if qid not in ids:
-            raise c.fail(f"{where}.question_id", f"no card {qid!r} in this file")
-        c.str_(flag, "note", where, empty=False)
-        c.int_(flag, "created_ms", where, low=-(2**62))
-    levels: set[tuple[str, int]] = set()
-    for i, card in enumerate(lists["lab_cards"]):
-        where = f"lab_cards[{i}]"
-        level_key = (c.str_(card, "exercise", where, empty=False),
-                     int(c.int_(card, "level", where, low=-(2**62)) or 0))
-        if level_key in levels:
-            raise c.fail(f"{where}.level", f"duplicate lab card {level_key[0]} L{level_key[1]}")
-        levels.add(level_key)
-        c.state(card, where)
-        c.int_(card, "created_ms", where, low=-(2**62))
-        for name in ("last_reviewed_ms", "last_passed_ms"):
-            c.int_(card, name, where, low=-(2**62), nullable=True)
-        c.day(card, "last_reviewed_day", where)
-        c.int_(card, "last_pass_gradings", where, nullable=True)
-        seconds = c.field(card, "last_pass_s", where)
-        if seconds is not None and (isinstance(seconds, bool)
-                                    or not isinstance(seconds, int | float) or seconds < 0):
-            raise c.fail(f"{where}.last_pass_s", f"expected seconds >= 0 or null, got {seconds!r}")
-    starts: set[int] = set()
-    for i, mock in enumerate(lists["mock_rounds"]):
-        where = f"mock_rounds[{i}]"
-        start = int(c.int_(mock, "started_ms", where, low=-(2**62)) or 0)
-        if start in starts:
-            raise c.fail(f"{where}.started_ms", f"duplicate mock round started at {start}")
-        starts.add(start)
-        c.int_(mock, "finished_ms", where, low=-(2**62), nullable=True)
-        c.int_(mock, "minutes", where, low=1)
-        score = c.field(mock, "score", where)
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
-                                  or not 0 <= score <= 1):
-            raise c.fail(f"{where}.score", f"expected a number 0..1 or null, got {score!r}")
-        c.obj(c.field(mock, "state", where), f"{where}.state")
+    seen: dict[str, set[Any]] = {}
+    for key, checks in _SECTIONS.items():
+        for i, entry in enumerate(lists[key]):
+            for check in checks:
+                check(c, entry, f"{key}[{i}]", seen)
     return Document(lists["cards"], lists["reviews"], lists["lab_attempts"],
                     tuple(lists["flags"]), tuple(lists["lab_cards"]),
                     tuple(lists["mock_rounds"]))
@@ -299,11 +333,30 @@ def _parse_day(value: str | None) -> dt.date | None:
 
 def import_history(s: Session, doc: Document) -> ImportSummary:
     """Merge a validated document inside the caller's transaction."""
+    cards_added, cards_updated = _import_cards(s, doc.cards)
+    reviews_added = _import_reviews(s, doc.reviews)
+    labs_added = _import_lab_attempts(s, doc.lab_attempts)
+    lab_cards_added, lab_cards_updated = _import_lab_cards(s, doc.lab_cards)
+    mock_rounds_added = _import_mock_rounds(s, doc.mock_rounds)
+    flags_added = _import_flags(s, doc.flags)
+    return ImportSummary(
+        flags_added=flags_added,
+        cards_added=cards_added, cards_updated=cards_updated, reviews_added=reviews_added,
+        reviews_skipped=len(doc.reviews) - reviews_added, lab_attempts_added=labs_added,
+        lab_attempts_skipped=len(doc.lab_attempts) - labs_added,
+        lab_cards_added=lab_cards_added, lab_cards_updated=lab_cards_updated,
+        mock_rounds_added=mock_rounds_added,
+    )
+
+
+def _import_cards(s: Session, cards: list[dict[str, Any]]) -> tuple[int, int]:
+    """Add the cards this database lacks (after its last position, in the file's order); take
+    a card's schedule from the file when the file reviewed it later. Returns (added, updated)."""
     local = {c.question_id: c for c in s.scalars(select(CardRow))}
     top = s.scalar(select(func.max(CardRow.position)))
     next_position = 0 if top is None else top + 1
-    cards_added = cards_updated = 0
-    for card in sorted(doc.cards, key=lambda c: c["position"]):
+    added = updated = 0
+    for card in sorted(cards, key=lambda c: c["position"]):
         row = local.get(card["question_id"])
         if row is None:
             s.add(CardRow(question_id=card["question_id"], topic=card["topic"],
@@ -312,15 +365,20 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
                           retired=card["retired"], created_ms=card["created_ms"],
                           **_state_columns(card)))
             next_position += 1
-            cards_added += 1
+            added += 1
         elif (card["last_reviewed_ms"] or -1) > (row.last_reviewed_ms or -1):
             for key, value in _state_columns(card).items():
                 setattr(row, key, value)
-            cards_updated += 1
+            updated += 1
     s.flush()
+    return added, updated
+
+
+def _import_reviews(s: Session, reviews: list[dict[str, Any]]) -> int:
+    """Append the answers whose uid this log lacks, in file order (the log's order)."""
     known = set(s.scalars(select(ReviewRow.uid)))
-    reviews_added = 0
-    for r in doc.reviews:  # file order is log order
+    added = 0
+    for r in reviews:
         if r["uid"] in known:
             continue
         b, a = r["before"], r["after"]
@@ -337,38 +395,39 @@ def import_history(s: Session, doc: Document) -> ImportSummary:
             interval_after=a["interval"], due_after=_parse_day(a["due"]),
             lapses_after=a["lapses"], leech_after=a["leech"],
             mistake_id=r.get("mistake_id"), overridden=r.get("overridden", False)))
-        reviews_added += 1
-    lab_known = set(s.scalars(select(LabAttemptRow.uid)))
-    labs_added = 0
-    for at in doc.lab_attempts:
-        if at["uid"] in lab_known:
+        added += 1
+    return added
+
+
+def _import_lab_attempts(s: Session, attempts: list[dict[str, Any]]) -> int:
+    """Add the lab attempts whose uid this database lacks."""
+    known = set(s.scalars(select(LabAttemptRow.uid)))
+    added = 0
+    for at in attempts:
+        if at["uid"] in known:
             continue
         s.add(LabAttemptRow(
             uid=at["uid"], exercise=at["exercise"], level=at["level"], device=at["device"],
             passed=at["passed"], cases=json.dumps(at["cases"], sort_keys=True),
             metrics=json.dumps(at["metrics"], sort_keys=True),
             duration_s=float(at["duration_s"]), created_ms=at["created_ms"]))
-        labs_added += 1
-    lab_cards_added, lab_cards_updated = _import_lab_cards(s, doc.lab_cards)
-    mock_rounds_added = _import_mock_rounds(s, doc.mock_rounds)
+        added += 1
+    return added
+
+
+def _import_flags(s: Session, flags: tuple[dict[str, Any], ...]) -> int:
+    """Add the flags this database lacks (same card, note and time = same flag)."""
     have: set[tuple[str, str, int]] = {
         (q, n, int(ms)) for q, n, ms in s.execute(
             select(FlagRow.question_id, FlagRow.note, FlagRow.created_ms)).all()}
-    flags_added = 0
-    for f in doc.flags:
+    added = 0
+    for f in flags:
         flag = (str(f["question_id"]), str(f["note"]), int(f["created_ms"]))
         if flag not in have:
             have.add(flag)
             s.add(FlagRow(question_id=flag[0], note=flag[1], created_ms=flag[2]))
-            flags_added += 1
-    return ImportSummary(
-        flags_added=flags_added,
-        cards_added=cards_added, cards_updated=cards_updated, reviews_added=reviews_added,
-        reviews_skipped=len(doc.reviews) - reviews_added, lab_attempts_added=labs_added,
-        lab_attempts_skipped=len(doc.lab_attempts) - labs_added,
-        lab_cards_added=lab_cards_added, lab_cards_updated=lab_cards_updated,
-        mock_rounds_added=mock_rounds_added,
-    )
+            added += 1
+    return added
 
 
 def _import_mock_rounds(s: Session, rounds: tuple[dict[str, Any], ...]) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from scheduler import fsrs_memory
@@ -30,9 +30,11 @@ from scheduler.plan import paced_new_limit
 from scheduler.transition import REDRILL_UNTIL
 
 if TYPE_CHECKING:
+    from fsrs import Scheduler
+
     from scheduler.fsrs_memory import Memory
     from scheduler.plan import Plan
-    from scheduler.records import Scheduled, Settings
+    from scheduler.records import Mode, Scheduled, Settings
 
 RIGHT_GRADE, WRONG_GRADE = 4, 1  # the simulated learner's grades
 # Every answer of a simulated day is given at noon of the study day (local): FSRS counts whole
@@ -106,6 +108,101 @@ def _fits(spent: float, per_answer: float, budget: float | None) -> bool:
     return budget is None or spent + per_answer <= budget + 1e-9
 
 
+@dataclass(frozen=True)
+class _Setting:
+    """What every simulated day shares: the plan, the rules, the learner and the budget."""
+
+    plan: Plan
+    settings: Settings
+    parameters: Sequence[float] | None
+    fsrs: Scheduler
+    learner: Learner
+    budget: float | None  # minutes a day at most; None: as long as the queue takes
+    starts: list[dt.datetime]  # per day from today: when its answers are given (UTC)
+
+    @property
+    def per_answer(self) -> float:
+        return self.learner.answer_s / 60
+
+
+@dataclass
+class _Run:
+    """One seeded run: each card's schedule and memory as the simulated learner answers."""
+
+    setting: _Setting
+    rng: random.Random
+    state: dict[str, tuple[Scheduled, Memory | None]]
+    new: list[str]  # never-answered cards, in study order
+    intro_days: list[int] = field(default_factory=list)  # days that introduced a card
+
+    def study_day(self, i: int, day: dt.date) -> tuple[int, float]:
+        """Day `i` (`day`): the due reviews oldest first, then the plan's new cards, then the
+        re-drills, while the budget lasts. Returns (answers given, minutes spent)."""
+        setting, settings = self.setting, self.setting.settings
+        due = sorted((s.due, n, qid) for n, (qid, (s, _)) in enumerate(self.state.items())
+                     if s.due is not None and s.due <= day)
+        due = due[:settings.review_limit]
+        paced = paced_new_limit(setting.plan, day, len(self.new))
+        cap = settings.new_limit if paced is None else paced
+        intro = self.new[:max(0, min(cap, settings.review_limit - len(due)))]
+        spent, given = 0.0, 0
+        redrill: list[str] = []
+        for kind, qid in [("review", q) for *_, q in due] + [("new", q) for q in intro]:
+            if not _fits(spent, setting.per_answer, setting.budget):
+                break
+            if self._answer(qid, "review", i, day, setting.learner.first_right) < REDRILL_UNTIL:
+                redrill.append(qid)
+            spent += setting.per_answer
+            given += 1
+            if kind == "new":
+                self.new.remove(qid)
+        if any(q not in self.new for q in intro):
+            self.intro_days.append(i)
+        while redrill and _fits(spent, setting.per_answer, setting.budget):
+            qid = redrill.pop(0)
+            if self._answer(qid, "redrill", i, day, 1.0) < REDRILL_UNTIL:
+                redrill.append(qid)
+            spent += setting.per_answer
+            given += 1
+        return given, spent
+
+    def _answer(self, qid: str, mode: Mode, i: int, day: dt.date, unseen: float) -> int:
+        """Answer a card on day `i`: right with its recall then (`unseen` for a card with no
+        memory yet); its state moves on. Returns the grade."""
+        setting = self.setting
+        scheduled, memory = self.state[qid]
+        moment = setting.starts[i]
+        p = unseen if memory is None else fsrs_memory.recall(memory, moment, setting.fsrs)
+        grade = RIGHT_GRADE if self.rng.random() < p else WRONG_GRADE
+        nxt = next_state(scheduled, memory, mode, moment, day, setting.settings,
+                         setting.parameters, grade, setting.fsrs)
+        self.state[qid] = (nxt.scheduled, nxt.memory)
+        return grade
+
+    def recall_by_topic(self, cards: Sequence[SimCard],
+                        at: dt.datetime) -> dict[str, list[float]]:
+        """Each topic's introduced cards' recall at `at` (new cards are left out)."""
+        by_topic: dict[str, list[float]] = {}
+        for c in cards:
+            scheduled, memory = self.state[c.question_id]
+            values = by_topic.setdefault(c.topic, [])
+            if scheduled.due is not None:  # introduced
+                values.append(0.0 if memory is None
+                              else fsrs_memory.recall(memory, at, self.setting.fsrs))
+        return by_topic
+
+
+def _answer_times(plan: Plan, today: dt.date, day_start: Callable[[dt.date], dt.datetime],
+                  settings: Settings) -> list[dt.datetime]:
+    """When each day's answers are given, today to the day before the interview: at
+    ANSWER_HOUR local (a study day starting at the rollover hour)."""
+    noon = dt.timedelta(hours=ANSWER_HOUR - settings.rollover_hour % 24)
+    if noon < dt.timedelta(0):
+        noon += dt.timedelta(days=1)
+    days = max(0, (plan.interview - today).days)
+    return [day_start(today + dt.timedelta(days=i)) + noon for i in range(days)]
+
+
 def simulate(
     cards: Sequence[SimCard], plan: Plan, today: dt.date,
     day_start: Callable[[dt.date], dt.datetime], settings: Settings,
@@ -119,12 +216,9 @@ def simulate(
     queue takes)."""
     days = max(0, (plan.interview - today).days)
     interview_start = day_start(plan.interview)
-    noon = dt.timedelta(hours=ANSWER_HOUR - settings.rollover_hour % 24)
-    if noon < dt.timedelta(0):
-        noon += dt.timedelta(days=1)
-    starts = [day_start(today + dt.timedelta(days=i)) + noon for i in range(days)]
-    fsrs = fsrs_memory.make_scheduler(parameters, settings.desired_retention)
-    per_answer = learner.answer_s / 60
+    setting = _Setting(plan, settings, parameters,
+                       fsrs_memory.make_scheduler(parameters, settings.desired_retention),
+                       learner, budget, _answer_times(plan, today, day_start, settings))
     answers = [0.0] * days
     card_minutes = [0.0] * days
     lab = [0.0] * days
@@ -134,71 +228,19 @@ def simulate(
     for c in cards:
         sizes[c.topic] = sizes.get(c.topic, 0) + 1
     intro_total = 0.0
-    for run in range(runs):
-        rng = random.Random(seed * 1_000_003 + run)
-        state = {c.question_id: (c.scheduled, c.memory) for c in cards}
-        new = [c.question_id for c in cards if c.scheduled.due is None]
-        intro_days: list[int] = []
+    for n in range(runs):
+        run = _Run(setting, random.Random(seed * 1_000_003 + n),
+                   {c.question_id: (c.scheduled, c.memory) for c in cards},
+                   [c.question_id for c in cards if c.scheduled.due is None])
         for i in range(days):
-            day = today + dt.timedelta(days=i)
-            spent = 0.0
-            given = 0
-
-            due = sorted((s.due, n, qid) for n, (qid, (s, _)) in enumerate(state.items())
-                         if s.due is not None and s.due <= day)
-            due = due[:settings.review_limit]
-            paced = paced_new_limit(plan, day, len(new))
-            cap = settings.new_limit if paced is None else paced
-            intro = new[:max(0, min(cap, settings.review_limit - len(due)))]
-            redrill: list[str] = []
-            for kind, qid in [("review", q) for *_, q in due] + [("new", q) for q in intro]:
-                if not _fits(spent, per_answer, budget):
-                    break
-                scheduled, memory = state[qid]
-                moment = starts[i]
-                p = (learner.first_right if memory is None
-                     else fsrs_memory.recall(memory, moment, fsrs))
-                grade = RIGHT_GRADE if rng.random() < p else WRONG_GRADE
-                nxt = next_state(scheduled, memory, "review", moment, day, settings,
-                                 parameters, grade, fsrs)
-                state[qid] = (nxt.scheduled, nxt.memory)
-                spent += per_answer
-                given += 1
-                if kind == "new":
-                    new.remove(qid)
-                if grade < REDRILL_UNTIL:
-                    redrill.append(qid)
-            if any(q not in new for q in intro):
-                intro_days.append(i)
-            while redrill and _fits(spent, per_answer, budget):
-                qid = redrill.pop(0)
-                scheduled, memory = state[qid]
-                moment = starts[i]
-                p = fsrs_memory.recall(memory, moment, fsrs) if memory is not None else 1.0
-                grade = RIGHT_GRADE if rng.random() < p else WRONG_GRADE
-                nxt = next_state(scheduled, memory, "redrill", moment, day, settings,
-                                 parameters, grade, fsrs)
-                state[qid] = (nxt.scheduled, nxt.memory)
-                spent += per_answer
-                given += 1
-                if grade < REDRILL_UNTIL:
-                    redrill.append(qid)
+            given, spent = run.study_day(i, today + dt.timedelta(days=i))
             answers[i] += given / runs
             card_minutes[i] += spent / runs
-        spread = intro_days or list(range(days))
+        spread = run.intro_days or list(range(days))
         for i in spread:
             lab[i] += lab_minutes_total / len(spread) / runs
-        intro_total += len(intro_days) / runs
-        by_topic: dict[str, list[float]] = {}
-        for c in cards:
-            scheduled, memory = state[c.question_id]
-            values = by_topic.setdefault(c.topic, [])
-            if scheduled.due is not None:  # introduced
-                values.append(0.0 if memory is None
-                              else fsrs_memory.recall(memory, interview_start, fsrs))
-        for topic, values in by_topic.items():
+        intro_total += len(run.intro_days) / runs
+        for topic, values in run.recall_by_topic(cards, interview_start).items():
             recall_sum[topic] += (sum(values) / len(values) if values else 0.0) / runs
             share_sum[topic] += sum(values) / sizes[topic] / runs
     return Forecast(answers, card_minutes, lab, recall_sum, intro_total, share_sum)
-
-

@@ -13,6 +13,7 @@ to count the ones due today as their scheduled review.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -47,30 +48,59 @@ def select_cards(
         raise ValueError(f"custom study is one of {', '.join(KINDS)}, got {kind!r}")
     if days < 1 or limit < 1:
         raise ValueError("days and limit must be at least 1")
+    if kind == "ahead" and not topic:
+        raise ValueError("ahead of schedule needs a topic")
     cards = {c.question_id: c for c in store.cards() if not c.retired and not c.suspended}
-    today = store.study_day(now)
-    ids: list[str] = []
-    if kind == "mistakes":
-        for m in store.recurring_mistakes(30, now, limit=10 * limit):
-            if m.question_id not in ids:
-                ids.append(m.question_id)
-    elif kind == "lapsed":
-        start = today - dt.timedelta(days=days - 1)
-        for r in reversed(store.export_history()["reviews"]):
-            day = dt.date.fromisoformat(r["study_day"])
-            if (r["mode"] == "review" and r["quality"] < 3 and start <= day <= today
-                    and r["question_id"] not in ids):
-                ids.append(r["question_id"])
-    elif kind == "ahead":
-        if not topic:
-            raise ValueError("ahead of schedule needs a topic")
-        ahead = [c for c in cards.values() if c.topic == topic and c.due is not None
-                 and c.due > today]
-        ids = [c.question_id for c in sorted(ahead, key=lambda c: (c.due, c.question_id))]
-    else:
-        ids = _weakest_on_the_day(store, [c for c in cards.values() if not c.is_new], now)
+    ask = _Ask(store, store.study_day(now), now, days, topic, limit)
+    ids = _PICKERS[kind](ask, cards)
     title = TITLES[kind].format(days=days, topic=topic)
     return Selection(kind, title, [q for q in ids if q in cards][:limit])
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """What a custom study set is picked from and with."""
+
+    store: Store
+    today: dt.date
+    now: dt.datetime | None
+    days: int
+    topic: str | None
+    limit: int
+
+
+def _mistakes(ask: _Ask, cards: dict[str, Card]) -> list[str]:
+    ids: list[str] = []
+    for m in ask.store.recurring_mistakes(30, ask.now, limit=10 * ask.limit):
+        if m.question_id not in ids:
+            ids.append(m.question_id)
+    return ids
+
+
+def _lapsed(ask: _Ask, cards: dict[str, Card]) -> list[str]:
+    start = ask.today - dt.timedelta(days=ask.days - 1)
+    ids: list[str] = []
+    for r in reversed(ask.store.export_history()["reviews"]):
+        day = dt.date.fromisoformat(r["study_day"])
+        if (r["mode"] == "review" and r["quality"] < 3 and start <= day <= ask.today
+                and r["question_id"] not in ids):
+            ids.append(r["question_id"])
+    return ids
+
+
+def _ahead(ask: _Ask, cards: dict[str, Card]) -> list[str]:
+    ahead = [c for c in cards.values() if c.topic == ask.topic and c.due is not None
+             and c.due > ask.today]
+    return [c.question_id for c in sorted(ahead, key=lambda c: (c.due, c.question_id))]
+
+
+def _interview(ask: _Ask, cards: dict[str, Card]) -> list[str]:
+    return _weakest_on_the_day(ask.store, [c for c in cards.values() if not c.is_new], ask.now)
+
+
+_PICKERS: dict[Kind, Callable[[_Ask, dict[str, Card]], list[str]]] = {
+    "mistakes": _mistakes, "lapsed": _lapsed, "ahead": _ahead, "interview": _interview,
+}
 
 
 def _weakest_on_the_day(store: Store, introduced: list[Card], now: dt.datetime | None

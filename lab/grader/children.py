@@ -1,16 +1,19 @@
-"""A grading run's children: the learner's sandbox and the reference's timing sandbox, how each
-starts (a load timeout retried once), is called and replaced; made as `lab.grader.spawn` says,
-adopted from a child prepared ahead when one fits."""
+"""A grading run's children: the learner's sandbox, the reference's timing sandbox and, with the
+learner's own checkpoints, the models child that computes expected values; how each starts (a
+load timeout retried once), is called and replaced; made as `lab.grader.spawn` says, adopted
+from a child prepared ahead when one fits."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from lab.grader import events
 from lab.grader.api import Case, RunContext, to_wire
@@ -20,6 +23,7 @@ from lab.grader.spawn import (
     Prepared,
     child_key,
     learner_sandbox,
+    models_sandbox,
     reference_guess,
     reference_sandbox,
     sandbox_options,
@@ -28,8 +32,9 @@ from lab.grader.spawn import (
 
 class Children:
     """A grading run's children, owned here: the learner's sandbox (adopted from a `Prepared`,
-    or started early while the grader imports the grading module) and the reference's timing
-    child; how each is started, called, replaced and closed. The run holds one
+    or started early while the grader imports the grading module), the reference's timing
+    child and the models child (`expected`); how each is started, called, replaced and closed.
+    The run holds one
     (`runner._Run.children`), and so does its measurer."""
 
     def __init__(self, plan: GradingPlan, solution: Path, options: GradeOptions, ctx: RunContext,
@@ -43,6 +48,11 @@ class Children:
                                                options.load_timeout_s, plan.confine,
                                                tuple(sorted(plan.models.values())))
         self.reference_sandbox: Sandbox | None = None  # started for the first timed case
+        # expected values where the learner's own checkpoints are read (`expected`): started
+        # for the first, one request at a time; a failure there ends its use for the run
+        self.models_sandbox: Sandbox | None = None
+        self.models_failure: ChildReply | None = None
+        self._models_lock = threading.Lock()
         self.notified = False
         self.loaded = False
         self.load_failure: ChildReply | None = None
@@ -105,6 +115,10 @@ class Children:
         self.sandbox.close()
         if self.reference_sandbox is not None:
             self.reference_sandbox.close()
+        if self.models_sandbox is not None:
+            self.models_sandbox.signal_kill()  # an expected value in flight ends now
+            with self._models_lock:
+                self.models_sandbox.close()
 
     def kill_reference_call(self) -> None:
         """End the reference child's call in flight (it is respawned when next needed)."""
@@ -205,7 +219,7 @@ class Children:
         failure = self._ensure_child()
         if failure is not None:
             return failure
-        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx or self.ctx)}
+        msg = self.message("run", case, ctx or self.ctx)
         timeout, limit = self.timeout(case), self._case_limit(case)
         outcome = self.sandbox.request(msg, timeout)
         if stopped is not None and stopped():
@@ -272,8 +286,7 @@ class Children:
         child = self.reference_child()
         if isinstance(child, str):
             return child
-        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx or self.ctx)}
-        return child.request(msg, self.timeout(case))
+        return child.request(self.message("run", case, ctx or self.ctx), self.timeout(case))
 
     def reference_busy(self, case: Case, ctx: RunContext,
                         learner_done: threading.Event) -> list[ChildReply]:
@@ -283,7 +296,7 @@ class Children:
         under 4x), and the reference's time is the median of several runs, not one."""
         out: list[ChildReply] = []
         child = self.reference_sandbox
-        msg = {"op": "run", "case": to_wire(case), "ctx": to_wire(ctx)}
+        msg = self.message("run", case, ctx)
         while child is not None and child.alive and not learner_done.is_set():
             got = child.request(msg, self.timeout(case))
             if not got.ok:
@@ -305,7 +318,43 @@ class Children:
                 if future is not None:
                     future.result()
 
+    # -- expected values from the learner's own checkpoints ---------------------------------
+    def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
+        """The expected value of `case` (grading module `grading`; `ctx`: the case's context,
+        its seed included) computed in the models child: the learner's own checkpoints are
+        loaded only there, under the sandbox's memory cap, never in this process. A child that
+        could not start, or was stopped (memory, time), gives that reply to every later case
+        of the run without trying again."""
+        with self._models_lock:
+            if self.models_failure is not None:
+                return self.models_failure
+            child = self.models_sandbox
+            if child is None or not child.alive:
+                child = self.models_sandbox = models_sandbox(self.solution, self.boundary,
+                                                             self.sandbox_options)
+                child.cancelled = self.sandbox.cancelled
+                outcome = self._start(child, notify=False)
+                if not outcome.ok:
+                    self.models_failure = outcome
+                    return outcome
+            msg = {"op": "expected", "grading": grading, "case": to_wire(case),
+                   "ctx": to_wire(ctx)}
+            outcome = child.request(msg, self.timeout(case))
+            if outcome.child_lost:
+                child.close()
+                self.models_failure = outcome
+            return outcome
+
     def batch(self, sandbox: Sandbox, case: Case, seeds: list[int], timeout: float) -> ChildReply:
-        msg = {"op": "batch", "case": to_wire(case), "ctx": to_wire(self.ctx), "seeds": seeds}
-        return sandbox.request(msg, timeout)
+        return sandbox.request(self.message("batch", case, self.ctx, seeds), timeout)
+
+    @staticmethod
+    def message(op: str, case: Case, ctx: RunContext, seeds: list[int] | None = None,
+                **more: Any) -> dict[str, Any]:
+        """A request for calls of `case` (`run`: the graded call, on `ctx.seed`; `batch` and
+        `timed`: the stopwatch's calls, on `seeds`). The seeds travel apart from the context,
+        whose own seed is always 0: the child's driver (`sandbox.Child.calls`) holds the same
+        context for a checked call and a timed one."""
+        return {"op": op, "case": to_wire(case), "ctx": to_wire(dataclasses.replace(ctx, seed=0)),
+                "seeds": [ctx.seed] if seeds is None else seeds, **more}
 

@@ -39,8 +39,10 @@ module), unsendable (the result is not plain data, see lab/grader/codec.py), gat
 bound in exercise.toml was missed), run_timeout (the run's wall-clock budget ran out before this
 case), skipped (not run: the learner's code already timed out/crashed/ran out of memory 3
 times in this run), grader_error (the reference or the grading spec itself failed: a platform
-bug), protocol (the child wrote something that is not a message on its result pipe), limit (a
-limit of the sandbox refused a step: a file past the size limit, too many open files), output
+bug), own_model (the expected values computed with the learner's own --target/--draft
+checkpoint in the grader's sandboxed models child failed or ran out of memory), protocol
+(the child wrote something that is not a message on its result pipe), limit (a limit of the
+sandbox refused a step: a file past the size limit, too many open files), output
 (printed more than the output limit: the child was stopped), processes (started more processes
 or threads than the limit), disk (wrote more than the limit to the workspace folder: stopped),
 sandbox (the sandbox could not confine itself: nothing ran).
@@ -79,6 +81,7 @@ FAILURE_KINDS = (
     "run_timeout",
     "skipped",
     "grader_error",
+    "own_model",
     "protocol",
     "unsendable",
     "limit",

@@ -40,6 +40,11 @@ class StopRule:
     sem_target: float = 0.01
     cap_s: float = 1.0
 
+    @classmethod
+    def every(cls, calls: int) -> StopRule:
+        """No stop before all `calls` seeds have had their call (the graded call, a batch)."""
+        return cls(min_calls=calls, max_calls=calls, sem_target=0.0, cap_s=math.inf)
+
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -163,25 +168,27 @@ class Timed:
 
 def timed_calls(call: Callable[[int], Any], seeds: list[int], warmup: int, clock: Clock,
                 flush: Callable[[], None], rule: StopRule) -> Timed:
-    """Run `call(seed)` for the first `warmup` seeds untimed, then time one call per seed
-    (flush, synchronise, mark, call, mark, synchronise) until `rule` says stop or the seeds
-    run out."""
-    for seed in seeds[:warmup]:
-        call(seed)
-    clock.synchronize()
+    """Run `call(seed)` for each seed, the first `warmup` untimed, then until `rule` says stop
+    or the seeds run out, each timed call flushed, synchronised and marked before and after.
+    The child's one driver for every request (`sandbox.Child.calls`): every call, warm-up or
+    timed, graded or not, is made from the same line, so the code called sees the same frames."""
     times: list[float] = []
     values: list[Any] = []
     used: list[int] = []
     spent = 0.0
     flushes = 0
-    for seed in seeds[warmup:]:
-        flush()
-        flushes += 1
-        clock.synchronize()
+    for i, seed in enumerate(seeds):
+        timed = i >= warmup
+        if timed:
+            flush()
+            flushes += 1
+            clock.synchronize()
         start = clock.mark()
         value = call(seed)
         end = clock.mark()
         clock.synchronize()
+        if not timed:
+            continue
         seconds = clock.seconds(start, end)
         times.append(seconds)
         values.append(value)

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from lab.grader import events
-from lab.grader.api import Case, Verdict, to_wire
+from lab.grader.api import Case, Verdict
 from lab.grader.children import Children
 from lab.grader.isolation import ChildReply, Sandbox
 from lab.grader.plan import timed_seeds
@@ -260,10 +260,9 @@ class Measurer:
                 limit = min(self.children.timeout(case) + rule.cap_s + (warmup + rule.min_calls)
                             * max(single_call_s, 1e-3) * 4,
                             max(0.0, self.children.deadline - time.monotonic()))
-                out = child.request({"op": "timed", "case": to_wire(case),
-                                     "ctx": to_wire(self.children.ctx), "seeds": seeds,
-                                     "warmup": warmup, "flush_bytes": nbytes,
-                                     "rule": rule.to_wire()}, limit)
+                out = child.request(self.children.message(
+                    "timed", case, self.children.ctx, seeds, warmup=warmup, flush_bytes=nbytes,
+                    rule=rule.to_wire()), limit)
                 if not out.ok:
                     return self._timing_failure(case, who, out)
                 bad = _bad_timing(out, seeds[warmup:])

@@ -5,6 +5,7 @@ cases (cheapest first; which failures stop a level)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import secrets
 from collections.abc import Callable
@@ -34,10 +35,22 @@ NO_EXPECTED_KINDS = frozenset({"not_implemented", "forbidden_import", "memory", 
 STOP_LEVEL_KINDS = frozenset({"not_implemented"})
 
 
+SEED_BITS = 31  # every call's seed, graded or timed, is uniform in [0, 2**31)
+
+
 def timed_seeds(n: int) -> list[int]:
     """Seeds for `n` timed calls, drawn from the OS per batch: a solution cannot know a timed
     call's inputs before the call (the replayable `--seed` decides the graded cases only)."""
-    return [secrets.randbits(31) for _ in range(n)]
+    return [secrets.randbits(SEED_BITS) for _ in range(n)]
+
+
+def checked_seed(seed: int, case: Case) -> int:
+    """The seed of `case`'s graded call: the run's `--seed` and the case hashed into the range
+    timed seeds are drawn from, so its size does not tell a solution that this call is the
+    checked one (the replay seed is under 10^6), `--seed` still replays it, and no two cases
+    of a run share one."""
+    digest = hashlib.sha256(f"{seed}/{case.level}/{case.id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> (32 - SEED_BITS)
 
 
 def cheapest_first(cases: list[Case]) -> list[Case]:
@@ -82,6 +95,9 @@ class GradeOptions:
     # time on the device's clock as GPU graders do (lab.grader.gpu_timing); None: on CUDA only
     # (True on the CPU runs the same logic with its stand-in clock: tests)
     event_timing: bool | None = None
+    # where the reference's answers of fixed cases are kept between gradings
+    # (lab.grader.expected_cache; None: computed in every grading)
+    expected_cache: Path | None = None
 
 
 def replay_command(exercise: str, levels: list[int], seed: int, all_levels: list[int],

@@ -28,6 +28,7 @@ from lab.exercises import Exercise
 from lab.grader import codec, events
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.children import Children
+from lab.grader.expected_cache import ExpectedCache, case_key, fixed_cases, usable_folder
 from lab.grader.isolation import Cancelled, ChildReply
 from lab.grader.measure import Measurer, Overtime, check_gate
 from lab.grader.plan import (
@@ -39,6 +40,7 @@ from lab.grader.plan import (
     GradingPlan,
     UsageError,
     cheapest_first,
+    checked_seed,
     next_level,
     plan_grading,
     replay_command,
@@ -94,6 +96,8 @@ class _Run:
                               model_paths={**(exercise.model_paths or {}),
                                            **(plan.models or {})} or None)
         self.children = Children(plan, solution, options, self.ctx, emit)
+        self.own_models = dict(plan.models)  # --target/--draft: read in a child only
+        self.memory_mb = plan.memory_mb
         try:
             self.grading = exercise.grading()
             self.reference = importlib.import_module(self.grading.REFERENCE)
@@ -109,6 +113,10 @@ class _Run:
             plan.device == "cuda" if options.event_timing is None else options.event_timing)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference")
         self._pending: list[Future[tuple[bool, object]]] = []
+        folder = (None if self.own_models  # their answers come from the models child
+                  else usable_folder(options.expected_cache, solution, plan.confine))
+        self.cache = None if folder is None else ExpectedCache.open(folder, exercise, self.ctx)
+        self.fixed: set[str] = set()  # the levels' fixed cases so far (`cache` keeps them)
 
     def _ahead(self, case: Case) -> Future[tuple[bool, object]]:
         future = self._pool.submit(self._expected, case)
@@ -125,18 +133,44 @@ class _Run:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.children.close()
+        if self.cache is not None:
+            self.cache.save()
+
+    def case_ctx(self, case: Case) -> RunContext:
+        """The context of `case`'s graded call: its seed from `checked_seed`, drawn from the
+        range of the timed calls' seeds."""
+        return dataclasses.replace(self.ctx, seed=checked_seed(self.seed, case))
 
     def _expected(self, case: Case) -> tuple[bool, object]:
         """The reference's answer, computed here (never in the learner's process), passed
-        through the codec so `check` compares values of the same kinds."""
+        through the codec so `check` compares values of the same kinds. With the learner's
+        own checkpoints, computed in the models child instead (`Children.expected`): a
+        checkpoint is loaded only under a sandbox's limits. A fixed case's answer is read from
+        (or added to) the kept answers (`cache`), except with the learner's checkpoints."""
+        if self.own_models:
+            out = self.children.expected(case, f"{self.exercise.module}.grading",
+                                         self.case_ctx(case))
+            if out.ok:
+                return True, out.value
+            return False, OwnModelFault(self.own_models, out, self.memory_mb)
+        kept = self.cache is not None and case_key(case) in self.fixed
+        if kept:
+            assert self.cache is not None
+            hit, value = self.cache.get(case)
+            if hit:
+                return True, value
         restore = cpu_threads_one(self.device, self.exercise.needs_torch)
         try:
             custom = getattr(self.grading, "expected", None)
             if callable(custom):
-                value = custom(case, self.ctx)
+                value = custom(case, self.case_ctx(case))
             else:
-                value = self.drive.run(self.reference, case, self.ctx)
-            return True, codec.roundtrip(value)
+                value = self.drive.run(self.reference, case, self.case_ctx(case))
+            value = codec.roundtrip(value)
+            if kept:
+                assert self.cache is not None
+                self.cache.put(case, value)
+            return True, value
         except Exception as exc:
             return False, f"{type(exc).__name__}: {exc}"
         finally:
@@ -179,6 +213,8 @@ class _Run:
         if failed is not None:
             return failed
         ok, expected = self._expected_value(case, call)
+        if isinstance(expected, OwnModelFault):
+            return CaseResult(case, False, kind="own_model", message=str(expected))
         if not ok:
             return CaseResult(case, False, kind="grader_error",
                               message=f"the reference failed on this case ({expected}) — "
@@ -215,7 +251,8 @@ class _Run:
         ahead = self._ahead(case) if self.any_passed and not once else None
         # a timed_once call's inputs come from a seed drawn now (same for both sides): a
         # solution cannot work out the timed stream while earlier cases run
-        ctx = dataclasses.replace(self.ctx, seed=timed_seeds(1)[0]) if once else self.ctx
+        ctx = dataclasses.replace(self.ctx, seed=timed_seeds(1)[0]) if once \
+            else self.case_ctx(case)
         beside = (self._pool.submit(children.reference_call, case, ctx)
                   if once and self.any_passed else None)
         learner_done = threading.Event()
@@ -242,7 +279,10 @@ class _Run:
                               metrics=call.overtime.metrics())
         if not out.ok and out.kind in NO_EXPECTED_KINDS:
             self.children.abandon(call.beside, call.busy)
-            return CaseResult(case, False, kind=out.kind or "exception", message=out.message,
+            message = out.message
+            if out.kind == "memory" and self.own_models:
+                message += f" — {memory_note(self.own_models, self.memory_mb)}"
+            return CaseResult(case, False, kind=out.kind or "exception", message=message,
                               traceback=out.traceback, output=out.output)
         return None
 
@@ -310,6 +350,8 @@ class _Run:
         level = self.exercise.level(number)
         start = time.monotonic()
         cases = cheapest_first(self.grading.cases(number, self.seed))
+        if self.cache is not None:  # the cases another seed draws too: kept between gradings
+            self.fixed |= fixed_cases(cases, self.grading.cases(number, self.seed + 1))
         # What is alive now (imports: torch's ~2·10^5 objects) is kept out of the garbage
         # collector until grade() returns: a full collection walks them all (~0.15 s), and
         # decoding and checking a law case's 10^5 values sets off several. grade() unfreezes
@@ -344,6 +386,33 @@ class _Run:
         ))
         return lvl
 
+
+
+def own_models_text(models: dict[str, str]) -> str:
+    return " and ".join(f"--{role} {path}" for role, path in sorted(models.items()))
+
+
+def memory_note(models: dict[str, str], cap_mb: int) -> str:
+    """What a memory stop means when the learner's own checkpoints are loaded."""
+    return (f"this grading loads your own checkpoint ({own_models_text(models)}) under the "
+            f"sandbox's cap of {cap_mb} MiB: the lab's own allowance plus 3x the bytes its "
+            "weight files occupy on disk. A config or weight files declaring a larger model "
+            "than that (sparse files count only their allocated bytes) cannot be graded here")
+
+
+class OwnModelFault(str):
+    """Why the expected value of a case could not be computed with the learner's own
+    checkpoints (the models child failed or was stopped): their folder, not the grader,
+    with what stopped it."""
+
+    def __new__(cls, models: dict[str, str], out: ChildReply, cap_mb: int) -> OwnModelFault:
+        head = (f"the expected values of this case come from your own checkpoint "
+                f"({own_models_text(models)}), computed in a sandboxed child of the grader")
+        if out.kind == "memory":  # (the child's own words address a learner's code)
+            return super().__new__(cls, f"{head}, which ran out of memory: "
+                                        f"{memory_note(models, cap_mb)}")
+        return super().__new__(cls, f"{head}, which failed ({out.kind or 'exception'}: "
+                                    f"{out.message})")
 
 
 def _answer(reference: ChildReply | str) -> tuple[bool, object]:

@@ -3,7 +3,8 @@
 It confines itself (`lab.grader.confine`), loads the exercise's `drive` module and the learner's
 file, then answers requests framed by `lab.grader.protocol` on the two inherited pipe fds (never on
 stdout, which belongs to the learner). Nothing here judges: `run` returns what the learner's code
-returned (through `drive.run`), `batch` runs it several times for the grader's stopwatch. The
+returned (through `drive.run`), `batch` runs it several times for the grader's stopwatch, and
+`timed` times it on the device's clock; all three through one driver (`Child.calls`). The
 child is untrusted as a whole — the grader decides everything from plain data.
 
 An import guard refuses every module of the judge: in the child only the modules the grader lists
@@ -26,6 +27,7 @@ import os
 import resource
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,7 +35,6 @@ from typing import Any
 from lab.grader import codec, confine, gpu_timing, limits, protocol, signal_guard
 from lab.grader.api import case_from_wire, ctx_from_wire, warm_drive
 from lab.grader.root import RootSpec
-from lab.grader.timing import synchronize
 
 REFERENCE_PACKAGE = "lab.reference"
 LAB_DIR = Path(__file__).resolve().parents[1]
@@ -165,10 +166,12 @@ def _where(exc: BaseException, learner_file: str | None) -> str:
 
 def _out_of_memory(exc: BaseException) -> bool:
     """Python's MemoryError, or an allocator's refusal that torch raises as a RuntimeError
-    (`DefaultCPUAllocator: can't allocate memory`, CUDA's OutOfMemoryError): one message."""
+    (`DefaultCPUAllocator: can't allocate memory`, CUDA's OutOfMemoryError, a mapping the data
+    limit refuses: `Cannot allocate memory (12)`, ENOMEM): one message."""
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return True
-    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+    return isinstance(exc, RuntimeError) and any(
+        marker in str(exc) for marker in ("can't allocate memory", "Cannot allocate memory"))
 
 
 def _no_cuda(exc: BaseException) -> bool:
@@ -270,43 +273,60 @@ class Child:
         return {"ok": True}
 
     def calls(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """`run` (the graded call: the case once, with the context's seed) and `batch` (the
-        grader's stopwatch: once per seed) are one code path, so the learner's code sees the
-        same callers and frames whether it is checked or timed."""
-        case, ctx = case_from_wire(msg["case"]), msg["ctx"]
-        seeds = msg["seeds"] if msg.get("op") == "batch" else [ctx["seed"]]
-        values = []
-        for seed in seeds:
-            values.append(self.drive.run(self.solution, case, ctx_from_wire({**ctx,
-                                                                              "seed": seed})))
-        synchronize(str(ctx["device"]))
-        if msg.get("op") == "batch":
-            return {"ok": True, "values": values}
-        return {"ok": True, "value": values[0]}
-
-    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Time the case on the device's own clock (`lab.grader.gpu_timing`: warm-up, L2
-        flush, CUDA events, the stop rule); every timed call's output comes back."""
-        case, ctx = case_from_wire(msg["case"]), msg["ctx"]
-        device = str(ctx["device"])
-        nbytes = int(msg["flush_bytes"])
-        if self.flush is None or self.flush.nbytes != nbytes:
-            self.flush = gpu_timing.L2Flush(device, nbytes)
-        clock = gpu_timing.CudaClock() if device == "cuda" else gpu_timing.CpuClock()
+        """`run` (the graded call: its one seed), `batch` (the grader's stopwatch: once per
+        seed) and `timed` (the device's clock: warm-up, L2 flush, the stop rule) are one code
+        path: every call of the learner's code is made by `gpu_timing.timed_calls`, from the
+        same line, through `call` below, with the same context (its seed is always 0 on the
+        wire: `Children.message`). The learner's code sees the same callers and frames whether
+        it is checked or timed, on the CPU and on CUDA."""
+        case, ctx = case_from_wire(msg["case"]), dict(msg["ctx"])
+        seeds = [int(s) for s in msg["seeds"]]
+        clock, flush, warmup, rule = self._stopwatch(msg, str(ctx["device"]), len(seeds))
 
         def call(seed: int) -> Any:
             return self.drive.run(self.solution, case, ctx_from_wire({**ctx, "seed": seed}))
 
-        return gpu_timing.timed_calls(call, [int(s) for s in msg["seeds"]], int(msg["warmup"]),
-                                      clock, self.flush,
-                                      gpu_timing.StopRule.from_wire(msg["rule"])).to_reply()
+        timed = gpu_timing.timed_calls(call, seeds, warmup, clock, flush, rule)
+        if msg.get("op") == "timed":
+            return timed.to_reply()
+        if msg.get("op") == "batch":
+            return {"ok": True, "values": timed.values}
+        return {"ok": True, "value": timed.values[0]}
+
+    def _stopwatch(self, msg: dict[str, Any], device: str, calls: int) -> tuple[
+            gpu_timing.Clock, Callable[[], None], int, gpu_timing.StopRule]:
+        """The clock (the device's, for every op), the flush, warm-up calls and stop rule of a
+        request: a `timed` one's from the grader; none and every seed for `run` and `batch`."""
+        clock = gpu_timing.CudaClock() if device == "cuda" else gpu_timing.CpuClock()
+        if msg.get("op") != "timed":
+            return clock, _no_flush, 0, gpu_timing.StopRule.every(calls)
+        nbytes = int(msg["flush_bytes"])
+        if self.flush is None or self.flush.nbytes != nbytes:
+            self.flush = gpu_timing.L2Flush(device, nbytes)
+        return clock, self.flush, int(msg["warmup"]), gpu_timing.StopRule.from_wire(msg["rule"])
+
+    def expected(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The grading's expected value of one case (its `expected`, else the reference's
+        `drive.run`), in the grader's own child: where the learner's own checkpoints are
+        loaded, under the sandbox's limits, instead of in the grader's process, which no limit
+        covers. Only a trusted child (the reference loaded, no import guard) computes one."""
+        if self.guard is not None or self.solution_file is not None:
+            return {"ok": False, "kind": "protocol",
+                    "message": "expected values are computed only in the grader's own child"}
+        grading = importlib.import_module(str(msg["grading"]))
+        case, ctx = case_from_wire(msg["case"]), ctx_from_wire(msg["ctx"])
+        custom = getattr(grading, "expected", None)
+        value = custom(case, ctx) if callable(custom) else self.drive.run(self.solution, case,
+                                                                           ctx)
+        return {"ok": True, "value": value}
 
     def handle(self, msg: dict[str, Any]) -> bytes:
         """Answer one request; returns the encoded frame (a value that cannot be sent becomes
         an error reply that says why)."""
         op = msg.get("op")
         handler = {"warm": self.warm, "load": self.load, "run": self.calls,
-                   "batch": self.calls, "timed": self.timed}.get(str(op))
+                   "batch": self.calls, "timed": self.calls,
+                   "expected": self.expected}.get(str(op))
         if handler is None:
             reply: dict[str, Any] = {"ok": False, "kind": "protocol",
                                      "message": f"unknown op {op!r}"}
@@ -334,6 +354,11 @@ class Child:
                 "ok": False, "kind": "unsendable", "traceback": "",
                 "message": f"your result cannot be sent back to the grader "
                            f"({type(exc).__name__}: {exc}); {codec.PLAIN_HELP}"})
+
+
+def _no_flush() -> None:
+    """The stopwatch's and the graded call's stand-in for the L2 flush (timed on the grader's
+    clock, not the device's: nothing to flush)."""
 
 
 def _explain(reply: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,9 @@ REFERENCE_PACKAGE = "lab.reference"  # grading.REFERENCE is lab.reference.<exerc
 # exercises whose drive connects processes over TCP (torch.distributed's ranks, on loopback):
 # where Landlock confines the grading, TCP stays open for them (namespaces give a private `lo`)
 NETWORK_EXERCISES = frozenset({"tensor-parallel"})
+# the modules outside `lab` that grading modules import (the wording of their messages): the
+# models child (`models_sandbox`), which imports a grading module, is shown these files too
+GRADING_IMPORTS = ("questions.wording",)
 
 
 def sandbox_options(exercise: Exercise, device: str, memory_mb: int,
@@ -58,6 +62,22 @@ def reference_sandbox(solution: Path, found: boundary.Boundary,
                       options: dict[str, Any]) -> Sandbox:
     """The grader's own child for timing the reference (trusted: nothing hidden from it)."""
     return Sandbox(solution=solution, load=found.load_message(trusted=True), **options)
+
+
+def models_sandbox(solution: Path, found: boundary.Boundary,
+                   options: dict[str, Any]) -> Sandbox:
+    """The grader's own child for expected values computed with the learner's own checkpoints
+    (`lab.grader.sandbox.Child.expected`): trusted like the reference's, and also shown the
+    modules outside `lab` that grading modules import (GRADING_IMPORTS)."""
+    also = [*options.get("read_also", ())]
+    for name in GRADING_IMPORTS:
+        parts = name.split(".")
+        for n in range(1, len(parts) + 1):  # the module and its parent packages
+            spec = importlib.util.find_spec(".".join(parts[:n]))
+            if spec is not None and spec.origin and spec.has_location:
+                also.append(str(Path(spec.origin).resolve()))
+    return Sandbox(solution=solution, load=found.load_message(trusted=True),
+                   **{**options, "read_also": tuple(also)})
 
 
 def child_key(exercise: Exercise, solution: Path, device: str, reference: str,

@@ -7,7 +7,6 @@ covered end to end by test_grading.py for the reference, the stub and a few brok
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -45,14 +44,13 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
 
     gate = get("batch-engine").level(level).gate
     torch.set_num_threads(1)
-    reference = importlib.import_module(grading.REFERENCE)
     solution = load_solution(path)
     ctx = RunContext(device="cpu", seed=seed)
     failures = []
     for case in grading.cases(level, seed):
         if case.params["model"] == "target" and not target:
             continue
-        expected = drive.run(reference, case, ctx)
+        expected = grading.expected(case, ctx)
         try:
             got = drive.run(solution, case, ctx)
         except Exception as exc:  # the learner's exception is a failed case too
@@ -75,6 +73,6 @@ def grade_case(path: Path, level: int, case_id: str, seed: int = 1234) -> str:
     torch.set_num_threads(1)
     case = next(c for c in grading.cases(level, seed) if c.id == case_id)
     ctx = RunContext(device="cpu", seed=seed)
-    expected = drive.run(importlib.import_module(grading.REFERENCE), case, ctx)
+    expected = grading.expected(case, ctx)
     verdict = grading.check(case, drive.run(load_solution(path), case, ctx), expected)
     return "" if verdict.passed else verdict.message

@@ -163,7 +163,47 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("wait_window_outlives_cancel", 4, "cancel-pending-wait", r"went at t=0\.050 s, expected "
                                                              r"t=0\.080 s .* leaves no deadline"),
     ("stop_seq_as_text", 1, "stop-any-element", r"was matched as text .* compare token ids"),
+    # boundaries and events in one step (issue 50): exactly on the comparison, one tick past it
+    ("wait_strict_greater", 1, "deadline-on-the-tick", r"dispatched at t=0\.376 s, 1 ms after its "
+                                                       r"max_wait \(125 ms\) ran out at "
+                                                       r"t=0\.375 s: one scheduler tick late"),
+    ("wait_strict_greater", 1, "max-wait-zero", r"dispatched at t=0\.011 s, 1 ms after .* one "
+                                                r"scheduler tick late"),
+    ("wait_strict_greater", 1, "arrival-at-wait-expiry", r"went at t=0\.376 s, expected "
+                                                         r"t=0\.375 s .* one scheduler tick late"),
+    ("resume_newest_first", 3, "preempt-two-in-one-step", r"model call 2 resumed preempted "
+                                                          r"request 3 while request 2, preempted "
+                                                          r"in the same step .* oldest first"),
+    ("cancel_leaves_tombstone", 4, "cancel-behind-the-head", r"went at t=0\.020 s, expected "
+                                                             r"t=0\.050 s .* request \[1\] was "
+                                                             r"cancelled while queued behind the "
+                                                             r"head: only 3 live requests"),
+    ("stop_seq_resets_on_mismatch", 1, "stop-sequence-after-a-repeat", r"should have stopped at "
+                                                                       r"the stop sequence \[\d+, "
+                                                                       r"\d+\], which follows "
+                                                                       r"another \d+"),
+    # messages that name the real cause (issue 50)
+    ("mask_from_pad_id", 1, "eos-id-zero", r"attention_mask is 0 on 1 real token \(id 0 at "
+                                           r"column 4.* not by token id"),
+    ("positions_restart_on_join", 2, "join-a-running-batch", r"position_ids restart at 0 \(\[0\]\) "
+                                                             r"for a row that continues its own "
+                                                             r"sequence"),
+    ("stale_kv_refill", 2, "refill-next-step", r"a new sequence \(positions from 0\) attends to "
+                                               r"\d+ cached columns of another request — stale KV"),
+    ("right_padding", 1, "padding-mask-positions", r"padding to the right of a real token"),
 ]
+
+
+@pytest.mark.parametrize(("broken", "level", "case_id", "avoid"), [
+    ("mask_from_pad_id", 1, "eos-id-zero", r"pad on the left"),
+    ("positions_restart_on_join", 2, "join-a-running-batch", r"stale KV"),
+])
+def test_a_message_does_not_name_the_wrong_cause(broken: str, level: int, case_id: str,
+                                                 avoid: str) -> None:
+    """A pad-id mask is not blamed on the padding side, restarted positions not on stale KV
+    (the message names the first malformed input; none of the others may say the wrong one)."""
+    message = grade_case(BROKEN / f"{broken}.py", level, case_id)
+    assert message and not re.search(avoid, message)
 
 
 @pytest.mark.parametrize(("broken", "level", "case_id", "match"), BOUNDARY_CASES,

@@ -97,7 +97,7 @@ def test_a_near_tie_is_judged_on_the_learners_own_target(
     import torch
 
     from lab.exercises.batch_engine import targets
-    from lab.exercises.batch_engine.grading import common
+    from lab.exercises.batch_engine.grading import common, truth
     from lab.exercises.batch_engine.runtime import load_target
 
     model = load_target("cpu", "float32", str(own_target)).model
@@ -106,10 +106,12 @@ def test_a_near_tie_is_judged_on_the_learners_own_target(
         top = model(input_ids=torch.tensor([prompt])).logits[0, -1].float().topk(2)
     margin = float(top.values[0] - top.values[1])
     want, got = [int(top.indices[0])], [int(top.indices[1])]
+    solo = truth.solo_greedy(str(own_target), tuple(prompt), 1, (), ())
+    assert list(solo[0]) == want and solo[3][0] == got[0]
     monkeypatch.setattr(common, "NEAR_TIE", margin * 1.01)
-    assert "near-tie" in common._near_tie({"prompt": prompt}, want, got, str(own_target))
+    assert "near-tie" in common.near_tie(want, got, list(solo))
     monkeypatch.setattr(common, "NEAR_TIE", margin * 0.99)
-    assert common._near_tie({"prompt": prompt}, want, got, str(own_target)) == ""
+    assert common.near_tie(want, got, list(solo)) == ""
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +124,9 @@ def windowed_target(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _judge_target_case(target: Path) -> Any:
-    """The grader's path for one target case, in process: the reference's record as expected
-    (drive.run, as the runner computes it) and the reference again as the learner."""
+    """The grader's path for one target case, in process: the grading's expected value (the
+    reference's record and the solo truth, as the runner computes it) and the reference again
+    as the learner."""
     import importlib
 
     from lab.exercises.batch_engine import drive, grading
@@ -132,7 +135,7 @@ def _judge_target_case(target: Path) -> Any:
     case = next(c for c in grading.cases(1, 5) if c.id == "target-mixed-static")
     ctx = RunContext(model_paths={"target": str(target)})
     reference = importlib.import_module(grading.REFERENCE)
-    expected = drive.run(reference, case, ctx)
+    expected = grading.expected(case, ctx)
     return grading.check(case, drive.run(reference, case, ctx), expected)
 
 

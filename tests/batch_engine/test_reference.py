@@ -148,12 +148,17 @@ def test_latency_stats_from_timestamps() -> None:
 @pytest.mark.slow
 def test_near_tie_excuse_is_not_given_for_a_clear_divergence(target: Any) -> None:
     """The excuse needs a solo top-1/top-2 margin under 1e-4 and the learner's token = top-2."""
-    from lab.exercises.batch_engine.grading.common import _near_tie
+    from lab.exercises.batch_engine.grading.common import near_tie
+    from lab.exercises.batch_engine.grading.truth import solo_greedy
     from lab.exercises.batch_engine.targets import prompt_tokens
 
     ids, _, _ = prompt_tokens()
     prompt = ids[10:22]
     want = _solo_greedy(target.model, prompt, 4)
+    solo = list(solo_greedy(None, tuple(prompt), 4, (), ()))
+    assert list(solo[0]) == want
     wrong = [*want[:2], (want[2] + 1) % target.vocab_size, want[3]]
-    assert _near_tie({"prompt": prompt}, want, wrong) == ""
-    assert _near_tie({"prompt": prompt}, want, list(want)) == ""
+    assert near_tie(want, wrong, solo) == ""
+    assert near_tie(want, list(want), solo) == ""
+    runner_up = [*want[:2], solo[3][2], want[3]]  # the runner-up, but not at a near tie
+    assert solo[2][2] > 1e-4 and near_tie(want, runner_up, solo) == ""

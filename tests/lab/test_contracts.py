@@ -82,3 +82,56 @@ def test_every_fixed_case_covers_a_cell(exercise: str) -> None:
         fixed = ids_at_every_seed(exercise, level)[1]
         missing += [f"L{level}: {cid}" for cid in sorted(fixed - named)]
     assert not missing, "fixed cases with no cell in CONTRACT.md:\n" + "\n".join(missing)
+
+
+# Exercises whose CONTRACT.md lists every comparison, ordering and event-in-one-step (issue 50)
+# in a table outside the level sections, each row naming the fixed cases that sit on it.
+COMPARISON_TABLES = {"sampling", "spec-verify", "tensor-parallel", "batch-engine", "paged-kv",
+                     "meter", "fleet", "kv-bytes"}
+COMPARISONS = "## Comparisons, orderings and events in one step"
+
+
+def rows_outside_levels(exercise: str) -> list[tuple[str, list[str]]]:
+    """Every row of a table whose last column is `case`, in a section that is not a level's."""
+    text = (ROOT / EXERCISES[exercise] / "CONTRACT.md").read_text(encoding="utf-8")
+    out: list[tuple[str, list[str]]] = []
+    in_level, header = False, False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            in_level, header = bool(LEVEL.match(line)), False
+            continue
+        if in_level or not line.startswith("|"):
+            header = header and line.startswith("|")
+            continue
+        columns = [c.strip() for c in line.strip().strip("|").split("|")]
+        if set(line) <= set("|-: "):
+            continue
+        if columns[-1] == "case":
+            header = True
+            continue
+        if header:
+            out.append((line, CELL_CASES.findall(columns[-1])))
+    return out
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_rows_outside_the_levels_name_cases_that_exist(exercise: str) -> None:
+    """The comparisons table (and any other table with a `case` column outside the levels)
+    names only fixed or seeded cases the exercise really has, at some level."""
+    ids = set().union(*(ids_at_every_seed(exercise, lvl)[0] for lvl in cells(exercise)))
+    rows = rows_outside_levels(exercise)
+    problems = [f"{n!r} is not a case: {row}" for row, named in rows for n in named
+                if n not in ids]
+    problems += [f"no case named: {row}" for row, named in rows if not named]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("exercise", sorted(COMPARISON_TABLES))
+def test_the_comparisons_table_is_there_and_each_level_has_rows(exercise: str) -> None:
+    text = (ROOT / EXERCISES[exercise] / "CONTRACT.md").read_text(encoding="utf-8")
+    assert COMPARISONS in text
+    section = text.split(COMPARISONS, 1)[1].split("\n## ", 1)[0]
+    levels = {int(line.strip("|").split("|")[0]) for line in section.splitlines()
+              if line.startswith("|") and line.strip("|").split("|")[0].strip().isdigit()}
+    assert levels == set(cells(exercise)), levels
+

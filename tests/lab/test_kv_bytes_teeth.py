@@ -56,6 +56,8 @@ def test_stub_fails_both_levels_as_not_implemented(tmp_path: Path) -> None:
         ("memory_unchecked", 2, r"should raise ValueError here \(gpu_mem_bytes must be a "
                                 r"non-negative int, got -1\)"),
         ("no_half", 1, r"raised ValueError\('unknown dtype half'\) but the input is valid"),
+        ("fills_config_defaults", 1, r"kv_bytes_per_token changed its caller's input in place: "
+                                     r"config\. The inputs are read-only"),
     ],
 )
 @pytest.mark.slow
@@ -103,6 +105,9 @@ def test_check_messages_for_float_results() -> None:
 @pytest.mark.parametrize(("broken", "level", "case_id", "match"), [
     ("memory_unchecked", 2, "negative-reserve", r"reserve_bytes must be a non-negative int"),
     ("no_half", 1, "dtype-half", r"unknown dtype half'\) but the input is valid"),
+    ("fills_config_defaults", 1, "llama2-7b-mha-fp16", r"kv_bytes_per_token changed its caller's "
+                                                       r"input in place: config\. The inputs "
+                                                       r"are read-only"),
 ])
 def test_a_bound_or_alias_bug_fails_its_case(broken: str, level: int, case_id: str,
                                              match: str) -> None:

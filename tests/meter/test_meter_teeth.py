@@ -90,11 +90,19 @@ def test_unbounded_memory_is_stopped(broken: str) -> None:
 
 
 @pytest.mark.slow
+def test_a_ledger_pricing_every_event_in_decimal_passes_the_time_gate() -> None:
+    """The tests' correct ledger prices each event in Decimal as it comes: 3.7-4.7x the
+    reference in the grader (CPU 3.95-4.02x, 3 runs at load 5-8), which the old 4x gate passed
+    or failed by chance; the 8x gate passes it with 1.7x to spare."""
+    assert_passes("meter", BROKEN / "_correct.py", level=4, seed=1)
+
+
+@pytest.mark.slow
 def test_slow_stream_fails_the_time_gate() -> None:
-    # ~19x the reference: stopped once it has run 4x as long as the reference's pass beside
+    # 14-20x the reference: stopped once it has run 8x as long as the reference's pass beside
     # it (waited out, it took ~100 s on this machine)
     run = assert_fails("meter", BROKEN / "slow.py", 4, match=r"too slow for this level: "
-                       r"stopped after .* over 4× the reference's", kind="gate")
+                       r"stopped after .* over 8× the reference's", kind="gate")
     assert [f["case"] for f in run.failures] == ["million-events"]
 
 
@@ -164,6 +172,15 @@ def _in_process(broken: str, level: int, case_id: str, seed: int = 1) -> tuple[b
         ("untagged_cents", 3, "untagged-just-over", r"untagged_ok: expected False, got True — "
                                                     r"the check compares the exact dollars .* "
                                                     r"not amounts rounded to the cent"),
+        # the caller's inputs are read-only (issue 50), checked on every untimed call
+        ("marks_billed", 1, "request-cached-prefix", r"bill_request changed its caller's "
+                                                     r"input in place: event\. The inputs are "
+                                                     r"read-only"),
+        ("marks_billed", 1, "one-request", r"ledger changed its caller's input in place: "
+                                           r"events\[0\]\. The inputs are read-only"),
+        ("marks_billed", 4, "far-redelivery", r"ledger changed its caller's input in place: "
+                                              r"events\[0\], events\[1\], .* The inputs are "
+                                              r"read-only"),
     ],
 )
 def test_a_contract_gap_bug_fails_its_case_with_its_name(broken: str, level: int, case_id: str,

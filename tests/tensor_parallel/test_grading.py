@@ -61,8 +61,22 @@ BROKEN_CASES = [
      r"layer-0 cache holds all 4 KV heads: each rank caches only its own KV heads \[0, 1\]"),
     ("decode_extra_barrier", 3, "decode-w2-prompt0",
      r"decode step 1 called 24 collectives \(16 all-reduces, barrier\); expected 16"),
+    # issue 50: the boundary KV heads == W, inputs untouched, and messages naming the real cause
+    ("plan_kv_eq_world_replicated", 2, "head-plan-kv-eq-world",
+     r"head_plan\(8, 4, world_size=4, rank=0\): replicated=True, expected False — W = 4 "
+     r"divides 4 KV heads \(equal counts included"),
+    ("row_masks_input_in_place", 1, "row-full-input-w4",
+     r"rank 0: RowParallelLinear.forward changed its caller's input in place: x\. The inputs "
+     r"are read-only"),
+    ("decode_norms_swapped", 3, "decode-w2-prompt0",
+     r"rank 0's layer-0 cached values equal v_proj\(rms_norm\(x, post_attention_layernorm"
+     r"\.weight\)\): the two RMSNorm weights are swapped"),
+    ("decode_ctor_raises_on_rank1", 3, "decode-w2-prompt0",
+     r"rank 1 raised SafetensorError \(line \d+, in full\): File does not contain tensor "
+     r"lm_head\.weight — its own code raised, outside any collective; then rank 0 failed "
+     r"inside all_reduce"),
 ]
-PURE = {"head-plan"}  # cases that start no ranks
+PURE = {"head-plan", "head-plan-kv-eq-world"}  # cases that start no ranks
 
 
 @pytest.mark.parametrize(

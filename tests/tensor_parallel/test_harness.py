@@ -80,3 +80,27 @@ def test_a_fast_rank_waits_for_its_slow_peer_before_leaving() -> None:
     ranks = runtime.run_ranks(SOLUTION, 2, _slow_then_return, "cpu", deadline_s=8.0)
     assert [r.get("value") for r in ranks] == [0, 1]
     assert [r["log"] for r in ranks] == [[], []]  # the harness's barriers are not counted
+
+
+def _raised(rank: int, kind: str, failed_in: str | None, log: list[list[Any]]) -> dict[str, Any]:
+    return {"rank": rank, "pid": 100 + rank, "backend": "gloo", "log": log,
+            "failed_in": failed_in, "error": [kind, "boom", "line 3, in __init__"]}
+
+
+def test_the_rank_whose_own_code_raised_is_named_not_the_peer_it_left_waiting() -> None:
+    ranks = [_raised(0, "RuntimeError", "all_reduce", [["all_reduce", True, 8]]),
+             _raised(1, "KeyError", None, [])]
+    with pytest.raises(Fail, match=r"rank 1 raised KeyError \(line 3, in __init__\): boom — "
+                                   r"its own code raised, outside any collective; then rank 0 "
+                                   r"failed inside all_reduce"):
+        ranks_ok({"ranks": ranks}, 2)
+    died = {"rank": 0, "pid": 100, "log": None, "error": ["Died", "exited", ""]}
+    with pytest.raises(Fail, match=r"rank 1 raised KeyError .* then rank 0 died"):
+        ranks_ok({"ranks": [died, _raised(1, "KeyError", None, [])]}, 2)
+
+
+def test_ranks_that_all_failed_in_collectives_keep_the_collective_message() -> None:
+    ranks = [_raised(0, "RuntimeError", "all_reduce", [["all_reduce", True, 8]]),
+             _done(1, [])]
+    with pytest.raises(Fail, match=r"the ranks called different collectives"):
+        ranks_ok({"ranks": ranks}, 2)

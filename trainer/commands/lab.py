@@ -19,7 +19,7 @@ import click
 
 from questions.wording import plural
 from trainer.commands.lab_common import exercise as _exercise
-from trainer.commands.lab_common import opened
+from trainer.commands.lab_common import freeze_at_exit, opened
 from trainer.commands.lab_common import usage_error as _usage_error
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class _LabGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         import errno
 
+        freeze_at_exit()  # a lab command may load torch: its exit need not collect it
         try:
             return super().invoke(ctx)
         except OSError as exc:

@@ -3,6 +3,8 @@ and the usage error (exit status 2). Only click and the standard library at top 
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +14,21 @@ import click
 
 if TYPE_CHECKING:
     from trainer.core.lab import Lab
+
+
+_FREEZE_AT_EXIT: list[bool] = []
+
+
+def freeze_at_exit() -> None:
+    """Have the interpreter's exit skip collecting what is alive then (once per process).
+
+    After a grading, the collections run while the interpreter shuts down walk every object
+    torch and transformers made (~10^5): measured 1.2 s of CPU after the exit handlers with
+    the shipped pair loaded, 0.26 s with them frozen first (the OS frees the memory anyway).
+    Exit handlers registered earlier (temporary folders, logging) still run after this one."""
+    if not _FREEZE_AT_EXIT:
+        _FREEZE_AT_EXIT.append(True)
+        atexit.register(gc.freeze)
 
 
 def usage_error(message: str) -> NoReturn:

@@ -171,6 +171,14 @@ class _HeldSummary:
             self.sink(summary)
 
 
+def expected_cache_dir() -> Path:
+    """Where gradings keep the reference's answers of fixed cases (`lab.grader.expected_cache`):
+    in the data folder, which the learner's sandbox never writes."""
+    from trainer.core.store import data_dir
+
+    return data_dir() / "cache" / "expected"
+
+
 def grade_recorded(ex: Exercise, path: Path, options: GradeOptions,
                    recorder: Recorder) -> GradeResult:
     """Grade (the judge: `lab.grader.runner.grade`), then record the result through `recorder`
@@ -451,7 +459,7 @@ class Lab:
             result = grade_recorded(ex, path, GradeOptions(
                 levels=levels, device=device, seed=seed, emit=emit, models=models,
                 attempt_metrics=interview_metrics(session) if session else None,
-                prepared=prepared), recorder)
+                prepared=prepared, expected_cache=expected_cache_dir()), recorder)
         self._read = False  # the attempts table has a new row
         if session is not None and any(lvl.passed for lvl in result.levels
                                        if lvl.level == session.level):

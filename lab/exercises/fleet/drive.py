@@ -1,6 +1,7 @@
 """Child side of `fleet`: call the learner's planner on the case's scenario and demand, return
-what it gave as plain data (exact numbers as floats, ints and bools as they are). No figure or
-plan is judged here.
+what it gave as plain data (exact numbers as floats, ints and bools as they are), and `touched`:
+which of the caller's inputs (scenario, demand, plan) the call changed in place, against a
+private copy (`lab.exercises.untouched`). No figure or plan is judged here.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from fractions import Fraction
 from types import ModuleType
 from typing import Any
 
+from lab.exercises.untouched import changed, keep
 from lab.grader.api import Case, RunContext
 
-CHILD_MODULES: tuple[str, ...] = ()
+CHILD_MODULES: tuple[str, ...] = ("lab.exercises.untouched",)
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -38,11 +40,16 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     fn = getattr(solution, name, None)
     if not callable(fn):
         raise AttributeError(f"your module does not define a function {name}()")
-    args = [copy.deepcopy(params["scenario"]), copy.deepcopy(params["demand"])]
+    args = {"scenario": copy.deepcopy(params["scenario"]),
+            "demand": copy.deepcopy(params["demand"])}
     if name == "evaluate_plan":
-        args.append(copy.deepcopy(params["plan"]))
+        args["plan"] = copy.deepcopy(params["plan"])
+    kept = keep(args)
     try:
-        value = fn(*args)
+        out: dict[str, Any] = {"value": plain(fn(*args.values()))}
     except ValueError as exc:
-        return {"raised": "ValueError", "message": str(exc)}
-    return {"value": plain(value)}
+        out = {"raised": "ValueError", "message": str(exc)}
+    touched = changed(args, kept)
+    if touched:  # reported only when there is something to report
+        out["touched"] = touched
+    return out

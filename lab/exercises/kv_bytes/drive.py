@@ -1,7 +1,9 @@
 """kv-bytes, child side: call the learner's function on the case's arguments, report what it did.
 
-Returns {"value": <what it returned>} or {"raised": "ValueError", "message": ...}; the grader
-compares that with the reference's behaviour in its own process (grading.check).
+Returns {"value": <what it returned>} or {"raised": "ValueError", "message": ...}, with
+`touched`: which of the caller's arguments (the config dict, lists) the call changed in place,
+against a private copy (`lab.exercises.untouched`); the grader compares that with the
+reference's behaviour in its own process (grading.check).
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import copy
 from types import ModuleType
 
+from lab.exercises.untouched import changed, keep
 from lab.grader.api import Case, RunContext
 
-CHILD_MODULES: tuple[str, ...] = ()
+CHILD_MODULES: tuple[str, ...] = ("lab.exercises.untouched",)
 
 
 def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
@@ -19,8 +22,13 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> object:
     fn = getattr(solution, name, None)
     if not callable(fn):
         raise AttributeError(f"your module does not define a function {name}()")
+    args = copy.deepcopy(case.params["args"])
+    kept = keep(args)
     try:
-        value = fn(**copy.deepcopy(case.params["args"]))
+        out: dict[str, object] = {"value": fn(**args)}
     except ValueError as exc:
-        return {"raised": "ValueError", "message": str(exc)}
-    return {"value": value}
+        out = {"raised": "ValueError", "message": str(exc)}
+    touched = changed(args, kept)
+    if touched:  # reported only when there is something to report
+        out["touched"] = touched
+    return out

@@ -14,6 +14,13 @@ Three kinds of case (`case.params["kind"]`):
   child takes the parent's second-best token), finishes and is freed; every sequence's tokens,
   the top-1/top-2 logit margins, the copies and `num_free()` per step come back.
 
+The caller's inputs are read-only: every call of the learner's code is compared, after it,
+with a private copy of what it was handed (`lab.exercises.untouched`): the token lists of
+`allocate` / `can_allocate`, and every tensor of `paged_attention` and of `write_kv` but the two
+caches `write_kv` writes. What changed comes back as `touched` ([function, path] pairs, only
+when there is any). The timed gather case is not compared (the copy and the comparison would
+be timed with the gather); its untimed cases call the same function.
+
 No verdict is computed here: the grader (grading/) judges these results.
 """
 
@@ -24,9 +31,11 @@ from types import ModuleType
 from typing import Any
 
 from lab.exercises.paged_kv import runtime
+from lab.exercises.untouched import changed, keep
 from lab.grader.api import Case, RunContext
 
-CHILD_MODULES = ("lab.exercises.paged_kv.runtime",)
+CHILD_MODULES = ("lab.exercises.paged_kv.runtime", "lab.exercises.untouched")
+MAX_TOUCHED = 8
 
 Data = Any
 
@@ -63,6 +72,35 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Data:
     raise ValueError(f"unknown case kind {kind!r}")
 
 
+def _guarded(fn: Any, name: str, params: tuple[str, ...], reads: tuple[str, ...],
+             touched: list[list[str]]) -> Any:
+    """`fn`, with the arguments named in `reads` compared with a private copy after each call;
+    what changed is added to `touched` as [name, path]."""
+    def call(*args: Any) -> Any:
+        watched = {k: v for k, v in zip(params, args, strict=False) if k in reads}
+        kept = keep(watched)
+        out = fn(*args)
+        for path in changed(watched, kept):
+            if [name, path] not in touched and len(touched) < MAX_TOUCHED:
+                touched.append([name, path])
+        return out
+    return call
+
+
+_WRITE = ("k_cache", "v_cache", "blocks", "offsets", "k", "v")
+_ATTEND = ("q", "k_cache", "v_cache", "block_tables", "context_lens", "scale")
+
+
+def _with_touched(out: Any, touched: list[list[str]]) -> Any:
+    """The result, or (when the call changed its inputs) the inputs it changed: that fails the
+    case whatever the result."""
+    if not touched:
+        return out
+    if isinstance(out, dict):
+        return {**out, "touched": touched}
+    return {"touched": touched}
+
+
 def _manager(solution: ModuleType, p: dict[str, Any]) -> Any:
     cls = getattr(solution, "BlockManager", None)
     if cls is None:
@@ -83,8 +121,15 @@ def _trace(solution: ModuleType, p: dict[str, Any]) -> Data:
     raised: list[Data] = []
     free: list[Data] = []
     tables: list[Data] = []
-    for op in p["ops"]:
-        name, args = op[0], op[1:]
+    touched: list[list[str]] = []
+    handed: list[tuple[str, dict[str, Any], dict[str, Any]]] = []  # every token list, kept
+    for n, op in enumerate(p["ops"]):
+        name, args = op[0], list(op[1:])
+        tokens = ({f"token_ids (operation {n})": args[-1]}
+                  if name in ("allocate", "can_allocate") else {})
+        kept = keep(tokens)
+        if tokens:
+            handed.append((_METHODS[name], tokens, kept))
         try:
             results.append(_plain(getattr(bm, _METHODS[name])(*args)))
             raised.append(None)
@@ -93,6 +138,9 @@ def _trace(solution: ModuleType, p: dict[str, Any]) -> Data:
         except Exception as exc:  # the learner's exception is a result the grader judges
             results.append(None)
             raised.append([type(exc).__name__, str(exc)[:200]])
+        for path in changed(tokens, kept):
+            if len(touched) < MAX_TOUCHED:
+                touched.append([_METHODS[name], path])
         free.append(_plain(bm.num_free()))
         if full:
             row: list[Data] = []
@@ -104,15 +152,23 @@ def _trace(solution: ModuleType, p: dict[str, Any]) -> Data:
                 except Exception:
                     row.append(None)
             tables.append(row)
-    return {"results": results, "raised": raised, "free": free, "tables": tables}
+    for method, tokens, kept in handed:  # a list kept by the manager and changed later
+        for path in changed(tokens, kept):
+            if [method, path] not in touched and len(touched) < MAX_TOUCHED:
+                touched.append([method, f"{path}, after the call (the list was kept, not "
+                                        "copied, and changed by a later call)"])
+    return _with_touched({"results": results, "raised": raised, "free": free, "tables": tables},
+                         touched)
 
 
 def _gather(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
     inputs = runtime.gather_inputs(p, ctx.device)
-    out = solution.paged_attention(inputs["q"], inputs["k_cache"], inputs["v_cache"],
-                                   inputs["block_tables"], inputs["context_lens"],
-                                   inputs["scale"])
-    return _tensor(out, "paged_attention")
+    touched: list[list[str]] = []
+    attend = solution.paged_attention
+    if "call" not in p:  # untimed (a timed call's copy and comparison would be timed with it)
+        attend = _guarded(attend, "paged_attention", _ATTEND, _ATTEND, touched)
+    out = attend(*(inputs[k] for k in _ATTEND))
+    return _with_touched(_tensor(out, "paged_attention"), touched)
 
 
 def _write(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
@@ -127,9 +183,11 @@ def _write(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
     v = torch.randn((n, p["kv_heads"], p["head_dim"]), generator=g).to(ctx.device)
     blocks = torch.tensor([s[0] for s in p["slots"]], dtype=torch.long, device=ctx.device)
     offsets = torch.tensor([s[1] for s in p["slots"]], dtype=torch.long, device=ctx.device)
-    solution.write_kv(k_cache, v_cache, blocks, offsets, k, v)
-    return {"k_cache": k_cache.detach().cpu(), "v_cache": v_cache.detach().cpu(),
-            "k": k.cpu(), "v": v.cpu()}
+    touched: list[list[str]] = []
+    _guarded(solution.write_kv, "write_kv", _WRITE, _WRITE[2:], touched)(
+        k_cache, v_cache, blocks, offsets, k, v)
+    return _with_touched({"k_cache": k_cache.detach().cpu(), "v_cache": v_cache.detach().cpu(),
+                          "k": k.cpu(), "v": v.cpu()}, touched)
 
 
 def _tensor(out: Any, fn: str) -> Data:
@@ -145,6 +203,11 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
     bs = p["block_size"]
     dec = runtime.PagedDecoder(model, p["num_blocks"], bs)
     bm = _manager(solution, p)
+    touched: list[list[str]] = []
+    write_kv = _guarded(solution.write_kv, "write_kv", _WRITE, _WRITE[2:], touched)
+    attend = _guarded(solution.paged_attention, "paged_attention", _ATTEND, _ATTEND, touched)
+    allocate = _guarded(bm.allocate, "allocate", ("seq_id", "token_ids"), ("token_ids",),
+                        touched)
     pending = sorted(p["seqs"], key=lambda s: (s["start"], s["id"]))
     forks = sorted(p.get("forks", []), key=lambda f: (f["step"], f["child"]))
     live: dict[int, dict[str, Any]] = {}
@@ -157,10 +220,10 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
         while pending and pending[0]["start"] <= step:  # arrive: allocate, prefill, 1st token
             s = pending.pop(0)
             sid, prompt = s["id"], [int(t) for t in s["prompt"]]
-            bm.allocate(sid, prompt)
+            allocate(sid, prompt)
             table = [int(b) for b in bm.block_table(sid)]
             slots = [(table[pos // bs], pos % bs) for pos in range(len(prompt))]
-            logits = dec.prefill(prompt, slots, solution.write_kv)
+            logits = dec.prefill(prompt, slots, write_kv)
             live[sid] = {"plen": len(prompt), "out": [], "max_new": s["max_new"],
                          "second": None}
             _emit(live, sid, logits, margins)
@@ -186,14 +249,14 @@ def _decode(solution: ModuleType, p: dict[str, Any], ctx: RunContext) -> Data:
                 tokens.append(int(token))
                 positions.append(live[sid]["plen"] + len(live[sid]["out"]) - 1)
             tables = [[int(b) for b in bm.block_table(sid)] for sid in order]
-            logits = dec.step(tokens, positions, slots, tables, solution.write_kv,
-                              solution.paged_attention)
+            logits = dec.step(tokens, positions, slots, tables, write_kv, attend)
             for i, sid in enumerate(order):
                 _emit(live, sid, logits[i], margins)
                 _done(live, sid, outputs, bm)
         free.append(int(bm.num_free()))
         step += 1
-    return {"outputs": outputs, "margins": margins, "free": free, "copies": copies}
+    return _with_touched({"outputs": outputs, "margins": margins, "free": free,
+                          "copies": copies}, touched)
 
 
 def _emit(live: dict[int, dict[str, Any]], sid: int, logits: Any,

@@ -50,7 +50,9 @@ def run(solution: ModuleType, case: Case, ctx: RunContext) -> Any:
     if case.level == 3:
         return _level3(solution, p, ctx.device)
     if case.level == 4:
-        model = lm.shipped(ctx.device, (ctx.model_paths or {}).get("target"))
+        model: Any = lm.shipped(ctx.device, (ctx.model_paths or {}).get("target"))
+        if "probe" in p:  # a tie or a repeated token the raw model never produces
+            model = lm.Probe(model, **p["probe"])
         requests = [dict(r) for r in p["requests"]]
         kept = keep({"requests": requests})
         out = solution.generate(model, requests)

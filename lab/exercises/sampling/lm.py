@@ -28,7 +28,9 @@ class Model:
         self._model, self._tok, self.device = model, tokenizer, device
         self._lean = lean_for(model)
         self._cache: dict[tuple[int, ...], tuple[Any, Any]] = {}
-        self.vocab_size = int(model.config.vocab_size)
+        # a padded vocabulary (1,024 logits over a 1,000-token tokenizer) is cut to the ids the
+        # tokenizer has: a sampler must never draw an id that has no text
+        self.vocab_size = min(int(model.config.vocab_size), len(tokenizer))
         eos = tokenizer.eos_token_id
         self.eos_token_id: int = int(eos if eos is not None else model.config.eos_token_id)
 
@@ -45,7 +47,8 @@ class Model:
         return str(self._tok.decode([int(token)]))
 
     def next_logits(self, seqs: list[list[int]]) -> Any:
-        """[len(seqs), V] float32 raw logits of the token after each (non-empty) sequence."""
+        """[len(seqs), V] float32 raw logits of the token after each (non-empty) sequence
+        (V = `vocab_size`: the ids the tokenizer has, however many the model pads to)."""
         import torch
 
         if not seqs:
@@ -64,6 +67,7 @@ class Model:
             with torch.inference_mode():
                 ids = torch.tensor([list(seq)], dtype=torch.long, device=self.device)
                 out = self._model(input_ids=ids, use_cache=False).logits[0, -1].float()
+            out = out[: self.vocab_size]
             self._cache[seq] = (out, None)
             return out
         n = len(seq) - 1
@@ -74,8 +78,44 @@ class Model:
             ids = torch.tensor([[seq[i]]], dtype=torch.long, device=self.device)
             pos = torch.tensor([[i]], dtype=torch.long, device=self.device)
             logits, view = self._lean.step(ids, pos, view)
-            self._cache[seq[: i + 1]] = (logits[0].float(), view)
+            self._cache[seq[: i + 1]] = (logits[0, : self.vocab_size].float(), view)
         return self._cache[seq][0]
+
+
+class Probe:
+    """The shipped model's logits with one fixed, sequence-only edit, for cases the raw model
+    never produces (it never ties two logits and never repeats a token):
+
+    - `tie=i`: id i takes the runner-up's logit whenever the runner-up's id is higher than i and
+      neither of the top two is i - the alternatives then hold a real tie, listed lower id first;
+    - `repeat=[a, b, run]`: token a is forced (its logit raised 20 over the row's maximum) except
+      after a run of exactly `run` a's, where b is - output like "a a a b a a a b" for stop
+      strings that overlap themselves.
+
+    Still a function of the sequence alone, so the reference and the learner see the same rows.
+    """
+
+    def __init__(self, model: Model, tie: int | None = None,
+                 repeat: list[int] | None = None) -> None:
+        self._m, self.tie, self.repeat = model, tie, repeat
+        self.device, self.vocab_size = model.device, model.vocab_size
+        self.eos_token_id = model.eos_token_id
+        self.encode, self.decode, self.token_str = model.encode, model.decode, model.token_str
+
+    def next_logits(self, seqs: list[list[int]]) -> Any:
+        out = self._m.next_logits(seqs).clone()
+        for row, seq in zip(out, seqs, strict=True):
+            if self.tie is not None:
+                top = row.topk(2).indices.tolist()
+                if self.tie not in top and top[1] > self.tie:
+                    row[self.tie] = row[top[1]]
+            if self.repeat is not None:
+                a, b, run = self.repeat
+                n = 0
+                while n < len(seq) and seq[-1 - n] == a:
+                    n += 1
+                row[b if n == run else a] = row.max() + 20.0
+        return out
 
 
 @lru_cache(maxsize=2)

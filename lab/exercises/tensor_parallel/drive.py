@@ -13,6 +13,10 @@ payload bytes) with its pid. Kinds (`case.params["kind"]`):
 - "decode": TPDecoder on the shipped target: prefill, greedy steps, the collective-log length
   after each step (to split bytes per token), and the KV cache it holds.
 
+Every call's inputs (full weights, x, positions, the prompt's list) are compared after it with
+a private copy made before it (lab.exercises.untouched): `touched` lists [call, changed inputs].
+No case here is timed, so the comparison costs nothing a gate measures.
+
 No verdict is computed here: the grader (grading/) judges these results.
 """
 
@@ -24,7 +28,7 @@ from typing import Any
 from lab.exercises.tensor_parallel import runtime
 from lab.grader.api import Case, RunContext
 
-CHILD_MODULES = ("lab.exercises.tensor_parallel.runtime",)
+CHILD_MODULES = ("lab.exercises.tensor_parallel.runtime", "lab.exercises.untouched")
 
 Data = Any
 
@@ -77,6 +81,23 @@ def _tensor(value: Any, what: str) -> Any:
     return value.detach().float().cpu().contiguous()
 
 
+class _Watch:
+    """The caller's inputs of each call, checked untouched after it (a private copy each)."""
+
+    def __init__(self) -> None:
+        self.touched: list[list[Any]] = []
+
+    def call(self, what: str, fn: Any, args: dict[str, Any], *rest: Any, **kw: Any) -> Any:
+        from lab.exercises.untouched import changed, keep
+
+        kept = keep(args)
+        out = fn(*args.values(), *rest, **kw)
+        paths = changed(args, kept)
+        if paths:
+            self.touched.append([what, paths])
+        return out
+
+
 def _kept(layer: Any, name: str) -> Any:
     value = getattr(layer, name, "missing")
     if isinstance(value, str):
@@ -88,18 +109,20 @@ def _linear(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
             device: str) -> Data:
     inp = _to(runtime.linear_inputs(p), device)
     x = inp["x"]
+    watch = _Watch()
+    full = {"weight": inp["weight"], "bias": inp["bias"]}
     if p["layer"] == "column":
-        layer = _need(solution, "ColumnParallelLinear")(inp["weight"], inp["bias"], group,
-                                                        gather_output=p["flag"])
+        cls = "ColumnParallelLinear"
+        layer = watch.call(cls, _need(solution, cls), full, group, gather_output=p["flag"])
     else:
-        layer = _need(solution, "RowParallelLinear")(inp["weight"], inp["bias"], group,
-                                                     input_is_parallel=p["flag"])
+        cls = "RowParallelLinear"
+        layer = watch.call(cls, _need(solution, cls), full, group, input_is_parallel=p["flag"])
         if p["flag"]:  # the drive hands each rank its slice of the input
             n = p["in"] // world
             x = x[:, rank * n:(rank + 1) * n].contiguous()
-    out = layer.forward(x)
+    out = watch.call(f"{cls}.forward", layer.forward, {"x": x})
     return {"weight": _kept(layer, "weight"), "bias": _kept(layer, "bias"),
-            "out": _tensor(out, "forward(x)")}
+            "out": _tensor(out, "forward(x)"), "touched": watch.touched}
 
 
 def _refuse(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
@@ -119,17 +142,25 @@ def _refuse(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
 def _mlp(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
          device: str) -> Data:
     inp = _to(runtime.mlp_inputs(p), device)
-    mlp = _need(solution, "ParallelMLP")(inp["gate"], inp["up"], inp["down"], group)
-    return {"out": _tensor(mlp.forward(inp["x"]), "forward(x)")}
+    watch = _Watch()
+    mlp = watch.call("ParallelMLP", _need(solution, "ParallelMLP"),
+                     {"gate_weight": inp["gate"], "up_weight": inp["up"],
+                      "down_weight": inp["down"]}, group)
+    out = watch.call("ParallelMLP.forward", mlp.forward, {"x": inp["x"]})
+    return {"out": _tensor(out, "forward(x)"), "touched": watch.touched}
 
 
 def _attention(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
                device: str) -> Data:
     inp = _to(runtime.attention_inputs(p), device)
-    attn = _need(solution, "ParallelAttention")(inp["q"], inp["k"], inp["v"], inp["o"],
-                                                p["heads"], p["kv_heads"], group,
-                                                rope_theta=10000.0)
-    return {"out": _tensor(attn.forward(inp["x"], inp["positions"]), "forward(x, positions)")}
+    watch = _Watch()
+    attn = watch.call("ParallelAttention", _need(solution, "ParallelAttention"),
+                      {"q_weight": inp["q"], "k_weight": inp["k"], "v_weight": inp["v"],
+                       "o_weight": inp["o"]}, p["heads"], p["kv_heads"], group,
+                      rope_theta=10000.0)
+    out = watch.call("ParallelAttention.forward", attn.forward,
+                     {"x": inp["x"], "positions": inp["positions"]})
+    return {"out": _tensor(out, "forward(x, positions)"), "touched": watch.touched}
 
 
 def _plans(solution: ModuleType, p: dict[str, Any]) -> Data:
@@ -158,7 +189,9 @@ def _decode(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
     log = runtime.CURRENT["log"]
     dec = _need(solution, "TPDecoder")(p["checkpoint"], group)
     marks = [len(log.calls)]
-    token = int(dec.prefill([int(t) for t in p["prompt"]]))
+    watch = _Watch()
+    token = int(watch.call("TPDecoder.prefill", dec.prefill,
+                           {"tokens": [int(t) for t in p["prompt"]]}))
     tokens = [token]
     marks.append(len(log.calls))
     for _ in range(int(p["max_new"]) - 1):
@@ -168,5 +201,6 @@ def _decode(solution: Any, rank: int, world: int, group: Any, p: dict[str, Any],
     cache = list(dec.kv_cache())
     layers = sorted({0, len(cache) - 1}) if cache else []
     return {"tokens": tokens, "marks": marks, "cache_layers": len(cache),
+            "touched": watch.touched,
             "kv": {str(i): [_tensor(cache[i][0], f"kv_cache()[{i}][0]"),
                             _tensor(cache[i][1], f"kv_cache()[{i}][1]")] for i in layers}}

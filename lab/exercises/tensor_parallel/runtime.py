@@ -109,6 +109,7 @@ class CollectiveLog:
         from torch.distributed import distributed_c10d as c10d
 
         self.calls: list[list[Any]] = []
+        self.failed_in: str | None = None  # the collective an exception came out of, if any
         self.group = group
         self.on_call = on_call
         originals = {name: getattr(c10d, name) for name in COUNTED if hasattr(c10d, name)}
@@ -131,7 +132,11 @@ class CollectiveLog:
                                _payload(name, args, kwargs)])
             if self.on_call is not None:
                 self.on_call()
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except BaseException:
+                self.failed_in = SAME_AS.get(name, name)
+                raise
 
         counted.__name__ = name
         return counted
@@ -299,6 +304,9 @@ def rank_main(solution: Any, rank: int, world_size: int, fn: RankFn, device: str
             out["error"] = ["NotImplementedError", str(exc), _where(exc, solution)]
         except Exception as exc:  # the learner's exception is a result the grader judges
             out["error"] = [type(exc).__name__, str(exc)[:400], _where(exc, solution)]
+            # raised inside a collective (a peer stopped, gloo timed out) or by the rank's own
+            # code: the grader names the rank whose own code raised, not the peer it left waiting
+            out["failed_in"] = log.failed_in
         out["log"] = log.calls
         mark(RETURNED)
         with contextlib.suppress(Exception):  # a peer stuck in the learner's code: go anyway

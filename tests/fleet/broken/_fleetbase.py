@@ -14,10 +14,13 @@ def make(cap_ignored=False, tie_least_api=False, start_at_one=False,
          no_api_for_remainder=False, float_math=False, api_share_dollars=False,
          blended_margin_ratio=False, rented_first=False, prorated_rent=False,
          max_rented_falsy=False, year_no_blended=False, no_rented_check=False,
-         owned_below_need=False, hours_720=False):
+         owned_below_need=False, hours_720=False, parses_in_place=False,
+         displayed_shares=False):
     num = float if float_math else F
 
     def setup(sc):
+        if parses_in_place:  # the scenario's numbers parsed into the caller's dict
+            sc["card_month_cost"] = num(sc["card_month_cost"])
         per = num(sc["tokens_per_second"]) * 3600 * (720 if hours_720 else 730)
         rent = num(sc["card_month_cost"]) * (1 if no_premium else num(sc["rent_premium"]))
         return per, num(sc["card_month_cost"]), rent, num(sc["api_price_per_m"])
@@ -68,7 +71,9 @@ def make(cap_ignored=False, tie_least_api=False, start_at_one=False,
             "owned_cost": owned * own_cost, "rented_cost": rented_cost,
             "api_cost": atok * api / 1_000_000, "total_cost": total, "blended_per_m": blended,
             "cost_vs_api": blended / api,
-            "checks": {k: {"passed": (m > 0 if strict_limit else m >= 0), "margin": m}
+            "checks": {k: {"passed": (m > 0 if strict_limit else
+                                      round(m, 6) >= 0 if displayed_shares and k != "idle"
+                                      else m >= 0), "margin": m}
                        for k, m in margins.items()},
         }
 

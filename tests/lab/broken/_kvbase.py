@@ -14,7 +14,7 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
          fp8_two_bytes=False, accept_unknown_dtype=False, kv_key_required=False,
          no_blocks=False, no_reserve=False, weights_not_split=False, kv_zero_falsy=False,
          head_dim_zero_falsy=False, hidden_checked_first=False, replicas_unchecked=False,
-         weights_floor=False, memory_unchecked=False, no_half=False):
+         weights_floor=False, memory_unchecked=False, no_half=False, fills_defaults=False):
     def kv_bytes_per_token(config, dtype, tensor_parallel=1):
         if no_half and dtype == "half":
             raise ValueError(f"unknown dtype {dtype}")
@@ -30,6 +30,8 @@ def make(no_kv_pair=False, query_heads=False, ignore_head_dim=False, fractional=
         heads = config["num_attention_heads"]
         if type(layers) is not int or layers < 1 or type(heads) is not int or heads < 1:
             raise ValueError("layers and heads must be positive ints")
+        if fills_defaults:  # MHA default written into the caller's config
+            config.setdefault("num_key_value_heads", heads)
         kv = config["num_key_value_heads"] if kv_key_required else config.get("num_key_value_heads")
         if kv_zero_falsy:  # `or`: a count of 0 reads as "not set"
             kv = kv or heads

@@ -18,7 +18,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
          sum_rounded_lines=False, blended_rounded_total=False, window_short=False,
          transfer_before_dedup=False, retry_first_month=False, discount_at_fraction=False,
          reader_raw_tag=False, retry_by_arrival=False, dup_key_tenant=False,
-         window_1000=False, untagged_cents=False):
+         window_1000=False, untagged_cents=False, marks_billed=False):
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
 
     def q(x, step="0.01"):
@@ -59,6 +59,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
     def bill_request(event, prices):
         tiers, frac = rates(prices)
         f, c, o, d = cost(event, tiers, frac)
+        if marks_billed:  # "processed" flag on the caller's event
+            event["billed"] = True
         return {"fresh_input": f, "cached_input": c, "output": o, "cached_discount": d,
                 "total": f + c + o}
 
@@ -120,6 +122,8 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                 if not unbounded_seen:
                     window.append((i, key))
             f, c, o, d = cost(e, tiers, frac)
+            if marks_billed:
+                e["billed"] = True
             m = month_entry(month_of(e))
             t = m["tiers"].setdefault(e["tier"], [zero] * 4)
             for j, x in enumerate((f, c, o, d)):

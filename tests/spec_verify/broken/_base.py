@@ -130,7 +130,7 @@ def generate(target: Any, draft: Any, prompt_ids: list[int], max_new_tokens: int
             rows = torch.cat([target.forward([seq[-1]]), target.forward(drafts)])
         else:
             rows = target.forward([seq[-1], *drafts])
-        if temperature > 0:
+        if temperature > 0 and not (bug.get("k0_greedy") and k == 0):
             p = torch.softmax(rows / temperature, -1).cpu()
             q = torch.stack(qs) if qs else torch.zeros(0, p.shape[-1])
             emitted = sample_block(drafts, q, p, generator)

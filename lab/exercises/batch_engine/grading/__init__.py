@@ -22,10 +22,11 @@ Three kinds of case, all replayed by `harness.replay` on an injected clock:
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from lab.exercises.batch_engine.grading import checks, level1, level2, level3, level4
-from lab.grader.api import Case, Verdict
+from lab.exercises.batch_engine.grading import checks, level1, level2, level3, level4, truth
+from lab.grader.api import Case, RunContext, Verdict
 
 REFERENCE = "lab.reference.batch_engine"
 LEVELS = {1: level1, 2: level2, 3: level3, 4: level4}
@@ -33,6 +34,17 @@ LEVELS = {1: level1, 2: level2, 3: level3, 4: level4}
 
 def cases(level: int, seed: int) -> list[Case]:
     return LEVELS[level].cases(seed) if level in LEVELS else []
+
+
+def expected(case: Case, ctx: RunContext) -> Any:
+    """The reference engine's run of the case and, for a target case, each request's solo
+    greedy decoding by the model's own forward (`truth`), which the outputs are judged by."""
+    from lab.exercises.batch_engine import drive
+
+    run: dict[str, Any] = drive.run(importlib.import_module(REFERENCE), case, ctx)
+    if case.params["model"] == "target":
+        run["truth"] = truth.solo_truths(run)
+    return run
 
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:

@@ -73,7 +73,7 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
         streams = check_stream(reqs, g, p)
         outputs = expected_outputs(case, reqs, expected)
         level4.check_cancels(reqs, g, streams)
-        check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("target"))
+        check_outputs(case, reqs, g, streams, outputs, notes, metrics, expected.get("truth"))
         if p["model"] == "probe" and not p.get("same_markers"):
             _check_policy(p, reqs, g)  # (identical requests: the record cannot tell them apart)
         if "load" in p["checks"]:
@@ -109,6 +109,28 @@ def _check_no_stall(calls: list[Any], index: dict[int, int], finish_t: dict[int,
                        "one token at every step, in the same call as the newcomers' prefill")
 
 
+def _early_or_late(p: dict[str, Any], got: dict[str, Any], t0: float, at: float) -> str:
+    """Why a first batch went at t0 instead of `at`: a cancelled request that still counted
+    (as the head's deadline, or toward the size trigger), or a deadline missed by a tick."""
+    if t0 > at:
+        return (" — one scheduler tick late: a batch goes on the tick where the oldest has "
+                "waited exactly max_wait (`>=`, not `>`)" if "exact" in p["checks"] else "")
+    gone = [i for ct, i, ok, *_ in got.get("cancels", []) if ok is True and ct < t0]
+    if not gone:
+        return ""
+    submitted = got["submitted"]
+    live = [r for r in range(len(submitted)) if submitted[r] <= t0 + 1e-9 and r not in gone
+            and r not in got["rejected"]]
+    if live and min(submitted[r] for r in live) <= min(submitted[r] for r in gone) and \
+            len(live) < p["max_batch_size"]:
+        return (f" — {noun(len(gone), 'request')} {gone} was cancelled while queued "
+                f"behind the head: only {len(live)} live requests were queued, one short of "
+                f"max_batch_size {p['max_batch_size']}; a cancelled request leaves the queue "
+                "and no longer counts toward the size trigger")
+    return (" — a request cancelled while it waited leaves no deadline behind: the wait runs "
+            "from the oldest still-queued request's submit")
+
+
 def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, Any]) -> None:
     """The batching policy, from the probe's record: what every level obeys, then what the
     case's features add (static: run to completion; continuous: re-formed every step; a KV
@@ -139,14 +161,12 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                 raise Fail(f"the first batch should be requests {want} in arrival order, got "
                            f"{first} (FIFO: the oldest go first; the order of the rows inside "
                            "a call does not matter)")
-            if abs(t0 - float(at)) > EPS_S:
-                gone = [c for c in p.get("cancels", []) if c[0] < t0]
+            exact = "exact" in p["checks"]
+            if abs(t0 - float(at)) > (1e-9 if exact else EPS_S):
                 raise Fail(f"the first batch went at t={t0:.3f} s, expected t={float(at):.3f} "
                            f"s (max_batch_size {B}, max_wait {wait * 1e3:g} ms, "
                            "size or wait, whichever comes first)"
-                           + (" — a request cancelled while it waited leaves no deadline "
-                               "behind: the wait runs from the oldest still-queued request's "
-                               "submit" if gone and t0 < float(at) else ""))
+                           + _early_or_late(p, got, t0, float(at)))
         elif name == "lone":
             if not calls:
                 raise Fail(f"a lone request submitted at t={submitted[0]:.3f} s was never "
@@ -161,10 +181,15 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
                            f"at t={t0:.3f} s, before max_wait ({wait * 1e3:g} ms) had passed — "
                            "a partial batch waits for more requests until the oldest has "
                            "waited max_wait")
-            if t0 > due + EPS_S:
+            if t0 > due + (1e-9 if "exact" in p["checks"] else EPS_S):
                 raise Fail(f"a lone request submitted at t={submitted[0]:.3f} s was dispatched "
                            f"at t={t0:.3f} s, {(t0 - due) * 1e3:.0f} ms after its max_wait "
-                           f"({wait * 1e3:g} ms) ran out")
+                           f"({wait * 1e3:g} ms) ran out"
+                           + (f" at t={due:.3f} s: one scheduler tick late — the oldest request "
+                              "has waited max_wait on the tick where now - submit == max_wait "
+                              "(exactly max_wait counts as waited: `>=`, not `>`; this case's "
+                              "times are exact binary fractions, so the comparison decides)"
+                              if "exact" in p["checks"] else ""))
     check_fifo(reqs, got, rows_of)
     check_waiting(p, reqs, got, calls, rows_of, finish_t)
     if p["continuous"] and "reformed" in p["checks"]:

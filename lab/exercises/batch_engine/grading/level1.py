@@ -6,8 +6,10 @@ Boundaries, special values and feature pairs, and the case that covers each:
   (full-batch-goes-at-once), B + 1 (b-plus-one-fifo), 11 with B 4 (cap-never-exceeded);
 - max_wait: a lone request goes exactly at submit + max_wait, not before, not after (lone-...);
   arrivals inside the window share it (window-shares-a-batch); max_wait 0 (max-wait-zero:
-  `if self.max_wait_s` is false for 0); an arrival tied with the oldest's expiry joins its
-  batch (arrival-at-wait-expiry);
+  `if self.max_wait_s` is false for 0, and it goes at its arrival's step, not a tick later);
+  an arrival tied with the oldest's expiry joins its batch (arrival-at-wait-expiry); the
+  deadline exactly on its tick, not one 1 ms tick late (deadline-on-the-tick: `>=` vs `>`, on
+  exact binary-fraction times so the float comparison is exact);
 - prompt length 1 and max_tokens 0, 1 (padding-mask-positions, conventions-stop-and-length);
 - prompt + max_tokens exactly max_positions (accepted) and + 1 (rejected), with a long and a
   one-token prompt; token id vocab_size - 1 (accepted) and vocab_size (rejected)
@@ -24,6 +26,8 @@ Boundaries, special values and feature pairs, and the case that covers each:
   or finished at submit (ids-never-reused);
 - token ids per bound: -1 and vocab_size rejected wherever they sit in the prompt (not only
   first), 0 and vocab_size - 1 accepted (token-id-bounds);
+- a stop sequence whose first token repeats just before it in the output (x x y, stop [x, y]):
+  the second x restarts the match (stop-sequence-after-a-repeat);
 - collections: a stop id that is not the first of stop_token_ids, a stop sequence that is not
   the first of stop_sequences, a one-token stop sequence, and a stop sequence whose digits
   coincide with two generated tokens' (stop-any-element);
@@ -133,6 +137,17 @@ def _stop_any_element_requests() -> list[dict[str, Any]]:
     return reqs
 
 
+def _stop_after_repeat_requests() -> list[dict[str, Any]]:
+    """Request 0's output repeats a token (`x x y`, the probe's first such output among these
+    prompts): its stop sequence is `[x, y]`, matched only if the second `x` restarts the match.
+    Request 1 runs beside it with no stop."""
+    first = _req(11, 11, 12)
+    out = probe.solo(first["prompt"], 12)[0]
+    i = next(i for i in range(1, len(out) - 1) if out[i] == out[i - 1] != out[i + 1])
+    assert [out[i], out[i + 1]] not in [out[j:j + 2] for j in range(i)]
+    return [{**first, "stop_seqs": [[out[i], out[i + 1]]]}, _req(12, 4, 6)]
+
+
 def _identical_requests() -> list[dict[str, Any]]:
     """Request 1 is request 0 again (same prompt, same settings), submitted at the same time;
     request 3 is request 0 again, after everything finished."""
@@ -154,13 +169,18 @@ def _level1_fixed() -> list[Case]:
         _case("lone-request-waits-max-wait", 1, "one request at t=0.010: it goes at "
               "t = 0.010 + max_wait, not earlier, not later", [_req(0, 4, 2, t=0.010)],
               checks=("lone",)),
-        _case("max-wait-zero", 1, "max_wait 0: a lone request goes at the step it arrives "
-              "(0 is a duration, not 'no wait configured')", [_req(0, 3, 2, t=0.010)],
-              wait=0.0, checks=("lone",)),
+        _case("max-wait-zero", 1, "max_wait 0: a lone request goes at the step it arrives, "
+              "not a tick later (0 is a duration, not 'no wait configured')",
+              [_req(0, 3, 2, t=0.010)], wait=0.0, checks=("lone", "exact")),
+        _case("deadline-on-the-tick", 1, "a lone request at t=0.25 s with max_wait 125 ms (exact "
+              "binary fractions): it goes on the very tick its wait runs out, t=0.375 s, not one "
+              "1 ms tick later (`now - submit >= max_wait`)", [_req(0, 4, 2, t=0.25)],
+              wait=0.125, checks=("lone", "exact")),
         _case("arrival-at-wait-expiry", 1, "a request arrives exactly when the oldest has "
-              "waited max_wait (50 ms): both are queued at that step and share the batch",
-              [_req(0, 4, 3), _req(1, 3, 3, t=0.05)], B=4,
-              checks=("first_call_at:0.05:0,1",)),
+              "waited max_wait (125 ms, from t=0.25 s): both are queued at that step and share "
+              "the batch, which goes at t=0.375 s on the tick, not later",
+              [_req(0, 4, 3, t=0.25), _req(1, 3, 3, t=0.375)], B=4, wait=0.125,
+              checks=("first_call_at:0.375:0,1", "exact")),
         _case("window-shares-a-batch", 1, "arrivals at 0, 15 and 30 ms with max_wait 50 ms share "
               "one batch at 50 ms", [_req(k, 4, 2, t=0.015 * k) for k in range(3)], B=8,
               checks=("first_call_at:0.05:0,1,2",)),
@@ -207,6 +227,9 @@ def _level1_fixed() -> list[Case]:
                {**_req(2, 4, 3), "prompt": [MARK0 + 2, 0, 3, probe.VOCAB - 1]},
                {**_req(3, 3, 3), "prompt": [MARK0 + 3, 6, probe.VOCAB + 7]},
                _req(4, 3, 3)], checks=("rejects:0,1,3",), zero_id=probe.VOCAB),
+        _case("stop-sequence-after-a-repeat", 1, "the output repeats a token (x x y) and the "
+              "stop sequence is [x, y]: it stops at y (a matcher that resets on the mismatch "
+              "at the second x misses it)", _stop_after_repeat_requests()),
         _case("stop-any-element", 1, "the matching stop id is the third of stop_token_ids; the "
               "matching stop sequence the second of stop_sequences; a one-token stop sequence; "
               "a stop sequence whose digits joined equal two generated tokens' does not match",

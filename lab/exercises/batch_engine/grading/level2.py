@@ -90,11 +90,33 @@ def check_reformed(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str,
                        f"{noun(len(waiting_preempted), 'request')} {waiting_preempted} waited "
                        f"— a preempted request goes back to the "
                        "front of the queue")
+        _check_resume_order(n, got, [r for r in fresh if r in preempted], waiting_preempted,
+                            preempted)
         if waiting and len(rows) < B and budget is None:
             raise Fail(f"model call {n} at t={t0:.3f} s ran {len(rows)} of {B} rows while "
                        f"{noun(len(waiting), 'request')} {waiting[:5]} "
                        f"{noun(len(waiting), 'was', 'were')} queued — in continuous batching "
                        "a free slot is refilled at the next step")
+
+
+def _check_resume_order(n: int, got: dict[str, Any], resumed: list[int], waiting: list[int],
+                        preempted: dict[int, int]) -> None:
+    """Requests preempted (in one step or several) resume in arrival order: each went back to
+    the front of the queue, so the older one is ahead and nobody overtakes it."""
+    def arrival(r: int) -> tuple[float, int]:
+        return (got["submitted"][r], r)
+
+    for r in resumed:
+        older = sorted((w for w in waiting if arrival(w) < arrival(r)), key=arrival)
+        if older:
+            same = [w for w in older if preempted[w] == preempted[r]]
+            raise Fail(f"model call {n} resumed preempted request {r} while request {older[0]}, "
+                       "preempted "
+                       + (f"in the same step (call {preempted[r]})" if same else "too")
+                       + " and submitted before it, still waited — requests preempted together "
+                       "resume oldest first: each goes back to the front of the queue in "
+                       "arrival order (preempting the newest first, put each one in front of "
+                       "the one preempted before it)")
 
 
 def cases(seed: int) -> list[Case]:

@@ -10,6 +10,8 @@ Boundaries, special values and feature pairs, and the case that covers each:
 - preemption: forced by growth (budget-forces-preemption), while other requests wait: the
   preempted request goes back to the front and resumes before them (preempt-while-others-wait);
   a preempted request keeps the tokens it streamed (every preemption case: outputs equal solo);
+- two events in one step: two requests preempted in the same step resume oldest first, one at
+  a time as room comes back (preempt-two-in-one-step);
 - budget + chunked prefill or whole-prompt admission: the admission check allows either;
 - budget + load (load-poisson, budget 300) and + the real target (target-mixed-continuous).
 """
@@ -56,6 +58,12 @@ def _level3_fixed() -> list[Case]:
               "each and end holding exactly 12 + 12 = 24: the batch fits, so nobody is "
               "preempted", [_req(0, 8, 5), _req(1, 8, 5)], B=2, budget=24,
               checks=("reformed",)),
+        _case("preempt-two-in-one-step", 3, "KV budget 12: four requests fill it exactly "
+              "(8 + 2 + 1 + 1); at the next step the batch cannot grow, so the two newest "
+              "(3, then 2) are preempted in that one step; room comes back for one at a time: "
+              "request 2, which arrived first, resumes first, then 3",
+              [_req(0, 8, 3), _req(1, 2, 2), _req(2, 1, 6), _req(3, 1, 6)], B=4, budget=12,
+              checks=("reformed", "preempts")),
         _case("budget-too-small-rejected", 3, "a request that could never fit the budget alone is "
               "rejected by submit", [_req(0, 30, 20), _req(1, 4, 4)], B=2, budget=40,
               checks=("rejects:0",)),

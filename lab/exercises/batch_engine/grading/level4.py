@@ -13,7 +13,9 @@ Boundaries, special values and feature pairs, and the case that covers each:
   length, at submit (max_tokens 0) and by error (poison) (cancel-finished-any-reason);
 - cancel of a preempted request waiting to resume (cancel-preempted); cancel of the only
   queued request while its max_wait runs: the next arrival's wait starts at its own submit
-  (cancel-pending-wait: a timer whose owner went away);
+  (cancel-pending-wait: a timer whose owner went away); cancel of a queued request behind the
+  head while the queue is one short of max_batch_size, then an arrival: the cancelled one no
+  longer counts toward the size trigger (cancel-behind-the-head);
 - cancel + KV budget: the cancelled row's KV is free at once, so a request waiting for KV joins
   at the next step (cancel-frees-kv);
 - poison alone in a fresh batch (poison-fails-alone), joining a running batch
@@ -87,6 +89,12 @@ def _level4_fixed() -> list[Case]:
               "while its wait runs; a request arriving at 30 ms waits its own 50 ms (goes at "
               "80 ms), not what was left of the cancelled one's", [_req(0, 4, 3), _req(1, 3, 3,
               t=0.03)], B=4, cancels=[(0.02, 0)], checks=("first_call_at:0.08:1",)),
+        _case("cancel-behind-the-head", 4, "max_batch_size 4, max_wait 50 ms: requests 0, 1 "
+              "and 2 queue at t=0 (one short of the size trigger); request 1, not the head, is "
+              "cancelled at 10 ms and request 3 arrives at 20 ms: 3 live requests are queued, "
+              "so the batch [0, 2, 3] goes when request 0 has waited 50 ms, not at 20 ms",
+              [_req(0, 4, 3), _req(1, 3, 3), _req(2, 5, 3), _req(3, 3, 3, t=0.02)], B=4,
+              cancels=[(0.01, 1)], checks=("first_call_at:0.05:0,2,3",)),
         _case("cancel-frees-kv", 4, "KV budget 24: a request waits for KV while two run; "
               "cancelling one frees its KV at once, so the waiting request joins at the next step",
               [_req(0, 8, 17), _req(1, 8, 5), _req(2, 8, 3, t=0.001)], B=4, wait=0.0,

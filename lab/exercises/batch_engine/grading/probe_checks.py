@@ -12,17 +12,24 @@ from __future__ import annotations
 from typing import Any
 
 from lab.exercises.batch_engine.probe import FIRST_ID
+from questions.wording import plural
 
 MAX_VIOLATIONS = 20
 Row = tuple[int, int, int]  # (marker, new real tokens, KV tokens held after the call)
 Call = tuple[float, int, list[Row], int]  # (time, width, rows, step)
 
 
-def summarize(raw: list[dict[str, Any]], zero_ok: bool = False) -> tuple[list[Call], list[str]]:
+def summarize(raw: list[dict[str, Any]], zero_ok: bool = False,
+              markers: set[int] | None = None) -> tuple[list[Call], list[str]]:
     """The calls as (time, width, rows, step), and the malformed inputs found (first 20).
-    `zero_ok`: the case makes the probe emit id 0 as a real token, so a fed 0 is no padding."""
+    `zero_ok`: the case makes the probe emit id 0 as a real token, so a fed 0 is no padding.
+    `markers`: the requests' first prompt tokens; a row that restarts at position 0 is a new
+    request in a stale slot only if it feeds another request's marker (one no earlier call
+    started, or a recomputed request's prompt and tokens); otherwise the row continues its own
+    sequence with its positions restarted."""
     calls: list[Call] = []
     found: list[str] = []
+    started: set[int] = set()  # markers of the sequences earlier calls ran
 
     def flag(message: str) -> None:
         if len(found) < MAX_VIOLATIONS and message not in found:
@@ -40,8 +47,7 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False) -> tuple[list[Ca
         for r in range(b):
             m_past, m_new = mask[r][:past], mask[r][past:]
             if 1 in m_new and 0 in m_new[m_new.index(1):]:
-                flag(f"call {n}, row {r}: padding to the right of a real token (mask {m_new}) — "
-                     "pad on the left so every row's newest token is in the last column")
+                flag(_masked_after_real(n, r, m_new, ids[r]))
             attended = [j for j in range(past) if m_past[j]]
             seen = [cache_pos[r][j] for j in attended]
             if seen != list(range(len(seen))):
@@ -62,7 +68,21 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False) -> tuple[list[Ca
                 flag(f"call {n}, row {r}: attention_mask is 1 on a padding token (id {tok}) — "
                      "the mask must be 0 on padding, or the row attends to it as if it were text")
             want_pos = list(range(len(attended), len(attended) + len(real)))
-            if got_pos and got_pos[0] == 0 and attended:
+            # a row fed from position 0 over cached columns: a new (or recomputed) request's
+            # prompt in a slot whose old columns it still attends to (stale KV), or the row's
+            # own sequence with its positions restarted: a prompt starts with another request's
+            # marker, and a recomputed one feeds its prompt plus its tokens (more than one)
+            other = bool(real) and real[0] in (markers or ()) and real[0] != marker and (
+                len(real) > 1 or real[0] not in started)
+            if (got_pos and got_pos[0] == 0 and attended and markers is not None and not other
+                    and seen == list(range(len(seen)))):
+                flag(f"call {n}, row {r}: position_ids restart at 0 ({_short(got_pos)}) for a "
+                     f"row that continues its own sequence (it attends to its {len(attended)} "
+                     f"cached tokens, positions 0..{len(attended) - 1}, and feeds no new "
+                     f"request's prompt): expected {_short(want_pos)} — positions continue from "
+                     "each row's cached length (the full mask's cumsum - 1), also at a step "
+                     "where another request joins the batch")
+            elif got_pos and got_pos[0] == 0 and attended:
                 flag(f"call {n}, row {r}: a new sequence (positions from 0) attends to "
                      f"{len(attended)} cached columns of another request — stale KV: a refilled "
                      "slot must mask out its previous occupant's columns (or drop the row and "
@@ -72,8 +92,26 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False) -> tuple[list[Ca
                      f"{want_pos} — positions count each row's own real tokens "
                      "(attention_mask.cumsum(-1) - 1), not columns of the padded batch")
             rows.append((marker, len(real), len(attended) + len(real)))
+            started.add(marker)
         calls.append((float(c["t"]), t, rows, int(c["step"])))
     return calls, found
+
+
+def _masked_after_real(n: int, r: int, m_new: list[int], ids: list[int]) -> str:
+    """A 0 in the mask to the right of a 1. Right padding is real tokens first, then padding
+    (1…1 0…0); any other shape (a hole, or padding on both sides) is a mask that marks padding
+    by token id, which masks out a real token equal to the pad id."""
+    first = m_new.index(1)
+    hole = [j for j in range(first, len(m_new)) if not m_new[j]]
+    if first == 0 and all(not m_new[j] for j in range(hole[0], len(m_new))):
+        return (f"call {n}, row {r}: padding to the right of a real token (mask {m_new}) — "
+                "pad on the left so every row's newest token is in the last column")
+    shown = sorted({ids[j] for j in hole})
+    return (f"call {n}, row {r}: attention_mask is 0 on {plural(len(hole), 'real token')} "
+            f"(id {', '.join(map(str, shown))} at column {', '.join(map(str, hole[:4]))}, "
+            f"after the row's first real token; mask {m_new}) — the mask must mark padding by "
+            "each row's length, not by token id: `input_ids != pad_id` also masks a real token "
+            "equal to the pad id (0 is an ordinary id)")
 
 
 def _short(values: list[int], limit: int = 12) -> str:

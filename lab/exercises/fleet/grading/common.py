@@ -7,6 +7,7 @@ import math
 import random
 from typing import Any
 
+from lab.exercises import untouched
 from lab.grader.api import Case, Verdict
 
 CASE_TIMEOUT_S = 5.0
@@ -118,6 +119,8 @@ def raised_verdict(case: Case, got: Any, expected: Any) -> Verdict | None:
     fn = case.params["function"]
     if not isinstance(got, dict) or not isinstance(expected, dict):
         return Verdict(False, f"internal: unexpected observation {got!r}")
+    if got.get("touched"):
+        return Verdict(False, untouched.message(fn, list(got["touched"])))
     if "raised" in expected:
         if "raised" in got:
             return Verdict(True)

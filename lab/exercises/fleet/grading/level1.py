@@ -3,8 +3,9 @@
 Every figure is compared with the reference (relative 1e-9; checks' verdicts exactly), and a known
 wrong formula that reproduces the answer is named. Boundaries covered (ids in brackets): no owned
 cards (idle 0) [no-owned]; idle exactly 15% (passes) and one token short of it (fails)
-[idle-at-limit, idle-over-limit]; API share exactly 10% [api-at-limit]; blended exactly 75% of the
-API [blended-at-limit]; rented capacity left idle [rented-idle]; demand an exact multiple of a
+[idle-at-limit, idle-over-limit]; API share exactly 10% and one token over [api-at-limit,
+api-over-limit]; blended exactly 75% of the API and one cent per card over [blended-at-limit,
+blended-over-limit]; rented capacity left idle [rented-idle]; demand an exact multiple of a
 card-month and one token over [cards-exact, cards-one-over]; blended exactly at the limit where
 float arithmetic lands a hair over it (B200s at $8,278.20) [blended-at-limit-float]; demand 0 and
 a negative card count raise ValueError [zero-demand, negative-owned, negative-rented].
@@ -52,8 +53,13 @@ def _fixed() -> list[Case]:
         _eval("idle-over-limit", "one token less: idle just over 15%", at_limit - 1, 20, 0),
         _eval("api-at-limit", "9 owned cards, API exactly 10% of the tokens",
               9 * PER_CARD * 10 // 9, 9, 0),
+        _eval("api-over-limit", "one token more: the API carries a hair over 10% (fails)",
+              9 * PER_CARD * 10 // 9 + 1, 9, 0),
         _eval("blended-at-limit", "full owned cards at $3,942: blended exactly 75% of $0.20",
               12 * PER_CARD, 12, 0, {**H100_8B, "card_month_cost": "3942"}),
+        _eval("blended-over-limit", "one cent more per card ($3,942.01): blended a hair over "
+              "75% of $0.20 (fails)", 12 * PER_CARD, 12, 0,
+              {**H100_8B, "card_month_cost": "3942.01"}),
         _eval("rented-idle", "3 rented cards for 1.2 cards of overflow: rented idle is not "
               "owned idle", 10 * PER_CARD + PER_CARD * 6 // 5, 10, 3),
         _eval("cards-exact", "demand exactly 19 card-months", 19 * PER_CARD, 19, 0),

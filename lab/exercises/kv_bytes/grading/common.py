@@ -8,6 +8,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from lab.exercises import untouched
 from lab.grader.api import Case, Verdict
 
 GiB = 1 << 30
@@ -113,6 +114,8 @@ def check(case: Case, got: object, expected: object,
     fn = case.params["function"]
     if not isinstance(got, dict):
         return Verdict(False, f"internal: unexpected observation {got!r}")
+    if got.get("touched"):
+        return Verdict(False, untouched.message(fn, list(got["touched"])))
     if "raised" in expected:
         if "raised" in got:
             return Verdict(True)

@@ -13,6 +13,7 @@ import json
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
+from lab.exercises import untouched
 from lab.exercises.meter.grading.common import DIAGNOSE_MAX_EVENTS, LEVEL_BUGS, fields
 from lab.grader.api import Case, RunContext, Verdict
 
@@ -204,6 +205,8 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     fn = case.params["function"]
     if not isinstance(got, dict) or not isinstance(expected, dict):
         return Verdict(False, f"internal: unexpected observation {got!r}")
+    if got.get("touched"):
+        return Verdict(False, untouched.message(fn, list(got["touched"])))
     if "raised" in expected:
         if "raised" in got:
             return Verdict(True)

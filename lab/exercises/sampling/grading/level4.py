@@ -37,10 +37,11 @@ def _req(prompt: int, seed: int, max_tokens: int = 16, **extra: Any) -> dict[str
 
 
 def cases(seed: int) -> list[Case]:
-    def case(name: str, reqs: list[dict[str, Any]], desc: str) -> Case:
+    def case(name: str, reqs: list[dict[str, Any]], desc: str,
+             probe: dict[str, Any] | None = None) -> Case:
         size = sum(int(r["max_tokens"]) for r in reqs) + 1
-        return Case(f"L4-{name}", 4, {"requests": reqs}, size=size, timeout_s=120,
-                    description=desc)
+        params: dict[str, Any] = {"requests": reqs, **({"probe": probe} if probe else {})}
+        return Case(f"L4-{name}", 4, params, size=size, timeout_s=120, description=desc)
 
     out = [
         case("max-tokens-edges", [_req(0, 1, 0), _req(1, 2, 1, top_logprobs=2)],
@@ -73,6 +74,22 @@ def cases(seed: int) -> list[Case]:
                  min_p=0.05, top_logprobs=2)],
              "four requests, each its own parameters; a stop string hit on the first token and "
              "one never hit"),
+        case("ends-coincide", [_req(4, 5, 1, temperature=0.0),
+                               _req(0, 1, 2, temperature=0.0, stop=["\n"])],
+             "EOS, and a stop string, on the last token max_tokens allows: both finish 'stop' "
+             "(EOS, then stop strings, are checked before the length)"),
+        # the raw model never ties two logits nor repeats a token: a probe (lm.Probe) edits its
+        # rows as a function of the sequence alone, for the tie order and self-overlapping stops
+        case("logprobs-ties", [_req(0, 1, 8, temperature=0.0, top_logprobs=3),
+                               _req(3, 2, 8, temperature=0.9, top_logprobs=4)],
+             "real logits with id 2 tied to each step's runner-up: the alternatives list the "
+             "lower id first", probe={"tie": 2}),
+        case("stop-self-overlap", [_req(1, 1, 10, temperature=0.0, stop=["aab"])],
+             "output a a a b: the stop string 'aab' overlaps itself ('aa' + 'a' is still a "
+             "partial match); cut before it: 'a'", probe={"repeat": [66, 67, 3]}),
+        case("stop-twice-in-token", [_req(1, 1, 6, temperature=0.0, stop=["==="])],
+             "the first token '====' holds '===' twice, overlapping: cut before the first, ''",
+             probe={"repeat": [771, 771, 99]}),
     ]
     rng = random.Random(seed)
     for i in range(2):
@@ -124,15 +141,20 @@ def _one(o: Any, w: dict[str, Any], req: dict[str, Any]) -> str | None:
                 f"history (prompt + tokens so far), one draw from the request's own generator per "
                 f"sampled token (none when T = 0)")
     if o["finish_reason"] != w["finish_reason"]:
+        same_step = (" - the token that reached max_tokens also ended the request (EOS or a stop "
+                     "string): check EOS, then the stop strings, before the length"
+                     if w["finish_reason"] == "stop" and len(want_ids) == int(req["max_tokens"])
+                     else "")
         return (f"finish_reason {o['finish_reason']!r}, expected {w['finish_reason']!r} ('stop' "
-                f"for EOS or a stop string, 'length' at max_tokens)")
+                f"for EOS or a stop string, 'length' at max_tokens){same_step}")
     if o["text"] != w["text"]:
         stops = [s for s in req.get("stop", []) if s and s in str(o["text"])]
         extra = (f" - the text must end just before the earliest stop string (found {stops} in "
                  f"yours)" if stops else "")
         if not stops and req.get("stop") and len(str(o["text"])) > len(w["text"]):
             extra = (" - cut just before the EARLIEST occurrence of any stop string in the "
-                     "decoded output, whichever of them is listed first")
+                     "decoded output (its first occurrence, text.find, even where it occurs "
+                     "twice or overlaps itself), whichever of them is listed first")
         return f"text {o['text']!r} expected {w['text']!r}{extra}"
     return _logprobs(o["logprobs"], w["logprobs"], int(req.get("top_logprobs", 0)))
 
@@ -143,8 +165,20 @@ def _why_longer(w: dict[str, Any], req: dict[str, Any]) -> str:
         return f"max_tokens is {req['max_tokens']}"
     if last == 0 and not any(s and s in w["text"] for s in req.get("stop", [])):
         return "the last token was EOS (id 0 - a falsy id: `if eos_id and ...` skips it)"
-    return ("a stop string appeared in the text - check the decoded text after every token, "
-            "for every stop string")
+    why = ("a stop string appeared in the text - check the decoded text after every token, "
+           "for every stop string")
+    for stop in req.get("stop", []):
+        if _self_overlapping(str(stop)):
+            why += (f" ({stop!r} overlaps itself: in repeated output a partial match can restart "
+                    f"inside a failed one, which a matcher that starts over on a mismatch "
+                    f"misses - search the whole decoded text, e.g. text.find(stop))")
+            break
+    return why
+
+
+def _self_overlapping(stop: str) -> bool:
+    """Some proper prefix of `stop` ends with its own beginning ('aa' in 'aab', '==' in '===')."""
+    return any(stop[:i][:n] == stop[:i][-n:] for i in range(2, len(stop)) for n in range(1, i))
 
 
 def _close(a: Any, b: float) -> bool:

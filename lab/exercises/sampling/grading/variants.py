@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 NEG_INF = float("-inf")
+SMALL_TEMP = 0.01  # below it, `small_temp_greedy` goes greedy (vLLM's own epsilon is 1e-5)
 
 # bug key -> what the message says (the fix is in the sentence)
 BUGS: dict[str, str] = {
@@ -35,6 +36,8 @@ BUGS: dict[str, str] = {
     "topk_off_by_one": "top-k kept k + 1 ids (or k - 1): the k-th largest logit is "
     "topk(k).values[-1]",
     "topk_zero_keeps_none": "top_k = 0 means off (keep every id), as top_k >= V does",
+    "minp_le_threshold": "min-p's cut compared with <= : an id whose probability equals "
+    "min_p x the top probability exactly stays (transformers drops only p < min_p x p_max)",
     "minp_absolute": "min-p compared probabilities with min_p itself: the threshold is "
     "min_p x the top probability",
     "minp_before_topp": "min-p ran before top-p: the order is top-k, top-p, then min-p (each "
@@ -56,6 +59,9 @@ BUGS: dict[str, str] = {
     "greedy_keeps_ties": "T = 0 kept every id tied for the top: greedy keeps one id, the "
     "first (lowest) argmax",
     "temperature_multiplies": "temperature multiplied the logits: divide by T",
+    "small_temp_greedy": "a positive temperature was treated as greedy: only T = 0 is greedy; "
+    "any T > 0, however small (1e-3, 1e-6: no epsilon), divides the logits, as "
+    "TemperatureLogitsWarper does",
     "no_processing": "the row came back unprocessed",
 }
 
@@ -92,7 +98,7 @@ def process(row: torch.Tensor, params: dict[str, Any], prompt: list[int], output
         f_c = (c > 0).to(x.dtype) if bug == "freq_ignores_counts" else c
         p_c = c if bug == "pres_per_occurrence" else (c > 0).to(x.dtype)
         x = x - freq * f_c - pres * p_c
-    if temp == 0.0:
+    if temp == 0.0 or (bug == "small_temp_greedy" and temp < SMALL_TEMP):
         src = row.reshape(1, v) if bug == "greedy_raw_argmax" else x
         best = int(src[0].argmax())
         if bug == "greedy_keeps_ties":
@@ -151,7 +157,7 @@ def _min_p(x: torch.Tensor, mp: float, bug: str | None) -> torch.Tensor:
     probs = torch.softmax(x, dim=-1)
     thr = torch.tensor(mp, dtype=x.dtype) if bug == "minp_absolute" else (
         mp * probs.amax(dim=-1, keepdim=True))
-    drop = probs < thr
+    drop = probs <= thr if bug == "minp_le_threshold" else probs < thr
     drop.scatter_(-1, torch.topk(probs, 1, dim=-1).indices, False)
     return x.masked_fill(drop, NEG_INF)
 

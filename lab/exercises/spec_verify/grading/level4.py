@@ -30,7 +30,9 @@ Boundaries, special values and interactions, each with its case:
   sampled runs end exactly at EOS id 0 or the budget (L4-sampled-eos-budget); the law of the
   first tokens at T = 1 (k = 1), at T = 1 over three tokens with k = 2 (a block really drafts
   two, so each q row must belong to its drafted token), and at a strong temperature T = 0.35
-  on a flat-ish target with an unrelated draft (L4-sampled-law-untempered).
+  on a flat-ish target with an unrelated draft (L4-sampled-law-untempered); k = 0 sampled, every
+  token the bonus from the target's own law (L4-sampled-law-T1.0-k0: a loop that decodes
+  greedily, or from the draft, when there is nothing to verify fails there alone).
 
 Power of the law cases (n = L4_LAW_RUNS = 600 runs each, 1 000 for the untempered case; two
 tests per case, joint law and first token, each at FAMILY_ALPHA / (2 x cases); computed by
@@ -41,9 +43,10 @@ token's law moves by a total variation of 0.135, detected by the first-token tes
 probability > 0.9999 (the miss probability is ~3e-7; still > 0.9999 at 800 runs):
 
     case                         TV(untempered)  power(untempered)
-    L4-sampled-law-T1.0                   0.000             0.0002
-    L4-sampled-law-T1.0-3tok-k2           0.000             0.0002
+    L4-sampled-law-T1.0                   0.000             0.0001
+    L4-sampled-law-T1.0-3tok-k2           0.000             0.0001
     L4-sampled-law-untempered             0.135            >0.9999
+    L4-sampled-law-T1.0-k0                0.000             0.0001
 """
 
 from __future__ import annotations
@@ -81,6 +84,9 @@ LAW_CASES: list[tuple[str, float, int, int, int, dict[str, Any]]] = [
     ("T1.0", 1.0, 1, 2, L4_LAW_RUNS, {"law_pair": [3, 8, 32, 1, 0.3]}),
     ("T1.0-3tok-k2", 1.0, 2, 3, L4_LAW_RUNS, {"law_pair": [3, 8, 32, 1, 0.3]}),
     ("untempered", 0.35, 2, 2, 1_000, {"law_pair": [5, 8, 32, 1, 0.0, 9]}),
+    # k = 0 sampled: no draft at all, every token the bonus drawn from the target's own law (a
+    # loop that falls back to greedy, or to the draft, when k = 0 fails here alone)
+    ("T1.0-k0", 1.0, 0, 2, L4_LAW_RUNS, {"law_pair": [3, 8, 32, 1, 0.3]}),
 ]
 SHIPPED_K = [0, 1, 2, 4, 8]
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from lab.exercises.untouched import message
+
 RTOL, ATOL = 1e-4, 1e-4  # fp32: sums in another order differ by ~1e-6 here
 
 
@@ -39,6 +41,7 @@ def ranks_ok(got: Any, world: int) -> list[dict[str, Any]]:
                    f"calls (or calls in another order) waits forever"
                    + (f" ({calls})" if calls else ""))
     errors = [r for r in ranks if r.get("error")]
+    _own_raise_first(errors)
     logs = {r["rank"]: _calls(r["log"]) for r in ranks if r.get("log") is not None}
     if errors and len(set(logs.values())) > 1:
         seen = "; ".join(f"rank {k} called {v}" for k, v in sorted(logs.items()))
@@ -59,11 +62,36 @@ def ranks_ok(got: Any, world: int) -> list[dict[str, Any]]:
     if len(set(pids)) != world:
         raise Fail(f"the {world} ranks were not separate processes (pids {pids})")
     for r in ranks:
+        touched = r.get("value", {}).get("touched") if isinstance(r.get("value"), dict) else None
+        if touched:
+            what, paths = touched[0]
+            raise Fail(f"rank {r['rank']}: "
+                       + message(what, paths, "x = x[..., a:b].clone(), list(tokens)"))
+    for r in ranks:
         off = [c[0] for c in r["log"] if not c[1]]
         if off:
             raise Fail(f"rank {r['rank']} called {off[0]} on another process group (the "
                        f"default one?): pass group=group, the group your layer was handed")
     return ranks
+
+
+def _own_raise_first(errors: list[dict[str, Any]]) -> None:
+    """A rank whose own code raised (outside any collective: a constructor, a shape) is the
+    cause; peers that then failed inside a collective, or died, were left waiting on it."""
+    own = [r for r in errors if "failed_in" in r and r["failed_in"] is None
+           and r["error"][0] not in ("Hung", "Died", "NotImplementedError")]
+    waiting = [r for r in errors if r not in own]
+    if not own or not waiting:
+        return
+    first = own[0]
+    kind, msg, where = [*first["error"], "", ""][:3]
+    where = f" ({where})" if where else ""
+    peers = ", ".join(
+        f"rank {r['rank']} " + (f"failed inside {r['failed_in']}" if r.get("failed_in")
+                                else "died" if r["error"][0] == "Died" else "failed")
+        for r in waiting)
+    raise Fail(f"rank {first['rank']} raised {kind}{where}: {msg} — its own code raised, "
+               f"outside any collective; then {peers}, waiting on the rank that had stopped")
 
 
 def _calls(log: list[list[Any]] | None) -> str:

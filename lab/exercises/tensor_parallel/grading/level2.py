@@ -26,6 +26,10 @@ from lab.grader.api import Case
 
 PLAN_CALLS = [(8, 4, 2, 0), (8, 4, 2, 1), (8, 2, 4, 0), (8, 2, 4, 3), (6, 3, 2, 0),
               (6, 3, 2, 1), (8, 1, 4, 2), (8, 8, 4, 1), (8, 4, 1, 0), (6, 6, 4, 0)]
+# the split's comparison (W divides the KV heads) exactly on it - KV heads == W: one KV head per
+# rank, split, nothing replicated - and just past it (fewer KV heads than ranks: replicated)
+PLAN_KV_EQ_WORLD = [(8, 4, 4, r) for r in range(4)] + [(4, 2, 2, 0), (4, 2, 2, 1)]
+PLAN_KV_BELOW_WORLD = [(8, 4, 8, r) for r in (0, 1, 6, 7)] + [(6, 2, 3, r) for r in range(3)]
 
 
 def cases(seed: int) -> list[Case]:
@@ -48,10 +52,17 @@ def cases(seed: int) -> list[Case]:
     return [
         Case("head-plan", 2, {"kind": "plan", "calls": [list(c) for c in PLAN_CALLS]},
              size=0, description="head_plan: split, replicated, MQA, MHA, W = 1, refused"),
+        Case("head-plan-kv-eq-world", 2, {"kind": "plan",
+                                          "calls": [list(c) for c in PLAN_KV_EQ_WORLD]},
+             size=0, description="KV heads == W: one KV head per rank, split, not replicated"),
+        Case("head-plan-kv-below-world", 2, {"kind": "plan",
+                                             "calls": [list(c) for c in PLAN_KV_BELOW_WORLD]},
+             size=0, description="KV heads < W: each KV head on several ranks, replicated"),
         mlp("mlp-w1", 1, 8, 12, 1),
         mlp("mlp-w2", 2, 16, 24, 2),
         mlp("mlp-w4", 4, 8, 32, 3),
         attn("attn-split-w2", 2, 8, 4, 0, 4),
+        attn("attn-kv-eq-w2", 2, 8, 2, 1, 9),
         attn("attn-replicated-w4", 4, 8, 2, 3, 5),
         attn("attn-replicated-uneven-w2", 2, 6, 3, 2, 6),
         attn("attn-mqa-w4", 4, 8, 1, 1, 7),
@@ -160,6 +171,10 @@ def _check_plans(p: dict[str, Any], got: Any, want: list[Any]) -> None:
                    f"heads this rank's query heads read (query head h reads KV head "
                    f"h // {heads // kv})")
             raise Fail(f"{call}: KV heads {g['kv_heads']}, expected {w['kv_heads']} — {why}")
+        if g["replicated"] and not w["replicated"]:
+            raise Fail(f"{call}: replicated=True, expected False — W = {world} divides "
+                       f"{kv} KV heads (equal counts included: one KV head per rank), so each "
+                       f"KV head lives on exactly one rank")
         if g["replicated"] != w["replicated"]:
             raise Fail(f"{call}: replicated={g['replicated']}, expected {w['replicated']} — "
                        f"say so when KV heads are held by more than one rank")

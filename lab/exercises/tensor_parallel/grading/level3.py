@@ -15,7 +15,7 @@ import functools
 from typing import Any
 
 from lab.exercises.tensor_parallel import runtime
-from lab.exercises.tensor_parallel.grading.common import Fail, close, ranks_ok
+from lab.exercises.tensor_parallel.grading.common import ATOL, RTOL, Fail, close, ranks_ok
 from lab.exercises.tensor_parallel.grading.level2 import plan
 from lab.grader.api import Case, Verdict
 
@@ -111,7 +111,11 @@ def check(case: Case, got: Any, want: dict[str, Any], checkpoint: str | None) ->
     cfg = _weights(checkpoint or str(runtime.SHIPPED_TARGET))["cfg"]
     ranks = ranks_ok(got, world)
     for r in ranks:
-        _check_tokens(r, want)
+        try:
+            _check_tokens(r, want)
+        except Fail:
+            _first_values(r, p, checkpoint or str(runtime.SHIPPED_TARGET), world)
+            raise
     for r in ranks:
         _check_cache(r, want, cfg, world, p)
     return _traffic(ranks, cfg, world)
@@ -133,6 +137,48 @@ def _check_tokens(r: dict[str, Any], want: dict[str, Any]) -> None:
                    + (": the first token is right, so the prefill is; a step goes wrong — is it "
                       "at the next position (RoPE), over the whole cache?" if i > 0 else
                       ": the sharded prefill differs from the model's forward"))
+
+
+def _first_values(r: dict[str, Any], p: dict[str, Any], folder: str, world: int) -> None:
+    """Wrong tokens: name the cause when layer 0's cached values (RoPE never touches them) are
+    already wrong for the rank's own tokens - the first attention's input, not the positions -
+    and say so outright when they are what the MLP's RMSNorm weight would give."""
+    import torch
+    import torch.nn.functional as F
+
+    loaded = _weights(folder)
+    cfg, w = loaded["cfg"], loaded["w"]
+    kv = r["value"].get("kv", {}).get("0")
+    heads = plan(cfg["heads"], cfg["kv_heads"], world, r["rank"])
+    if not isinstance(kv, list) or len(kv) != 2 or heads is None:
+        return
+    got = kv[1]
+    ids = [*p["prompt"], *(int(t) for t in r["value"]["tokens"])][: len(p["prompt"])
+                                                                    + p["max_new"] - 1]
+    d, eps = cfg["head_dim"], cfg["eps"]
+    h = w["model.embed_tokens.weight"][torch.tensor(ids)]
+    rows = torch.cat([torch.arange(k * d, (k + 1) * d) for k in heads["kv_heads"]])
+    v_w = w["model.layers.0.self_attn.v_proj.weight"][rows]
+
+    def values(norm: str) -> Any:
+        x = runtime.rms_norm(h, w[f"model.layers.0.{norm}.weight"], eps)
+        return F.linear(x, v_w).view(len(ids), -1, d).transpose(0, 1)
+
+    def near(want: Any) -> bool:
+        return isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(want.shape) and bool(
+            torch.allclose(got, want, rtol=RTOL, atol=ATOL))
+
+    if near(values("input_layernorm")):
+        return
+    if near(values("post_attention_layernorm")):
+        raise Fail(f"rank {r['rank']}'s layer-0 cached values equal v_proj(rms_norm(x, "
+                   "post_attention_layernorm.weight)): the two RMSNorm weights are swapped - "
+                   "input_layernorm comes before attention, post_attention_layernorm before "
+                   "the MLP (values carry no RoPE, so the positions are not the cause)")
+    raise Fail(f"rank {r['rank']}'s layer-0 cached values already differ from v_proj(rms_norm("
+               "embedding, input_layernorm.weight)) of its own tokens: the first attention's "
+               "input is wrong (the embedding row, input_layernorm's weight or eps, or the v_proj "
+               "rows of its KV heads) - values carry no RoPE, so the positions are not the cause")
 
 
 def _check_cache(r: dict[str, Any], want: dict[str, Any], cfg: dict[str, Any], world: int,
