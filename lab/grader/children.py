@@ -1,6 +1,7 @@
-"""A grading run's children: the learner's sandbox and the reference's timing sandbox, how each
-starts (a load timeout retried once), is called and replaced; made as `lab.grader.spawn` says,
-adopted from a child prepared ahead when one fits."""
+"""A grading run's children: the learner's sandbox, the reference's timing sandbox and, with the
+learner's own checkpoints, the models child that computes expected values; how each starts (a
+load timeout retried once), is called and replaced; made as `lab.grader.spawn` says, adopted
+from a child prepared ahead when one fits."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ from lab.grader.spawn import (
 
 class Children:
     """A grading run's children, owned here: the learner's sandbox (adopted from a `Prepared`,
-    or started early while the grader imports the grading module) and the reference's timing
-    child; how each is started, called, replaced and closed. The run holds one
+    or started early while the grader imports the grading module), the reference's timing
+    child and the models child (`expected`); how each is started, called, replaced and closed.
+    The run holds one
     (`runner._Run.children`), and so does its measurer."""
 
     def __init__(self, plan: GradingPlan, solution: Path, options: GradeOptions, ctx: RunContext,
@@ -317,11 +319,12 @@ class Children:
                     future.result()
 
     # -- expected values from the learner's own checkpoints ---------------------------------
-    def expected(self, case: Case, grading: str) -> ChildReply:
-        """The expected value of `case` (grading module `grading`) computed in the models
-        child: the learner's own checkpoints are loaded only there, under the sandbox's memory
-        cap, never in this process. A child that could not start, or was stopped (memory, time),
-        gives that reply to every later case of the run without trying again."""
+    def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
+        """The expected value of `case` (grading module `grading`; `ctx`: the case's context,
+        its seed included) computed in the models child: the learner's own checkpoints are
+        loaded only there, under the sandbox's memory cap, never in this process. A child that
+        could not start, or was stopped (memory, time), gives that reply to every later case
+        of the run without trying again."""
         with self._models_lock:
             if self.models_failure is not None:
                 return self.models_failure
@@ -335,7 +338,7 @@ class Children:
                     self.models_failure = outcome
                     return outcome
             msg = {"op": "expected", "grading": grading, "case": to_wire(case),
-                   "ctx": to_wire(self.ctx)}
+                   "ctx": to_wire(ctx)}
             outcome = child.request(msg, self.timeout(case))
             if outcome.child_lost:
                 child.close()

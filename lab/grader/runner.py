@@ -148,7 +148,8 @@ class _Run:
         checkpoint is loaded only under a sandbox's limits. A fixed case's answer is read from
         (or added to) the kept answers (`cache`), except with the learner's checkpoints."""
         if self.own_models:
-            out = self.children.expected(case, f"{self.exercise.module}.grading")
+            out = self.children.expected(case, f"{self.exercise.module}.grading",
+                                         self.case_ctx(case))
             if out.ok:
                 return True, out.value
             return False, OwnModelFault(self.own_models, out, self.memory_mb)

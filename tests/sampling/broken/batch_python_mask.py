@@ -1,0 +1,17 @@
+"""Broken: the repetition penalty's ids are found by a Python test of every (row, id) of the
+batch, turned into a [B, V] mask: right, but B x V Python steps (issue #50, gap class 6: this
+measured 1.7-2.5x the reference under the 3x gate while every timed row sorted for top-p)."""
+
+from _sampling_base import export, mutate
+
+export(mutate(
+    'batch_python_mask',
+    ('        got = flat[idx]\n        flat[idx] = torch.where(got < 0, got * rep, got / rep)\n',
+     '        on = set(rows)\n'
+     '        seen = [set(h) if r in on else set() for r, h in enumerate(hist)]\n'
+     '        mask = torch.tensor([[t in s for t in range(v)] for s in seen], device=dev)\n'
+     '        per_row = torch.tensor([_param(p, "repetition_penalty") for p in params],\n'
+     '                               dtype=scores.dtype, device=dev)[:, None]\n'
+     '        scores.copy_(torch.where(mask, torch.where(scores < 0, scores * per_row,\n'
+     '                                                   scores / per_row), scores))\n'),
+), globals())
