@@ -62,6 +62,10 @@ BROKEN_CASES = [
                                 r"occurrence .* even where it occurs twice or overlaps itself"),
     ("length_before_stop", 4, r"finish_reason 'length', expected 'stop' .* the token that "
                               r"reached max_tokens also ended the request"),
+    ("minp_le_threshold", 1, r"min-p's cut compared with <= : an id whose probability equals "
+                             r"min_p x the top probability exactly stays"),
+    ("sample_tiny_temp_no_draw", 3, r"row 0 has T = 0.001 > 0 but its generator never "
+                                    r"advanced: it was treated as greedy"),
 ]
 # the fixed cases that catch each of those (and no other case does)
 ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
@@ -69,7 +73,9 @@ ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
              "top_logprobs_topk": {"L4-logprobs-ties"},
              "stop_restarting_matcher": {"L4-stop-self-overlap"},
              "stop_last_occurrence": {"L4-stop-twice-in-token"},
-             "length_before_stop": {"L4-ends-coincide"}}
+             "length_before_stop": {"L4-ends-coincide"},
+             "minp_le_threshold": {"L1-minp-on-threshold", "L1-minp-1"},
+             "sample_tiny_temp_no_draw": {"L3-repro-tiny-temp"}}
 
 
 @pytest.mark.parametrize(

@@ -124,11 +124,20 @@ def on_threshold() -> float:
     return 1.0 - float(row.softmax(-1).cumsum(-1)[0, 1])
 
 
+# softmax of [ln 4, 0, -3] in float32: p_1 == 0.25 x p_0 exactly (0.25 is exact in float32)
+MIN_P_ROW = [float(torch.tensor(math.log(4.0), dtype=torch.float32)), 0.0, -3.0]
+MIN_P_PAST = float(torch.nextafter(torch.tensor(0.25), torch.tensor(1.0)))  # float32's next
+
+
 def boundary_cases() -> list[tuple[str, dict[str, Any], dict[str, Any], list[int], list[int],
                                    str]]:
-    """The top-p cut's comparison exactly on its threshold, and just past it."""
+    """The top-p cut's and min-p's comparisons exactly on their thresholds, and just past."""
     p = on_threshold()
     return [
+        ("minp-on-threshold", {"values": MIN_P_ROW}, {"min_p": 0.25}, [], [],
+         "p_1 equals min_p x p_max exactly: kept (only p < min_p x p_max is dropped)"),
+        ("minp-past-threshold", {"values": MIN_P_ROW}, {"min_p": MIN_P_PAST}, [], [],
+         "min_p one float32 step over 0.25: p_1 is under the threshold, dropped"),
         ("topp-on-threshold", {"values": THRESHOLD_ROW}, {"top_p": p}, [], [],
          "the mass of the two smallest ids equals 1 - top_p exactly: both dropped (<=)"),
         ("topp-past-threshold", {"values": THRESHOLD_ROW}, {"top_p": p + 1e-6}, [], [],

@@ -104,6 +104,8 @@ def cases(seed: int) -> list[Case]:
         _repro("plain", row(v, 100 + seed % 97), nb),
         _repro("filtered", row(v, 200 + seed % 89, temperature=0.7, top_k=10, top_p=0.9), nb),
         _repro("greedy", row(v, 300, temperature=0.0), nb, steps=5),
+        # just past T = 0: a sampled row whose draw is almost surely its argmax still draws
+        _repro("tiny-temp", row(v, 400, temperature=1e-3), nb, steps=5),
     ]
     table = POWER
     for name in SCENARIOS:
@@ -161,8 +163,14 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
             if not (isinstance(state, torch.Tensor) and isinstance(fresh, torch.Tensor)):
                 continue
             moved = not torch.equal(state.cpu(), fresh.cpu())
-            sampled = float(rowspec["params"].get("temperature", 1.0)) != 0.0
-            if sampled and not moved:  # before the greedy rows: a shared draw moves theirs
+            temp = float(rowspec["params"].get("temperature", 1.0))
+            if 0.0 < temp < 0.05 and not moved and _others_drew(runs[bi], batch, r):
+                return Verdict(False, f"batch {bi} row {r} has T = {temp:g} > 0 but its "
+                                      f"generator never advanced: it was treated as greedy. "
+                                      f"Only T = 0 is greedy; any T > 0 draws once per call "
+                                      f"from its own generator, even when the draw is almost "
+                                      f"surely the argmax")
+            if temp != 0.0 and not moved:  # before the greedy rows: a shared draw moves theirs
                 return Verdict(False, f"batch {bi} row {r} is sampled but its own generator "
                                       f"never advanced: it drew from another one (torch's "
                                       f"global RNG, the first row's, or one shared by the "
@@ -187,6 +195,18 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
                                   f"torch.multinomial(softmax(processed row), 1, generator=g) "
                                   f"once per sampled row per call, in row order")
     return Verdict(True)
+
+
+def _others_drew(run: dict[str, Any], batch: dict[str, Any], row: int) -> bool:
+    """Every other clearly sampled row (T >= 0.05) of the batch advanced its own generator: a
+    tiny-T row that did not was treated as greedy, not handed another row's generator."""
+    before, after = run.get("states_before") or [], run.get("states") or []
+    for r, spec in enumerate(batch["rows"]):
+        if r == row or float(spec["params"].get("temperature", 1.0)) < 0.05:
+            continue
+        if r >= min(len(before), len(after)) or torch.equal(after[r].cpu(), before[r].cpu()):
+            return False
+    return True
 
 
 def _filtered(batch: dict[str, Any], toks: list[list[int]]) -> str | None:

@@ -36,6 +36,8 @@ BUGS: dict[str, str] = {
     "topk_off_by_one": "top-k kept k + 1 ids (or k - 1): the k-th largest logit is "
     "topk(k).values[-1]",
     "topk_zero_keeps_none": "top_k = 0 means off (keep every id), as top_k >= V does",
+    "minp_le_threshold": "min-p's cut compared with <= : an id whose probability equals "
+    "min_p x the top probability exactly stays (transformers drops only p < min_p x p_max)",
     "minp_absolute": "min-p compared probabilities with min_p itself: the threshold is "
     "min_p x the top probability",
     "minp_before_topp": "min-p ran before top-p: the order is top-k, top-p, then min-p (each "
@@ -155,7 +157,7 @@ def _min_p(x: torch.Tensor, mp: float, bug: str | None) -> torch.Tensor:
     probs = torch.softmax(x, dim=-1)
     thr = torch.tensor(mp, dtype=x.dtype) if bug == "minp_absolute" else (
         mp * probs.amax(dim=-1, keepdim=True))
-    drop = probs < thr
+    drop = probs <= thr if bug == "minp_le_threshold" else probs < thr
     drop.scatter_(-1, torch.topk(probs, 1, dim=-1).indices, False)
     return x.masked_fill(drop, NEG_INF)
 
