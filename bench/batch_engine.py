@@ -234,15 +234,7 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     seq = min((_run_engine(model, prompts, max_tokens, 1, False) for _ in range(repeats)),
               key=lambda r: r.seconds)
     row("sequential (engine, B=1)", seq, "baseline")
-    runs: dict[tuple[int, bool], list[_Run]] = {(b, c): [] for b in batches for c in (False, True)}
-    anchor_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
-    padded_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
-    for _ in range(repeats):  # interleaved, so a burst of load hits every engine alike
-        for b in batches:
-            anchor_runs[b].append(_generate_batch(model, prompts, tokens, b))
-            padded_runs[b].append(_generate_padded(model, prompts, tokens, b))
-        for b, continuous in runs:
-            runs[(b, continuous)].append(_run_engine(model, prompts, max_tokens, b, continuous))
+    runs, anchor_runs, padded_runs = _batched_runs(model, prompts, tokens, batches, repeats)
 
     def equal(run: _Run) -> int:
         return sum(run.outputs.get(i) == seq.outputs.get(i) for i in range(n))
@@ -272,19 +264,41 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     anchor = peer("transformers generate_batch", anchor_runs, "paged, page 16")
     padded = peer("transformers generate, padded", padded_runs, "left-padded, static")
 
-    def ratios(peer_runs: dict[int, _Run]) -> str:
-        return "\n".join(
-            f"   B={b:<3}{'continuous' if c else 'static':<11}"
-            f"{peer_runs[b].seconds / r.seconds:>6.2f}x wall "
-            f"{peer_runs[b].cpu_s / r.cpu_s:>6.2f}x CPU"
-            for (b, c), r in best.items() if b in peer_runs)
-
     print("reference vs generate_batch (transformers' continuous batching) at the same max batch "
           "size, throughput ratio; goal >= 2x at B = 8 and 16:")
-    print(ratios(anchor))
+    print(_ratios(best, anchor))
     print("reference vs generate on left-padded batches of B (the stronger peer on a CPU), "
           "throughput ratio:")
-    print(ratios(padded))
+    print(_ratios(best, padded))
+
+
+def _batched_runs(model: Any, prompts: list[list[int]], tokens: int, batches: list[int],
+                  repeats: int) -> tuple[dict[tuple[int, bool], list[_Run]],
+                                         dict[int, list[_Run | str]],
+                                         dict[int, list[_Run | str]]]:
+    """`repeats` rounds, interleaved so that a burst of load hits every engine alike: the
+    reference static and continuous at each B, transformers' generate_batch and padded
+    generate. Returns their runs (a peer's failure as its message)."""
+    max_tokens = [tokens] * len(prompts)
+    runs: dict[tuple[int, bool], list[_Run]] = {(b, c): [] for b in batches for c in (False, True)}
+    anchor_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
+    padded_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
+    for _ in range(repeats):
+        for b in batches:
+            anchor_runs[b].append(_generate_batch(model, prompts, tokens, b))
+            padded_runs[b].append(_generate_padded(model, prompts, tokens, b))
+        for b, continuous in runs:
+            runs[(b, continuous)].append(_run_engine(model, prompts, max_tokens, b, continuous))
+    return runs, anchor_runs, padded_runs
+
+
+def _ratios(best: dict[tuple[int, bool], _Run], peer_runs: dict[int, _Run]) -> str:
+    """The reference's throughput over a peer's, wall and CPU, at each B the peer ran."""
+    return "\n".join(
+        f"   B={b:<3}{'continuous' if c else 'static':<11}"
+        f"{peer_runs[b].seconds / r.seconds:>6.2f}x wall "
+        f"{peer_runs[b].cpu_s / r.cpu_s:>6.2f}x CPU"
+        for (b, c), r in best.items() if b in peer_runs)
 
 
 def load(model: Any, n: int, batch: int, target: str | None = None) -> None:

@@ -31,6 +31,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--dtype", default="float32")
@@ -82,34 +83,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma list; plain-lab, assisted-hf and reference are always run")
     ap.add_argument("--target", help="a local Hugging Face target folder (default: shipped)")
     ap.add_argument("--draft", help="a local draft folder with the target's tokenizer")
-    args = ap.parse_args(argv)
-    if args.repeats < 1 or args.tokens < 1 or args.prompts < 1:
-        ap.error("--repeats, --tokens and --prompts must be >= 1")
-    global _clock
-    _clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    return ap
 
-    from transformers.utils import logging as hf_logging
 
-    from lab.models import load_pair
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    pair = load_pair(target=args.target, draft=args.draft, device=args.device, dtype=args.dtype)
-    device = str(pair.device)
-    if device == "cpu":
-        torch.set_num_threads(1)
-    elif args.clock == "cpu":
-        ap.error("--clock cpu measures this process's CPU time: on a GPU it misses the device's")
-    target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
-    ledger = Ledger()
-    t_count = PassCounter(target_m, ledger, "target")
-    d_count = PassCounter(draft_m, ledger, "draft")
-    target = CausalLM(target_m, name="target", ledger=ledger)
-    draft = CausalLM(draft_m, name="draft", ledger=ledger)
-    prompts = [[int(t) for t in tok.encode(p)] for p in SHIPPED_PROMPTS[: args.prompts]]
-    n_new = args.tokens
-    ks = [int(k) for k in args.ks.split(",")]
-
+def _hf_generate(target_m: Any, draft_m: Any, device: str,
+                 n_new: int) -> Callable[[list[int], int | None], list[int]]:
+    """Greedy generation through transformers, EOS off; with k, assisted by the draft at a
+    fixed k."""
     gen_cfg = copy.deepcopy(target_m.generation_config)
     gen_cfg.eos_token_id = None  # EOS off: every method emits exactly n_new tokens
     gen_cfg.pad_token_id = 1
@@ -135,6 +115,92 @@ def main(argv: list[str] | None = None) -> int:
                                     attention_mask=torch.ones_like(ids), **kwargs)
         return [int(t) for t in out[0, len(prompt):].tolist()]
 
+    return hf
+
+
+@dataclass
+class _Bench:
+    """The loaded pair, its pass counters, the prompts and the methods compared."""
+
+    target: CausalLM
+    draft: CausalLM
+    t_count: PassCounter
+    d_count: PassCounter
+    device: str
+    prompts: list[list[int]]
+    n_new: int
+    methods: dict[str, Callable[[list[int], int], list[int]]]
+    want: list[list[int]] = field(default_factory=list)  # plain greedy's output per prompt
+
+    def figures(self, k: int) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+        """Per method at `k`: target passes and draft passes per token, α̂ (the reference),
+        and whether every output equals plain greedy's."""
+        figures: dict[str, dict[str, float]] = {}
+        same: dict[str, str] = {}
+        tokens = self.n_new * len(self.prompts)
+        for name, fn in self.methods.items():
+            n0, d0 = self.t_count.n, self.d_count.n
+            acc = judged = 0
+            ok = True
+            for p, w in zip(self.prompts, self.want, strict=True):
+                if name == "reference":
+                    self.target.record = True
+                out = fn(p, k)
+                if name == "reference":
+                    got, j = _acceptance(self.target, len(p), p + out)
+                    acc, judged = acc + got, judged + j
+                    self.target.record = False
+                ok = ok and out == w
+            figures[name] = {"pass_per_tok": (self.t_count.n - n0) / tokens,
+                             "draft_per_tok": (self.d_count.n - d0) / tokens}
+            if judged:
+                figures[name]["alpha"] = acc / judged
+            same[name] = "identical" if ok else "DIFFERS from plain greedy"
+        return figures, same
+
+    def timings(self, k: int, repeats: int, cost_ctx: list[int]
+                ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+        """Interleaved timed rounds of every method at `k` (after a warm-up), with the cost
+        ratios sampled between rounds. Returns (seconds per round by method, cost samples)."""
+        times: dict[str, list[float]] = {m: [] for m in self.methods}
+        for fn in self.methods.values():  # warm-up
+            fn(self.prompts[0], k)
+        k_costs: dict[str, list[float]] = {}
+        for _ in range(repeats):
+            for name, fn in self.methods.items():
+                _sync(self.device)
+                t0 = _clock()
+                for p in self.prompts:
+                    fn(p, k)
+                _sync(self.device)
+                times[name].append(_clock() - t0)
+            _sample_costs(self.target, self.draft, cost_ctx, [1, k + 1], k_costs, reps=3)
+        return times, k_costs
+
+
+def _load(args: argparse.Namespace, ap: argparse.ArgumentParser) -> tuple[_Bench, str]:
+    """The pair loaded, counted and wrapped; the methods kept. Returns it and its dtype."""
+    from transformers.utils import logging as hf_logging
+
+    from lab.models import load_pair
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    pair = load_pair(target=args.target, draft=args.draft, device=args.device, dtype=args.dtype)
+    device = str(pair.device)
+    if device == "cpu":
+        torch.set_num_threads(1)
+    elif args.clock == "cpu":
+        ap.error("--clock cpu measures this process's CPU time: on a GPU it misses the device's")
+    target_m, draft_m, tok = pair.target, pair.draft, pair.tokenizer
+    ledger = Ledger()
+    t_count = PassCounter(target_m, ledger, "target")
+    d_count = PassCounter(draft_m, ledger, "draft")
+    target = CausalLM(target_m, name="target", ledger=ledger)
+    draft = CausalLM(draft_m, name="draft", ledger=ledger)
+    prompts = [[int(t) for t in tok.encode(p)] for p in SHIPPED_PROMPTS[: args.prompts]]
+    n_new = args.tokens
+    hf = _hf_generate(target_m, draft_m, device, n_new)
     methods: dict[str, Callable[[list[int], int], list[int]]] = {
         "plain-lab": lambda p, k: plain_greedy(target, p, n_new),
         "plain-hf": lambda p, k: hf(p, None),
@@ -146,84 +212,77 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown method(s) {sorted(unknown)}; choose from {sorted(methods)}")
     methods = {name: fn for name, fn in methods.items() if name in keep}
-    print(f"# spec_decode on {device} ({pair.dtype}), pair {getattr(pair, 'name', 'pycode')}: "
+    bench = _Bench(target, draft, t_count, d_count, device, prompts, n_new, methods)
+    return bench, f"{device} ({pair.dtype}), pair {getattr(pair, 'name', 'pycode')}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.repeats < 1 or args.tokens < 1 or args.prompts < 1:
+        ap.error("--repeats, --tokens and --prompts must be >= 1")
+    global _clock
+    _clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    bench, where = _load(args, ap)
+    prompts, n_new = bench.prompts, bench.n_new
+    ks = [int(k) for k in args.ks.split(",")]
+    print(f"# spec_decode on {where}: "
           f"{len(prompts)} prompts x {n_new} new tokens, EOS off, {args.repeats} interleaved "
           f"repeats, medians; torch threads {torch.get_num_threads()}; {args.clock} clock")
-    want = [plain_greedy(target, p, n_new) for p in prompts]
+    bench.want = [plain_greedy(bench.target, p, n_new) for p in prompts]
     # cost ratios are sampled between the timed rounds below, at a cache length typical of the
     # runs (prompt + half the output), so they see the same load as the timings they explain
-    cost_ctx = prompts[0] + want[0][: n_new // 2]
+    cost_ctx = prompts[0] + bench.want[0][: n_new // 2]
     sizes = sorted({1, *(k + 1 for k in ks)})
-    _sample_costs(target, draft, cost_ctx, sizes, {}, reps=2)  # warm-up
+    _sample_costs(bench.target, bench.draft, cost_ctx, sizes, {}, reps=2)  # warm-up
     all_costs: dict[str, list[float]] = {}
-    header = (f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
-              f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
-    print(header)
+    print(f"{'k':>2} {'method':<12} {'alpha':>6} {'tau':>6} {'formula':>7} {'pass/tok':>8} "
+          f"{'draft/tok':>9} {'tok/s':>8} {'speedup':>7}  output")
     summary: list[str] = []
     phases: list[str] = []
     for k in ks:
-        # correctness + deterministic figures first
-        figures: dict[str, dict[str, float]] = {}
-        same: dict[str, str] = {}
-        for name, fn in methods.items():
-            n0, d0 = t_count.n, d_count.n
-            acc = judged = 0
-            ok = True
-            for p, w in zip(prompts, want, strict=True):
-                if name == "reference":
-                    target.record = True
-                out = fn(p, k)
-                if name == "reference":
-                    got, j = _acceptance(target, len(p), p + out)
-                    acc, judged = acc + got, judged + j
-                    target.record = False
-                ok = ok and out == w
-            passes = t_count.n - n0
-            figures[name] = {"pass_per_tok": passes / (n_new * len(prompts)),
-                             "draft_per_tok": (d_count.n - d0) / (n_new * len(prompts))}
-            if judged:
-                figures[name]["alpha"] = acc / judged
-            same[name] = "identical" if ok else "DIFFERS from plain greedy"
-        # timing: interleaved, medians
-        times: dict[str, list[float]] = {m: [] for m in methods}
-        for fn in methods.values():  # warm-up
-            fn(prompts[0], k)
-        k_costs: dict[str, list[float]] = {}
-        for _ in range(args.repeats):
-            for name, fn in methods.items():
-                _sync(device)
-                t0 = _clock()
-                for p in prompts:
-                    fn(p, k)
-                _sync(device)
-                times[name].append(_clock() - t0)
-            _sample_costs(target, draft, cost_ctx, [1, k + 1], k_costs, reps=3)
+        figures, same = bench.figures(k)  # correctness + deterministic figures first
+        times, k_costs = bench.timings(k, args.repeats, cost_ctx)  # interleaved, medians
         for key, v in k_costs.items():
             all_costs.setdefault(key, []).extend(v)
         costs = _ratios(k_costs)
-        base = statistics.median(times["plain-lab"])
-        med = {name: statistics.median(times[name]) for name in methods}
-        for name in methods:
-            f = figures[name]
-            tau = 1.0 / f["pass_per_tok"] if name != "reference" else _tau(f, len(prompts), n_new)
-            a = f.get("alpha")
-            formula = _expected_tokens(a, k) if a is not None else float("nan")
-            print(f"{k:>2} {name:<12} {a if a is not None else float('nan'):>6.3f} {tau:>6.2f} "
-                  f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {f['draft_per_tok']:>9.2f} "
-                  f"{len(prompts) * n_new / med[name]:>8.1f} "
-                  f"{base / med[name]:>6.2f}x  {same[name]}")
-        alpha = figures["reference"].get("alpha", 0.0)
-        speedup = base / med["reference"]
-        bound = _expected_tokens(alpha, k) / (k * costs["c"] + 1)
-        bound_r = _expected_tokens(alpha, k) / (k * costs["c"] + costs[f"r{k + 1}"])
-        summary.append(
-            f"{k:>2} {alpha:>6.3f} {costs['c']:>6.3f} {costs[f'r{k + 1}']:>6.3f} {speedup:>7.2f}x "
+        med = {name: statistics.median(times[name]) for name in bench.methods}
+        for name in bench.methods:
+            print(_method_line(k, name, figures[name], same[name], med, bench))
+        summary.append(_summary_line(k, figures["reference"].get("alpha", 0.0), costs, med))
+        phases.append(_phase_line(k, _phase_breakdown(bench.target, bench.draft, prompts,
+                                                      bench.want, k), costs["t1"]))
+    _print_costs(_ratios(all_costs), len(cost_ctx), sizes, summary, phases)
+    return 0
+
+
+def _method_line(k: int, name: str, f: dict[str, float], same: str, med: dict[str, float],
+                 bench: _Bench) -> str:
+    """One method's row at `k`: α̂, τ, the formula, passes, tokens/s and speed-up."""
+    n_prompts, n_new = len(bench.prompts), bench.n_new
+    tau = 1.0 / f["pass_per_tok"] if name != "reference" else _tau(f, n_prompts, n_new)
+    a = f.get("alpha")
+    formula = _expected_tokens(a, k) if a is not None else float("nan")
+    return (f"{k:>2} {name:<12} {a if a is not None else float('nan'):>6.3f} {tau:>6.2f} "
+            f"{formula:>7.2f} {f['pass_per_tok']:>8.3f} {f['draft_per_tok']:>9.2f} "
+            f"{n_prompts * n_new / med[name]:>8.1f} "
+            f"{med['plain-lab'] / med[name]:>6.2f}x  {same}")
+
+
+def _summary_line(k: int, alpha: float, costs: dict[str, float], med: dict[str, float]) -> str:
+    """The reference at `k` against its analytic bound (and the bound with r(k+1))."""
+    speedup = med["plain-lab"] / med["reference"]
+    bound = _expected_tokens(alpha, k) / (k * costs["c"] + 1)
+    bound_r = _expected_tokens(alpha, k) / (k * costs["c"] + costs[f"r{k + 1}"])
+    return (f"{k:>2} {alpha:>6.3f} {costs['c']:>6.3f} {costs[f'r{k + 1}']:>6.3f} {speedup:>7.2f}x "
             f"{bound:>6.2f}x {speedup / bound:>7.1%} {bound_r:>7.2f}x {speedup / bound_r:>7.1%} "
             f"{med['assisted-hf'] / med['reference']:>8.2f}x")
-        phases.append(_phase_line(k, _phase_breakdown(target, draft, prompts, want, k),
-                                  costs["t1"]))
-    pooled = _ratios(all_costs)
-    print(f"\n# costs through CausalLM at cache length {len(cost_ctx)}, sampled between the timed "
+
+
+def _print_costs(pooled: dict[str, float], cache_len: int, sizes: list[int],
+                 summary: list[str], phases: list[str]) -> None:
+    """The pooled cost ratios, the bound table and the phase table."""
+    print(f"\n# costs through CausalLM at cache length {cache_len}, sampled between the timed "
           f"rounds: target step {pooled['t1'] * 1e3:.3f} ms, draft step {pooled['d1'] * 1e3:.3f} "
           f"ms, c = {pooled['c']:.3f}; r(n) = a target pass over n tokens / one token: "
           + ", ".join(f"r({n}) = {pooled[f'r{n}']:.3f}" for n in sizes if n > 1))
@@ -239,7 +298,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'k':>2} {'loop':>7} " + " ".join(f"{p:>15}" for p in _PHASES)
           + f" {'c-loop':>6} {'r-loop':>6}")
     print("\n".join(phases))
-    return 0
 
 
 _PHASES = ("draft", "target", "prefill", "verify", "cache", "other")

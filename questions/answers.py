@@ -105,6 +105,16 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
             raise Reask(f"can't read {text.strip()!r}: use a point for decimals (2.53) and "
                         "commas only between thousands (2,530)")
         raise Reask(f"can't read {text.strip()!r} as a number (e.g. 2.53, 1.2k, 320 KiB)")
+    number = _number(text, found)
+    rest = found["rest"].strip()
+    readings = _readings(number, rest, lookup_unit("$") if found["cur"] else None)
+    if not readings:
+        raise Reask(_unreadable(text, rest))
+    return readings
+
+
+def _number(text: str, found: re.Match[str]) -> float:
+    """The signed number `_NUMBER` matched (its exponent applied)."""
     if found["sign"] and found["sign2"]:
         raise Reask(f"can't read {text.strip()!r}: two signs")
     number = float(found["num"].replace(",", ""))
@@ -115,8 +125,13 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
         number *= 10.0**exponent
     if "-" in (found["sign"], found["sign2"]):
         number = -number
-    rest = found["rest"].strip()
-    currency = lookup_unit("$") if found["cur"] else None
+    return number
+
+
+def _readings(number: float, rest: str,
+              currency: Unit | None) -> list[tuple[float, Unit | None]]:
+    """Each way to read `rest` (a multiplier and a unit, or neither) after `number`; with a
+    currency sign, only money and prices per token quantity."""
     readings: list[tuple[float, Unit | None]] = []
     for multiplier, unit_text in _splits(rest):
         unit = lookup_unit(unit_text) if unit_text else None
@@ -132,21 +147,24 @@ def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
                 continue
             unit = currency
         readings.append((number * multiplier, unit))
-    if not readings:
-        if re.match(r"^,\d", rest):
-            raise Reask(f"can't read {text.strip()!r}: use a point for decimals (2.53) and "
-                        "commas only between thousands (2,530)")
-        if re.match(r"^\d{3}(\D|$)", rest):
-            raise Reask(f"can't read {text.strip()!r}: no spaces inside a number; write "
-                        "1,234 or 1234")
-        if re.match(r"^/\s*\d", rest):
-            raise Reask(f"can't read {text.strip()!r}: type a fraction as a decimal, e.g. "
-                        "0.333 for 1/3")
-        options = case_alternatives(rest)
-        if options:
-            raise Reask(f"{rest.strip()!r} is ambiguous: write it as " + " or ".join(options))
-        raise Reask(f"can't read the unit {rest!r} in {text.strip()!r}")
     return readings
+
+
+def _unreadable(text: str, rest: str) -> str:
+    """Why a number followed by `rest` has no reading, as specifically as it can be said."""
+    if re.match(r"^,\d", rest):
+        return (f"can't read {text.strip()!r}: use a point for decimals (2.53) and "
+                "commas only between thousands (2,530)")
+    if re.match(r"^\d{3}(\D|$)", rest):
+        return (f"can't read {text.strip()!r}: no spaces inside a number; write "
+                "1,234 or 1234")
+    if re.match(r"^/\s*\d", rest):
+        return (f"can't read {text.strip()!r}: type a fraction as a decimal, e.g. "
+                "0.333 for 1/3")
+    options = case_alternatives(rest)
+    if options:
+        return f"{rest.strip()!r} is ambiguous: write it as " + " or ".join(options)
+    return f"can't read the unit {rest!r} in {text.strip()!r}"
 
 
 def _splits(rest: str) -> list[tuple[float, str]]:
@@ -217,6 +235,13 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
                         "check_answer(instance.steps[i], text)")
     if question.kind == "mcq":
         return _check_choice(instance, text)
+    return _check_number(instance, text)
+
+
+def _check_number(instance: Instance, text: str) -> Outcome:
+    """A numeric answer: within tolerance, a named mistake, or re-asked when it cannot be
+    told apart (too few digits, a non-whole count)."""
+    question = instance.question
     assert instance.answer is not None and question.tolerance is not None
     try:
         given = parse_answer(text, question.unit)
@@ -225,20 +250,7 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
     expected, tolerance = instance.answer, question.tolerance
     given_display = format_quantity(given, question.unit)
     if question.round is not None and not _whole(given):
-        # a count is a whole number, but a value a named mistake gives before rounding is that
-        # mistake, graded and named, not an input error to re-ask
-        mistake = _matching_mistake(instance, given, rounded=False)
-        if mistake is None:
-            noun = f" of {question.unit}" if question.unit in COUNTED_UNITS else ""
-            return Outcome(reask=True, message=f"type a whole number{noun}: "
-                           f"{given_display} is not a count")
-        return Outcome(
-            reask=False, correct=False, expected_display=format_quantity(expected, question.unit),
-            given_display=given_display, given_value=given, expected_value=expected,
-            mistake_id=mistake[0],
-            diagnosis=f"{given_display} is what you get if you {mistake[1]} (and a count is a "
-                      f"whole number, rounded {question.round})",
-            accepted="accepted " + accepted_range(question, expected))
+        return _not_whole(instance, given, given_display)
     correct = tolerance.accepts(expected, given)
     mistake = None if correct else _matching_mistake(instance, given)
     if not correct and mistake is not None and _agrees_as_typed(text, expected, given):
@@ -270,6 +282,25 @@ def check_answer(item: Question | Instance, text: str) -> Outcome:
                                                f"{mistake[1]}",
         accepted="accepted " + accepted_range(question, expected),
     )
+
+
+def _not_whole(instance: Instance, given: float, given_display: str) -> Outcome:
+    """A count answered with a fraction: a value a named mistake gives before rounding is that
+    mistake, graded and named; anything else is re-asked (a count is a whole number)."""
+    question, expected = instance.question, instance.answer
+    assert expected is not None
+    mistake = _matching_mistake(instance, given, rounded=False)
+    if mistake is None:
+        noun = f" of {question.unit}" if question.unit in COUNTED_UNITS else ""
+        return Outcome(reask=True, message=f"type a whole number{noun}: "
+                       f"{given_display} is not a count")
+    return Outcome(
+        reask=False, correct=False, expected_display=format_quantity(expected, question.unit),
+        given_display=given_display, given_value=given, expected_value=expected,
+        mistake_id=mistake[0],
+        diagnosis=f"{given_display} is what you get if you {mistake[1]} (and a count is a "
+                  f"whole number, rounded {question.round})",
+        accepted="accepted " + accepted_range(question, expected))
 
 
 def _typed_digits(text: str) -> tuple[int, int] | None:

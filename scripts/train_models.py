@@ -25,12 +25,14 @@ atomically every `--save-every` seconds, so a run cut short still leaves a usabl
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
 import platform
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -190,54 +192,49 @@ def heldout_loss(model: Any, data: Any, seq: int, device: str, max_windows: int 
     return total / count
 
 
-def train_model(args: argparse.Namespace) -> None:
+def _student(args: argparse.Namespace, shape: Shape, tokenizer: Any, device: str
+             ) -> tuple[Any, dict[str, Any] | None, list[dict[str, float]]]:
+    """A fresh model of `shape`, or the `--init` checkpoint with its training record and
+    log (they carry over). Returns (model, record or None, log)."""
     import torch
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+    from transformers import AutoModelForCausalLM
 
-    torch.manual_seed(args.seed)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    out = Path(args.out)
-    tok_dir = Path(args.tokenizer or args.out)
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(tok_dir, local_files_only=True)
-    split = split_corpus(seed=args.seed)
-    train_ids = encode_split(tokenizer, split, "train")
-    held_ids = encode_split(tokenizer, split, "held_out")
-    shape = SHAPES[args.role]
-    prior: dict[str, Any] | None = None
-    if args.init:
-        # Continue training an earlier checkpoint (its log and step count carry over).
-        model: Any = AutoModelForCausalLM.from_pretrained(args.init, local_files_only=True)
-        model = model.to(device=device, dtype=torch.float32)
-        prior = json.loads((Path(args.init) / "training.json").read_text())
-        prior_log = json.loads((Path(args.init) / "train_log.json").read_text())
-    else:
-        model = build_model(shape, tokenizer).to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    teacher: Any = None
-    if args.teacher:
-        teacher = AutoModelForCausalLM.from_pretrained(args.teacher, local_files_only=True)
-        teacher = teacher.to(device=device, dtype=torch.float32).eval()
-        if teacher.config.vocab_size != model.config.vocab_size:
-            raise SystemExit("teacher and student vocabularies differ")
-    opt = torch.optim.AdamW(
-        model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=False
-    )
-    gen = torch.Generator().manual_seed(args.seed)
-    seq, bsz = args.seq, args.batch
+    if not args.init:
+        return build_model(shape, tokenizer).to(device), None, []
+    # Continue training an earlier checkpoint (its log and step count carry over).
+    model: Any = AutoModelForCausalLM.from_pretrained(args.init, local_files_only=True)
+    model = model.to(device=device, dtype=torch.float32)
+    prior = json.loads((Path(args.init) / "training.json").read_text())
+    prior_log = json.loads((Path(args.init) / "train_log.json").read_text())
+    return model, prior, list(prior_log)
 
-    def autocast() -> Any:
-        # bf16 matmuls with fp32 master weights: ~1.4x faster on a CPU with AVX512-BF16.
-        return torch.autocast(device, dtype=torch.bfloat16, enabled=args.precision == "bf16")
 
-    meta = {
+def _teacher(args: argparse.Namespace, model: Any, device: str) -> Any:
+    """The `--teacher` model to distil from (frozen, fp32), or None."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if not args.teacher:
+        return None
+    teacher: Any = AutoModelForCausalLM.from_pretrained(args.teacher, local_files_only=True)
+    teacher = teacher.to(device=device, dtype=torch.float32).eval()
+    if teacher.config.vocab_size != model.config.vocab_size:
+        raise SystemExit("teacher and student vocabularies differ")
+    return teacher
+
+
+def _meta(args: argparse.Namespace, shape: Shape, n_params: int, distilling: bool, device: str,
+          split: CorpusSplit, train_ids: Any, held_ids: Any) -> dict[str, Any]:
+    """What `training.json` records: the run's shape, hyper-parameters, machine and corpus."""
+    import torch
+
+    return {
         "role": args.role,
         "shape": asdict(shape),
         "parameters": n_params,
         "seed": args.seed,
-        "seq_len": seq,
-        "batch_size": bsz,
+        "seq_len": args.seq,
+        "batch_size": args.batch,
         "precision": (
             "bf16 autocast, fp32 master weights" if args.precision == "bf16" else "fp32"
         ),
@@ -247,7 +244,7 @@ def train_model(args: argparse.Namespace) -> None:
         "optimizer": "AdamW(betas=(0.9, 0.95), weight_decay=0.1), grad clip 1.0",
         "distillation": (
             {"teacher": Path(args.teacher).name, "kl_weight": args.kl, "temperature": 1.0}
-            if teacher is not None
+            if distilling
             else None
         ),
         "device": device,
@@ -262,68 +259,120 @@ def train_model(args: argparse.Namespace) -> None:
         "train_sha256": split.digest("train"),
         "held_out_sha256": split.digest("held_out"),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "corpus_train.txt").write_text("\n".join(split.train) + "\n")
-    (out / "corpus_held_out.txt").write_text("\n".join(split.held_out) + "\n")
-    log: list[dict[str, float]] = []
+
+
+def _loss(args: argparse.Namespace, model: Any, teacher: Any, batch: Any,
+          autocast: Callable[[], Any]) -> tuple[Any, Any]:
+    """The step's loss (cross-entropy, mixed with the KL to the teacher when distilling) and
+    its cross-entropy alone."""
+    import torch
+
+    with autocast():
+        logits = model(input_ids=batch[:, :-1]).logits.float()
+    ce = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1)
+    )
+    if teacher is None:
+        return ce, ce
+    with torch.no_grad(), autocast():
+        t_logits = teacher(input_ids=batch[:, :-1]).logits
+    t_logp = torch.log_softmax(t_logits.float(), -1)
+    s_logp = torch.log_softmax(logits, -1)
+    kl = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
+    return (1 - args.kl) * ce + args.kl * kl, ce
+
+
+def _offsets(prior: dict[str, Any] | None, meta: dict[str, Any]) -> tuple[int, int]:
+    """(steps, tokens) done before this run: those of the `--init` checkpoint, recorded in
+    `meta` with the settings it was trained with."""
     step0, tokens0 = 0, 0
     if prior is not None:
-        log = list(prior_log)
         step0, tokens0 = prior["steps_done"], prior["tokens_seen"]
         meta["continued_from"] = {
             k: prior[k]
             for k in ("steps_done", "tokens_seen", "peak_lr", "batch_size", "distillation")
         }
     meta["step_offset"], meta["token_offset"] = step0, tokens0
-    start = time.monotonic()
-    budget = args.minutes * 60
-    planned = args.steps
-    last_save = start
-    running = None
-    step = 0
+    return step0, tokens0
+
+
+def _replanned(max_steps: int, step: int, elapsed: float, budget: float) -> int:
+    """The planned step count from the measured speed, so that the cosine decay ends near
+    the time budget (the machine is shared, so the speed drifts)."""
+    per_step = elapsed / step
+    return min(max_steps, max(step + 1, step + int((budget - elapsed) / per_step)))
+
+
+def _data(args: argparse.Namespace) -> tuple[Any, CorpusSplit, Any, Any]:
+    """The tokenizer, the seeded corpus split, and the train and held-out token ids."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok_dir = Path(args.tokenizer or args.out)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(tok_dir, local_files_only=True)
+    split = split_corpus(seed=args.seed)
+    return (tokenizer, split, encode_split(tokenizer, split, "train"),
+            encode_split(tokenizer, split, "held_out"))
+
+
+def _optimise(model: Any, opt: Any, loss: Any) -> None:
+    """One optimiser step on `loss`, gradients clipped to norm 1."""
+    import torch
+
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
+def train_model(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    out = Path(args.out)
+    tokenizer, split, train_ids, held_ids = _data(args)
+    shape = SHAPES[args.role]
+    model, prior, log = _student(args, shape, tokenizer, device)
+    n_params = sum(p.numel() for p in model.parameters())
+    teacher = _teacher(args, model, device)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1, fused=False
+    )
+    gen = torch.Generator().manual_seed(args.seed)
+    seq, bsz = args.seq, args.batch
+    # bf16 matmuls with fp32 master weights: ~1.4x faster on a CPU with AVX512-BF16.
+    autocast = functools.partial(torch.autocast, device, dtype=torch.bfloat16,
+                                 enabled=args.precision == "bf16")
+    meta = _meta(args, shape, n_params, teacher is not None, device, split, train_ids, held_ids)
+    out.mkdir(parents=True, exist_ok=True)
+    for which, files in (("train", split.train), ("held_out", split.held_out)):
+        (out / f"corpus_{which}.txt").write_text("\n".join(files) + "\n")
+    step0, tokens0 = _offsets(prior, meta)
+    start = last_save = time.monotonic()
+    budget, planned, running, step = args.minutes * 60, args.steps, None, 0
     model.train()
     while step < planned:
         elapsed = time.monotonic() - start
         if elapsed > budget:
             break
         if step >= 20 and step % 20 == 0 and args.minutes:
-            # Re-plan from the measured speed so the cosine decay ends near the time budget
-            # (the machine is shared, so the speed drifts).
-            per_step = elapsed / step
-            planned = min(args.steps, max(step + 1, step + int((budget - elapsed) / per_step)))
+            planned = _replanned(args.steps, step, elapsed, budget)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, planned, args.lr, args.warmup)
         starts = torch.randint(0, len(train_ids) - seq - 1, (bsz,), generator=gen)
         batch = torch.stack([train_ids[s : s + seq + 1] for s in starts.tolist()]).to(device)
-        with autocast():
-            logits = model(input_ids=batch[:, :-1]).logits.float()
-        ce = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1)
-        )
-        loss = ce
-        if teacher is not None:
-            with torch.no_grad(), autocast():
-                t_logits = teacher(input_ids=batch[:, :-1]).logits
-            t_logp = torch.log_softmax(t_logits.float(), -1)
-            s_logp = torch.log_softmax(logits, -1)
-            kl = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
-            loss = (1 - args.kl) * ce + args.kl * kl
-        opt.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        loss, ce = _loss(args, model, teacher, batch, autocast)
+        _optimise(model, opt, loss)
         step += 1
         ce_val = ce.item()
         running = ce_val if running is None else 0.95 * running + 0.05 * ce_val
         now = time.monotonic()
         if step % args.log_every == 0 or step == planned:
-            entry = {
-                "step": step0 + step,
-                "tokens": tokens0 + step * bsz * seq,
-                "seconds": round(now - start, 1),
-                "train_loss": round(running, 4),
-                "lr": opt.param_groups[0]["lr"],
-            }
+            entry = {"step": step0 + step, "tokens": tokens0 + step * bsz * seq,
+                     "seconds": round(now - start, 1), "train_loss": round(running, 4),
+                     "lr": opt.param_groups[0]["lr"]}
             if step % (args.log_every * 5) == 0:
                 entry["held_out_loss"] = round(heldout_loss(model, held_ids, seq, device), 4)
             log.append(entry)

@@ -1,6 +1,7 @@
-"""A grading run's children: the learner's sandbox and the reference's timing sandbox, how each
-starts (a load timeout retried once), is called and replaced; made as `lab.grader.spawn` says,
-adopted from a child prepared ahead when one fits."""
+"""A grading run's children: the learner's sandbox, the reference's timing sandbox and, with the
+learner's own checkpoints, the models child that computes expected values; how each starts (a
+load timeout retried once), is called and replaced; made as `lab.grader.spawn` says, adopted
+from a child prepared ahead when one fits."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ from lab.grader.spawn import (
 
 class Children:
     """A grading run's children, owned here: the learner's sandbox (adopted from a `Prepared`,
-    or started early while the grader imports the grading module) and the reference's timing
-    child; how each is started, called, replaced and closed. The run holds one
+    or started early while the grader imports the grading module), the reference's timing
+    child and the models child (`expected`); how each is started, called, replaced and closed.
+    The run holds one
     (`runner._Run.children`), and so does its measurer."""
 
     def __init__(self, plan: GradingPlan, solution: Path, options: GradeOptions, ctx: RunContext,

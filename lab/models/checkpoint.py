@@ -5,9 +5,11 @@ naming the file and the fault, instead of each model case failing on it later an
 reported as a grader bug. Read: `config.json`, the headers of the weight files transformers
 would load (safetensors: 8-byte length + JSON; a pickle checkpoint: its zip directory and
 `torch.load(weights_only=True, mmap=True)`, which maps the tensors without reading them),
-and `tokenizer.json`. The checks' own memory stays small whatever the folder declares (a header
-is read only when its length is plausible), and the sandbox's allowance is sized from the bytes
-the loaded weight files really occupy on disk, so a sparse file cannot inflate it.
+and `tokenizer.json`. The checks' own memory stays small whatever the folder declares or holds
+(a file is read whole only under a size a real checkpoint's stays under: MAX_JSON, MAX_HEADER,
+MAX_PICKLE_STREAM), and the sandbox's allowance is sized from the bytes the loaded weight files
+really occupy on disk, so a sparse file cannot inflate it. The models themselves are loaded
+only in sandboxes (the learner's child, and the grader's models child for expected values).
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-MAX_HEADER = 100 << 20  # a safetensors header larger than this is not a real checkpoint's
+# What the checks read whole into the grader's own process, at most (a real checkpoint's files
+# are far smaller: a config of a few KB, a shard index or safetensors header of a few MB, a
+# tokenizer.json of up to ~35 MB, a pickle's data.pkl of a few hundred KB). Parsed JSON takes
+# several times its bytes as Python objects, so larger files are refused unread: the grader's
+# memory must not grow with what a folder holds.
+MAX_HEADER = 16 << 20  # a safetensors header
+MAX_JSON = {"config.json": 4 << 20, "model.safetensors.index.json": 16 << 20,
+            "pytorch_model.bin.index.json": 16 << 20, "tokenizer.json": 64 << 20}
+MAX_PICKLE_STREAM = 16 << 20  # a pickle checkpoint's data.pkl (its tensors are mapped, not read)
 PARAM_SLACK = 8  # the config may imply this many times the parameters the weights hold
 PARAM_FLOOR = 10_000_000  # ... plus this many (estimates of small models are rough)
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
@@ -85,12 +95,22 @@ def _config(folder: Path) -> dict[str, Any]:
         raise CheckpointError(f"{folder}: not a local Hugging Face model folder (no "
                               "config.json); nothing is downloaded")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(_bounded(file))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"{file}: unreadable ({exc})") from exc
     if not isinstance(data, dict):
         raise CheckpointError(f"{file}: not a JSON object")
     return data
+
+
+def _bounded(file: Path) -> str:
+    """The text of a JSON file the checks read whole, refused unread past its MAX_JSON size."""
+    limit = MAX_JSON[file.name]
+    size = file.stat().st_size
+    if size > limit:
+        raise CheckpointError(f"{file}: {size >> 20} MiB, over the {limit >> 20} MiB a real "
+                              f"{file.name} stays under; the grader does not read it")
+    return file.read_text(encoding="utf-8")
 
 
 def _architecture(folder: Path, config: dict[str, Any]) -> None:
@@ -114,7 +134,9 @@ def _weight_files(folder: Path) -> tuple[Path, ...]:
                           ("pytorch_model.bin.index.json", "pytorch_model.bin")):
         if (folder / index).is_file():
             try:
-                shards = json.loads((folder / index).read_text(encoding="utf-8"))["weight_map"]
+                shards = json.loads(_bounded(folder / index))["weight_map"]
+            except CheckpointError:
+                raise
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise CheckpointError(f"{folder / index}: unreadable ({exc})") from exc
             files = tuple(folder / name for name in sorted(set(shards.values())))
@@ -183,6 +205,16 @@ def _pickle(file: Path) -> int:
     if not zipfile.is_zipfile(file):
         raise CheckpointError(f"{file}: truncated or not a torch checkpoint (no zip directory)")
     try:
+        with zipfile.ZipFile(file) as archive:
+            stream = sum(i.file_size for i in archive.infolist() if i.filename.endswith(".pkl"))
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise CheckpointError(f"{file}: unreadable zip directory ({exc})") from exc
+    if stream > MAX_PICKLE_STREAM:
+        raise CheckpointError(
+            f"{file}: its pickle stream holds {stream >> 20} MiB, over the "
+            f"{MAX_PICKLE_STREAM >> 20} MiB a state dict's stays under (its tensors are stored "
+            "beside it); the grader does not unpickle it. Save the model with safetensors")
+    try:
         state = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
     except Exception as exc:  # any refusal names the file
         raise CheckpointError(
@@ -211,10 +243,12 @@ def _vocab(folder: Path, required: bool) -> dict[str, int] | None:
                                               if other else "")
             + ": save the model's fast tokenizer beside it (tokenizer.save_pretrained)")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(_bounded(file))
         vocab = dict(data["model"]["vocab"])
         for added in data.get("added_tokens", []):
             vocab[added["content"]] = int(added["id"])
+    except CheckpointError:
+        raise
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from exc
     return vocab

@@ -97,7 +97,6 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
     training = json.loads((model_dir / "training.json").read_text())
     log = json.loads((model_dir / "train_log.json").read_text())
     other = pair.draft if role == "target" else pair.target
-    distil = training.get("distillation")
     shape = training["shape"]
     lines = [
         f"# {model_dir.name}: the {role} of the `{pair.name}` pair",
@@ -135,6 +134,23 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
         f"{training['device']}, {plural(int(training['threads']), 'torch thread')}, "
         f"{training.get('precision', 'fp32')}.",
     ]
+    lines += _phases(training)
+    lines += [
+        f"- Final held-out loss (first 64 held-out windows): {training['held_out_loss']}.",
+        "- Reproduce: see the docstring of `scripts/train_models.py` (same commands, same seed).",
+        "",
+        "### Loss curve",
+        "",
+        _loss_table(log),
+        figures_section(pair.figures),
+    ]
+    return "\n".join(lines)
+
+
+def _phases(training: dict[str, Any]) -> list[str]:
+    """The training section's lines on distillation and on a run continued from another."""
+    distil = training.get("distillation")
+    lines: list[str] = []
     if distil:
         lines.append(
             f"- Distilled from `{distil['teacher']}`: loss = {1 - distil['kl_weight']:.1f} x "
@@ -151,16 +167,7 @@ def render(model_dir: Path, role: str, pair: PairInfo) -> str:
             f"(`--init`) to step {training['steps_done']} with the settings above. The step and "
             "token counts above are totals over both phases."
         )
-    lines += [
-        f"- Final held-out loss (first 64 held-out windows): {training['held_out_loss']}.",
-        "- Reproduce: see the docstring of `scripts/train_models.py` (same commands, same seed).",
-        "",
-        "### Loss curve",
-        "",
-        _loss_table(log),
-        figures_section(pair.figures),
-    ]
-    return "\n".join(lines)
+    return lines
 
 
 def _vocab(model_dir: Path) -> int:

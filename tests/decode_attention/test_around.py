@@ -102,17 +102,15 @@ def test_speed_case_says_it_needs_a_gpu_on_a_cpu() -> None:
     (2.0, ""), (3.0, "bandwidth_share 0.17 < 0.2"),
     (9.0, "bandwidth_share 0.06 < 0.2, torch_ratio 2.25 > 2")])
 def test_speed_figures_and_gate(learner_ms: float, missed: str) -> None:
-    import torch
 
     from lab.exercises.decode_attention.grading import speed
     from lab.grader.measure import check_gate
 
-    case = speed.case(2, "contiguous")
-    expected = torch.zeros((2, 2, 4), dtype=torch.float64)
-    got = {"out": torch.zeros((2, 2, 4), dtype=torch.float16), "learner_ms": [learner_ms] * 5,
+    case = _small_speed_case("contiguous")
+    got = {**_answers(case, [5, 6]), "learner_ms": [learner_ms] * 5,
            "torch_ms": [4.0] * 5, "copy_ms": [1.0] * 5, "kv_bytes": 10**9,
            "copy_bytes": 2 * 10**9}
-    verdict = speed.check(case, got, expected)
+    verdict = speed.check(case, got, {"device": "cpu"})
     # copy: 2e9 B in 1 ms = 2 TB/s; roofline: 1e9 B / 2 TB/s = 0.5 ms
     assert verdict.passed and "roofline 0.500 ms" in verdict.message
     assert verdict.metrics["bandwidth_share"] == pytest.approx(0.5 / learner_ms)
@@ -120,16 +118,46 @@ def test_speed_figures_and_gate(learner_ms: float, missed: str) -> None:
     assert check_gate(get("decode-attention").level(2).gate, verdict.metrics) == missed
 
 
-def test_speed_output_is_checked() -> None:
+def _small_speed_case(layout: str) -> Case:
+    from lab.exercises.decode_attention.grading import speed
+
+    case = speed.case(2, layout)
+    small = {**case.params, "batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 16,
+             "min_len": 5, "max_len": 40, "block_size": 8, "num_splits": 3,
+             "dtype": "float32"}
+    return Case(id=case.id, level=case.level, params=small)
+
+
+def _answers(case: Case, seeds: list[int]) -> dict[str, Any]:
+    """Right outputs for timed calls on these query seeds, as the drive returns them."""
+    from lab.exercises.decode_attention.grading import speed
+
+    return {"outs": [speed.answer(case.params, "cpu", s).float() for s in seeds], "seeds": seeds}
+
+
+def test_every_timed_output_may_be_the_one_checked() -> None:
+    """The grader draws which timed outputs it checks after the calls ran (4 of them): one call
+    in 4 answered wrong (skipped work, an answer replayed from a cache) fails; an output whose
+    buffer a later call wrote again (None) is never picked."""
     import torch
 
     from lab.exercises.decode_attention.grading import speed
 
-    got = {"out": torch.ones((2, 2, 4), dtype=torch.float16), "learner_ms": [1.0],
-           "torch_ms": [1.0], "copy_ms": [1.0], "kv_bytes": 1, "copy_bytes": 2}
-    verdict = speed.check(speed.case(3, "paged"), got, torch.zeros((2, 2, 4),
-                                                                    dtype=torch.float64))
-    assert not verdict.passed and "the timed call's output differs" in verdict.message
+    case = _small_speed_case("paged")
+    figures = {"learner_ms": [1.0], "torch_ms": [1.0], "copy_ms": [1.0], "kv_bytes": 1,
+               "copy_bytes": 2}
+    got = {**_answers(case, [11, 12, 13, 14]), **figures}
+    assert speed.check(case, got, {"device": "cpu"}).passed
+    stale = [*got["outs"][:3], got["outs"][0]]  # call 4 answers call 1's question
+    verdict = speed.check(case, {**got, "outs": stale}, {"device": "cpu"})
+    assert not verdict.passed
+    assert "the output of timed call 4 of 4 (its own query)" in verdict.message
+    reused = {**got, "outs": [None, None, None, got["outs"][3]]}
+    assert speed.check(case, reused, {"device": "cpu"}).passed
+    odd = {**got, "outs": [*got["outs"][:3], "a list"]}
+    assert "returned a list, not a torch.Tensor" in speed.check(case, odd,
+                                                               {"device": "cpu"}).message
+    assert torch.equal(speed.answer(case.params, "cpu", 11), speed.answer(case.params, "cpu", 11))
 
 
 @pytest.mark.slow  # the reference under the interpreter, timed by the CPU stand-in clock
@@ -142,18 +170,18 @@ def test_speed_path_runs_end_to_end_on_the_cpu_stand_in(layout: str) -> None:
     from lab.exercises.decode_attention import gpu_timing, grading
     from lab.exercises.decode_attention.grading import speed
 
-    case = speed.case(2, layout)
-    small = {**case.params, "batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 16,
-             "min_len": 5, "max_len": 40, "block_size": 8, "num_splits": 3,
-             "dtype": "float32"}
-    case = Case(id=case.id, level=case.level, params=small)
+    case = _small_speed_case(layout)
+    small = case.params
     reference = importlib.import_module(grading.REFERENCE)
     got = gpu_timing.measure(reference, small, device="cpu")
     want = speed.answer(small, "cpu")
     baseline = gpu_timing.torch_decode(gpu_timing.speed_inputs(small, "cpu"))
     assert (baseline.double() - want).abs().max() < 1e-4
-    verdict = speed.check(case, got, want)
+    verdict = speed.check(case, got, {"device": "cpu"})
     assert verdict.passed, verdict.message
+    # every call was timed on its own query: as many outputs as timed calls, distinct seeds
+    assert len(got["outs"]) == len(got["seeds"]) == len(got["learner_ms"])
+    assert len(set(got["seeds"])) == len(got["seeds"])
     assert set(verdict.metrics) == {"torch_ratio", "bandwidth_share", "median_ms"}
     lens = gpu_timing.speed_inputs(small, "cpu")
     per_token = 2 * 16 * 4  # kv_heads x head_dim x fp32 bytes
@@ -188,3 +216,43 @@ def test_drive_turns_the_interpreter_on_off_cuda_and_keeps_triton_files_private(
     assert got_interpret == interpret
     assert Path(cache).parent == tmp_path and Path(cache).name.startswith("dojo-triton-")
     assert not imported  # the drive leaves triton's import to the learner's file
+
+
+def _torch_paged(memo: bool) -> Any:
+    """A paged launcher in plain torch; `memo`: computes its first answer once and returns a
+    copy of it on every later call (a cache keyed on the pool, which every call shares)."""
+    from types import SimpleNamespace
+
+    from lab.exercises.decode_attention import gpu_timing
+
+    first: list[Any] = []
+
+    def paged_decode_attention(q: Any, k_cache: Any, v_cache: Any, block_tables: Any,
+                               context_lens: Any, scale: float) -> Any:
+        if memo and first:
+            return first[0].clone()
+        out = gpu_timing.torch_decode({"q": q, "k_cache": k_cache, "v_cache": v_cache,
+                                       "block_tables": block_tables,
+                                       "context_lens": context_lens, "scale": scale})
+        first.append(out)
+        return out
+
+    return SimpleNamespace(paged_decode_attention=paged_decode_attention)
+
+
+@pytest.mark.slow  # 203 queries, three timings on the CPU stand-in clock
+@pytest.mark.parametrize("memo", [False, True])
+def test_a_launcher_that_replays_its_first_answer_fails_the_speed_case(memo: bool) -> None:
+    """Every timed call asks its own question (its own query), so a launcher that answers later
+    calls from a cache keyed on the shared pool fails the outputs the grader checks; the same
+    launcher computing every call passes. (Before, every timed call repeated one question and
+    only an untimed call before them was checked.)"""
+    from lab.exercises.decode_attention import gpu_timing
+    from lab.exercises.decode_attention.grading import speed
+
+    case = _small_speed_case("paged")
+    got = gpu_timing.measure(_torch_paged(memo), case.params, device="cpu")
+    verdict = speed.check(case, got, {"device": "cpu"})
+    assert verdict.passed is not memo, verdict.message
+    if memo:
+        assert "(its own query)" in verdict.message and "differs" in verdict.message

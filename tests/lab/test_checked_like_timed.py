@@ -158,3 +158,63 @@ def test_a_file_that_can_tell_fails_on_its_timed_outputs(tmp_path: Path, name: s
     failed = _failure(_grade(name, tmp_path, event_timing=event_timing))
     assert failed["kind"] == "wrong", failed
     assert failed["message"].startswith("while timing (a run with seed "), failed
+
+
+@pytest.mark.parametrize("own_models", [False, True])
+def test_the_expected_value_is_computed_on_the_graded_calls_seed(own_models: bool) -> None:
+    """The reference's answer of a case, in the grader or (the learner's own checkpoints) in the
+    models child, is computed with the case's checked seed, the one the learner's graded call
+    ran on; with the replay seed, an answer drawn from `ctx.seed` differed (spec-verify L4's
+    timed case failed the reference under --target/--draft)."""
+    from lab.grader import runner
+    from lab.grader.isolation import ChildReply
+
+    seen: list[int] = []
+
+    class Models:
+        def expected(self, case: Case, grading: str, ctx: RunContext) -> ChildReply:
+            seen.append(ctx.seed)
+            return ChildReply(True, value=ctx.seed)
+
+    run = object.__new__(runner._Run)
+    run.ctx, run.seed, run.device = RunContext(device="cpu", seed=5), 5, "cpu"
+    run.exercise = SimpleNamespace(module="m", needs_torch=False)
+    run.own_models = {"target": "/t"} if own_models else {}
+    run.children = Models()  # type: ignore[assignment]
+    run.cache, run.fixed = None, set()
+
+    def expected(case: Case, ctx: RunContext) -> int:
+        seen.append(ctx.seed)
+        return ctx.seed
+
+    run.grading = SimpleNamespace(expected=expected)
+    case = Case("c", 4, {})
+    assert run._expected(case) == (True, checked_seed(5, case))
+    assert seen == [checked_seed(5, case)]
+
+
+def test_the_models_child_is_sent_the_context_it_is_given() -> None:
+    """`Children.expected` asks the models child for the case on the context it is given (the
+    case's), not the run's."""
+    import math
+    import threading
+
+    from lab.grader.isolation import ChildReply
+
+    sent: list[dict[str, Any]] = []
+
+    class Child:
+        alive, cancelled = True, None
+
+        def request(self, msg: dict[str, Any], timeout: float) -> ChildReply:
+            sent.append(msg)
+            return ChildReply(True, value=1)
+
+    children = object.__new__(Children)
+    children.ctx = RunContext(device="cpu", seed=5)
+    children.models_sandbox, children.models_failure = Child(), None  # type: ignore[assignment]
+    children._models_lock = threading.Lock()
+    children.case_timeout_s, children.deadline = None, math.inf
+    case = Case("c", 4, {})
+    assert children.expected(case, "g", RunContext(device="cpu", seed=123)).ok
+    assert sent[0]["ctx"]["seed"] == 123 and sent[0]["case"]["id"] == "c"

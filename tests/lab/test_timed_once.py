@@ -38,13 +38,13 @@ def test_a_slower_call_is_compared_with_the_reference_run_back_to_back_beside_it
     ran alone on a quieter machine (a 4.3x ledger measured under the 4x gate). The reference now
     runs again and again until the learner's call returns, and its median is the yardstick."""
     path = tmp_path / "once_demo.py"
-    path.write_text((SOLVED / "slow.py").read_text().replace("range(8)", "range(2)"))
+    path.write_text((SOLVED / "slow.py").read_text().replace("range(20)", "range(2)"))
     run = assert_passes(ONCE, path, seed=5)
     m = next(e for e in run.events if e["event"] == "metrics")["metrics"]
     # Normally 2+ runs; 1 when the reference's child started later than one reference run's
     # time (a loaded machine): then nothing is left to run beside the learner's call. The ratio
     # is the check that the learner's 2x call was measured against the reference's, not alone.
-    assert m["reference_runs"] >= 1 and 1.2 < m["median_ratio"] < 3
+    assert m["reference_runs"] >= 1 and 1.2 < m["median_ratio"] < 6
     lines: list[str] = []
     TextReport(lines.append)(Metrics(level=1, case="long", metrics=m))
     runs = int(m["reference_runs"])
@@ -52,16 +52,16 @@ def test_a_slower_call_is_compared_with_the_reference_run_back_to_back_beside_it
 
 
 @pytest.mark.slow
-def test_eight_times_the_work_is_stopped_at_the_gate_once_the_reference_is_done() -> None:
+def test_twenty_times_the_work_is_stopped_at_the_gate_once_the_reference_is_done() -> None:
     run = assert_fails(ONCE, SOLVED / "slow.py", 1,
-                       match=r"too slow for this level: stopped after \d+\.\d s, over 3× the "
+                       match=r"too slow for this level: stopped after \d+\.\d s, over 6× the "
                              r"reference's \d+\.\d\d s .* \(your result was not checked\)",
                        kind="gate")
     failed = run.failures[0]
     assert failed["case"] == "long" and [f["case"] for f in run.failures] == ["long"]
     m = failed["metrics"]
-    # killed at 3 x 1.05 the reference's time: what it had run is the least it would have taken
-    assert m["stopped_after_ms"] == pytest.approx(3 * 1.05 * m["reference_median_ms"])
+    # killed at 6 x 1.05 the reference's time: what it had run is the least it would have taken
+    assert m["stopped_after_ms"] == pytest.approx(6 * 1.05 * m["reference_median_ms"])
     # the killed child is replaced: the case after it runs and passes
     passed = [e["case"] for e in run.events if e["event"] == "case_passed"]
     assert passed == ["small", "tail"]
@@ -71,10 +71,10 @@ def test_eight_times_the_work_is_stopped_at_the_gate_once_the_reference_is_done(
 def test_alone_the_slow_call_is_waited_for_and_fails_the_gate_on_its_ratio() -> None:
     # the timed case first: nothing has passed, so the reference runs after it, not beside it
     run = assert_fails(only_cases(ONCE, "long"), SOLVED / "slow.py", 1,
-                       match=r"correct, but too slow for this level: median_ratio \d+\.\d+ > 3",
+                       match=r"correct, but too slow for this level: median_ratio \d+\.\d+ > 6",
                        kind="gate")
     m = run.failures[0]["metrics"]
-    assert m["samples"] == 1 and m["cpu_median_ratio"] > 3
+    assert m["samples"] == 1 and m["cpu_median_ratio"] > 6
 
 
 @pytest.mark.slow

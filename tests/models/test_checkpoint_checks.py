@@ -204,6 +204,34 @@ def test_checking_a_huge_config_adds_little_to_the_graders_memory(good: Path,
 
 
 @pytest.mark.slow
+def test_files_larger_than_a_real_checkpoints_are_refused_unread(good: Path,
+                                                                  tmp_path: Path) -> None:
+    """What the checks would read whole into the grader's process (JSON files, a safetensors
+    header, a pickle's stream) is refused by its size first: a 5 MiB config.json, a 65 MiB
+    tokenizer.json (sparse: nothing is written), a 17 MiB header, an 17 MiB data.pkl."""
+    import torch
+
+    folder = _copy(good, tmp_path)
+    config = folder / "config.json"
+    config.write_text(config.read_text()[:-2] + ', "pad": "' + "x" * (5 << 20) + '"}')
+    _refused(folder, r"config\.json: 5 MiB, over the 4 MiB a real config\.json stays under")
+    shutil.copy(good / "config.json", config)
+    with (folder / "tokenizer.json").open("r+b") as fh:
+        fh.truncate(65 << 20)
+    _refused(folder, r"tokenizer\.json: 65 MiB, over the 64 MiB")
+    shutil.copy(good / "tokenizer.json", folder / "tokenizer.json")
+    weights = folder / "model.safetensors"
+    with weights.open("wb") as fh:
+        fh.write((17 << 20).to_bytes(8, "little"))
+        fh.truncate(8 + (18 << 20))
+    _refused(folder, r"model\.safetensors: truncated or not safetensors \(a header of 17825792")
+    weights.unlink()
+    torch.save({"w": torch.zeros(2), "names": [f"{i:064d}" for i in range(300 << 10)]},
+               folder / "pytorch_model.bin")
+    _refused(folder, r"pytorch_model\.bin: its pickle stream holds \d\d MiB, over the 16 MiB")
+
+
+@pytest.mark.slow
 def test_the_sandbox_allowance_counts_loaded_weights_on_disk_only(good: Path,
                                                                   tmp_path: Path) -> None:
     """A 200 GB sparse file beside the weights, and a sparse hole in the weights themselves,

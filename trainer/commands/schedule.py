@@ -18,6 +18,7 @@ import click
 from questions.wording import plural
 
 if TYPE_CHECKING:
+    from trainer.core.stats import StatsReport
     from trainer.core.store import Store
     from trainer.core.today import Queue
 
@@ -191,8 +192,15 @@ def stats(days: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2, ensure_ascii=False))
         return
-    cards, per_day, retention, forecast = (report.cards, report.per_day, report.retention,
-                                           report.forecast)
+    _echo_counts(report, days)
+    _echo_lists(report, days)
+
+
+def _echo_counts(report: StatsReport, days: int) -> None:
+    """`dojo stats`' counts: cards, streak, answers, retention, recall, topic accuracy."""
+    from trainer.core.stats import PREDICTED_RECALL_MEANS, TRUE_RETENTION_MEANS
+
+    cards, per_day, retention = report.cards, report.per_day, report.retention
     reviewed = sum(1 for c in cards if not c.is_new)
     click.echo(
         f"Cards: {len(cards)} ({reviewed} reviewed, "
@@ -205,8 +213,6 @@ def stats(days: int, as_json: bool) -> None:
         f"(today {list(per_day.values())[-1]})"
         + (f"; {report.overridden} counted right after a typo" if report.overridden else "")
     )
-    from trainer.core.stats import PREDICTED_RECALL_MEANS, TRUE_RETENTION_MEANS
-
     click.echo(
         f"True retention ({days} d, mature cards): {_pct(retention.rate)} of {retention.total}"
         f" ({TRUE_RETENTION_MEANS})")
@@ -218,6 +224,11 @@ def stats(days: int, as_json: bool) -> None:
             typo = f" ({acc.overridden} mistyped)" if acc.overridden else ""
             click.echo(
                 f"  {topic or '(none)':<28} {_pct(acc.accuracy):>5} of {acc.answered}{typo}")
+
+
+def _echo_lists(report: StatsReport, days: int) -> None:
+    """`dojo stats`' lists: the forecast, EF and intervals, mistakes and rehearsals."""
+    forecast = report.forecast
     upcoming = list(forecast.items())[:7]
     click.echo("Due next 7 days: " + ", ".join(f"{d.strftime('%a')} {n}" for d, n in upcoming)
                + f" ({sum(forecast.values())} in the next {plural(days, 'day')}; "

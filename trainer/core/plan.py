@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from questions.bank import Bank
     from scheduler.feasibility import BudgetRow
     from scheduler.plan import Plan
+    from scheduler.records import Card, Settings
     from scheduler.store import Store
 
 
@@ -100,16 +101,7 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     predicted for the interview day's start (without a plan: 7 study days ahead). `table`:
     the workload-vs-recall table too (a simulation per budget: `dojo plan`)."""
     from scheduler.days import resolve_timezone
-    from scheduler.feasibility import BudgetRow, feasibility
-    from scheduler.fsrs_memory import make_scheduler
-    from scheduler.fsrs_memory import recall as fsrs_recall
-    from scheduler.plan import Pace
-    from scheduler.readiness import (
-        FSRS_PARAMETERS_KEY,
-        day_start,
-        topic_recall,
-    )
-    from scheduler.simulate import SimCard
+    from scheduler.readiness import day_start
 
     cfg = store.settings()
     today = store.study_day(now, cfg)
@@ -118,11 +110,26 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     at = day_start(plan.interview if plan is not None
                    else today + dt.timedelta(days=HORIZON_DAYS), cfg.rollover_hour, tz)
     cards = [c for c in store.cards() if not c.retired and not c.suspended]
-    reviews = store.export_history()["reviews"]
-    params = store.stored_value(FSRS_PARAMETERS_KEY)
+    topics, to_pass = _readiness(store, bank, cards, at)
+    weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
+    if plan is None:
+        return PlanReport(None, today, at, None, None, None,
+                          "no interview date set (dojo plan --interview YYYY-MM-DD)",
+                          weakest_first)
+    return _with_plan(store, cfg, plan, today, at, cards, topics, to_pass, table, weakest_first)
+
+
+def _readiness(store: Store, bank: Bank, cards: list[Card],
+               at: dt.datetime) -> tuple[list[TopicReadiness], list[int]]:
+    """Every topic's readiness at `at`, in study order, and the lab levels still to pass (a
+    level linked from two topics counted once)."""
+    from scheduler.fsrs_memory import make_scheduler
+    from scheduler.fsrs_memory import recall as fsrs_recall
+    from scheduler.readiness import FSRS_PARAMETERS_KEY, topic_recall
+
     # Each card's stored FSRS memory is the time-ordered replay of its answers
     # (docs/readiness.md): read it instead of replaying the whole log again.
-    fsrs = make_scheduler(params)
+    fsrs = make_scheduler(store.stored_value(FSRS_PARAMETERS_KEY))
     recall = {c.question_id: fsrs_recall(c.memory, at, fsrs) for c in cards
               if c.memory is not None}
     order = _topic_order(bank)
@@ -145,18 +152,30 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
             labs_passed=len(labs[t] & passed), labs_total=len(labs[t]))
         for t, ids in by_topic.items() if ids or labs[t]
     ]
-    weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
-    if plan is None:
-        return PlanReport(None, today, at, None, None, None,
-                          "no interview date set (dojo plan --interview YYYY-MM-DD)",
-                          weakest_first)
     to_pass: list[int] = []
     counted: set[tuple[str, int]] = set()  # a level linked from two topics is passed once
     for t in topics:  # study order
         levels = labs[t.topic] - passed - counted
         counted |= levels
         to_pass += [level for _, level in sorted(levels)]
-    pace = Pace.from_answers(reviews, ((c.level, c.last_pass_s) for c in store.lab_cards()))
+    return topics, to_pass
+
+
+def _with_plan(store: Store, cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime,
+               cards: list[Card], topics: list[TopicReadiness], to_pass: list[int],
+               table: bool, weakest_first: list[TopicReadiness]) -> PlanReport:
+    """The report under a plan: the learner's pace, the plan's feasibility and (`table`) the
+    workload-vs-recall rows, "no further study" first."""
+    from scheduler.days import resolve_timezone
+    from scheduler.feasibility import BudgetRow, feasibility
+    from scheduler.plan import Pace
+    from scheduler.readiness import FSRS_PARAMETERS_KEY, day_start
+    from scheduler.simulate import SimCard
+
+    tz = resolve_timezone(cfg.timezone)
+    params = store.stored_value(FSRS_PARAMETERS_KEY)
+    pace = Pace.from_answers(store.export_history()["reviews"],
+                             ((c.level, c.last_pass_s) for c in store.lab_cards()))
     sim_cards = [SimCard(c.question_id, c.topic, c.scheduled, c.memory) for c in cards]
 
     def start(day: dt.date) -> dt.datetime:

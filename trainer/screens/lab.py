@@ -557,6 +557,12 @@ class LabScreen(LabResultsScreen):
         if rc is None:  # the server ended (crashed, killed): the next grading starts another
             rc = await server.wait()
             self._server = None
+        self._graded(exercise, level, rc, error, bar)
+        return rc
+
+    def _graded(self, exercise: str, level: int, rc: int, error: str, bar: ProgressBar) -> None:
+        """After a grading: say why nothing was graded (the server's sentence, or its exit
+        status), or note a pass's lab card; refresh the pass/fail marks."""
         if self.last_summary is None and error:  # e.g. the host could not grade: its sentence
             self.query_one("#lab-results-title", Static).update(
                 Text(f"{exercise} L{level}: not graded — {error}"))
@@ -572,7 +578,6 @@ class LabScreen(LabResultsScreen):
         if self._server is not None:
             self._prepared_for = (exercise, level)  # the server prepares its next grading
         self._fetch()  # refresh pass/fail marks from the attempts table
-        return rc
 
     def _host(self) -> str | None:
         """The lab_host setting (where `dojo lab serve` grades; None: here)."""

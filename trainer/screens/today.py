@@ -204,20 +204,7 @@ class TodayScreen(DojoScreen):
         alert = self.query_one("#today-alert", Static)
         alert.display = bool(view.warnings)
         alert.update("\n".join(f"[b yellow]warning:[/] {escape(w)}" for w in view.warnings))
-        if view.read_only:  # nothing can be studied: no invitation to press Enter
-            head.update(f"[b]{plural(view.to_do, 'card')} today, but no session can start:[/] "
-                        "your data is read-only. Browse (b) and Stats (s) still work.")
-        elif view.first_run:
-            head.update(f"[b]Welcome.[/] {WELCOME}")
-        elif view.to_do:
-            head.update(f"[b]{plural(view.to_do, 'card')} today.[/] Press [b]Enter[/] to start.")
-        elif view.rebuilds:
-            head.update(f"[b]{plural(len(view.rebuilds), 'lab level')} to rebuild today.[/] "
-                        "Press [b]r[/] to start the highlighted one.")
-        else:
-            head.update(
-                "[b]All done for today.[/] Cram (c) practises without touching the schedule."
-            )
+        head.update(_headline(view))
         retention = "—" if view.retention is None else f"{view.retention:.0%}"
         self.query_one("#today-counts", Static).update(
             # the lab's questions are asked as re-drills: counted with them (#today-lab says
@@ -228,19 +215,7 @@ class TodayScreen(DojoScreen):
             f"Retention 30 d [b]{retention}[/]"
         )
         self._show_plan()
-        back = self.query_one("#today-lab", Static)
-        back.display = bool(view.lab_reasons)
-        back.update("\n".join([f"[b]{plural(view.lab, 'question')} back from the lab[/] "
-                               "(asked as re-drills; the schedule is untouched):"]
-                              + [f"  {escape(r)}" for r in view.lab_reasons]))
-        rebuilds = self.query_one("#today-rebuilds", OptionList)
-        rebuilds.set_options(
-            Option(f"[b]{escape(r.line)}[/]  [dim](r)[/]", id=f"{r.exercise}:{r.level}")
-            for r in view.rebuilds
-        )
-        rebuilds.display = bool(view.rebuilds)
-        if view.rebuilds:
-            rebuilds.highlighted = 0
+        self._show_lab(view)
         self.refresh_bindings()
         today = view.day
         self.query_one(Heatmap).update(view.per_day, today)
@@ -259,3 +234,34 @@ class TodayScreen(DojoScreen):
             )
         else:
             errors.update("")
+
+    def _show_lab(self, view: TodayView) -> None:
+        """The questions back from the lab, and the lab levels to rebuild today."""
+        back = self.query_one("#today-lab", Static)
+        back.display = bool(view.lab_reasons)
+        back.update("\n".join([f"[b]{plural(view.lab, 'question')} back from the lab[/] "
+                               "(asked as re-drills; the schedule is untouched):"]
+                              + [f"  {escape(r)}" for r in view.lab_reasons]))
+        rebuilds = self.query_one("#today-rebuilds", OptionList)
+        rebuilds.set_options(
+            Option(f"[b]{escape(r.line)}[/]  [dim](r)[/]", id=f"{r.exercise}:{r.level}")
+            for r in view.rebuilds
+        )
+        rebuilds.display = bool(view.rebuilds)
+        if view.rebuilds:
+            rebuilds.highlighted = 0
+
+
+def _headline(view: TodayView) -> str:
+    """What the day asks of the learner, and the key that starts it."""
+    if view.read_only:  # nothing can be studied: no invitation to press Enter
+        return (f"[b]{plural(view.to_do, 'card')} today, but no session can start:[/] "
+                "your data is read-only. Browse (b) and Stats (s) still work.")
+    if view.first_run:
+        return f"[b]Welcome.[/] {WELCOME}"
+    if view.to_do:
+        return f"[b]{plural(view.to_do, 'card')} today.[/] Press [b]Enter[/] to start."
+    if view.rebuilds:
+        return (f"[b]{plural(len(view.rebuilds), 'lab level')} to rebuild today.[/] "
+                "Press [b]r[/] to start the highlighted one.")
+    return "[b]All done for today.[/] Cram (c) practises without touching the schedule."

@@ -5,9 +5,13 @@ standard-error stop rule), all three in the same run.
 
 Returns raw samples (milliseconds per call) and byte counts; the grader turns them into the two
 ratios it reports: time against torch's, and the bandwidth roofline's share (KV bytes read per
-call / the copy bandwidth measured in the same run, over the learner's time). The inputs are
-drawn on the device from a CUDA generator seeded by the case, so the grader draws the same ones
-to check the output. Imported in the child (drive.CHILD_MODULES) and by the grader.
+call / the copy bandwidth measured in the same run, over the learner's time). The caches are
+drawn on the device from a generator seeded by the case; every call, warm-up included, has its
+own query, drawn from a seed of its own (from the OS) before the timing starts, so no call
+repeats another's question. There is no separate untimed call: the learner's timed outputs come
+back with their seeds, and the grader checks a random subset of them against answers it draws
+for the same seeds (`grading/speed.py`). Imported in the child (drive.CHILD_MODULES) and by the
+grader.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ FUNCTIONS = {"attention": "decode_attention", "paged": "paged_decode_attention",
              "flash": "flash_decode"}
 
 
-def speed_inputs(p: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
+def speed_inputs(p: dict[str, Any], device: str = "cuda",
+                 query_seed: int | None = None) -> dict[str, Any]:
     """The speed case's inputs on `device`: fp16, lengths and (paged) a shuffled pool drawn from
-    a generator seeded with p["seed"]."""
+    a generator seeded with p["seed"]; with `query_seed`, q drawn from its own generator (one
+    call's question: `query`)."""
     import torch
 
     g = torch.Generator(device=device).manual_seed(int(p["seed"]))
@@ -32,6 +38,8 @@ def speed_inputs(p: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
     dt = getattr(torch, p["dtype"])
     lens = torch.randint(lo, hi + 1, (B,), generator=g, device=device, dtype=torch.int32)
     q = torch.randn((B, H, D), generator=g, device=device, dtype=dt)
+    if query_seed is not None:
+        q = query(p, device, query_seed)
     out: dict[str, Any] = {"q": q, "scale": float(D) ** -0.5}
     if p["layout"] == "contiguous":
         out["k"] = torch.randn((B, hi, KVH, D), generator=g, device=device, dtype=dt)
@@ -49,6 +57,15 @@ def speed_inputs(p: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
     if p["layout"] == "split":
         out["num_splits"] = int(p["num_splits"])
     return out
+
+
+def query(p: dict[str, Any], device: str, seed: int) -> Any:
+    """One timed call's q [B, H, D], drawn on `device` from a generator seeded with `seed`."""
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(int(seed))
+    shape = (int(p["batch"]), int(p["heads"]), int(p["head_dim"]))
+    return torch.randn(shape, generator=g, device=device, dtype=getattr(torch, p["dtype"]))
 
 
 def kv_bytes(args: dict[str, Any]) -> int:
@@ -87,37 +104,58 @@ def torch_decode(args: dict[str, Any]) -> Any:
     return out[:, :, 0]
 
 
-def time_ms(fn: Callable[[], Any], flush: Any, clock: Any = None) -> list[float]:
-    """Milliseconds per call, timed as the platform times a CUDA case (lab.grader.gpu_timing:
-    WARMUP discarded calls, the L2 flushed before each timed call, CUDA events after a
-    synchronise, repeated until the standard error is under 1% of the mean or 1 s is spent)."""
+def timed(call: Callable[[int], Any], seeds: list[int], flush: Any, clock: Any = None) -> Any:
+    """`call(seed)` timed as the platform times a CUDA case, through its one driver
+    (lab.grader.gpu_timing.timed_calls: WARMUP discarded calls, the L2 flushed before each timed
+    call, CUDA events after a synchronise, repeated until the standard error is under 1% of the
+    mean or 1 s is spent): the `Timed` record, milliseconds in `ms`."""
     from lab.grader import gpu_timing as platform
 
-    timed = platform.timed_calls(lambda _seed: fn(), list(range(WARMUP + MAX_CALLS)), WARMUP,
-                                 clock or platform.CudaClock(), flush, platform.StopRule())
-    return [t * 1e3 for t in timed.times]
+    return platform.timed_calls(call, seeds, WARMUP, clock or platform.CudaClock(), flush,
+                                platform.StopRule())
+
+
+def _ms(record: Any) -> list[float]:
+    return [t * 1e3 for t in record.times]
 
 
 def measure(solution: Any, p: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
-    """The learner's output (checked by the grader) and the three timings, raw. On "cpu" (the
-    tests: the platform's CPU stand-in clock) the figures mean nothing; the drive never asks."""
+    """The learner's timed outputs with their query seeds (checked by the grader) and the three
+    timings, raw. Every call of the learner's launcher is a timed call (the platform's driver:
+    the same frames), each on its own query. On "cpu" (the tests: the platform's CPU stand-in
+    clock) the figures mean nothing; the drive never asks."""
+    import secrets
+
     import torch
 
     from lab.grader import gpu_timing as platform
 
     args = speed_inputs(p, device)
     fn = getattr(solution, FUNCTIONS[p["level_kind"]])
-    call = call_args(p, args)
+    seeds = [secrets.randbits(31) for _ in range(WARMUP + MAX_CALLS)]
+    questions = {s: {**args, "q": query(p, device, s)} for s in seeds}
+    calls = {s: call_args(p, a) for s, a in questions.items()}
     clock = platform.CudaClock() if device == "cuda" else platform.CpuClock()
-    out = fn(*call)
-    clock.synchronize()
     flush = platform.L2Flush(device, platform.flush_bytes(device))
-    learner = time_ms(lambda: fn(*call), flush, clock)
-    baseline = time_ms(lambda: torch_decode(args), flush, clock)
+    learner = timed(lambda s: fn(*calls[s]), seeds, flush, clock)
+    baseline = timed(lambda s: torch_decode(questions[s]), seeds, flush, clock)
     nbytes = kv_bytes(args)
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    copy = time_ms(lambda: dst.copy_(src), flush, clock)
-    return {"out": out.detach().cpu() if isinstance(out, torch.Tensor) else None,
-            "learner_ms": learner, "torch_ms": baseline, "copy_ms": copy,
-            "kv_bytes": nbytes, "copy_bytes": 2 * nbytes}
+    copy = timed(lambda _s: dst.copy_(src), seeds, flush, clock)
+    return {"outs": _outputs(learner.values), "seeds": learner.seeds, "learner_ms": _ms(learner),
+            "torch_ms": _ms(baseline), "copy_ms": _ms(copy), "kv_bytes": nbytes,
+            "copy_bytes": 2 * nbytes}
+
+
+def _outputs(values: list[Any]) -> list[Any]:
+    """The learner's outputs for the grader, on the CPU: a tensor whose storage a later call
+    wrote again (a reused output buffer) only for the last call that wrote it (None for the
+    earlier ones: their values are gone); anything else named by its type."""
+    import torch
+
+    last = {out.untyped_storage().data_ptr(): i for i, out in enumerate(values)
+            if isinstance(out, torch.Tensor)}
+    kept = set(last.values())
+    return [(out.detach().cpu() if i in kept else None) if isinstance(out, torch.Tensor)
+            else f"a {type(out).__name__}" for i, out in enumerate(values)]

@@ -10,6 +10,7 @@ CPU the drive reports that the speed part needs a GPU and the case passes with t
 
 from __future__ import annotations
 
+import secrets
 import statistics
 from typing import Any
 
@@ -37,17 +38,21 @@ def case(level: int, layout: str) -> Case:
                 "bandwidth roofline")
 
 
+CHECKED = 4  # timed outputs checked per grading, drawn after the calls ran
+
+
 def expected(case: Case, device: str) -> Any:
-    """The answer on the speed case's inputs, computed here (float32 on the GPU); None on a CPU,
-    where the drive times nothing."""
-    return answer(case.params, device) if device == "cuda" else None
+    """Where `check` computes the answers for the timed calls it picks (float32 on the GPU);
+    None on a CPU, where the drive times nothing."""
+    return {"device": device} if device == "cuda" else None
 
 
-def answer(p: dict[str, Any], device: str) -> Any:
-    """Attention over the speed inputs `p` describes, in float32 on `device`, as float64."""
+def answer(p: dict[str, Any], device: str, query_seed: int | None = None) -> Any:
+    """Attention over the speed inputs `p` describes (the query of `query_seed`'s call), in
+    float32 on `device`, as float64."""
     import torch
 
-    args = speed_inputs(p, device)
+    args = speed_inputs(p, device, query_seed)
     q = args["q"]
     if "k" in args:
         lens = args["seq_lens"].tolist()
@@ -64,12 +69,35 @@ def answer(p: dict[str, Any], device: str) -> Any:
     return attend(q, keys, values, args["scale"], dtype=torch.float32).double().cpu()
 
 
+def check_outputs(case: Case, got: Any, expected: Any) -> Verdict:
+    """A random subset of the timed calls' outputs (drawn here, after the calls ran) against
+    the answers for their own queries: a launcher that skips or repeats work on some calls
+    fails as one that is wrong on all of them."""
+    if not isinstance(expected, dict):
+        return Verdict(False, "internal: no device to compute the speed case's answers on")
+    outs, seeds = got.get("outs"), got.get("seeds")
+    if not isinstance(outs, list) or not isinstance(seeds, list) or not outs \
+            or len(outs) != len(seeds):
+        return Verdict(False, "internal: the timed calls' outputs did not come back")
+    written = [i for i, o in enumerate(outs) if o is not None]
+    picked = sorted(secrets.SystemRandom().sample(written, min(CHECKED, len(written))))
+    for i in picked:
+        what = f"the output of timed call {i + 1} of {len(outs)} (its own query)"
+        if isinstance(outs[i], str):
+            return Verdict(False, f"{what}: returned {outs[i]}, not a torch.Tensor")
+        verdict = check_tensor(case, outs[i], answer(case.params, expected["device"],
+                                                     int(seeds[i])),
+                               what=what, dtype=case.params["dtype"])
+        if not verdict.passed:
+            return verdict
+    return Verdict(True)
+
+
 def check(case: Case, got: Any, expected: Any) -> Verdict:
     early = answered(case, got, case.params["level_kind"])
     if early is not None:
         return early
-    out = check_tensor(case, got["out"], expected, what="the timed call's output",
-                       dtype=case.params["dtype"])
+    out = check_outputs(case, got, expected)
     if not out.passed:
         return out
     learner = statistics.median(got["learner_ms"])
