@@ -3,7 +3,8 @@
 It confines itself (`lab.grader.confine`), loads the exercise's `drive` module and the learner's
 file, then answers requests framed by `lab.grader.protocol` on the two inherited pipe fds (never on
 stdout, which belongs to the learner). Nothing here judges: `run` returns what the learner's code
-returned (through `drive.run`), `batch` runs it several times for the grader's stopwatch. The
+returned (through `drive.run`), `batch` runs it several times for the grader's stopwatch, and
+`timed` times it on the device's clock; all three through one driver (`Child.calls`). The
 child is untrusted as a whole — the grader decides everything from plain data.
 
 An import guard refuses every module of the judge: in the child only the modules the grader lists

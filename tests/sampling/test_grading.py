@@ -66,6 +66,8 @@ BROKEN_CASES = [
                              r"min_p x the top probability exactly stays"),
     ("sample_tiny_temp_no_draw", 3, r"row 0 has T = 0.001 > 0 but its generator never "
                                     r"advanced: it was treated as greedy"),
+    ("batch_minp_le_threshold", 2, r"row 1 of 4: min-p's cut compared with <= "),
+    ("batch_topp_strict_threshold", 2, r"row 0 of 4: top-p's cut compared with < "),
 ]
 # the fixed cases that catch each of those (and no other case does)
 ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
@@ -75,7 +77,9 @@ ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
              "stop_last_occurrence": {"L4-stop-twice-in-token"},
              "length_before_stop": {"L4-ends-coincide"},
              "minp_le_threshold": {"L1-minp-on-threshold", "L1-minp-1"},
-             "sample_tiny_temp_no_draw": {"L3-repro-tiny-temp"}}
+             "sample_tiny_temp_no_draw": {"L3-repro-tiny-temp"},
+             "batch_minp_le_threshold": {"L2-thresholds"},
+             "batch_topp_strict_threshold": {"L2-thresholds"}}
 
 
 @pytest.mark.parametrize(
