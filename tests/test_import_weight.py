@@ -64,3 +64,17 @@ def test_dojo_due_from_the_cache_imports_no_store_validator_or_other_command(
              "trainer.commands.lab", "trainer.commands.questions", "lab.exercises", *HEAVY)
     assert [m for m in heavy if m in loaded] == []
     assert "trainer.commands.schedule" in loaded and "scheduler.queue" in loaded
+
+
+def test_dojo_alone_opens_the_app_before_importing_click() -> None:
+    opened = ("import sys\nsys.argv = ['dojo']\nimport trainer.app\n"
+              "trainer.app.run_app = lambda: print('APP OPENED')\n"
+              "from trainer.launch import main\nmain()\nprint('click' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", opened], cwd=ROOT, capture_output=True,
+                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.split() == ["APP", "OPENED", "False"]
+    version = ("import sys\nsys.argv = ['dojo', '--version']\n"
+               "from trainer.launch import main\nmain()")
+    out = subprocess.run([sys.executable, "-c", version], cwd=ROOT, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0 and out.stdout.strip() == "dojo, version 0.1.0"

@@ -1,5 +1,5 @@
 """`python -m trainer` is the same as `dojo`."""
 
-from trainer.cli import main
+from trainer.launch import main
 
-main(prog_name="dojo")
+main()

@@ -55,6 +55,10 @@ class KeyBar(Static):
             part = f"[b]{key}[/] {label}" if active.enabled else f"[dim]{key} {label}[/]"
             (always if binding.action in ("help", "app.help") else parts).append(part)
         always.append("[b]^p[/] palette")
+        wanted = (tuple(parts), tuple(always), self.size.width, self.rows)
+        if wanted == getattr(self, "_wanted", None):
+            return  # every card asks again with the same keys: fitting them costs ~5 ms
+        self._wanted = wanted
         text = fit(parts, always, self.size.width, self.rows)  # content width, no padding
         if text != getattr(self, "_last", None):
             self._last = text
