@@ -39,8 +39,10 @@ async def _run(app: DojoApp, pilot: object, text: str) -> None:
     await pilot.press("ctrl+p")  # type: ignore[attr-defined]
     assert isinstance(app.screen, CommandPalette)
     await pilot.press(*text)  # type: ignore[attr-defined]
-    for _ in range(30):
-        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    for _ in range(3):  # its search for the text: started, done (a worker), its hits listed
+        await pilot.pause()  # type: ignore[attr-defined]
+        await app.workers.wait_for_complete()
+    await pilot.pause()  # type: ignore[attr-defined]
     await pilot.press("enter")  # type: ignore[attr-defined]
     for _ in range(5):
         await app.workers.wait_for_complete()

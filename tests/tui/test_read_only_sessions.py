@@ -72,8 +72,8 @@ async def main():
                 if key.startswith("palette:"):
                     await pilot.press("ctrl+p")
                     await pilot.press(*key.removeprefix("palette:"))
-                    for _ in range(30):
-                        await pilot.pause(0.05)
+                    await settle(app, pilot, 3)  # its search (a worker) done, its hits listed
+                    await pilot.pause()
                     await pilot.press("enter")
                 else:
                     await pilot.press(key)
