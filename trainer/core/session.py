@@ -295,7 +295,7 @@ class Session:
             explanation=item.instance.explanation,
             response_ms=elapsed_ms,
             chosen_index=outcome.chosen_index,
-            mistake_id=outcome.mistake_id,  # the named-mistake diagnosis (issue #14)
+            mistake_id=outcome.mistake_id,  # the named mistake the answer matches
             diagnosis=outcome.diagnosis or "",
             accepted=outcome.accepted,
             lab="" if outcome.correct else self._lab_suggestion(item),
