@@ -6,8 +6,8 @@
 - pass: the reference as the solution, from the start to the verdict;
 
 side by side with `python -c "import torch"` measured in the same run (the floor for any level
-that needs torch). Targets from #18, printed as ratios, never asserted: first failure <= 2 s,
-a passing level 1-3 <= 5 s, level 4 <= 15 s. From #52, for every torch lab: a cold passing
+that needs torch). Grading-speed targets, printed as ratios, never asserted: first failure <= 2 s,
+a passing level 1-3 <= 5 s, level 4 <= 15 s. For every torch lab: a cold passing
 level 1 within torch's import + 4 s (`excess` = verdict - torch import, its ratio to 4 s). A
 cold CLI grading of a passing level runs twice: the first builds the data folder's kept
 answers of fixed cases (`lab.grader.expected_cache`; a new version or model does the same),
@@ -48,7 +48,7 @@ from lab.exercises import discover  # noqa: E402
 from lab.grader.testing import reference_as_solution  # noqa: E402
 
 TARGET_FIRST_FAILURE_S = 2.0
-TARGET_TORCH_EXCESS_S = 4.0  # #52: a cold passing level 1 of a torch lab, over torch's import
+TARGET_TORCH_EXCESS_S = 4.0  # a cold passing level 1 of a torch lab, over torch's import
 
 
 @dataclasses.dataclass
@@ -209,8 +209,8 @@ def main() -> None:
           "to a passing verdict for levels 1-3, 15 s for level 4); under 1 meets it. 'pass "
           "1st': a passing grading that builds the kept answers of fixed cases; 'pass', 'exit' "
           "and 'cpu': the next one (its verdict, the command's exit, the grader's CPU "
-          "seconds); '−torch': pass − torch's import, '/4 s' its ratio to #52's 4 s (torch "
-          "labs)")
+          "seconds); '−torch': pass − torch's import, '/4 s' its ratio to the 4 s target "
+          "(torch labs)")
 
 
 def row(exercise: str, level: int, torch_s: float, needs_torch: bool, stub: Timed,
