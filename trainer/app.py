@@ -149,10 +149,13 @@ class DojoApp(App[None]):
         # What start-up built (the bank, the store's tables, the widgets) lives as long as the
         # app: out of the collector's sight, a full collection no longer walks it. Over 120
         # answers ~1 in 12 met a full collection of that heap, at 115-150 ms of CPU each.
-        gc.freeze()
+        gc.freeze()  # undone when the app ends (`on_unmount`)
         for screen in self.screen_stack:
             if isinstance(screen, DojoScreen):
                 screen.reload()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # what the app froze can be collected again (tests run many apps)
 
     # -- navigation, shared by every screen and the command palette --------------------------
 
