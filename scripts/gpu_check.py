@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 RATIO_SPREAD = 1.5  # the reference timed against itself: its ratio of medians within 1/1.5..1.5
 
@@ -41,39 +42,13 @@ def main(argv: list[str] | None = None) -> int:
               f"CUDA {torch.version.cuda}")
 
     from lab.exercises import discover
-    from lab.grader.runner import GradeOptions, grade
-    from lab.grader.testing import reference_as_solution
 
-    rows: list[tuple[str, int, str, str, str, str, float]] = []
-    failed = 0
+    rows: list[Row] = []
     for ex in discover():
         if (args.exercise and ex.id not in args.exercise) or ex.id in args.skip:
             continue
-        dtypes = ["float32", "bfloat16"] if ex.needs_torch and ex.model_paths else ["float32"]
-        if ex.id == "tensor-parallel":  # fp32 by contract (outputs within fp32 tolerance)
-            dtypes = ["float32"]
-        with tempfile.TemporaryDirectory() as tmp:
-            solution = reference_as_solution(ex, Path(tmp))
-            for dtype in dtypes:
-                variant = dataclasses.replace(ex, dtype=dtype)
-                for level in ex.level_numbers:
-                    start = time.perf_counter()
-                    result = grade(variant, solution, GradeOptions(
-                        levels=[level], device=args.device, seed=args.seed))
-                    wall = time.perf_counter() - start
-                    lvl = result.levels[0]
-                    done = sum(r.passed for r in lvl.results)
-                    timing, off = self_timing(lvl)
-                    verdict = "pass" if lvl.passed and not off else (
-                        "FAIL" if not lvl.passed else "TIMING")
-                    failed += not lvl.passed or off
-                    rows.append((ex.id, level, dtype, verdict, f"{done}/{len(lvl.results)}",
-                                 timing, wall))
-                    if not lvl.passed:
-                        worst = lvl.smallest_failure()
-                        if worst is not None:
-                            print(f"  {ex.id} L{level} {dtype}: {worst.case.id} [{worst.kind}] "
-                                  f"{worst.message[:300]}")
+        rows += _grade_exercise(ex, args.device, args.seed)
+    failed = sum(row[3] != "pass" for row in rows)
     print(f"\n{'exercise':<14} {'level':>5} {'dtype':<9} {'verdict':<7} {'cases':>7} "
           f"{'self-timing (ratio, sem %)':<27} {'wall s':>7}")
     for ex_id, level, dtype, verdict, cases, timing, wall in rows:
@@ -81,6 +56,43 @@ def main(argv: list[str] | None = None) -> int:
               f"{wall:>7.1f}")
     print(f"\n{len(rows)} gradings, {failed} failed")
     return 1 if failed else 0
+
+
+# One grading's table row: exercise, level, dtype, verdict, cases passed, self-timing, wall s.
+Row = tuple[str, int, str, str, str, str, float]
+
+
+def _grade_exercise(ex: Any, device: str, seed: int) -> list[Row]:
+    """Every level of `ex` graded with its reference, in float32 and (a model's exercise but
+    tensor-parallel, fp32 by contract) bfloat16; a failing level's smallest failure printed."""
+    from lab.grader.runner import GradeOptions, grade
+    from lab.grader.testing import reference_as_solution
+
+    dtypes = ["float32", "bfloat16"] if ex.needs_torch and ex.model_paths else ["float32"]
+    if ex.id == "tensor-parallel":  # fp32 by contract (outputs within fp32 tolerance)
+        dtypes = ["float32"]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        solution = reference_as_solution(ex, Path(tmp))
+        for dtype in dtypes:
+            variant = dataclasses.replace(ex, dtype=dtype)
+            for level in ex.level_numbers:
+                start = time.perf_counter()
+                result = grade(variant, solution, GradeOptions(
+                    levels=[level], device=device, seed=seed))
+                wall = time.perf_counter() - start
+                lvl = result.levels[0]
+                done = sum(r.passed for r in lvl.results)
+                timing, off = self_timing(lvl)
+                verdict = "pass" if lvl.passed and not off else (
+                    "FAIL" if not lvl.passed else "TIMING")
+                rows.append((ex.id, level, dtype, verdict, f"{done}/{len(lvl.results)}",
+                             timing, wall))
+                worst = None if lvl.passed else lvl.smallest_failure()
+                if worst is not None:
+                    print(f"  {ex.id} L{level} {dtype}: {worst.case.id} [{worst.kind}] "
+                          f"{worst.message[:300]}")
+    return rows
 
 
 def self_timing(level: object) -> tuple[str, bool]:

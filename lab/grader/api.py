@@ -14,6 +14,7 @@ An exercise package has a child side and a parent side::
         def cases(level: int, seed: int) -> list[Case]
         def check(case: Case, got: Data, expected: Data) -> Verdict
         def expected(case: Case, ctx: RunContext) -> Data          # optional
+        def inputs(case: Case, ctx: RunContext) -> Data | None     # optional: see RunContext
 
 `Data` is what `lab.grader.codec` can carry: None, bool, int, float, str, bytes, list, tuple, dict
 with str keys, numpy arrays, torch tensors. Cases and contexts cross the pipe as dicts
@@ -58,12 +59,19 @@ class Case:
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where and how a case runs: `device` is "cpu" or "cuda" (already resolved from "auto")."""
+    """Where and how a case runs: `device` is "cpu" or "cuda" (already resolved from "auto").
+
+    `given`: the inputs of an untimed call as the grader built them (the grading's optional
+    `inputs(case, ctx)`, kept between gradings with the answers of fixed cases), for inputs
+    that cost the child seconds to build, such as a real model's logits; None when the drive
+    builds them from the params itself (always for timed calls, and for the learner's own
+    checkpoints, which only a sandbox reads)."""
 
     device: str = "cpu"
     seed: int = 0
     dtype: str = "float32"
     model_paths: dict[str, str] | None = None
+    given: Any = None
 
 
 @dataclass

@@ -60,6 +60,10 @@ class Children:
         self.warmed: set[str] = set()  # timed cases run once in the reference's child ahead
         self.reference_warm: set[str] = set()  # ... and those runs that succeeded in its child
         self._reference_start: threading.Thread | None = None
+        # set by `close`: a reference child still starting ahead (a torch import, seconds of
+        # CPU) is cancelled instead of awaited, e.g. when the learner's case fails right after
+        # the prestart
+        self._closing = threading.Event()
         self._early: threading.Thread | None = None
         self._early_outcome: ChildReply | None = None
         self._prepared: Prepared | None = None
@@ -106,6 +110,7 @@ class Children:
         self.sandbox.close()
 
     def close(self) -> None:
+        self._closing.set()
         self._take_early()
         self._take_prepared()
         if self._reference_start is not None and self.reference_sandbox is not None:
@@ -272,7 +277,8 @@ class Children:
         self.reference_warm.clear()  # a new child: nothing has run in it yet
         self.reference_sandbox = warm or reference_sandbox(self.solution, self.boundary,
                                                            self.sandbox_options)
-        self.reference_sandbox.cancelled = self.sandbox.cancelled
+        learners = self.sandbox.cancelled
+        self.reference_sandbox.cancelled = lambda: learners() or self._closing.is_set()
         outcome = self._start(self.reference_sandbox)
         if not outcome.ok:
             return f"the reference's sandbox failed to start ({outcome.message})"

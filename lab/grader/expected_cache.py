@@ -1,4 +1,5 @@
-"""Reference answers of fixed cases, kept between gradings.
+"""Reference answers of fixed cases, kept between gradings (and the inputs the grader builds for
+the child: `RunContext.given`).
 
 A level's fixed cases (the same id and params whatever the run's seed) ask the same question in
 every grading, and some answers cost seconds: spec-verify's, batch-engine's and
@@ -130,13 +131,14 @@ class ExpectedCache:
         cache.answers, cache.rebuilt = _read(cache.path)
         return cache
 
-    def get(self, case: Case) -> tuple[bool, Any]:
-        """(True, the kept answer) or (False, None)."""
-        key = case_key(case)
+    def get(self, case: Case, part: str = "expected") -> tuple[bool, Any]:
+        """(True, the kept value) or (False, None); `part`: the reference's answer
+        ("expected") or the inputs the grader hands the child ("inputs": RunContext.given)."""
+        key = f"{part}/{case_key(case)}"
         return (True, self.answers[key]) if key in self.answers else (False, None)
 
-    def put(self, case: Case, value: Any) -> None:
-        self.answers[case_key(case)] = value
+    def put(self, case: Case, value: Any, part: str = "expected") -> None:
+        self.answers[f"{part}/{case_key(case)}"] = value
         self.added = True
 
     def save(self) -> None:

@@ -176,6 +176,33 @@ class _Run:
         finally:
             restore()
 
+    def _given(self, case: Case) -> Any:
+        """The inputs of the learner's call as the grading builds them (`grading.inputs`, kept
+        with the answers of fixed cases), or None: the child builds them. Never for a timed
+        call (its inputs come from its own seed) nor the learner's own checkpoints (read in a
+        sandbox only); a failure here leaves them to the child too."""
+        build = getattr(self.grading, "inputs", None)
+        if not callable(build) or case.timed or self.own_models:
+            return None
+        kept = self.cache is not None and case_key(case) in self.fixed
+        if kept:
+            assert self.cache is not None
+            hit, value = self.cache.get(case, part="inputs")
+            if hit:
+                return value
+        restore = cpu_threads_one(self.device, self.exercise.needs_torch)
+        try:
+            value = build(case, self.case_ctx(case))
+            value = None if value is None else codec.roundtrip(value)
+        except Exception:
+            return None
+        finally:
+            restore()
+        if kept:
+            assert self.cache is not None
+            self.cache.put(case, value, part="inputs")
+        return value
+
     # -- one case --------------------------------------------------------------------------
     def case(self, case: Case, gate: dict[str, float], index: int = 1,
              total: int = 1) -> CaseResult:
@@ -248,11 +275,15 @@ class _Run:
         once, children = case.timed_once, self.children
         if once and self.any_passed:
             self._settle()  # nothing of the grader's may run beside a measurement
+        # before the answer ahead: both may load the same models, which is not thread-safe
+        given = self._given(case)
         ahead = self._ahead(case) if self.any_passed and not once else None
         # a timed_once call's inputs come from a seed drawn now (same for both sides): a
         # solution cannot work out the timed stream while earlier cases run
         ctx = dataclasses.replace(self.ctx, seed=timed_seeds(1)[0]) if once \
             else self.case_ctx(case)
+        if given is not None:
+            ctx = dataclasses.replace(ctx, given=given)
         beside = (self._pool.submit(children.reference_call, case, ctx)
                   if once and self.any_passed else None)
         learner_done = threading.Event()

@@ -171,6 +171,9 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
                                                 r"scheduler tick late"),
     ("wait_strict_greater", 1, "arrival-at-wait-expiry", r"went at t=0\.376 s, expected "
                                                          r"t=0\.375 s .* one scheduler tick late"),
+    ("continuous_wait_strict", 2, "idle-deadline-on-the-tick", r"dispatched at t=0\.376 s, 1 ms "
+                                                                r"after .* one scheduler tick "
+                                                                r"late"),
     ("resume_newest_first", 3, "preempt-two-in-one-step", r"model call 2 resumed preempted "
                                                           r"request 3 while request 2, preempted "
                                                           r"in the same step .* oldest first"),

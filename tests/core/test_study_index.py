@@ -1,4 +1,4 @@
-"""The cached bank behind `dojo due` (#52): used while valid (nothing parsed, no store opened),
+"""The cached bank behind `dojo due`: used while valid (nothing parsed, no store opened),
 rebuilt when a question file, the app's version or the cache file itself changes, and never a
 different answer: the same errors and the same `dojo due` output as without it.
 

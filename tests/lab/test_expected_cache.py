@@ -15,7 +15,7 @@ from lab.exercises import get
 from lab.grader import expected_cache
 from lab.grader.api import Case, RunContext
 from lab.grader.expected_cache import ExpectedCache, fixed_cases, run_key, usable_folder
-from lab.grader.testing import grade_file
+from lab.grader.testing import grade_file, reference_as_solution
 from tests.lab.conftest import BROKEN
 
 
@@ -62,7 +62,7 @@ def test_same_verdicts_without_cache_cold_and_warm(tmp_path: Path, counted: list
     assert _verdicts(without) == _verdicts(cold)
     assert _verdicts(warm) == _verdicts(grade_file("kv-bytes", broken, 1, seed=4))
     # a failure whose expected value came from the file
-    assert any(not r[1] and r[4] for r in _verdicts(warm) if r[0] in kept.answers)
+    assert any(not r[1] and r[4] for r in _verdicts(warm) if f"expected/{r[0]}" in kept.answers)
 
 
 @pytest.mark.slow
@@ -149,3 +149,36 @@ def test_no_folder_the_learner_could_write(tmp_path: Path) -> None:
     assert usable_folder(tmp_path / "work", solution, confine=True) is None
     assert usable_folder(tmp_path, solution, confine=True) is None  # holds the workspace
     assert usable_folder(None, solution, confine=True) is None
+
+
+@pytest.mark.slow
+def test_real_model_inputs_come_from_the_grader(tmp_path: Path) -> None:
+    """spec-verify level 1's real-model cases: the child gets the logits the grader built
+    (`RunContext.given`, kept beside the answers), so it never imports transformers, and the
+    verdicts read back from the kept file are the ones computed."""
+    solution = reference_as_solution("spec-verify", tmp_path / "work")
+    solution.write_text(solution.read_text() + """
+
+_verify = verify_greedy
+
+
+def verify_greedy(drafts, logits):
+    import sys
+    print("transformers in the child:", "transformers" in sys.modules)
+    return _verify(drafts, logits)
+""")
+    cache = tmp_path / "cache"
+    cold = grade_file("spec-verify", solution, 1, seed=5, expected_cache=cache)
+    warm = grade_file("spec-verify", solution, 1, seed=5, expected_cache=cache)
+    assert cold.result.passed and _verdicts(warm) == _verdicts(cold)
+    models = [r for lvl in warm.result.levels for r in lvl.results
+              if r.case.params.get("model") == "shipped"]
+    assert len(models) == 5
+    for run in (cold, warm):
+        outputs = {r.output.strip() for lvl in run.result.levels for r in lvl.results
+                   if r.case.params.get("model") == "shipped"}
+        assert outputs == {"transformers in the child: False"}
+    (kept,) = (cache / "spec-verify").glob("*.answers")
+    answers, _ = expected_cache._read(kept)
+    assert {f"{part}/{expected_cache.case_key(r.case)}" for r in models
+            for part in ("inputs", "expected")} <= set(answers)

@@ -66,6 +66,8 @@ BROKEN_CASES = [
                              r"min_p x the top probability exactly stays"),
     ("sample_tiny_temp_no_draw", 3, r"row 0 has T = 0.001 > 0 but its generator never "
                                     r"advanced: it was treated as greedy"),
+    ("batch_minp_le_threshold", 2, r"row 1 of 4: min-p's cut compared with <= "),
+    ("batch_topp_strict_threshold", 2, r"row 0 of 4: top-p's cut compared with < "),
 ]
 # the fixed cases that catch each of those (and no other case does)
 ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
@@ -75,7 +77,9 @@ ONLY_CASE = {"temp_eps_greedy": {"L1-temp-tiny", "L1-temp-epsilon"},
              "stop_last_occurrence": {"L4-stop-twice-in-token"},
              "length_before_stop": {"L4-ends-coincide"},
              "minp_le_threshold": {"L1-minp-on-threshold", "L1-minp-1"},
-             "sample_tiny_temp_no_draw": {"L3-repro-tiny-temp"}}
+             "sample_tiny_temp_no_draw": {"L3-repro-tiny-temp"},
+             "batch_minp_le_threshold": {"L2-thresholds"},
+             "batch_topp_strict_threshold": {"L2-thresholds"}}
 
 
 @pytest.mark.parametrize(
@@ -99,7 +103,7 @@ def test_broken_fails_with_the_bug_named(broken: str, level: int, match: str) ->
 def test_enough_broken_implementations() -> None:
     files = {p.stem for p in BROKEN.glob("[a-z]*.py")}
     named = {b[0] for b in BROKEN_CASES}
-    assert files == named | {"batch_vocab_loop", *PYTHON_PASSES}
+    assert files == named | {"batch_vocab_loop", *MEASURED}
     assert len(files) >= 15
 
 
@@ -129,8 +133,8 @@ def test_independent_solution_passes(level: int) -> None:
 @pytest.mark.slow
 def test_independent_solution_passes_the_gate(tmp_path: Path) -> None:
     """The timed case does not punish a correct vectorised layout other than the reference's:
-    dense masks over all rows (measured 1.4-2.0x against the gate's 3x on the loaded 2-core
-    machine, load ~14)."""
+    masks over all rows (measured 1.2-1.7x against the gate's 3x on the loaded 2-core
+    machine)."""
     solution = tmp_path / "sampling.py"
     solution.write_text((SOLUTIONS / "independent.py").read_text(encoding="utf-8"),
                         encoding="utf-8")
@@ -145,23 +149,10 @@ def test_vocabulary_loop_fails_the_gate(tmp_path: Path) -> None:
     assert_fails(only_cases("sampling", "L2-timed"), path, 2, r"slow|ratio|median", kind="gate")
 
 
-# The Python passes the gate exists for (issue #50, gap class 6) and what each measured in the
-# grader against the 3x gate (3 runs at load ~14): a mask tested id by id over every (row, id)
-# 6.9-9.0x; a loop over each row's history ids 5.0-6.1x.
-PYTHON_PASSES = ("batch_python_mask", "batch_history_loop")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("broken", PYTHON_PASSES)
-def test_a_python_pass_fails_the_gate(broken: str, tmp_path: Path) -> None:
-    """Right answers (the untimed cases pass), but Python work per (row, id) or per history id:
-    the timed case's gate names it. With top-p on every timed row (before issue #50) the sort
-    over V hid the mask: it measured 1.7-2.9x and passed."""
-    path = materialize(BROKEN / f"{broken}.py", tmp_path)
-    assert grade_in_process(path, 2, only=("L2-leak", "L2-single")) == []
-    assert_fails(only_cases("sampling", "L2-timed"), path, 2,
-                 r"correct, but too slow for this level: median_ratio \d+\.\d+ > 3",
-                 kind="gate")
+# Right but slower Python passes that a CPU cannot separate from correct code at the timed
+# case's size (the top-p sort over V costs about what one Python pass over the batch does):
+# graded by bench/gates.py, asserted nowhere (statement.md, level 2, has their figures).
+MEASURED = ("batch_python_mask", "batch_history_loop")
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""A plan to the interview day (issue #32): the pace replaces the new-card limit, and the plan
+"""A plan to the interview day: the pace replaces the new-card limit, and the plan
 says whether the learner's own speed fits the daily budget."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""#49 items 3-6, each at the sizes the walkthroughs named: Today's two-row key bar at 60x20,
+"""Daily-use fixes, each at the sizes the walkthroughs named: Today's two-row key bar at 60x20,
 Stats whole at 60x20 on thirty days, bar counts of 100+ apart, and the smaller ones (a ratio
 asked as a ratio in the mock round, the `l` key instead of a CLI line, a flag not added twice,
 Review's Flag and End at 60x20, whole lab level titles, the lab's result above the report)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -186,50 +187,10 @@ class ReviewScreen(DojoScreen):
         assert item is not None
         if item.is_mcq:
             choices = self.query_one("#choices", OptionList)
-            marked = []
-            for i, text in enumerate(item.instance.choices):
-                mark = "  "
-                if i == item.instance.correct_index:
-                    mark = "[green]✓[/] "
-                elif i == fb.chosen_index:
-                    mark = "[red]✗[/] "
-                marked.append(Option(f"{mark}{escape(choice_label(i, text))}", id=str(i)))
-            choices.set_options(marked)  # stays enabled: toggling restyles the subtree
-        if fb.overridden:
-            verdict = "[b green]✓ Counted right[/] [dim](you mistyped)[/]"
-        else:
-            verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
-        lines = []
-        if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
-            lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
-        letters = inst_letters(item, fb) if item.is_mcq else None
-        if letters is not None:
-            # The choices above already carry ✓/✗ beside their text: name letters only.
-            right, chosen = letters
-            mine = "" if fb.correct else f"   you: [b]{chosen}[/]"
-            lines.append(f"{verdict}   answer [b]{right}[/]{mine}")
-        else:
-            lines.append(
-                f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
-        if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
-            lines.append(f"[dim]{escape(fb.accepted)}[/]")
-        if fb.hint:
-            lines.append(f"[yellow]{escape(fb.hint)}[/]")
-        if fb.lab and item.question.lab is not None:  # a miss whose lab level is not passed
-            link = item.question.lab  # here a key opens it; the summary keeps the command
-            lines.append(f"[cyan]Practise this in the lab: [b]l[/] opens {escape(link.exercise)} "
-                         f"L{link.level}[/]")
-        self.query_one("#verdict", Static).update("\n".join(lines))
+            choices.set_options(_marked_choices(item, fb))  # stays enabled: toggling restyles
+        self.query_one("#verdict", Static).update("\n".join(_verdict_lines(item, fb)))
         self.query_one("#explanation", Static).update(_markdown(fb.explanation))
-        q = item.question
-        links = ["[b]n[/] concept note"]
-        if q.related:
-            links.append(f"[b]r[/] related ({len(q.related)})")
-        if q.lab is not None:
-            links.append(f"[b]l[/] lab {q.lab.exercise} L{q.lab.level}")
-        if q.sim:
-            links.append(f"[b]m[/] sim {escape(q.sim)}")
-        self.query_one("#links", Static).update(" · ".join(links))
+        self.query_one("#links", Static).update(_links(item))
         self.query_one("#feedback").display = True
         bar = self.query_one("#gradebar", ItemBar)
         bar.show(*grade_items(fb))
@@ -342,36 +303,11 @@ class ReviewScreen(DojoScreen):
             report()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        current = self.session.current
-        answered = self.session.feedback is not None
-        if action == "choose":
-            return current is not None and current.is_mcq and not answered
-        if action == "digit":
-            if current is None:
-                return False
-            return answered or current.is_mcq
-        if action == "override":
-            return self.session.can_override  # shown only under a wrong verdict
-        if action == "sim":
-            return answered and current is not None and bool(current.question.sim)
-        if action in ("default_grade", "related", "lab"):
-            if not answered:
-                return False
-            q = current.question if current else None
-            if action == "related":
-                return bool(q is not None and q.related) or None
-            if action == "lab":
-                return q is not None or None
+        """Which keys show (True), show disabled (False) or hide (None): `_KEY_RULES`."""
+        rule = _KEY_RULES.get(action)
+        if rule is None:
             return True
-        if action == "note":
-            return answered or (current is not None and current.is_mcq)
-        if action == "undo":
-            return self.session.can_undo or None
-        if action in ("bury", "suspend", "flag"):
-            return (current is not None and not self.session.cram) or (
-                action == "flag" and current is not None
-            )
-        return True
+        return rule(self.session, self.session.current, self.session.feedback is not None)
 
     # -- card actions --------------------------------------------------------------------------
 
@@ -463,6 +399,82 @@ class ReviewScreen(DojoScreen):
             self.notify("Practice done: your schedule is untouched.")
             return
         self.app.switch_screen(SummaryScreen(self.session.summary()))
+
+
+# A key's state from the sitting: (session, the card showing, answered) -> True shown,
+# False shown disabled, None hidden. Keys not named here are always shown.
+KeyRule = Callable[[Session, Item | None, bool], bool | None]
+_KEY_RULES: dict[str, KeyRule] = {
+    "choose": lambda s, cur, answered: cur is not None and cur.is_mcq and not answered,
+    "digit": lambda s, cur, answered: False if cur is None else answered or cur.is_mcq,
+    "override": lambda s, cur, answered: s.can_override,  # only under a wrong verdict
+    "sim": lambda s, cur, answered: answered and cur is not None and bool(cur.question.sim),
+    "default_grade": lambda s, cur, answered: answered,
+    "related": lambda s, cur, answered: answered and (
+        bool(cur is not None and cur.question.related) or None),
+    "lab": lambda s, cur, answered: answered and (cur is not None or None),
+    "note": lambda s, cur, answered: answered or (cur is not None and cur.is_mcq),
+    "undo": lambda s, cur, answered: s.can_undo or None,
+    "bury": lambda s, cur, answered: cur is not None and not s.cram,
+    "suspend": lambda s, cur, answered: cur is not None and not s.cram,
+    "flag": lambda s, cur, answered: (cur is not None and not s.cram) or cur is not None,
+}
+
+
+def _marked_choices(item: Item, fb: Feedback) -> list[Option]:
+    """The MCQ's choices with ✓ on the right one and ✗ on a wrong pick."""
+    marked = []
+    for i, text in enumerate(item.instance.choices):
+        mark = "  "
+        if i == item.instance.correct_index:
+            mark = "[green]✓[/] "
+        elif i == fb.chosen_index:
+            mark = "[red]✗[/] "
+        marked.append(Option(f"{mark}{escape(choice_label(i, text))}", id=str(i)))
+    return marked
+
+
+def _verdict_lines(item: Item, fb: Feedback) -> list[str]:
+    """The verdict panel: the named mistake first (it is the lesson), right or not with the
+    answer, the accepted range, a hint, the lab level a miss suggests."""
+    if fb.overridden:
+        verdict = "[b green]✓ Counted right[/] [dim](you mistyped)[/]"
+    else:
+        verdict = "[b green]✓ Right[/]" if fb.correct else "[b red]✗ Not quite[/]"
+    lines = []
+    if fb.diagnosis and not fb.correct:  # the named mistake comes first: it is the lesson
+        lines.append(f"[b yellow]{escape(fb.diagnosis)}[/]")
+    letters = inst_letters(item, fb) if item.is_mcq else None
+    if letters is not None:
+        # The choices above already carry ✓/✗ beside their text: name letters only.
+        right, chosen = letters
+        mine = "" if fb.correct else f"   you: [b]{chosen}[/]"
+        lines.append(f"{verdict}   answer [b]{right}[/]{mine}")
+    else:
+        lines.append(
+            f"{verdict}   answer [b]{escape(fb.expected)}[/]   you: {escape(fb.given)}")
+    if fb.accepted and not item.is_mcq:  # an MCQ's answer line already names it
+        lines.append(f"[dim]{escape(fb.accepted)}[/]")
+    if fb.hint:
+        lines.append(f"[yellow]{escape(fb.hint)}[/]")
+    if fb.lab and item.question.lab is not None:  # a miss whose lab level is not passed
+        link = item.question.lab  # here a key opens it; the summary keeps the command
+        lines.append(f"[cyan]Practise this in the lab: [b]l[/] opens {escape(link.exercise)} "
+                     f"L{link.level}[/]")
+    return lines
+
+
+def _links(item: Item) -> str:
+    """The keys to the card's concept note, related cards, lab level and sim."""
+    q = item.question
+    links = ["[b]n[/] concept note"]
+    if q.related:
+        links.append(f"[b]r[/] related ({len(q.related)})")
+    if q.lab is not None:
+        links.append(f"[b]l[/] lab {q.lab.exercise} L{q.lab.level}")
+    if q.sim:
+        links.append(f"[b]m[/] sim {escape(q.sim)}")
+    return " · ".join(links)
 
 
 def _markdown(text: str) -> RichMarkdown:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -264,11 +265,21 @@ def tiny_pair(seed: int, vocab: int, hidden: int, layers: int, noise: float, dra
     return target, draft
 
 
-@lru_cache(maxsize=2)
+_LOADING = threading.Lock()
+
+
 def shipped(device: str, target: str | None = None, draft: str | None = None
             ) -> tuple[Any, Any, Any]:
     """The shipped pair in fp32 (greedy equality is graded in fp32), or the learner's own
-    checkpoints from `dojo lab grade --target PATH --draft PATH`."""
+    checkpoints from `dojo lab grade --target PATH --draft PATH`; loaded once per process,
+    one thread at a time (the grader builds a case's inputs and another's answer on two
+    threads, and transformers' loading is not thread-safe: two at once left meta tensors)."""
+    with _LOADING:
+        return _shipped(device, target, draft)
+
+
+@lru_cache(maxsize=2)
+def _shipped(device: str, target: str | None, draft: str | None) -> tuple[Any, Any, Any]:
     try:
         from lab.models import load_pair
     except ImportError as exc:

@@ -139,11 +139,16 @@ def make(cap_ignored=False, tie_least_api=False, start_at_one=False,
             total, rented = F(0), []
             for d in demand:
                 found = None
-                for r in options(scenario, d, owned):
+                # most rented first: fewer rented send more to the API, so once the API-share
+                # check fails it fails for every smaller count (keeps the search well inside
+                # the level's 5 s timeout on a loaded machine)
+                for r in reversed(options(scenario, d, owned)):
                     fig = month(scenario, d, owned, r)
+                    if not fig["checks"]["api_share"]["passed"]:
+                        break
                     if ok(scenario, d, owned, r, ("blended",) if year_no_blended else (), fig):
                         cost = fig["total_cost"]
-                        if found is None or cost < found[0]:
+                        if found is None or cost <= found[0]:
                             found = (cost, r)
                 if found is None:
                     break

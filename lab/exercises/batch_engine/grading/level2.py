@@ -6,6 +6,7 @@ Boundaries, special values and feature pairs, and the case that covers each:
 - refilled rows see only their own KV, many refills, mixed lengths (refilled-slots-many);
 - a newcomer's prefill (long: several chunks) beside running decodes: every running row feeds a
   token at every step, no stall (prefill-beside-decode; the no-stall check runs on every case);
+- an idle engine still waits by size or wait, on the exact tick (idle-deadline-on-the-tick);
 - shutdown mid-run (shutdown-continuous); seeded arrivals (hidden-probe-*), the load gate
   (load-poisson-35-per-s), the real target (target-mixed-continuous).
 """
@@ -43,6 +44,10 @@ def _level2_fixed() -> list[Case]:
               "it prefills (in one call or in chunks) the running request still decodes one "
               "token at every step", [_req(0, 3, 20), _req(1, 20, 4, t=0.03)], B=2,
               checks=("reformed",)),
+        _case("idle-deadline-on-the-tick", 2, "an idle continuous engine: a lone request at "
+              "t=0.25 s with max_wait 125 ms (exact binary fractions) goes on the very tick its "
+              "wait runs out, t=0.375 s, not one 1 ms tick later", [_req(0, 4, 2, t=0.25)],
+              wait=0.125, checks=("lone", "exact")),
         _case("shutdown-continuous", 2, "shutdown() mid-run: one finish event per request",
               [_req(k, 3 + k, 25, t=0.01 * k) for k in range(7)], B=3, wait=0.02,
               shutdown_at=0.1, checks=("shutdown",)),

@@ -5,21 +5,22 @@ parameters, so a leaked parameter or history shows (L2-leak-params, L2-leak-hist
 sampled rows together (L2-greedy-mixed); a -inf row beside finite ones (L2-neg-inf-row); every
 level-1 edge of one vocabulary size in one batch (L2-edges-*); a row without any history beside
 rows with long ones (L2-leak-history); random batches (L2-hidden-*); and the timed case
-(L2-timed: B = 64, V = 32000, histories of 512 + 512 ids, no row with top-p, a fresh batch per
-call) whose gate a Python pass over every (row, id) or over every history id fails: a sort over
-V per row costs a CPU about what such a pass does, so with top-p on every timed row (before issue
-#50) a mask tested id by id over the batch measured 1.7-2.9x and passed the 3x gate.
+(L2-timed: B = 64, V = 32000, every row with top-p, so every correct version sorts every row;
+a fresh batch per call) whose gate a Python loop over every (row, id) fails (seconds). Faster
+Python passes sit at or under it (a mask tested id by id, a loop over history ids): each row's
+top-p sort costs a CPU about what one Python pass over the batch does (statement.md).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
 import torch
 
 from lab.exercises.sampling import inputs
-from lab.exercises.sampling.grading import variants
+from lab.exercises.sampling.grading import level1, variants
 from lab.exercises.sampling.grading.common import as_tensor
 from lab.exercises.sampling.grading.level1 import FIXED, explain
 from lab.grader.api import Case, Verdict
@@ -74,6 +75,21 @@ def cases(seed: int) -> list[Case]:
                                                  [2])]}, size=2,
              description="a row of -inf beside a finite one"),
     ]
+    # level 1's comparisons exactly on their thresholds, side by side in one batch (a batched
+    # cut written another way - `<=` for min-p, `<` for top-p, an epsilon for T - moves them);
+    # one row per parameter set, so a wrong cut is not mistaken for a leak between rows
+    five = level1.THRESHOLD_ROW
+    # softmax of [ln 8, ln 8, 0, -3, -3] in float32: p_2 == 0.125 x p_max exactly, two ids tied
+    # at the top (so the `<=` cut's answer is not the greedy one of the T = 0 row beside it)
+    ln8 = float(torch.tensor(math.log(8.0), dtype=torch.float32))
+    minp_row = [ln8, ln8, 0.0, -3.0, -3.0]
+    out.append(Case("L2-thresholds", 2, {"rows": [
+        _row({"values": five}, {"top_p": level1.on_threshold()}),
+        _row({"values": minp_row}, {"min_p": 0.125}),
+        _row({"values": [1.0, 0.5, 0.0, -0.5, -1.0]}, {"temperature": 1e-6}),
+        _row({"values": [0.3, 1.2, -0.4, 0.8, 0.0]}, {"temperature": 0.0})]}, size=4,
+        description="top-p and min-p exactly on their thresholds, T = 1e-6 beside T = 0, in "
+                    "one batch"))
     for v in (50, 30):
         rows = _edges(v)
         out.append(Case(f"L2-edges-V{v}", 2, {"rows": rows}, size=len(rows) * v,
@@ -89,12 +105,12 @@ def cases(seed: int) -> list[Case]:
                              [rng.choice(hist) for _ in range(rng.randrange(8))],
                              [rng.choice(hist) for _ in range(rng.randrange(12))]))
         out.append(Case(f"L2-hidden-{i}", 2, {"rows": rows}, size=b * v))
-    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 512, "top_p_rows": 0,
+    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 128, "top_p_rows": 64,
                                     "penalised": True},
                     size=64 * 32000, timed=True, timeout_s=30,
-                    description="B = 64 requests, V = 32000, histories of 512 + 512 ids, every "
-                                "request with a repetition penalty and a top-k or min-p, none "
-                                "with top-p; a fresh batch per timed call"))
+                    description="B = 64 requests, V = 32000, histories of 128 + 128 ids, every "
+                                "request with top-p, a repetition penalty and a top-k or min-p; "
+                                "a fresh batch per timed call"))
     return out
 
 
@@ -118,6 +134,9 @@ def check(case: Case, got: Any, expected: Any) -> Verdict:
     skipped = _greedy_unpenalised(out[r], rows[r])
     if skipped:
         return Verdict(False, f"row {r} of {len(rows)}: {skipped}")
+    on_edge = _threshold_bug(out[r], rows[r])
+    if on_edge:  # before the leak check: on its threshold a wrong cut can look like a neighbour's
+        return Verdict(False, f"row {r} of {len(rows)}: {on_edge}")
     leak = _leak(out[r], rows, r)
     if leak:
         return Verdict(False, f"row {r} of {len(rows)}: {leak} - rows must not leak into each "
@@ -137,6 +156,21 @@ def _greedy_unpenalised(got: torch.Tensor, spec: dict[str, Any]) -> str | None:
         if bare != params and torch.equal(got, variants.process(row, bare, prompt, output)):
             return ("a greedy row (T = 0) skipped its penalties: every row is penalised first, "
                     "and greedy takes the argmax of the penalised row")
+    return None
+
+
+THRESHOLD_BUGS = ("topp_strict_threshold", "minp_le_threshold", "small_temp_greedy")
+
+
+def _threshold_bug(got: torch.Tensor, spec: dict[str, Any]) -> str | None:
+    """A comparison moved off its threshold (`<` for `<=`, an epsilon for T = 0) on this row
+    with its own parameters."""
+    row, params, prompt, output = inputs.row_inputs(spec, "cpu")
+    want = variants.process(row, params, prompt, output)
+    for bug in THRESHOLD_BUGS:
+        alt = variants.process(row, params, prompt, output, bug)
+        if not torch.equal(alt, want) and torch.equal(alt, got):
+            return variants.BUGS[bug]
     return None
 
 

@@ -21,7 +21,7 @@ from lab.exercises.spec_verify.inputs import SHIPPED_PROMPTS
 from lab.grader.api import Case, RunContext, Verdict
 
 __all__ = ["FAMILY_ALPHA", "NEAR_TIE", "REFERENCE", "SHIPPED_PROMPTS", "cases", "check",
-           "expected"]
+           "expected", "inputs"]
 
 LEVELS = {1: level1, 2: level2, 3: level3, 4: level4, 5: level5}
 
@@ -40,6 +40,13 @@ def cases(level: int, seed: int) -> list[Case]:
 def expected(case: Case, ctx: RunContext) -> Any:
     """What `check` compares against, computed in the parent (never by running the learner)."""
     return _level(case.level).expected(case, ctx)
+
+
+def inputs(case: Case, ctx: RunContext) -> Any:
+    """Level 1's real-model inputs (the shipped draft's proposal, the target's logits rows) as
+    the child would build them, which costs it transformers' import and the pair's load;
+    None for every other case (built in the child)."""
+    return level1.given(case, ctx)
 
 
 FUNCTIONS = {1: "verify_greedy", 2: "verify_sampling", 3: "verify_batch"}

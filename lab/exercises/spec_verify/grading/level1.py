@@ -72,6 +72,14 @@ def cases(seed: int) -> list[Case]:
     return out
 
 
+def given(case: Case, ctx: RunContext) -> dict[str, Any] | None:
+    """A real-model case's inputs for the child (`RunContext.given`), else None."""
+    if case.level != 1 or case.params.get("model") != "shipped":
+        return None
+    drafts, logits = inputs.l1_inputs(case.params, ctx.device, ctx.model_paths)
+    return {"drafts": drafts, "logits": logits}
+
+
 def expected(case: Case, ctx: RunContext) -> dict[str, Any]:
     drafts, logits = inputs.l1_inputs(case.params, ctx.device, ctx.model_paths)
     out = reference().verify_greedy(list(drafts), logits.clone())

@@ -217,12 +217,15 @@ def _traffic(ranks: list[dict[str, Any]], cfg: dict[str, Any], world: int) -> Ve
             names = [c[0] for c in calls]
             n_ar = names.count("all_reduce")
             others = sorted({n for n in names if n not in ("all_reduce", "all_gather")})
-            if world > 1 and (n_ar != 2 * layers or others or names.count("all_gather") > 1):
+            n_ag = names.count("all_gather")
+            if world > 1 and (n_ar != 2 * layers or others or n_ag > 1):
+                gathers = f", {n_ag} all-gathers" if n_ag else ""
                 raise Fail(f"rank {r['rank']}'s decode step {j} called "
-                           f"{len(names)} collectives ({n_ar} all-reduces"
+                           f"{len(names)} collectives ({n_ar} all-reduces{gathers}"
                            f"{', ' + ', '.join(others) if others else ''}); expected "
                            f"{2 * layers} all-reduces (one per attention and one per MLP "
-                           f"block of {layers} layers) — nothing else needs the wire")
+                           f"block of {layers} layers) and at most one all-gather (a "
+                           f"vocabulary-parallel head's logits) — nothing else needs the wire")
             ar = sum(c[2] for c in calls if c[0] == "all_reduce")
             ag = sum(c[2] for c in calls if c[0] == "all_gather")
             payloads.append(ar + ag)
