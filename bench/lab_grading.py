@@ -201,7 +201,7 @@ def main() -> None:
                     first = run(ex.id, level, reference, home, args.timeout)
                     # the answers of fixed cases are kept now: what every later grading sees
                     again = run(ex.id, level, reference, home, args.timeout)
-                # a served grading imports nothing: #52's target is for a cold one
+                # a served grading imports nothing: the torch + 4 s target is for a cold one
                 cold_torch = ex.needs_torch and not args.served
                 print(row(ex.id, level, torch_s, cold_torch, stub, first, again),
                       flush=True)

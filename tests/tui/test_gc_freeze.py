@@ -1,5 +1,5 @@
 """The app keeps what it built at start (and a session's screen) out of the garbage collector's
-full passes (`gc.freeze`, #52: a full pass over that heap cost 115-150 ms of an answer), and
+full passes (`gc.freeze`: a full pass over that heap cost 115-150 ms of an answer), and
 gives it back when it ends, so a process that runs many apps (the tests) frees each one."""
 
 from __future__ import annotations
