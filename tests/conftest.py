@@ -59,7 +59,7 @@ LONGEST_FIRST = (
     "tests/lab/test_prepared.py",
     "tests/lab/test_isolation.py",
     "tests/scheduler/test_plan.py",
-    "tests/tui/test_daily_items.py",
+    "tests/tui/test_daily_use_at_small_sizes.py",
     "tests/lab/test_timing.py",
     "tests/tensor_parallel/test_grading.py",
 )
