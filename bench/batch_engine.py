@@ -18,7 +18,7 @@ Prints, side by side:
    2 * params * new tokens / FLOP/s)), at 50% and 90% of the saturated capacity, static vs
    continuous, >= 200 requests per rate and several seeds (p95 spread printed);
 3. the same comparison on this machine's wall clock with the real target (fewer requests).
-Goals (issue #21): reference >= 2x generate_batch at B = 8 and 16; continuous beats static on
+Goals: reference >= 2x generate_batch at B = 8 and 16; continuous beats static on
 p95 end-to-end by >= 1.5x at 50% and 90% load on the GPU-like model. On a CPU the wall clock
 tells a different story: a CPU step's cost grows with the batch (the matmuls are compute-bound
 already at a few rows), so a bigger running batch slows every token and continuous batching's

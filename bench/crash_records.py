@@ -1,4 +1,4 @@
-"""Kill lab gradings and backups at random moments (SIGKILL) and count what survives (#37).
+"""Kill lab gradings and backups at random moments (SIGKILL) and count what survives.
 
   python bench/crash_records.py [--kills 100]
 

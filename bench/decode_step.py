@@ -9,7 +9,7 @@ bandwidth is measured in the same run, interleaved with the steps: a 256 MiB ten
 (`dst.copy_(src)`, on one torch thread on a CPU), counted as 2 x 256 MiB moved (read + write,
 STREAM's convention). Prints, for each batch size B, what it counted (weight bytes, KV bytes),
 the step's milliseconds (wall and CPU on a CPU), the limit's, and step / limit beside the
-target (<= 2x, issue #52); beside it the compute floor (the step's FLOPs / the FLOP/s of a
+target (<= 2x); beside it the compute floor (the step's FLOPs / the FLOP/s of a
 512 x 512 matmul timed in the same run, on the step's threads) and step / the larger floor
 (the roofline): where the compute floor is the larger one, the bandwidth ratio overstates the
 gap. Two steps are timed: `LeanLlama.step` (the model's arithmetic) and the
@@ -39,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 COPY_BYTES = 256 * 2**20  # the copied tensor; a copy moves twice this (read + write)
-TARGET_RATIO = 2.0  # issue #52: a decode step within 2x the bandwidth limit
+TARGET_RATIO = 2.0  # a decode step within 2x the bandwidth limit
 
 
 @dataclass(frozen=True)

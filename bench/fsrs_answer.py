@@ -1,4 +1,4 @@
-"""FSRS vs SM-2: the time from `Store.answer` to its commit, side by side in one run (#48).
+"""FSRS vs SM-2: the time from `Store.answer` to its commit, side by side in one run.
 
   python bench/fsrs_answer.py [--answers 2000] [--cards 200] [--runs 200]
 

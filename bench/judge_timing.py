@@ -12,7 +12,7 @@ tests/spec_verify/broken. A wrong verdict is the loop passing or the vectorised 
 `--meter` grades meter level 4 (a small stream, then the 10^6-event `timed_once` case, gate 8x)
 with the reference copied as the solution, and the same reference handed three deep copies of
 every event (14-20x the reference's time: an honest but slow ledger over the gate).
-The issue's bar is 0 wrong in 50 of each; the figure printed is what this run measured.
+The bar is 0 wrong in 50 of each; the figure printed is what this run measured.
 """
 
 from __future__ import annotations

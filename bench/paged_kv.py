@@ -9,8 +9,8 @@ tokens each) is decoded twice with the model's own arithmetic (lab/exercises/pag
    each row's first context_len slots;
 2. paged: the reference BlockManager (block_size 16) and its vectorised gather over one pool.
 Outputs must be equal token for token. Printed side by side: decode tok/s, and KV memory (peak
-blocks in use vs the contiguous reservation), plus the issue's seed question worked through the
-reference BlockManager (64 requests averaging ~600 tokens vs 8,192 reserved each).
+blocks in use vs the contiguous reservation), plus the seed question worked
+through the reference BlockManager (64 requests averaging ~600 tokens vs 8,192 reserved each).
 Run it with `nice`; figures on a shared CPU are noisy, compare ratios within one run.
 """
 

@@ -2,7 +2,7 @@
 answer → next card, and `dojo due`, each beside its yardstick measured in the same run.
 
 Run from the repository root: `python bench/tui_startup.py [--runs 5] [--answers 200]`.
-Prints each figure next to its target (#52), as a ratio, in CPU time (the machine may be
+Prints each figure next to its target, as a ratio, in CPU time (the machine may be
 shared: wall time is printed beside it but load inflates it):
 * first paint ≤ 1.3×, today's counts (due, new, re-drill, streak: plain sqlite3 while the store
   and bank open, `scheduler.quick`) ≤ 1.5× and the whole home screen (charts, plan) ≤ 2× a bare

@@ -88,8 +88,13 @@ def parse_choice(text: str, count: int = 4) -> int:
         return letters.index(token.upper())
     if token.isascii() and token.isdigit() and 1 <= int(token) <= count:  # not "²" or "①"
         return int(token) - 1
-    raise Reask(f"answer with a letter {letters[0]}-{letters[-1]} "
-                f"(or {letters[0].lower()}-{letters[-1].lower()}, 1-{count})")
+    raise Reask(_choice_request(count))
+
+
+def _choice_request(count: int) -> str:
+    letters = LETTERS[:count]
+    return (f"answer with a letter {letters[0]}-{letters[-1]} "
+            f"(or {letters[0].lower()}-{letters[-1].lower()}, 1-{count})")
 
 
 def parse_quantity(text: str) -> list[tuple[float, Unit | None]]:
@@ -426,6 +431,18 @@ def _check_choice(instance: Instance, text: str) -> Outcome:
             f"position of choice {LETTERS[position]}: answer with the letter"))
     chosen = matches[0] if matches else position
     assert chosen is not None
+    return _graded_choice(instance, chosen)
+
+
+def check_choice(instance: Instance, chosen: int) -> Outcome:
+    """Grade an MCQ choice picked by its shown index (a click or a key: no text to read);
+    an index outside the choices is re-asked."""
+    if not 0 <= chosen < len(instance.choices):
+        return Outcome(reask=True, message=_choice_request(len(instance.choices)))
+    return _graded_choice(instance, chosen)
+
+
+def _graded_choice(instance: Instance, chosen: int) -> Outcome:
     assert instance.correct_index is not None
     right = instance.correct_index
     correct = chosen == right

@@ -75,7 +75,7 @@ class ReviewRow(Base):
     due_after: Mapped[dt.date | None] = mapped_column(default=None)
     lapses_after: Mapped[int] = mapped_column(Integer)
     leech_after: Mapped[bool] = mapped_column()
-    # Schema v3 (issue #14): the named mistake a wrong answer matched ("choice:<i>" for an MCQ
+    # Schema v3: the named mistake a wrong answer matched ("choice:<i>" for an MCQ
     # distractor), and whether the learner counted a wrong verdict right after a typo.
     mistake_id: Mapped[str | None] = mapped_column(String, default=None)
     overridden: Mapped[bool] = mapped_column(default=False, server_default=false())

@@ -41,12 +41,7 @@ def read_queue(conn: sqlite3.Connection, day: dt.date, new_cap: int, review_cap:
     scheduled = [r for r in today if r[1] == "review"]
     introduced = sum(1 for r in scheduled if r[3] is None)
     if plan is not None:  # a plan to the interview replaces the new-card limit
-        from scheduler.plan import paced_new_limit
-
-        waiting = conn.execute("SELECT count(*) FROM cards c WHERE c.due IS NULL AND NOT "
-                               "c.suspended AND NOT c.retired").fetchone()[0]
-        paced = paced_new_limit(plan, day, waiting + introduced)
-        new_cap = new_cap if paced is None else paced
+        new_cap = _paced(conn, plan, day, introduced, new_cap)
     room = max(0, review_cap - len(scheduled))
     due_rows = conn.execute(
         f"SELECT c.question_id, c.topic, c.due FROM cards c WHERE c.due <= ? AND {VISIBLE} "
@@ -55,20 +50,10 @@ def read_queue(conn: sqlite3.Connection, day: dt.date, new_cap: int, review_cap:
     new_rows = conn.execute(
         f"SELECT c.question_id, c.topic FROM cards c WHERE c.due IS NULL AND {VISIBLE} "
         "ORDER BY c.position LIMIT ?", (iso, new_room)).fetchall() if new_room > 0 else []
-    latest: dict[str, int] = {}
-    for qid, mode, quality, _ in today:
-        if mode != "cram":
-            latest.pop(qid, None)  # keep the order of the latest answer
-            latest[qid] = quality
-    failing = [q for q, quality in latest.items() if needs_redrill(quality)]
+    failing = _failing(today)
     due_ids = {r[0] for r in due_rows}
     lab_items = lab_recall_items(conn, iso, due_ids | {r[0] for r in new_rows})
-    redrill_topics: dict[str, str] = {}
-    for chunk in range(0, len(failing), CHUNK):
-        part = failing[chunk:chunk + CHUNK]
-        redrill_topics.update(conn.execute(
-            f"SELECT c.question_id, c.topic FROM cards c WHERE c.question_id IN "
-            f"({','.join('?' * len(part))}) AND {VISIBLE}", (*part, iso)).fetchall())
+    redrill_topics = _visible_topics(conn, failing, iso)
     recalled = {i.question_id for i in lab_items}
     return Queue(
         day=day,
@@ -78,6 +63,40 @@ def read_queue(conn: sqlite3.Connection, day: dt.date, new_cap: int, review_cap:
                       if q in redrill_topics and q not in due_ids and q not in recalled),
         lab=lab_items,
     )
+
+
+def _paced(conn: sqlite3.Connection, plan: Plan, day: dt.date, introduced: int,
+           new_cap: int) -> int:
+    """The plan's new-card limit for `day` (over the cards still new at its start), or
+    `new_cap` once the plan no longer paces."""
+    from scheduler.plan import paced_new_limit
+
+    waiting = conn.execute("SELECT count(*) FROM cards c WHERE c.due IS NULL AND NOT "
+                           "c.suspended AND NOT c.retired").fetchone()[0]
+    paced = paced_new_limit(plan, day, waiting + introduced)
+    return new_cap if paced is None else paced
+
+
+def _failing(today: list[tuple[str, str, int, str | None]]) -> list[str]:
+    """Cards whose latest graded (not cram) answer today is below the re-drill bar, in the
+    order of those answers."""
+    latest: dict[str, int] = {}
+    for qid, mode, quality, _ in today:
+        if mode != "cram":
+            latest.pop(qid, None)  # keep the order of the latest answer
+            latest[qid] = quality
+    return [q for q, quality in latest.items() if needs_redrill(quality)]
+
+
+def _visible_topics(conn: sqlite3.Connection, ids: list[str], iso_day: str) -> dict[str, str]:
+    """Topic by id of the cards among `ids` that can be shown on `iso_day`."""
+    topics: dict[str, str] = {}
+    for chunk in range(0, len(ids), CHUNK):
+        part = ids[chunk:chunk + CHUNK]
+        topics.update(conn.execute(
+            f"SELECT c.question_id, c.topic FROM cards c WHERE c.question_id IN "
+            f"({','.join('?' * len(part))}) AND {VISIBLE}", (*part, iso_day)).fetchall())
+    return topics
 
 
 def lab_recall_items(conn: sqlite3.Connection, iso_day: str,

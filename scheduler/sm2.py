@@ -95,7 +95,11 @@ class CardState:
 
 def next_state(state: CardState, quality: int) -> CardState:
     """Return the state after a scheduled review graded `quality` (an int 0-5)."""
-    quality = check_quality(quality)
+    return advance(state, check_quality(quality))
+
+
+def advance(state: CardState, quality: int) -> CardState:
+    """`next_state` for a grade its caller has already checked (`transition.apply`)."""
     if quality < PASS_QUALITY:
         return CardState(state.ef_hundredths, 0, 1)
     reps = state.repetitions + 1

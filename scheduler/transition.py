@@ -1,9 +1,10 @@
 """What one answer does to a card, as a pure function: the study rules in one place.
 
-`sm2.next_state` is the bare SM-2 step; `apply` wraps it with the rules around it (see
-docs/scheduling.md): which modes reschedule, the due date, lapses, the leech flag and whether
-the card must be re-drilled today. The Store loads a card, calls `apply` and writes the result
-in one transaction; the study session asks `needs_redrill` rather than keeping its own rule.
+`sm2.next_state` is the bare SM-2 step; `apply` checks the grade once and wraps the step
+(`sm2.advance`) with the rules around it (see docs/scheduling.md): which modes reschedule, the
+due date, lapses, the leech flag and whether the card must be re-drilled today. The Store loads
+a card, calls `apply` and writes the result in one transaction; the study session asks
+`needs_redrill` rather than keeping its own rule.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 
 from scheduler.records import MODES, Mode, Scheduled, Settings
-from scheduler.sm2 import PASS_QUALITY, check_quality, next_state
+from scheduler.sm2 import PASS_QUALITY, advance, check_quality
 
 # Same-day re-drill: a card graded below this comes back until it is graded at least this.
 REDRILL_UNTIL = 4
@@ -35,7 +36,7 @@ def apply(
     quality = check_quality(quality)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    redrill = needs_redrill(quality)
+    redrill = quality < REDRILL_UNTIL  # needs_redrill, on the grade checked above
     if mode != "review":
         return card, redrill
     if card.due is not None and card.due > day:
@@ -43,7 +44,7 @@ def apply(
             f"the card is not due until {card.due.isoformat()}; answer it with "
             "mode='redrill' or mode='cram' to practise without rescheduling"
         )
-    state = next_state(card.state, quality)
+    state = advance(card.state, quality)
     lapses = card.lapses + (quality < PASS_QUALITY)
     leech = card.leech or (quality < PASS_QUALITY and lapses >= settings.leech_lapses)
     return Scheduled(state, day + dt.timedelta(days=state.interval), lapses, leech), redrill

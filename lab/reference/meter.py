@@ -129,6 +129,7 @@ def ledger(events: Iterable[Mapping[str, Any]], prices: Mapping[str, Any]) -> di
 
 
 Buckets = dict[tuple[str, str, str | None], list[int]]
+_INTS = (int, int, int)  # a bool is not a token count: types compared exactly
 Shared = dict[tuple[str, str, str | None, str], int]
 
 
@@ -163,8 +164,7 @@ def accumulate(
         if tier not in tiers:
             raise ValueError(f"request {event['request_id']}: unknown tier {tier!r}")
         prompt, cached, out = event["prompt_tokens"], event["cached_tokens"], event["output_tokens"]
-        if not (type(prompt) is int and type(cached) is int and type(out) is int
-                and 0 <= cached <= prompt and out >= 0):
+        if (type(prompt), type(cached), type(out)) != _INTS or not 0 <= cached <= prompt or out < 0:
             _tokens(event)  # raises the specific error
         ts = event["ts"]
         if type(ts) is not int:

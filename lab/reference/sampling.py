@@ -105,13 +105,30 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
     ids, one op per stage over the rows that use it): equal to `process_logits` row by row,
     bit for bit. Penalties touch only the ids a row has seen (gather/scatter, as transformers
     does), so their cost is the history's length, not B x V."""
-    b, v = logits.shape
     scores = logits.clone()
-    if not b:
+    if not logits.shape[0]:
         return scores
+    _penalise(scores, params, prompts, outputs)
+    # T = 0: the first argmax of the penalised row alone (applied last, over the warpers)
+    greedy = [r for r, p in enumerate(params) if _param(p, "temperature") == 0.0]
+    if greedy:
+        g_rows = scores[greedy]
+        best = g_rows.argmax(dim=1, keepdim=True)
+        one_hot = torch.full_like(g_rows, NEG_INF).scatter(1, best, g_rows.gather(1, best))
+    for warp in (_temperature, _top_k, _top_p, _min_p):
+        scores = warp(scores, params)
+    if greedy:
+        scores[greedy] = one_hot
+    return scores
+
+
+def _penalise(scores: torch.Tensor, params: list[dict[str, Any]], prompts: list[list[int]],
+              outputs: list[list[int]]) -> None:
+    """The repetition penalty over each row's prompt + output ids, then the frequency and
+    presence penalties over its output ids, in place."""
+    v = scores.shape[1]
     flat = scores.view(-1)
     dev = scores.device
-    # repetition penalty over each row's prompt + output ids
     rows = [r for r, p in enumerate(params) if _param(p, "repetition_penalty") != 1.0]
     hist = [[*p, *o] for p, o in zip(prompts, outputs, strict=True)]
     idx = torch.unique(_flat(hist, rows, v, dev))
@@ -120,7 +137,6 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
                            device=dev)[idx // v]
         got = flat[idx]
         flat[idx] = torch.where(got < 0, got * rep, got / rep)
-    # frequency then presence penalty over each row's output ids
     rows = [r for r, p in enumerate(params)
             if _param(p, "frequency_penalty") != 0.0 or _param(p, "presence_penalty") != 0.0]
     idx, counts = torch.unique(_flat(outputs, rows, v, dev), return_counts=True)
@@ -132,26 +148,31 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
                             dtype=scores.dtype, device=dev)[row_of]
         c = counts.to(scores.dtype)
         flat[idx] = flat[idx] - freq * c - pres * (c > 0).to(scores.dtype)
-    # T = 0: the first argmax of the penalised row alone (applied last, over the warpers)
-    greedy = [r for r, p in enumerate(params) if _param(p, "temperature") == 0.0]
-    if greedy:
-        g_rows = scores[greedy]
-        best = g_rows.argmax(dim=1, keepdim=True)
-        one_hot = torch.full_like(g_rows, NEG_INF).scatter(1, best, g_rows.gather(1, best))
+
+
+def _temperature(scores: torch.Tensor, params: list[dict[str, Any]]) -> torch.Tensor:
     rows = [r for r, p in enumerate(params) if _param(p, "temperature") not in (0.0, 1.0)]
     if rows:
         temp = torch.tensor([_param(params[r], "temperature") for r in rows],
-                            dtype=scores.dtype, device=dev).unsqueeze(1)
+                            dtype=scores.dtype, device=scores.device).unsqueeze(1)
         scores = _put(scores, rows, _take(scores, rows) / temp)
-    # top-k: keep logits >= the k-th largest (ties at the cut kept); k <= 0 or k >= V keeps all
+    return scores
+
+
+def _top_k(scores: torch.Tensor, params: list[dict[str, Any]]) -> torch.Tensor:
+    """Keep logits >= the k-th largest (ties at the cut kept); k <= 0 or k >= V keeps all."""
     ks = [int(_param(p, "top_k")) for p in params]
-    rows = [r for r, k in enumerate(ks) if 0 < k < v]
+    rows = [r for r, k in enumerate(ks) if 0 < k < scores.shape[1]]
     if rows:
         sub = _take(scores, rows)
         kk = torch.tensor([ks[r] for r in rows], device=scores.device).unsqueeze(1)
         kth = sub.topk(int(kk.max()), dim=1).values.gather(1, kk - 1)
         scores = _put(scores, rows, sub.masked_fill(sub < kth, NEG_INF))
-    # top-p: transformers' ascending cumulative rule, then ties at the cut kept
+    return scores
+
+
+def _top_p(scores: torch.Tensor, params: list[dict[str, Any]]) -> torch.Tensor:
+    """transformers' ascending cumulative rule, then ties at the cut kept."""
     rows = [r for r, p in enumerate(params) if _param(p, "top_p") < 1.0]
     if rows:
         sub = _take(scores, rows)
@@ -164,7 +185,11 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
         drop = drop_sorted.scatter(1, order, drop_sorted)
         kept_min = torch.where(drop, float("inf"), sub).amin(dim=1, keepdim=True)
         scores = _put(scores, rows, sub.masked_fill(sub < kept_min, NEG_INF))
-    # min-p: drop probs < min_p * max prob, keep the top token
+    return scores
+
+
+def _min_p(scores: torch.Tensor, params: list[dict[str, Any]]) -> torch.Tensor:
+    """Drop probs < min_p * max prob, keep the top token."""
     rows = [r for r, p in enumerate(params) if _param(p, "min_p") > 0.0]
     if rows:
         sub = _take(scores, rows)
@@ -174,8 +199,6 @@ def process_batch(logits: torch.Tensor, params: list[dict[str, Any]],
         drop = probs < min_p * probs.amax(dim=-1, keepdim=True)
         drop.scatter_(1, probs.topk(1, dim=-1).indices, False)
         scores = _put(scores, rows, sub.masked_fill(drop, NEG_INF))
-    if greedy:
-        scores[greedy] = one_hot
     return scores
 
 
@@ -220,8 +243,7 @@ def generate(model: Any, requests: list[dict[str, Any]]) -> list[dict[str, Any]]
     live = [i for i, r in enumerate(requests) if int(r["max_tokens"]) > 0]
     for i, r in enumerate(requests):
         if int(r["max_tokens"]) <= 0:
-            result[i] = {"text": "", "token_ids": [], "finish_reason": "length",
-                         "logprobs": {"content": []}}
+            result[i] = _finish("", [], "length", [])
     while live:
         raw = model.next_logits([prompts[i] + outs[i] for i in live])
         toks = sample(raw, [requests[i] for i in live], [prompts[i] for i in live],
@@ -229,25 +251,30 @@ def generate(model: Any, requests: list[dict[str, Any]]) -> list[dict[str, Any]]
         logp = raw.float().log_softmax(dim=-1)
         still = []
         for row, i in enumerate(live):
-            req, tok = requests[i], toks[row]
-            outs[i].append(tok)
-            entry = _entry(model, tok, float(logp[row, tok]))
-            n = int(req.get("top_logprobs", 0))
-            if n > 0:
-                top = _top(logp[row], n)
-                entry["top_logprobs"] = [_entry(model, t, lp) for t, lp in top]
-            content[i].append(entry)
-            text = model.decode(outs[i])
-            cut = _stop_at(text, req.get("stop", []))
-            if tok == model.eos_token_id or cut is not None:
-                result[i] = _finish(text if cut is None else text[:cut], outs[i], "stop",
-                                    content[i])
-            elif len(outs[i]) >= int(req["max_tokens"]):
-                result[i] = _finish(text, outs[i], "length", content[i])
-            else:
+            result[i] = _append(model, requests[i], toks[row], logp[row], outs[i], content[i])
+            if result[i] is None:
                 still.append(i)
         live = still
     return [r for r in result if r is not None]
+
+
+def _append(model: Any, req: dict[str, Any], tok: int, logp: torch.Tensor, out: list[int],
+            content: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Add a sampled token (and its log-probabilities) to a request's output; the finished
+    result when it ends the request (EOS, a stop string, max_tokens), else None."""
+    out.append(tok)
+    entry = _entry(model, tok, float(logp[tok]))
+    n = int(req.get("top_logprobs", 0))
+    if n > 0:
+        entry["top_logprobs"] = [_entry(model, t, lp) for t, lp in _top(logp, n)]
+    content.append(entry)
+    text = model.decode(out)
+    cut = _stop_at(text, req.get("stop", []))
+    if tok == model.eos_token_id or cut is not None:
+        return _finish(text if cut is None else text[:cut], out, "stop", content)
+    if len(out) >= int(req["max_tokens"]):
+        return _finish(text, out, "length", content)
+    return None
 
 
 def _top(logp: torch.Tensor, n: int) -> list[tuple[int, float]]:

@@ -179,31 +179,10 @@ def speculative_generate(
     while True:
         n = len(seq)
         budget = max_new_tokens - len(out)
-        kk = min(k, budget - 1)
-        drafts: list[int] = []
-        qs: list[torch.Tensor] = []
-        feed = seq[draft.cache_len :]
-        for _ in range(kk):
-            logits = draft.forward(feed)[-1]
-            if sampling:
-                assert generator is not None
-                q = torch.softmax(logits.float().cpu() / temperature, dim=-1)
-                x = int(_categorical(q, torch.rand((), generator=generator, dtype=torch.float64)))
-                qs.append(q)
-            else:
-                x = int(logits.argmax())
-            drafts.append(x)
-            feed = [x]
-            if x == eos_token_id:
-                break
-        t_logits = target.forward([seq[-1], *drafts])
-        if sampling:
-            assert generator is not None
-            p = torch.softmax(t_logits.float().cpu() / temperature, dim=-1)
-            q_all = torch.stack(qs) if qs else p.new_zeros(0, p.shape[-1])
-            emitted = verify_sampling(drafts, q_all, p, generator)
-        else:
-            emitted = verify_greedy(drafts, t_logits)
+        law = temperature if sampling else None
+        drafts, qs = _draft_block(draft, seq[draft.cache_len :], min(k, budget - 1), law,
+                                  generator, eos_token_id)
+        emitted = _verify_block(target, seq[-1], drafts, qs, law, generator)
         accepted = len(emitted) - 1
         done = False
         if eos_token_id is not None and eos_token_id in emitted:
@@ -217,6 +196,43 @@ def speculative_generate(
         # Keep the accepted drafts; the correction/bonus (seq[-1]) is fed with the next block.
         target.crop(n + accepted)
         draft.crop(min(draft.cache_len, n + accepted))
+
+
+def _draft_block(draft: CausalLM, feed: list[int], kk: int, temperature: float | None,
+                 generator: torch.Generator | None,
+                 eos_token_id: int | None) -> tuple[list[int], list[torch.Tensor]]:
+    """Up to `kk` draft tokens after feeding the draft what it has not seen (`feed`), greedy
+    or (a temperature) sampled from its law; stops after EOS. Returns the drafts and, when
+    sampling, each draft's distribution."""
+    drafts: list[int] = []
+    qs: list[torch.Tensor] = []
+    for _ in range(kk):
+        logits = draft.forward(feed)[-1]
+        if temperature is not None:
+            assert generator is not None
+            q = torch.softmax(logits.float().cpu() / temperature, dim=-1)
+            x = int(_categorical(q, torch.rand((), generator=generator, dtype=torch.float64)))
+            qs.append(q)
+        else:
+            x = int(logits.argmax())
+        drafts.append(x)
+        feed = [x]
+        if x == eos_token_id:
+            break
+    return drafts, qs
+
+
+def _verify_block(target: CausalLM, last: int, drafts: list[int], qs: list[torch.Tensor],
+                  temperature: float | None, generator: torch.Generator | None) -> list[int]:
+    """One target pass over the last committed token and the drafts; the tokens it emits
+    (the accepted drafts and a correction or bonus token)."""
+    t_logits = target.forward([last, *drafts])
+    if temperature is None:
+        return verify_greedy(drafts, t_logits)
+    assert generator is not None
+    p = torch.softmax(t_logits.float().cpu() / temperature, dim=-1)
+    q_all = torch.stack(qs) if qs else p.new_zeros(0, p.shape[-1])
+    return verify_sampling(drafts, q_all, p, generator)
 
 
 def _check_parents(parents: Sequence[int]) -> list[int]:

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 
 from lab.sims.base import (
+    Check,
     InputSpec,
     Output,
     Preset,
@@ -130,16 +131,39 @@ class CapacitySim(Sim):
             )
 
     def _compute(self, v: Mapping[str, Value]) -> SimResult:
-        layers, kv_heads, head_dim = int(v["layers"]), int(v["kv_heads"]), int(v["head_dim"])
-        params = float(v["params_b"]) * 1e9
-        wb, kvb = float(v["weight_bytes"]), float(v["kv_bytes"])
-        gpus = int(v["gpus"])
-        mem, reserve = float(v["gpu_mem_gib"]) * GIB, float(v["reserve_gib"]) * GIB
-        bw, peak = float(v["hbm_tbps"]) * 1e12, float(v["tflops"]) * 1e12
-        ctx, prompt, mfu = int(v["context"]), int(v["prompt_tokens"]), float(v["mfu"])
-        f: list[str] = []
-        out: list[Output] = []
+        run = _Run(v)
+        run.memory()
+        run.prefill()
+        run.decode()
+        run.ridge()
+        return SimResult(self.name, dict(v), run.out, run.f, run.checks())
 
+
+class _Run:
+    """One computation of the sim: the inputs read, each part's formulas (`f`) and outputs
+    (`out`) appended in the order they are shown."""
+
+    def __init__(self, v: Mapping[str, Value]) -> None:
+        self.v = v
+        self.layers, self.kv_heads = int(v["layers"]), int(v["kv_heads"])
+        self.head_dim = int(v["head_dim"])
+        self.params = float(v["params_b"]) * 1e9
+        self.wb, self.kvb = float(v["weight_bytes"]), float(v["kv_bytes"])
+        self.gpus = int(v["gpus"])
+        self.mem, self.reserve = float(v["gpu_mem_gib"]) * GIB, float(v["reserve_gib"]) * GIB
+        self.bw, self.peak = float(v["hbm_tbps"]) * 1e12, float(v["tflops"]) * 1e12
+        self.ctx, self.prompt = int(v["context"]), int(v["prompt_tokens"])
+        self.mfu = float(v["mfu"])
+        self.group_bw, self.group_peak = self.gpus * self.bw, self.gpus * self.peak
+        self.f: list[str] = []
+        self.out: list[Output] = []
+
+    def memory(self) -> None:
+        """KV per token, weights, free memory and the full-context seats it holds."""
+        f, layers, kv_heads, head_dim, kvb = self.f, self.layers, self.kv_heads, self.head_dim, \
+            self.kvb
+        gpus, params, wb, mem, reserve, ctx = (self.gpus, self.params, self.wb, self.mem,
+                                               self.reserve, self.ctx)
         kv_tok = 2 * layers * kv_heads * head_dim * kvb
         f.append(
             f"KV per token = 2 (K,V) × {layers} layers × {kv_heads} KV heads × {head_dim} "
@@ -152,24 +176,24 @@ class CapacitySim(Sim):
                 f"{gpus} GPUs > {kv_heads} KV heads: each head is held by {num(replicas)} GPUs, "
                 f"so the group stores {num(kv_group / KIB)} KiB per token"
             )
-        weights = params * wb
+        self.weights = weights = params * wb
         f.append(f"Weights = {num(params / 1e9)}B params × {num(wb)} B = {num(weights / GB)} GB"
                  f" = {num(weights / GIB)} GiB"
                  + (f" ({num(weights / GIB / gpus)} GiB per GPU over {gpus} GPUs)"
                     if gpus > 1 else ""))
         usable = gpus * (mem - reserve)
-        free = usable - weights
+        self.free = free = usable - weights
         f.append(
             f"Free for KV = {gpus} × ({num(mem / GIB)} − {num(reserve / GIB)} reserve) GiB − "
             f"{num(weights / GIB)} GiB weights = {num(free / GIB)} GiB"
         )
-        seat_bytes = kv_group * ctx
-        seats = max(0, math.floor(free / seat_bytes)) if free > 0 else 0
+        self.seat_bytes = seat_bytes = kv_group * ctx
+        self.seats = seats = max(0, math.floor(free / seat_bytes)) if free > 0 else 0
         f.append(
             f"Seats = floor({num(free / GIB)} GiB ÷ ({num(kv_group / KIB)} KiB × {ctx:,} tokens "
             f"= {num(seat_bytes / GIB)} GiB)) = {seats}"
         )
-        out += [
+        self.out += [
             Output("kv_bytes_per_token", "KV per token", kv_tok, "B",
                    f"{num(kv_tok / KIB)} KiB"),
             Output("weight_gb", "Weight memory", weights / GB, "GB", f"{num(weights / GB)} GB"),
@@ -182,53 +206,59 @@ class CapacitySim(Sim):
                    f"{seats} at {ctx:,} tokens"),
         ]
 
+    def prefill(self) -> None:
+        """TTFT from the prompt's FLOPs, and the step floor of reading the weights."""
+        f, params, prompt, gpus, peak, mfu = (self.f, self.params, self.prompt, self.gpus,
+                                              self.peak, self.mfu)
+        weights, bw = self.weights, self.bw
         flops = 2 * params * prompt
-        ttft = flops / (gpus * peak * mfu)
+        self.ttft = ttft = flops / (gpus * peak * mfu)
         f.append(
             f"TTFT ≈ 2 × {num(params / 1e9)}B × {prompt:,} tokens = {num(flops / 1e12)} TFLOP ÷ "
             f"({gpus} × {num(peak / 1e12)} TFLOP/s × {num(mfu)} MFU) = {num(ttft)} s "
             "(attention FLOPs ignored)"
         )
-        out.append(Output("ttft_s", "Time to first token", ttft, "s", f"{num(ttft)} s"))
-
-        group_bw, group_peak = gpus * bw, gpus * peak
-        floor_s = weights / group_bw
+        self.out.append(Output("ttft_s", "Time to first token", ttft, "s", f"{num(ttft)} s"))
+        floor_s = weights / self.group_bw
         f.append(
             f"Weights read per step = {num(weights / GB)} GB ÷ ({gpus} × {num(bw / 1e12)} TB/s) = "
             f"{num(floor_s * 1e3)} ms → ≤ {num(1 / floor_s)} tok/s at batch 1 with a short context"
         )
-        out += [
+        self.out += [
             Output("weights_step_ms", "Step floor (weights only)", floor_s * 1e3, "ms",
                    f"{num(floor_s * 1e3)} ms"),
             Output("weights_tps", "Batch-1 ceiling (short context)", 1 / floor_s, "tok/s",
                    f"≤ {num(1 / floor_s)} tok/s"),
         ]
 
-        def step(batch: int) -> tuple[float, float, float]:
-            memory = (weights + batch * seat_bytes) / group_bw
-            compute = 2 * params * batch / group_peak
-            return max(memory, compute), memory, compute
+    def _step_line(self, batch: int, what: str) -> float:
+        """One decode step at `batch` full-context seats: the slower of reading the weights
+        and KV and computing, with its formula."""
+        weights, seat_bytes, params = self.weights, self.seat_bytes, self.params
+        group_bw, group_peak = self.group_bw, self.group_peak
+        memory = (weights + batch * seat_bytes) / group_bw
+        compute = 2 * params * batch / group_peak
+        total = max(memory, compute)
+        bound = "memory" if memory >= compute else "compute"
+        self.f.append(
+            f"{what}: max(({num(weights / GB)} GB + {batch} × {num(seat_bytes / GB)} GB KV) ÷ "
+            f"{num(group_bw / 1e12)} TB/s = {num(memory * 1e3)} ms, 2 × {num(params / 1e9)}B × "
+            f"{batch} ÷ {num(group_peak / 1e12)} TFLOP/s = {num(compute * 1e3)} ms) = "
+            f"{num(total * 1e3)} ms ({bound}-bound)"
+        )
+        return total
 
-        def step_line(batch: int, what: str) -> float:
-            total, memory, compute = step(batch)
-            bound = "memory" if memory >= compute else "compute"
-            f.append(
-                f"{what}: max(({num(weights / GB)} GB + {batch} × {num(seat_bytes / GB)} GB KV) ÷ "
-                f"{num(group_bw / 1e12)} TB/s = {num(memory * 1e3)} ms, 2 × {num(params / 1e9)}B × "
-                f"{batch} ÷ {num(group_peak / 1e12)} TFLOP/s = {num(compute * 1e3)} ms) = "
-                f"{num(total * 1e3)} ms ({bound}-bound)"
-            )
-            return total
-
-        b1 = step_line(1, "Step at batch 1, full context")
-        out += [
+    def decode(self) -> None:
+        """Steps at batch 1 and at the seat limit, and a request's latency there."""
+        f, seats, ttft = self.f, self.seats, self.ttft
+        b1 = self._step_line(1, "Step at batch 1, full context")
+        self.out += [
             Output("b1_step_ms", "Step at batch 1", b1 * 1e3, "ms", f"{num(b1 * 1e3)} ms"),
             Output("b1_tps", "Tokens/s at batch 1", 1 / b1, "tok/s", f"≤ {num(1 / b1)} tok/s"),
         ]
-        full_batch = max(seats, 1)
         label = f"Step at the seat limit ({seats} seats)" if seats else "Step at batch 1 (no seats)"
-        full = step_line(full_batch, label)
-        out += [
+        self.full = full = self._step_line(max(seats, 1), label)
+        self.out += [
             Output("seat_step_ms", "Step at the seat limit", full * 1e3, "ms",
                    f"{num(full * 1e3)} ms"),
             Output("seat_tps", "Tokens/s at the seat limit", seats / full, "tok/s",
@@ -238,20 +268,24 @@ class CapacitySim(Sim):
         ]
         f.append(f"Tokens/s at the seat limit = {seats} ÷ {num(full * 1e3)} ms = "
                  f"{num(seats / full)} tok/s ({num(1 / full)} per seat)")
-        n_out = int(v["output_tokens"])
+        n_out = int(self.v["output_tokens"])
         latency = ttft + (n_out - 1) * full
         f.append(f"Request latency ≈ TTFT {num(ttft)} s + ({n_out:,} − 1) × {num(full * 1e3)} ms "
                  f"= {num(latency)} s (every seat full)")
-        out.append(Output("latency_s", "Request latency at the seat limit", latency, "s",
-                          f"{num(latency)} s for {n_out:,} output tokens"))
+        self.out.append(Output("latency_s", "Request latency at the seat limit", latency, "s",
+                               f"{num(latency)} s for {n_out:,} output tokens"))
 
+    def ridge(self) -> None:
+        """The batch from which decode is compute-bound, with a short and a full context."""
+        f, weights, params, ctx = self.f, self.weights, self.params, self.ctx
+        group_bw, group_peak, seat_bytes = self.group_bw, self.group_peak, self.seat_bytes
         ridge = weights * group_peak / (2 * params * group_bw)
         f.append(
             f"Ridge batch (weights only) = {num(weights / GB)} GB × {num(group_peak / 1e12)} "
             f"TFLOP/s ÷ (2 × {num(params / 1e9)}B × {num(group_bw / 1e12)} TB/s) = {num(ridge)}"
         )
-        out.append(Output("ridge_batch", "Compute-bound from batch (short context)", ridge,
-                          "seqs", f"{num(ridge)} sequences"))
+        self.out.append(Output("ridge_batch", "Compute-bound from batch (short context)", ridge,
+                               "seqs", f"{num(ridge)} sequences"))
         per_seq_compute_bytes = 2 * params * group_bw / group_peak
         denominator = per_seq_compute_bytes - seat_bytes
         ridge_ctx: float | None = None
@@ -271,17 +305,18 @@ class CapacitySim(Sim):
                 f"{num(per_seq_compute_bytes / GB)} GB its FLOPs take at peak, "
                 "so decode stays memory-bound at any batch"
             )
-        out.append(Output("ridge_batch_at_context", "Compute-bound from batch (full context)",
-                          ridge_ctx, "seqs", ridge_text))
+        self.out.append(Output("ridge_batch_at_context", "Compute-bound from batch (full context)",
+                               ridge_ctx, "seqs", ridge_text))
 
-        checks = [
+    def checks(self) -> list[Check]:
+        v, ctx, prompt = self.v, self.ctx, self.prompt
+        return [
             at_least("fits", "Weights and one full-context seat fit in memory",
-                     free / GIB, seat_bytes / GIB, unit("GiB")),
+                     self.free / GIB, self.seat_bytes / GIB, unit("GiB")),
             at_least("seats", f"At least {int(v['target_seats'])} seats at {ctx:,} tokens",
-                     float(seats), float(int(v["target_seats"])), _seats),
+                     float(self.seats), float(int(v["target_seats"])), _seats),
             at_most("ttft", f"TTFT ≤ {num(float(v['target_ttft_s']))} s for {prompt:,} tokens",
-                    ttft, float(v["target_ttft_s"]), unit("s")),
+                    self.ttft, float(v["target_ttft_s"]), unit("s")),
             at_most("step", f"Decode step ≤ {num(float(v['target_step_ms']))} ms with every seat "
-                    "full", full * 1e3, float(v["target_step_ms"]), unit("ms")),
+                    "full", self.full * 1e3, float(v["target_step_ms"]), unit("ms")),
         ]
-        return SimResult(self.name, dict(v), out, f, checks)

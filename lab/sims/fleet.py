@@ -14,6 +14,7 @@ from typing import Any
 
 from lab.reference import fleet as plan
 from lab.sims.base import (
+    Check,
     InputSpec,
     Output,
     Preset,
@@ -119,19 +120,8 @@ class FleetSim(Sim):
         out: list[Output] = []
 
         tps = h100_tps * speed
-        scenario = plan.Scenario({
-            "tokens_per_second": tps, "card_month_cost": card_cost, "rent_premium": premium,
-            "api_price_per_m": api_price, "max_idle": float(v["max_idle"]),
-            "max_cost_vs_api": float(v["max_cost_vs_api"]),
-            "max_api_share": float(v["max_api_share"]),
-        })
-        # the sim rents by the card-hour: exactly the rented share of the overflow
-        exact_demand = Fraction(demand)
-        overflow_exact = max(Fraction(0), exact_demand - owned * scenario.per_card)
-        rented_exact = overflow_exact * Fraction(rented_share) / scenario.per_card
-        figures = plan.evaluate(scenario, exact_demand, owned, rented_exact)
-        verdicts: dict[str, dict[str, Any]] = figures["checks"]
-        month = {k: (float(x) if isinstance(x, Fraction) else x) for k, x in figures.items()}
+        month, rented_exact = _month(v, tps, card_cost, premium, api_price, demand, owned,
+                                     rented_share)
         per_card = month["tokens_per_card_month"]
         f.append(
             f"{card_label} on {model_label}: {num(h100_tps)} tok/s × {num(speed)} = "
@@ -172,47 +162,86 @@ class FleetSim(Sim):
         capacity = owned_cap + rented_served
         utilisation = (owned_served + rented_served) / capacity if capacity else 0.0
         api_share = month["api_share"]
-        out += [
-            Output("card_tps", "Tokens/s per card", tps, "tok/s", f"{num(tps)} tok/s"),
-            Output("tokens_per_card_month", "Tokens per card-month", per_card / B, "B tokens",
-                   f"{num(per_card / B)}B"),
-            Output("cards_needed", "Cards needed", needed, "cards",
-                   f"{num(needed)} ({month['cards_needed']} whole cards)"),
-            Output("owned_capacity", "Owned capacity", owned_cap / B, "B tokens",
-                   f"{num(owned_cap / B)}B"),
-            Output("capacity", "Capacity (owned + rented)", capacity / B, "B tokens",
-                   f"{num(capacity / B)}B"),
-            Output("owned_utilisation", "Owned utilisation", 1 - idle_share if owned_cap else None,
-                   "fraction", pct(1 - idle_share) if owned_cap else "no owned cards"),
-            Output("utilisation", "Utilisation (owned + rented)", utilisation, "fraction",
-                   pct(utilisation)),
-            Output("idle_share", "Idle share of owned capacity", idle_share, "fraction",
-                   pct(idle_share)),
-            Output("rented_card_months", "Rented card-months", rented_months, "card-months",
-                   num(rented_months)),
-            Output("api_tokens", "API overflow", api_tokens / B, "B tokens",
-                   f"{num(api_tokens / B)}B"),
-            Output("api_share", "API share of tokens", api_share, "fraction", pct(api_share)),
-            Output("owned_cost", "Owned cost", owned_cost, "$", money(owned_cost)),
-            Output("rented_cost", "Rented cost", rented_cost, "$", money(rented_cost)),
-            Output("api_cost", "API cost", api_cost, "$", money(api_cost)),
-            Output("total_cost", "Month's cost", total, "$", money(total)),
-            Output("blended_per_m", "Blended $/1M", blended, "$/1M", f"${num(blended)}"),
-            Output("api_price", "API $/1M", api_price, "$/1M", f"${num(api_price)}"),
-            Output("cost_vs_api", "Blended vs API", blended / api_price, "fraction",
-                   pct(blended / api_price)),
-        ]
-        max_idle, max_cost, max_api = (float(v["max_idle"]), float(v["max_cost_vs_api"]),
-                                       float(v["max_api_share"]))
-        shown = [
-            at_most("idle", f"Idle ≤ {pct(max_idle)} of owned capacity",
-                    idle_share, max_idle, pct, points),
-            at_most("blended", f"Blended cost ≤ {pct(max_cost)} of the API price",
-                    blended, api_price * max_cost, per_m),
-            at_most("api_share", f"API overflow ≤ {pct(max_api)} of tokens",
-                    api_share, max_api, pct, points),
-        ]
-        # the verdicts and margins are the exact ones the fleet lab grades
-        checks = [replace(c, passed=verdicts[c.name]["passed"],
-                          margin=float(verdicts[c.name]["margin"])) for c in shown]
+        out += _outputs(month, tps, needed, capacity, utilisation, rented_months, api_price)
+        checks = _checks(v, month["checks"], blended, api_price, idle_share, api_share)
         return SimResult(self.name, dict(v), out, f, checks)
+
+
+def _month(v: Mapping[str, Value], tps: float, card_cost: float, premium: float,
+           api_price: float, demand: float, owned: int,
+           rented_share: float) -> tuple[dict[str, Any], Fraction]:
+    """The month's figures as the fleet lab's plan computes them (floats; its check verdicts
+    under "checks"), and the rented card-months, exact: the sim rents by the card-hour,
+    exactly the rented share of the overflow."""
+    scenario = plan.Scenario({
+        "tokens_per_second": tps, "card_month_cost": card_cost, "rent_premium": premium,
+        "api_price_per_m": api_price, "max_idle": float(v["max_idle"]),
+        "max_cost_vs_api": float(v["max_cost_vs_api"]),
+        "max_api_share": float(v["max_api_share"]),
+    })
+    exact_demand = Fraction(demand)
+    overflow_exact = max(Fraction(0), exact_demand - owned * scenario.per_card)
+    rented_exact = overflow_exact * Fraction(rented_share) / scenario.per_card
+    figures = plan.evaluate(scenario, exact_demand, owned, rented_exact)
+    month = {k: (float(x) if isinstance(x, Fraction) else x) for k, x in figures.items()}
+    return month, rented_exact
+
+
+def _outputs(month: dict[str, Any], tps: float, needed: float, capacity: float,
+             utilisation: float, rented_months: float, api_price: float) -> list[Output]:
+    """Every output of the month."""
+    per_card, owned_cap, idle_share = (month["tokens_per_card_month"], month["owned_capacity"],
+                                       month["idle_share"])
+    api_tokens, api_share = month["api_tokens"], month["api_share"]
+    owned_cost, rented_cost, api_cost = (month["owned_cost"], month["rented_cost"],
+                                         month["api_cost"])
+    total, blended = month["total_cost"], month["blended_per_m"]
+    return [
+        Output("card_tps", "Tokens/s per card", tps, "tok/s", f"{num(tps)} tok/s"),
+        Output("tokens_per_card_month", "Tokens per card-month", per_card / B, "B tokens",
+               f"{num(per_card / B)}B"),
+        Output("cards_needed", "Cards needed", needed, "cards",
+               f"{num(needed)} ({month['cards_needed']} whole cards)"),
+        Output("owned_capacity", "Owned capacity", owned_cap / B, "B tokens",
+               f"{num(owned_cap / B)}B"),
+        Output("capacity", "Capacity (owned + rented)", capacity / B, "B tokens",
+               f"{num(capacity / B)}B"),
+        Output("owned_utilisation", "Owned utilisation", 1 - idle_share if owned_cap else None,
+               "fraction", pct(1 - idle_share) if owned_cap else "no owned cards"),
+        Output("utilisation", "Utilisation (owned + rented)", utilisation, "fraction",
+               pct(utilisation)),
+        Output("idle_share", "Idle share of owned capacity", idle_share, "fraction",
+               pct(idle_share)),
+        Output("rented_card_months", "Rented card-months", rented_months, "card-months",
+               num(rented_months)),
+        Output("api_tokens", "API overflow", api_tokens / B, "B tokens",
+               f"{num(api_tokens / B)}B"),
+        Output("api_share", "API share of tokens", api_share, "fraction", pct(api_share)),
+        Output("owned_cost", "Owned cost", owned_cost, "$", money(owned_cost)),
+        Output("rented_cost", "Rented cost", rented_cost, "$", money(rented_cost)),
+        Output("api_cost", "API cost", api_cost, "$", money(api_cost)),
+        Output("total_cost", "Month's cost", total, "$", money(total)),
+        Output("blended_per_m", "Blended $/1M", blended, "$/1M", f"${num(blended)}"),
+        Output("api_price", "API $/1M", api_price, "$/1M", f"${num(api_price)}"),
+        Output("cost_vs_api", "Blended vs API", blended / api_price, "fraction",
+               pct(blended / api_price)),
+    ]
+
+
+def _checks(v: Mapping[str, Value], verdicts: dict[str, dict[str, Any]], blended: float,
+            api_price: float, idle_share: float, api_share: float) -> list[Check]:
+    """The three checks, with the verdicts and margins the fleet lab grades."""
+    max_idle, max_cost, max_api = (float(v["max_idle"]), float(v["max_cost_vs_api"]),
+                                   float(v["max_api_share"]))
+    shown = [
+        at_most("idle", f"Idle ≤ {pct(max_idle)} of owned capacity",
+                idle_share, max_idle, pct, points),
+        at_most("blended", f"Blended cost ≤ {pct(max_cost)} of the API price",
+                blended, api_price * max_cost, per_m),
+        at_most("api_share", f"API overflow ≤ {pct(max_api)} of tokens",
+                api_share, max_api, pct, points),
+    ]
+    # the verdicts and margins are the exact ones the fleet lab grades
+    checks = [replace(c, passed=verdicts[c.name]["passed"],
+                      margin=float(verdicts[c.name]["margin"])) for c in shown]
+    return checks

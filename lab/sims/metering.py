@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from lab.reference import meter as bill
 from lab.sims.base import (
+    Check,
     InputSpec,
     Output,
     Preset,
@@ -113,14 +114,8 @@ class MeteringSim(Sim):
             f"tokens at 10% = ${num(rate_in * CACHED_RATE)} per 1M"
         ]
         out: list[Output] = []
-
         counts = {key: int(v[f"{key}_requests"]) for key in REQUEST_TYPES}
-        tokens_in = sum(counts[k] * REQUEST_TYPES[k][1] for k in REQUEST_TYPES)
-        tokens_out = sum(counts[k] * REQUEST_TYPES[k][2] for k in REQUEST_TYPES)
-        in_terms = " + ".join(f"{counts[k]:,} × {REQUEST_TYPES[k][1]:,}" for k in REQUEST_TYPES)
-        out_terms = " + ".join(f"{counts[k]:,} × {REQUEST_TYPES[k][2]:,}" for k in REQUEST_TYPES)
-        f.append(f"Prompt tokens = {in_terms} = {num(tokens_in / M)}M")
-        f.append(f"Output tokens = {out_terms} = {num(tokens_out / M)}M")
+        tokens_in, tokens_out = _tokens(counts, f)
 
         fresh, cached_cost, output = bill.line_costs(
             tokens_in * (1 - cached), tokens_in * cached, float(tokens_out), rate_in, rate_out,
@@ -166,53 +161,82 @@ class MeteringSim(Sim):
             Output("tokens_moved", "Tokens moved", moved, "tokens", f"{num(moved / M)}M"),
             Output("blended_per_m", "Blended price", blended, "$/1M", f"${num(blended)} per 1M"),
         ]
-
-        untagged = 0.0
-        untagged_requests = 0.0
-        for key, (label, tin, tout) in REQUEST_TYPES.items():
-            per_first = sum(bill.line_costs(tin * (1 - cached), tin * cached, float(tout),
-                                            rate_in, rate_out, CACHED_RATE))
-            per_request = per_first * (1 + retry)
-            spend = per_request * counts[key]
-            tagged = float(v[f"{key}_tagged"])
-            untagged += spend * (1 - tagged)
-            untagged_requests += counts[key] * (1 - tagged)
-            f.append(
-                f"{label} per request = ({tin:,} × ({pct(1 - cached)} + {pct(cached)} × 10%) × "
-                f"${num(rate_in)} + {tout:,} × ${num(rate_out)}) ÷ 1M × {num(1 + retry)} = "
-                f"${num(per_request)}; × {counts[key]:,} = {money(spend)}"
-                f" ({pct(spend / total)} of the bill)"
-            )
-            out += [
-                Output(f"{key}_per_request", f"{label} cost per request", per_request, "$",
-                       f"${num(per_request)}"),
-                Output(f"{key}_spend", f"{label} spend", spend, "$",
-                       f"{money(spend)} ({pct(spend / total)})"),
-            ]
-        total_requests = sum(counts.values())
-        untagged_share = bill.share(untagged, total) or 0.0
-        untagged_req_share = untagged_requests / total_requests
-        f.append(
-            f"Untagged = Σ spend × (1 − tagged) = {money(untagged)} = {pct(untagged_share)} of "
-            f"dollars (but {pct(untagged_req_share)} of requests)"
-        )
-        budget = float(v["budget"])
-        used = total / budget if budget > 0 and math.isfinite(total / budget) else None
-        f.append(f"Budget {money(budget)} − bill {money(total)} = {money(budget - total)}")
-        out += [
-            Output("untagged", "Untagged spend", untagged, "$", money(untagged)),
-            Output("untagged_share", "Untagged share of dollars", untagged_share, "fraction",
-                   pct(untagged_share)),
-            Output("untagged_request_share", "Untagged share of requests", untagged_req_share,
-                   "fraction", pct(untagged_req_share)),
-            Output("budget_left", "Budget left", budget - total, "$", money(budget - total)),
-            Output("budget_used", "Budget used", used, "fraction",
-                   pct(used) if used is not None else "no budget"),
-        ]
-        limit = float(v["max_untagged"])
-        checks = [
-            at_most("untagged", f"Untagged spend ≤ {pct(limit)} of dollars",
-                    untagged_share, limit, pct, points),
-            at_most("budget", f"Bill within the {money(budget)} budget", total, budget, money),
-        ]
+        untagged, untagged_requests = _per_type(v, counts, total, f, out)
+        checks = _untagged_and_budget(v, counts, total, untagged, untagged_requests, f, out)
         return SimResult(self.name, dict(v), out, f, checks)
+
+
+def _tokens(counts: dict[str, int], f: list[str]) -> tuple[int, int]:
+    """Prompt and output tokens over every request type (their formulas appended)."""
+    tokens_in = sum(counts[k] * REQUEST_TYPES[k][1] for k in REQUEST_TYPES)
+    tokens_out = sum(counts[k] * REQUEST_TYPES[k][2] for k in REQUEST_TYPES)
+    in_terms = " + ".join(f"{counts[k]:,} × {REQUEST_TYPES[k][1]:,}" for k in REQUEST_TYPES)
+    out_terms = " + ".join(f"{counts[k]:,} × {REQUEST_TYPES[k][2]:,}" for k in REQUEST_TYPES)
+    f.append(f"Prompt tokens = {in_terms} = {num(tokens_in / M)}M")
+    f.append(f"Output tokens = {out_terms} = {num(tokens_out / M)}M")
+    return tokens_in, tokens_out
+
+
+def _per_type(v: Mapping[str, Value], counts: dict[str, int], total: float, f: list[str],
+              out: list[Output]) -> tuple[float, float]:
+    """Each request type's cost per request and spend (formulas and outputs appended); returns
+    the untagged spend and the untagged request count."""
+    tier = str(v["tier"])
+    rate_in, rate_out = TIERS[tier]
+    cached, retry = float(v["cached_share"]), float(v["retry_rate"])
+    untagged = 0.0
+    untagged_requests = 0.0
+    for key, (label, tin, tout) in REQUEST_TYPES.items():
+        per_first = sum(bill.line_costs(tin * (1 - cached), tin * cached, float(tout),
+                                        rate_in, rate_out, CACHED_RATE))
+        per_request = per_first * (1 + retry)
+        spend = per_request * counts[key]
+        tagged = float(v[f"{key}_tagged"])
+        untagged += spend * (1 - tagged)
+        untagged_requests += counts[key] * (1 - tagged)
+        f.append(
+            f"{label} per request = ({tin:,} × ({pct(1 - cached)} + {pct(cached)} × 10%) × "
+            f"${num(rate_in)} + {tout:,} × ${num(rate_out)}) ÷ 1M × {num(1 + retry)} = "
+            f"${num(per_request)}; × {counts[key]:,} = {money(spend)}"
+            f" ({pct(spend / total)} of the bill)"
+        )
+        out += [
+            Output(f"{key}_per_request", f"{label} cost per request", per_request, "$",
+                   f"${num(per_request)}"),
+            Output(f"{key}_spend", f"{label} spend", spend, "$",
+                   f"{money(spend)} ({pct(spend / total)})"),
+        ]
+    return untagged, untagged_requests
+
+
+def _untagged_and_budget(v: Mapping[str, Value], counts: dict[str, int], total: float,
+                         untagged: float, untagged_requests: float, f: list[str],
+                         out: list[Output]) -> list[Check]:
+    """The untagged shares and the budget (formulas and outputs appended), and the checks."""
+    total_requests = sum(counts.values())
+    untagged_share = bill.share(untagged, total) or 0.0
+    untagged_req_share = untagged_requests / total_requests
+    f.append(
+        f"Untagged = Σ spend × (1 − tagged) = {money(untagged)} = {pct(untagged_share)} of "
+        f"dollars (but {pct(untagged_req_share)} of requests)"
+    )
+    budget = float(v["budget"])
+    used = total / budget if budget > 0 and math.isfinite(total / budget) else None
+    f.append(f"Budget {money(budget)} − bill {money(total)} = {money(budget - total)}")
+    out += [
+        Output("untagged", "Untagged spend", untagged, "$", money(untagged)),
+        Output("untagged_share", "Untagged share of dollars", untagged_share, "fraction",
+               pct(untagged_share)),
+        Output("untagged_request_share", "Untagged share of requests", untagged_req_share,
+               "fraction", pct(untagged_req_share)),
+        Output("budget_left", "Budget left", budget - total, "$", money(budget - total)),
+        Output("budget_used", "Budget used", used, "fraction",
+               pct(used) if used is not None else "no budget"),
+    ]
+    limit = float(v["max_untagged"])
+    checks = [
+        at_most("untagged", f"Untagged spend ≤ {pct(limit)} of dollars",
+                untagged_share, limit, pct, points),
+        at_most("budget", f"Bill within the {money(budget)} budget", total, budget, money),
+    ]
+    return checks

@@ -26,6 +26,7 @@ from scheduler.records import (
     Queue,
     Review,
     ReviewResult,
+    Scheduled,
     Settings,
     SyncResult,
     UndoResult,
@@ -276,47 +277,19 @@ class CardsPart(SettingsPart):
         review of a card not due today, UnknownCardError for an unknown question id.
         """
         quality = check_quality(quality)
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if isinstance(response_ms, bool) or not isinstance(response_ms, int) or response_ms < 0:
-            raise ValueError(f"response_ms must be a whole number >= 0, got {response_ms!r}")
-        params_json = json_object(params, "params")
-        if mistake_id is not None and (not isinstance(mistake_id, str) or not mistake_id):
-            raise ValueError(f"mistake_id must be a non-empty string or None, got {mistake_id!r}")
+        params_json = _checked_answer_args(mode, response_ms, params, mistake_id)
         moment = now or utc_now()
         cfg = self.settings()
         day = self.study_day(moment, cfg)
         with self._write() as s:
             card = self._get(s, question_id)
             old = _card(card).scheduled
-            try:
-                chosen = self._next_states(s, card, mode, moment, day, cfg)[quality]
-            except ValueError as exc:
-                if mode == "review" and card.due is not None and card.due > day and s.scalars(
-                    select(ReviewRow.id).where(ReviewRow.question_id == question_id,
-                                               ReviewRow.study_day == day,
-                                               ReviewRow.mode == "review").limit(1)
-                ).first() is not None:
-                    raise AnsweredElsewhereError(
-                        f"{question_id} was already answered today (in another window?) and "
-                        f"is not due until {card.due.isoformat()}; this answer was not recorded"
-                    ) from None
-                raise ValueError(f"{question_id}: {exc}") from None
+            chosen = self._chosen(s, card, mode, moment, day, cfg, quality)
             new, redrill = chosen.scheduled, chosen.redrill
-            memory: Memory | None = chosen.memory
-            if card.fsrs_last_ms is not None and to_ms(moment) < card.fsrs_last_ms:
-                # An answer dated before the card's latest (a clock moved back): the memory is
-                # the time-ordered replay, as after an import.
-                memory = self._replay_card(s, question_id, (moment, quality))
-            _set_memory(card, memory)
+            _set_memory(card, self._memory_after(s, card, chosen.memory, moment, quality))
             before, after = old.state, new.state
-            snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
+            snapshot = _reschedule(card, old, new, moment)
             due, lapses, leech = new.due, new.lapses, new.leech
-            if new != old:
-                card.ef, card.repetitions, card.interval = (
-                    after.ef_hundredths, after.repetitions, after.interval)
-                card.due, card.lapses, card.leech = due, lapses, leech
-                card.last_reviewed_ms = to_ms(moment)
             row = ReviewRow(
                 uid=uuid.uuid4().hex, question_id=question_id, reviewed_ms=to_ms(moment),
                 study_day=day, mode=mode, quality=quality, correct=bool(correct),
@@ -338,6 +311,33 @@ class CardsPart(SettingsPart):
             lapses=lapses, leech=leech, became_leech=leech and not snapshot[2],
             needs_redrill=redrill,
         )
+
+    def _memory_after(self, s: Session, card: CardRow, memory: Memory | None,
+                      moment: dt.datetime, quality: int) -> Memory | None:
+        """The card's FSRS memory after this answer: `memory`, or for an answer dated before
+        the card's latest (a clock moved back) the time-ordered replay, as after an import."""
+        if card.fsrs_last_ms is not None and to_ms(moment) < card.fsrs_last_ms:
+            return self._replay_card(s, card.question_id, (moment, quality))
+        return memory
+
+    def _chosen(self, s: Session, card: CardRow, mode: Mode, moment: dt.datetime,
+                day: dt.date, cfg: Settings, quality: int) -> NextState:
+        """The card's next state for `quality`; a review of a card not due today is refused,
+        as answered elsewhere when another window answered it today."""
+        try:
+            return self._next_states(s, card, mode, moment, day, cfg)[quality]
+        except ValueError as exc:
+            question_id = card.question_id
+            if mode == "review" and card.due is not None and card.due > day and s.scalars(
+                select(ReviewRow.id).where(ReviewRow.question_id == question_id,
+                                           ReviewRow.study_day == day,
+                                           ReviewRow.mode == "review").limit(1)
+            ).first() is not None:
+                raise AnsweredElsewhereError(
+                    f"{question_id} was already answered today (in another window?) and "
+                    f"is not due until {card.due.isoformat()}; this answer was not recorded"
+                ) from None
+            raise ValueError(f"{question_id}: {exc}") from None
 
     def _next_states(self, s: Session, card: CardRow, mode: Mode, moment: dt.datetime,
                      day: dt.date, cfg: Settings) -> dict[int, NextState]:
@@ -453,3 +453,30 @@ class CardsPart(SettingsPart):
             return [_review(r) for r in s.scalars(
                 select(ReviewRow).where(ReviewRow.question_id == question_id)
                 .order_by(ReviewRow.id))]
+
+
+def _checked_answer_args(mode: object, response_ms: object, params: dict[str, Any] | None,
+                         mistake_id: object) -> str | None:
+    """Refuse a bad mode, response time or mistake id (ValueError); the params as JSON."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if isinstance(response_ms, bool) or not isinstance(response_ms, int) or response_ms < 0:
+        raise ValueError(f"response_ms must be a whole number >= 0, got {response_ms!r}")
+    params_json = json_object(params, "params")
+    if mistake_id is not None and (not isinstance(mistake_id, str) or not mistake_id):
+        raise ValueError(f"mistake_id must be a non-empty string or None, got {mistake_id!r}")
+    return params_json
+
+
+def _reschedule(card: CardRow, old: Scheduled, new: Scheduled,
+                moment: dt.datetime) -> tuple[dt.date | None, int, bool, int | None]:
+    """Write the new schedule onto the card when the answer changed it; returns the card's
+    due, lapses, leech and last-reviewed time as they were (the log row's "before")."""
+    snapshot = (card.due, card.lapses, card.leech, card.last_reviewed_ms)
+    if new != old:
+        after = new.state
+        card.ef, card.repetitions, card.interval = (
+            after.ef_hundredths, after.repetitions, after.interval)
+        card.due, card.lapses, card.leech = new.due, new.lapses, new.leech
+        card.last_reviewed_ms = to_ms(moment)
+    return snapshot

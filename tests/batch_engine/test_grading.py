@@ -163,7 +163,7 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("wait_window_outlives_cancel", 4, "cancel-pending-wait", r"went at t=0\.050 s, expected "
                                                              r"t=0\.080 s .* leaves no deadline"),
     ("stop_seq_as_text", 1, "stop-any-element", r"was matched as text .* compare token ids"),
-    # boundaries and events in one step (issue 50): exactly on the comparison, one tick past it
+    # boundaries and events in one step: exactly on the comparison, one tick past it
     ("wait_strict_greater", 1, "deadline-on-the-tick", r"dispatched at t=0\.376 s, 1 ms after its "
                                                        r"max_wait \(125 ms\) ran out at "
                                                        r"t=0\.375 s: one scheduler tick late"),
@@ -185,7 +185,7 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
                                                                        r"the stop sequence \[\d+, "
                                                                        r"\d+\], which follows "
                                                                        r"another \d+"),
-    # messages that name the real cause (issue 50)
+    # messages that name the real cause
     ("mask_from_pad_id", 1, "eos-id-zero", r"attention_mask is 0 on 1 real token \(id 0 at "
                                            r"column 4.* not by token id"),
     ("positions_restart_on_join", 2, "join-a-running-batch", r"position_ids restart at 0 \(\[0\]\) "

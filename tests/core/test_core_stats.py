@@ -1,4 +1,4 @@
-"""How a recorded mistake id is described in Stats and `dojo stats` (issue #14)."""
+"""How a recorded mistake id is described in Stats and `dojo stats`."""
 
 from __future__ import annotations
 

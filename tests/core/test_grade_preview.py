@@ -1,4 +1,4 @@
-"""The grade bar shows what is saved (issue #48): for random histories under each scheduler,
+"""The grade bar shows what is saved: for random histories under each scheduler,
 every grade's preview (`Feedback.previews`, from `Store.preview`) equals the schedule the store
 saves when the card is graded so, through the real Session, Services and SQLite file. Each
 grade is tried and undone in turn, so undo is checked too: after it the preview is the same."""

@@ -1,4 +1,4 @@
-"""Missed questions suggest their lab (#18): a wrong answer to a question whose lab level the
+"""Missed questions suggest their lab: a wrong answer to a question whose lab level the
 learner has not passed says "Practise this in the lab: dojo lab start ID --level N", in the
 feedback and the session summary; once the level is passed (or for a right answer) it does not."""
 

@@ -1,4 +1,4 @@
-"""The cached bank behind `dojo due` (#52): used while valid (nothing parsed, no store opened),
+"""The cached bank behind `dojo due`: used while valid (nothing parsed, no store opened),
 rebuilt when a question file, the app's version or the cache file itself changes, and never a
 different answer: the same errors and the same `dojo due` output as without it.
 
@@ -93,7 +93,7 @@ def _ready_store() -> None:
     Store.open().close()
 
 
-def test_a_valid_index_answers_due_without_parsing_or_opening_the_store(
+def test_a_valid_cache_answers_due_and_stats_without_parsing(
         builtin: Path, validations: list[int], store_opens: list[int]) -> None:
     _ready_store()
     assert len(validations) == 1
@@ -104,6 +104,8 @@ def test_a_valid_index_answers_due_without_parsing_or_opening_the_store(
     out, _ = dojo("due")
     assert len(validations) == 1 and len(store_opens) == opened  # the lean path answered
     assert "fixture-kv-001" in out
+    assert "Cards:" in dojo("stats")[0]
+    assert len(validations) == 1  # `dojo stats` reads the cached report too
 
 
 def test_a_changed_question_file_is_seen(builtin: Path, validations: list[int]) -> None:

@@ -1,4 +1,4 @@
-"""Hostile learner files against the allow-list sandbox (issue 43), one class at a time, each
+"""Hostile learner files against the allow-list sandbox, one class at a time, each
 graded as the learner's user (`nobody` when the tests run as root) twice: on this machine (user
 namespaces: the allow-list root) and on a system that denies user namespaces (Landlock with the
 same allow-list). Nothing outside the allow-list can be named, every resource has a limit that

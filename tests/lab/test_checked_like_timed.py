@@ -1,4 +1,4 @@
-"""Issue 43: a solution cannot tell its checked call from a timed one, or gains nothing if it can.
+"""A solution cannot tell its checked call from a timed one, or gains nothing if it can.
 
 The graded call's seed is drawn from the same range as the timed calls' (hashed from the replay
 seed: `plan.checked_seed`); every request (`run`, `batch`, the device clock's `timed`) calls the

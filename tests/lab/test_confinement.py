@@ -1,4 +1,4 @@
-"""A hostile learner file against the confinement itself (issue 31): each technique that got a
+"""A hostile learner file against the confinement itself: each technique that got a
 pass or changed something outside the sandbox now fails *because the sandbox refused it* (EPERM,
 a read-only or absent path), not because something crashed.
 
@@ -344,8 +344,8 @@ def test_escape_sequences_in_learner_output_are_stripped(learner_dir: Path) -> N
 def test_planted_state_and_links_in_the_workspace_change_nothing(
     learner_dir: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The issue's attacks: rewrite state.json to grade a correct file from tests/, plant a
-    state.tmp (and backups/, and the workspace file itself) as links to the database."""
+    """Attacks on the workspace state: rewrite state.json to grade a correct file from tests/,
+    plant a state.tmp (and backups/, and the workspace file itself) as links to the database."""
     import sqlite3
 
     from lab.exercises import get
@@ -460,7 +460,7 @@ def square_sum(a):
 
 
 def test_a_forked_worker_is_counted_and_stopped_between_requests(learner_dir: Path) -> None:
-    """The issue's meter ledger: work handed to a forked worker that stays alive. Its CPU time
+    """A meter ledger's work handed to a forked worker that stays alive. Its CPU time
     is the learner's, and it does not run while the grader is not asking."""
     ws = learner_dir / "ws"
     solution = ws / "timed_demo.py"

@@ -84,7 +84,7 @@ def test_every_fixed_case_covers_a_cell(exercise: str) -> None:
     assert not missing, "fixed cases with no cell in CONTRACT.md:\n" + "\n".join(missing)
 
 
-# Exercises whose CONTRACT.md lists every comparison, ordering and event-in-one-step (issue 50)
+# Exercises whose CONTRACT.md lists every comparison, ordering and event-in-one-step
 # in a table outside the level sections, each row naming the fixed cases that sit on it.
 COMPARISON_TABLES = {"sampling", "spec-verify", "tensor-parallel", "batch-engine", "paged-kv",
                      "meter", "fleet", "kv-bytes"}

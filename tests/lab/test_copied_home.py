@@ -1,5 +1,5 @@
 """A copied data folder (`cp -a home home_future`, the README's way to try `DOJO_NOW`) is a data
-folder of its own: its lab commands read and write only the copy (#45 item 2). Workspace paths
+folder of its own: its lab commands read and write only the copy. Workspace paths
 are stored relative to the data folder; absolute ones from an older release are migrated."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _copy(original: Path, copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _rehearse_in_copy(copy: Path) -> None:
-    """What the issue's learner did in the copy: a rehearsal, a grading, a restore, a reset."""
+    """What a learner does in the copy: a rehearsal, a grading, a restore, a reset."""
     runner = CliRunner()
     ex = get("kv-bytes")
     assert solution_path(ex) == copy.resolve() / "lab" / "kv-bytes" / ex.workspace_file

@@ -1,4 +1,4 @@
-"""Every tensor the graders hand a learner's code follows the grading's device (#18: the CUDA
+"""Every tensor the graders hand a learner's code follows the grading's device (the CUDA
 paths have never run, so this is checked with torch's `meta` device, which has shapes but no
 data): each case of every torch lab runs its drive with device "meta" against a solution that
 records the devices of what it is given and stops. A case whose inputs need a real model (the

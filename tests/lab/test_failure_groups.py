@@ -1,4 +1,4 @@
-"""How a level's failures are grouped and pointed at (#45 item 7): the grouping key holds no
+"""How a level's failures are grouped and pointed at: the grouping key holds no
 per-case data, cases not run are counted truly and named for why, a traceback is called "your
 code" only with the learner's own frames, and a statistical case shows no `expected: None`."""
 

@@ -1,4 +1,4 @@
-"""Fast, quiet feedback (#18): cases run cheapest first, a stub stops the level at its first
+"""Fast, quiet feedback: cases run cheapest first, a stub stops the level at its first
 NotImplementedError (the rest reported as skipped, in one event and one line), the reference is
 not computed for a case the learner's code never answered, identical failures are grouped,
 floats are shown without binary noise, a progress status names the case, and a pass names the

@@ -70,7 +70,7 @@ def _always_zero(tmp_path: Path, prelude: str) -> Path:
     "lab.reference.kv_bytes", "lab.exercises.spec_verify.grading",
 ])
 def test_patching_a_judge_module_is_refused(tmp_path: Path, module: str, app_tree: None) -> None:
-    """The issue's spec-verify forgery: replace the grading module's run/check in sys.modules."""
+    """A spec-verify forgery: replace the grading module's run/check in sys.modules."""
     path = _always_zero(tmp_path, (
         "import importlib, sys\n"
         "try:\n"
@@ -124,7 +124,7 @@ def test_the_judge_files_cannot_be_read_as_text(tmp_path: Path) -> None:
 def test_a_class_written_into_the_install_tree_cannot_come_back(
     tmp_path: Path, confine: bool, app_tree: None,
 ) -> None:
-    """The issue's pickle forgery: write lab/<x>.py, return an instance of its class (whose
+    """A pickle forgery: write lab/<x>.py, return an instance of its class (whose
     unpickling would have replaced `check` in the grader). A reply cannot name a class now."""
     name = f"forged_{uuid.uuid4().hex[:8]}"
     target = ROOT / "lab" / f"{name}.py"
@@ -183,7 +183,7 @@ TIMED = load_exercise(HERE / "fixtures" / "timed_demo", module="tests.lab.fixtur
 
 @pytest.mark.slow
 def test_patching_the_childs_clock_does_not_make_slow_code_fast(tmp_path: Path) -> None:
-    """The issue's timing forgery: replace time_calls / perf_counter in the child."""
+    """A timing forgery: replace time_calls / perf_counter in the child."""
     path = tmp_path / "timed_demo.py"
     path.write_text(
         "import sys, time\n"

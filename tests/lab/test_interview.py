@@ -1,4 +1,4 @@
-"""Interview rehearsal (#18): `dojo lab start ID --level N --interview` moves the learner's file
+"""Interview rehearsal: `dojo lab start ID --level N --interview` moves the learner's file
 aside (restorable), gives a fresh stub and a clock, turns hints off, hides hints sections of
 the statement, and each grading of the level is recorded with the clock; `restore` brings the
 learner's file back and keeps the rehearsal's."""

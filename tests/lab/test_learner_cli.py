@@ -1,4 +1,5 @@
-"""`dojo lab` as a learner meets it (#45 items 5 and 9)."""
+"""`dojo lab` as a learner meets it: a scratch file graded without counting as an
+attempt, and the next level named only while it is still to pass."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_only_wrong_answers_bring_questions_back_from_the_first_grading(
         assert out.exit_code == 1 and "added to today's queue" not in out.output, out.output
     from scheduler.store import Store
 
-    with Store.open() as store:  # the case the issue saw: questions without card rows
+    with Store.open() as store:  # a learner's fresh home: questions without card rows
         assert store.today_queue().lab == ()
         assert store.missing_cards(["kv-cache-009"]) == ["kv-cache-009"]
     out = runner.invoke(main, ["lab", "grade", "kv-bytes", "--level", "1", "--file",

@@ -1,4 +1,4 @@
-"""What a learner's ordinary mistakes are told (#45 item 6): each message names what really
+"""What a learner's ordinary mistakes are told: each message names what really
 happened, asserted verbatim. Torch's allocator refusal and a `bytearray` past the cap get one
 message; `.cuda()` on a machine without a GPU says the grading runs on the CPU and where to read
 about grading on a GPU; correct but slow code stopped by the run's budget is not called an

@@ -1,4 +1,4 @@
-"""`dojo lab grade`'s progress line on a terminal (issue 30 item 6): rich draws it in place,
+"""`dojo lab grade`'s progress line on a terminal: rich draws it in place,
 within the terminal's width, case names as written, and erases it before a permanent line."""
 
 from __future__ import annotations

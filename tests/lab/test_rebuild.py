@@ -1,4 +1,4 @@
-"""Labs that come back (#18): a passed level is an SM-2 card, due on schedule, rebuilt from a
+"""Labs that come back: a passed level is an SM-2 card, due on schedule, rebuilt from a
 blank stub; the rebuild's pass grades it once. Real SQLite files and workspaces under tmp_path."""
 
 from __future__ import annotations

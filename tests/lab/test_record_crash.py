@@ -1,4 +1,4 @@
-"""A grading's attempt and the lab card its pass implies are one transaction (#37): a process
+"""A grading's attempt and the lab card its pass implies are one transaction: a process
 killed between them (SIGKILL, a real subprocess) leaves both or neither, and an older version's
 leftover (a passed level without a card) is repaired on open."""
 
@@ -66,7 +66,7 @@ def test_a_grading_killed_between_attempt_and_card_leaves_both_or_neither(
     Store.open(db).close()
     killed = _grade_in_child(db, "lab-attempt-stored")
     assert killed.returncode == -signal.SIGKILL, killed.stderr  # it died at that very point
-    assert _counts(db) == (0, 0)  # neither (before #37: the attempt, no card)
+    assert _counts(db) == (0, 0)  # neither (when they were two writes: the attempt, no card)
 
     done = _grade_in_child(db, None)
     assert done.returncode == 0, done.stderr

@@ -158,7 +158,7 @@ def test_a_broken_database_does_not_lose_the_report(dojo_home: Path) -> None:
 def test_workspace_state_lives_in_the_database_and_a_state_json_is_imported_once(
     dojo_home: Path,
 ) -> None:
-    """Issue 31: state.json sits in the workspace folder the learner's code may write; what the
+    """state.json sits in the workspace folder the learner's code may write; what the
     app trusts is read from the database, and an older release's file only once."""
     from tests import lab_state as workspace
 

@@ -34,7 +34,7 @@ def test_a_fast_solution_is_timed_by_one_call_each_side_and_passes() -> None:
 @pytest.mark.slow
 def test_a_slower_call_is_compared_with_the_reference_run_back_to_back_beside_it(
         tmp_path: Path) -> None:
-    """Issue 31: the reference's one call used to end long before a slow learner's, which then
+    """The reference's one call used to end long before a slow learner's, which then
     ran alone on a quieter machine (a 4.3x ledger measured under the 4x gate). The reference now
     runs again and again until the learner's call returns, and its median is the yardstick."""
     path = tmp_path / "once_demo.py"

@@ -1,4 +1,4 @@
-"""Issue 43: in every shipped exercise, a solution that can tell a timed call from its graded one
+"""In every shipped exercise, a solution that can tell a timed call from its graded one
 gains nothing by skipping the work there, because every timed output is checked.
 
 The grader's stopwatch checks each output of the learner's batches against the reference

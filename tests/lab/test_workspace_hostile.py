@@ -1,4 +1,4 @@
-"""Workspace commands treat the workspace as hostile input (issue 43): graded code may have left a
+"""Workspace commands treat the workspace as hostile input: graded code may have left a
 named pipe, a device, a link or a huge sparse file where the learner's file was. `reset`,
 `start_interview` and `end_interview` never block on it, never copy gigabytes, never follow a
 link, and say what the file is."""

@@ -172,7 +172,7 @@ def _in_process(broken: str, level: int, case_id: str, seed: int = 1) -> tuple[b
         ("untagged_cents", 3, "untagged-just-over", r"untagged_ok: expected False, got True — "
                                                     r"the check compares the exact dollars .* "
                                                     r"not amounts rounded to the cent"),
-        # the caller's inputs are read-only (issue 50), checked on every untimed call
+        # the caller's inputs are read-only, checked on every untimed call
         ("marks_billed", 1, "request-cached-prefix", r"bill_request changed its caller's "
                                                      r"input in place: event\. The inputs are "
                                                      r"read-only"),

@@ -1,4 +1,4 @@
-"""The mock round's own clock and dates (#49 item 2): a round is dated on the study day it is
+"""The mock round's own clock and dates: a round is dated on the study day it is
 played ($DOJO_NOW, like answers); one left open for days says so when it resumes, and its clock
 and its parts' times leave out the time it sat closed."""
 

@@ -1,4 +1,4 @@
-"""The mock round's lab part (#45 item 8): the level drawn is the exercise's first one not
+"""The mock round's lab part: the level drawn is the exercise's first one not
 passed (a blank stub of paged-kv L4 when only L1 has passed helps nobody), and the learner
 grades as often as they need until a pass or the round's clock ends the part."""
 

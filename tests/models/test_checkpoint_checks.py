@@ -1,4 +1,4 @@
-"""A learner's own checkpoint folder is checked before any case runs (issue 50): each broken
+"""A learner's own checkpoint folder is checked before any case runs: each broken
 kind, built offline here, is refused with its file and fault (exit 2 through the CLI), and the
 checks read files only, so the grader's memory does not grow with what a config declares."""
 

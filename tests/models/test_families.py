@@ -1,4 +1,4 @@
-"""Every lab wrapper against transformers' own no-cache forward, per model family (issue 50).
+"""Every lab wrapper against transformers' own no-cache forward, per model family.
 
 A learner may grade with `--target/--draft` checkpoints of any family, and the labs hand their
 model to the learner (and to the reference) through wrappers with caches of their own: the

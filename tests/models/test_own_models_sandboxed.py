@@ -1,4 +1,4 @@
-"""A learner's own checkpoint is loaded only inside sandboxes (issue 50): the expected values
+"""A learner's own checkpoint is loaded only inside sandboxes: the expected values
 computed with it come from the grader's models child (`Children.expected`), so a folder whose
 weights declare a ~10^11-parameter model stops a child at its memory cap with a message naming
 the folder, while the grader's own process stays under 1 GiB."""

@@ -81,7 +81,7 @@ BROKEN_CASES = [
     ("gather_context_plus_one", 4, r"one token too many per sequence"),
     ("write_kv_swapped", 4, r"token 1's K belongs at \(block 3, offset 2\) but was written at "
                             r"\[\(2, 3\)\]"),
-    # the caller's inputs are read-only (issue 50)
+    # the caller's inputs are read-only
     ("tokens_aliased", 1, r"allocate changed its caller's input in place: token_ids \(operation "
                           r"\d+\), after the call \(the list was kept, not copied"),
     ("gather_scales_q_in_place", 4, r"paged_attention changed its caller's input in place: q\. "

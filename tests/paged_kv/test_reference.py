@@ -129,8 +129,8 @@ def test_timed_gather_calls_each_ask_a_new_question() -> None:
 
 @pytest.mark.slow
 def test_a_reference_timing_child_does_not_grow_with_gather_calls() -> None:
-    """The reference's timing child answers batches of timed gathers for a whole grading (issue
-    31: it once grew ~8 MB per call, to its memory cap past ~350 calls). The child's request
+    """The reference's timing child answers batches of timed gathers for a whole grading
+    (it once grew ~8 MB per call, to its memory cap past ~350 calls). The child's request
     handler, driven in process through 240 calls, keeps its resident memory flat."""
     from lab.exercises.paged_kv import grading
     from lab.grader.api import to_wire

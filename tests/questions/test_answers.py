@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from questions.answers import Reask, check_answer, parse_answer, parse_choice, units_hint
+from questions.answers import (
+    Reask,
+    check_answer,
+    check_choice,
+    parse_answer,
+    parse_choice,
+    units_hint,
+)
 from questions.formula import compile_formula
 from questions.model import LabLink, Question, Tolerance
 
@@ -162,3 +169,32 @@ def test_choice_letters_and_numbers(text: str, index: int) -> None:
 def test_choice_out_of_range_is_reasked(text: str) -> None:
     with pytest.raises(Reask, match="A-D"):
         parse_choice(text)
+
+
+def _mcq(choices: list[str], correct: int = 0) -> Question:
+    return Question(
+        id="m-001", topic="t", kind="mcq", prompt="Which?", explanation="Misconception: x",
+        lab=None, difficulty=1, source=Path("t.toml"), choices=tuple(choices), correct=correct,
+        why=tuple("" if i == correct else f"why {i}" for i in range(len(choices))),
+    )
+
+
+def test_a_picked_choice_is_graded_by_its_index_not_by_a_letter() -> None:
+    # choices whose text reads as a letter: a pick turned into a letter and parsed back would
+    # be "the text of one choice and the position of another" (re-asked)
+    instance = _mcq(["B", "A", "D", "C"]).draw(0)
+    ambiguous = [i for i in range(4) if check_answer(instance, "ABCD"[i]).reask]
+    assert ambiguous  # the letter path cannot grade these picks
+    for i in range(4):
+        outcome = check_choice(instance, i)
+        assert not outcome.reask
+        assert outcome.chosen_index == i
+        assert outcome.correct == (i == instance.correct_index)
+
+
+def test_a_picked_index_outside_the_choices_is_reasked() -> None:
+    instance = _mcq(["one", "two", "three", "four"]).draw(0)
+    for index in (-1, 4):
+        outcome = check_choice(instance, index)
+        assert outcome.reask
+        assert outcome.message == "answer with a letter A-D (or a-d, 1-4)"

@@ -1,4 +1,4 @@
-"""The validated-bank cache (#33, speed of the daily open): a second load comes from disk, any
+"""The validated-bank cache (speed of the daily open): a second load comes from disk, any
 change to a bank file is seen at once, and a cache that cannot be used never stops the bank."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Issue 36: a learner who types the explanation's own answer is graded right, on every case of
-every numeric question and case-study step, and the bank's confirmed errors stay fixed."""
+"""Printed answers: a learner who types the explanation's own answer is graded right, on
+every case of every numeric question and case-study step, and the bank's confirmed errors
+stay fixed."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Each function below recomputes an answer from the *drawn parameters only*, written from the
 question's prompt rather than copied from its TOML formula (derived values are ignored on purpose).
 Comparing them with the loader's answers over many seeded draws catches a wrong formula, a typo in
-a constant, or a unit slip in either place. The bank-wide targets of issue 3 are checked too.
+a constant, or a unit slip in either place. The bank-wide size and mix targets are checked too.
 """
 
 from __future__ import annotations
@@ -616,8 +616,9 @@ def test_draws_vary_so_answers_cannot_be_memorised(bank: Any) -> None:
 
 
 def test_bank_meets_the_second_edition_targets(bank: Any) -> None:
-    """Issue 15: >= 260 questions in >= 20 topics, >= 60% parameterised, >= 40% numeric, every
-    difficulty 1-5 present and >= 25 at 4-5 (so ~26 days of 10 new cards, not ~12)."""
+    """The bank's size and mix: >= 260 questions in >= 20 topics, >= 60% parameterised,
+    >= 40% numeric, every difficulty 1-5 present and >= 25 at 4-5 (so ~26 days of 10 new cards,
+    not ~12)."""
     questions = list(bank.questions)
     per_topic = Counter(q.topic for q in questions)
     assert len(questions) >= 260

@@ -155,7 +155,7 @@ def test_show_renders_a_draw_and_grades_an_answer(dojo_home: Path) -> None:
 
 @pytest.mark.slow
 def test_show_renders_markdown_as_plain_text_when_piped() -> None:
-    """Issue 19 item 12: no raw `**` markers, no escape codes when the output is not a terminal."""
+    """Plain output: no raw `**` markers, no escape codes when the output is not a terminal."""
     code, out = dojo("questions", "show", "kv-cache-001", "--seed", "3")
     assert code == 0, out
     assert "**" not in out and "\x1b[" not in out

@@ -1,4 +1,4 @@
-"""The cases observed in issue 14, each pinned: named mistakes are rejected and named, counted
+"""The diagnosis cases observed in use, each pinned: named mistakes are rejected and named, counted
 answers are whole numbers, the accepted range is shown, bits and per-token prices are read."""
 
 from __future__ import annotations

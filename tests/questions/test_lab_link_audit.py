@@ -1,4 +1,4 @@
-"""The link audit (issue 34): a question's lab link goes to the level whose grading cases exercise
+"""The link audit: a question's lab link goes to the level whose grading cases exercise
 its concept (`lab/exercises/*/concepts.toml` names the question for those cases), or there is no
 link. The test lists every link with the cases behind it, and fails on a link with none."""
 

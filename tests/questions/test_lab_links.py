@@ -1,4 +1,4 @@
-"""Each question links to the lab that practises it (issue 15): the serving jobs that got their own
+"""Each question links to the lab that practises it: the serving jobs that got their own
 lab (paged KV, metering, the fleet) link there, not to a lab that practises something else."""
 
 from __future__ import annotations

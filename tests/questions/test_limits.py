@@ -1,4 +1,4 @@
-"""Issue 19 item 18: question files have documented size limits, checked at the limit (accepted)
+"""Size limits: question files have documented size limits, checked at the limit (accepted)
 and one past it (refused with FILE:LINE:FIELD), quickly and without reading a huge file whole."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every named mistake in the bank is a value the checker recognises and names (issue 14)."""
+"""Every named mistake in the bank is a value the checker recognises and names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""#33 item 10 on the walk: a verdict said "you: 1 seats"; one of a counted unit is singular."""
+"""Counted units in verdicts: a verdict said "you: 1 seats"; one of a counted unit is singular."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ordinals, plurals and articles (#19 item 11): the cases the walkthrough found, and the
+"""Ordinals, plurals and articles: the cases the walkthrough found, and the
 boundaries of each rule (11-13 vs 1-3, 110 vs 11, acronyms vs words)."""
 
 from __future__ import annotations

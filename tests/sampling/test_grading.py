@@ -51,7 +51,7 @@ BROKEN_CASES = [
     ("batch_in_place", 2, r"process_batch changed its caller's input in place: logits"),
     ("request_setdefault", 4, r"generate changed its caller's input in place: "
                               r"requests\[\d\]\. The inputs are read-only"),
-    # issue 50: boundaries each decided by one fixed case
+    # boundaries, each decided by one fixed case
     ("temp_eps_greedy", 1, r"a positive temperature was treated as greedy: only T = 0"),
     ("temp_vllm_eps_greedy", 1, r"a positive temperature was treated as greedy: only T = 0"),
     ("top_logprobs_topk", 4, r"alternative 1 is \{'token': ' re'.*expected \{'token': '!'.* "

@@ -1,4 +1,4 @@
-"""sampling level 4 on a learner's own `--target` (issue 50): a checkpoint that pads its logits
+"""sampling level 4 on a learner's own `--target`: a checkpoint that pads its logits
 past its tokenizer (4,160 logits over the 4,096-token tokenizer) is cut to the tokenizer's ids,
 so no sampler draws an id without text, and the reference passes on it."""
 

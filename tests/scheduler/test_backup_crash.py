@@ -1,4 +1,4 @@
-"""Backups survive a crash (#37): a backup killed mid-copy leaves a `.partial` that the next
+"""Backups survive a crash: a backup killed mid-copy leaves a `.partial` that the next
 backup removes; a copy is fsynced, integrity-checked, renamed, and its folder fsynced, in that
 order; a copy that fails its check never rotates an older good backup out."""
 

@@ -1,5 +1,5 @@
 """trainer.core.store: the one way the app and the commands open the database, and the one
-history export both write (#30 item 3)."""
+history export both write."""
 
 from __future__ import annotations
 

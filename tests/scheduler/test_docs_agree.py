@@ -1,4 +1,4 @@
-"""The docs and the app say the same thing (issue #48, section 4): one test per disagreement an
+"""The docs and the app say the same thing: one test per disagreement an
 independent recomputation found, each asserting what the code does and what the text says."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Faults a daily user meets (#19 items 14-17, 19, 20): a pinned clock, a full disk, a read-only
+"""Faults a daily user meets: a pinned clock, a full disk, a read-only
 folder, unreadable settings, a card answered in another window, a mid-day timezone change.
 Each against a real SQLite file; each asserts what the learner is told and that nothing is lost."""
 

@@ -1,4 +1,4 @@
-"""Flags lead somewhere (#19 item 5): `dojo questions flagged`, and flags in export/import."""
+"""Flags lead somewhere: `dojo questions flagged`, and flags in export/import."""
 
 from __future__ import annotations
 

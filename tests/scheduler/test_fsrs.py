@@ -1,4 +1,4 @@
-"""FSRS as a scheduler option and fitted to the learner (issue #32): `dojo settings
+"""FSRS as a scheduler option and fitted to the learner: `dojo settings
 scheduler=fsrs` sets due days from an FSRS replay, SM-2 stays the default, switching keeps the
 history; `dojo fsrs fit` says how many answers it needs and reports log-loss before/after."""
 

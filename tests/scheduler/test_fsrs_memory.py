@@ -1,4 +1,4 @@
-"""FSRS memory on the card (issue #48): kept in the answer's transaction, equal to an
+"""FSRS memory on the card: kept in the answer's transaction, equal to an
 independent replay of the card's answers in time order with the `fsrs` package; an import out
 of time order gives the sorted log's state; undo restores it; `desired_retention` is checked and
 sets FSRS's intervals; the schema upgrade computes it."""

@@ -1,4 +1,4 @@
-"""Issue #14 in the store: the named mistake and a typo override are logged with the answer,
+"""Named mistakes in the store: a named mistake and a typo override are logged with the answer,
 survive export/import and upgrades, and feed "recurring mistakes" and the override counts."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A plan to the interview day (issue #32): the pace replaces the new-card limit, and the plan
+"""A plan to the interview day: the pace replaces the new-card limit, and the plan
 says whether the learner's own speed fits the daily budget."""
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def test_lab_levels_count_at_the_learners_own_pace_never_zero() -> None:
     # 10 min for an L1 (1/3 of 30) and 30 min for an L2 (2/3 of 45): median 1/2 of the defaults
     pace = Pace.from_answers([], [(1, 600.0), (2, 1800.0), (1, 0.3), (2, None)])
     assert pace.lab_timed == 2 and pace.lab_level_minutes(1) == 15.0
-    # One 0.3 s pass is no timing (the issue's kv-bytes L1): the defaults stay.
+    # One 0.3 s pass is no timing (a kv-bytes L1 passed in 0.3 s): the defaults stay.
     quick = Pace.from_answers([], [(1, 0.3)])
     assert quick.lab_level_minutes(1) == 30.0 and quick.lab_timed == 0
     fast = Pace.from_answers([], [(1, 60.0)])  # 1 min for 30: clamped to half the default

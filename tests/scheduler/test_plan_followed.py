@@ -1,4 +1,4 @@
-"""Following the plan costs what it said (issue #48, section 3): a simulated learner follows the
+"""Following the plan costs what it said: a simulated learner follows the
 plan for 21 days through the real Store under DOJO_NOW (today's queue, each answer right with
 the card's predicted recall, re-drills until graded 4), and the answers, minutes and recall on
 the interview day land within 10% / 10% / 0.02 of what `scheduler.simulate` predicted."""

@@ -1,4 +1,4 @@
-"""Read-only data handled for real (#33 faults 1 and 3), as a learner who is not root (root may
+"""Read-only data handled for real, as a learner who is not root (root may
 write anything, so these faults never show as root): after `chmod -R a-w` of the data folder,
 or with only the database file read-only, every reading command browses the data and says
 "read-only: answers will not be saved"; nothing calls it unreadable or advises moving it aside;

@@ -1,4 +1,4 @@
-"""Readiness = predicted recall on the interview day (issue #32): anyone can recompute each
+"""Readiness = predicted recall on the interview day: anyone can recompute each
 topic's `recall_on_day` from `dojo export` with the `fsrs` package, following
 docs/readiness.md. This test is that independent recomputation."""
 

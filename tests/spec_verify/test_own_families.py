@@ -1,4 +1,4 @@
-"""spec-verify on a learner's own checkpoints of other families (issue 35): tiny random models of
+"""spec-verify on a learner's own checkpoints of other families: tiny random models of
 Llama, Qwen2, GPT-2, Mistral with a small sliding window, and Phi-3, built offline here with the
 shipped pair's tokenizer and saved with save_pretrained.
 

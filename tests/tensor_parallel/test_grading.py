@@ -61,7 +61,7 @@ BROKEN_CASES = [
      r"layer-0 cache holds all 4 KV heads: each rank caches only its own KV heads \[0, 1\]"),
     ("decode_extra_barrier", 3, "decode-w2-prompt0",
      r"decode step 1 called 24 collectives \(16 all-reduces, barrier\); expected 16"),
-    # issue 50: the boundary KV heads == W, inputs untouched, and messages naming the real cause
+    # the boundary KV heads == W, inputs untouched, and messages naming the real cause
     ("plan_kv_eq_world_replicated", 2, "head-plan-kv-eq-world",
      r"head_plan\(8, 4, world_size=4, rank=0\): replicated=True, expected False — W = 4 "
      r"divides 4 KV heads \(equal counts included"),
@@ -94,7 +94,7 @@ def test_broken_implementation_is_caught(broken: str, level: int, case: str,
 
 
 def test_enough_broken_implementations() -> None:
-    """The issue's bar: 15+ broken implementations, each a file that mutates the reference."""
+    """The bar: 15+ broken implementations, each a file that mutates the reference."""
     files = {p.stem for p in BROKEN.glob("[a-z]*.py")}
     assert len(BROKEN_CASES) >= 15
     assert files == {b[0] for b in BROKEN_CASES}

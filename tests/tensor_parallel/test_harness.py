@@ -1,4 +1,4 @@
-"""The rank harness (issue 50): set-up and tear-down wait for every peer, and a rank that never
+"""The rank harness: set-up and tear-down wait for every peer, and a rank that never
 finishes is blamed on what it was doing - the harness, its own computation, or a collective its
 peers skipped - from the progress marks it wrote before its result."""
 

@@ -1,4 +1,4 @@
-"""Whether every widget's text fits its region, and every region its container (#49): the check
+"""Whether every widget's text fits its region, and every region its container: the check
 the size tests run on each screen and modal. A text taller than its widget (a two-line key bar in
 a one-line region) or wider than it (a line that does not wrap) loses its end; a widget wider
 than the container that shows it is cut at the container's edge ("(oldest → lat")."""

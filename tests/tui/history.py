@@ -1,4 +1,4 @@
-"""Thirty days of a learner's data, written through the real store on the real bank (#49): the
+"""Thirty days of a learner's data, written through the real store on the real bank: the
 size tests run on it as well as on a fresh folder, because panels, bar labels and counts grow
 with a history (counts of 100 or more, long topic titles, a plan, mock rounds, flags)."""
 

@@ -99,7 +99,7 @@ async def test_stats_show_accuracy_distributions_and_forecast(
 async def test_browse_filters_flagged_questions_and_shows_the_note(
     make_app: Callable[..., DojoApp],
 ) -> None:
-    """#19 item 5: a flag is findable in Browse."""
+    """A flag is findable in Browse."""
     from textual.widgets import Select
 
     app = make_app()

@@ -1,4 +1,4 @@
-"""Custom study (issue #32): recurring mistakes, recent lapses, a topic ahead of schedule and
+"""Custom study: recurring mistakes, recent lapses, a topic ahead of schedule and
 cram before the interview, leaving the schedule alone unless asked; re-drills draw fresh
 numbers (kv-cache-001 has two draws, so a repeat would show half the time)."""
 

@@ -1,4 +1,4 @@
-"""Faults met in the app (#19 items 10, 14, 15, 17, 19): what the learner is told, with the real
+"""Faults met in the app: what the learner is told, with the real
 app on a real SQLite file."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every screen and modal at 60x20, 80x24 and 100x30 with thirty days of history (and a fresh
 folder at 60x20): no widget's text is taller or wider than its region, and no widget runs past
-the container that shows it (#49; `tests.tui.fit.overflows`)."""
+the container that shows it (`tests.tui.fit.overflows`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""F1 help (#19 item 6): the screen's own actions first, n/r/l listed, editing keys not."""
+"""F1 help: the screen's own actions first, n/r/l listed, editing keys not."""
 
 from __future__ import annotations
 

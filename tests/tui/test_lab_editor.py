@@ -1,4 +1,4 @@
-"""A missing or broken $EDITOR never hangs the app (#45 item 3): the editor is looked up before
+"""A missing or broken $EDITOR never hangs the app: the editor is looked up before
 the app lets go of the terminal, a failure to start it is said ("could not start the editor
 `code`"), and the app takes the terminal back."""
 

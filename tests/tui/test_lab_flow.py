@@ -1,4 +1,4 @@
-"""The lab screen's flow (#18, #19.2, #19.3): results on screen always belong to the selected
+"""The lab screen's flow: results on screen always belong to the selected
 level, a pass names the next level and `n` starts it, and lab text wraps instead of being cut
 (hints, the log, the Task pop-up's signatures) at 100x30 and at 60x20."""
 

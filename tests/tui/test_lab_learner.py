@@ -1,6 +1,6 @@
-"""The Lab screen as a learner meets it (#45): failures grouped without per-case data and cases
-not run counted truly in the log (item 7), the seed and replay command, the next-level line
-only when it applies, and no stale status after a failed grading (item 9)."""
+"""The Lab screen as a learner meets it: failures grouped without per-case data and cases
+not run counted truly in the log, the seed and replay command, the next-level line
+only when it applies, and no stale status after a failed grading."""
 
 from __future__ import annotations
 

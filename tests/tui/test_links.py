@@ -1,4 +1,4 @@
-"""Links out of a card (#19 items 1 and 4): the lab link opens the named level; related
+"""Links out of a card: the lab link opens the named level; related
 questions open one key away, and Esc comes back to the card."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> N
 @pytest.mark.slow
 async def test_a_related_question_is_one_key_away_and_back(make_app: AppFactory) -> None:
     """Item 4: `r` lists them, `1` opens the first, Esc, Esc: the card. (kv-cache-002 is not
-    studied yet, so its answer stays hidden: #33 item 12.)"""
+    studied yet, so its answer stays hidden.)"""
     from trainer.screens.modals import QuestionScreen, RelatedScreen
 
     app = make_app()

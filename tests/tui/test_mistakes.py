@@ -1,6 +1,6 @@
-"""Issue #14 on screen: a diagnosed wrong answer names its mistake first and the accepted range,
-a typo can be counted right with one key, and Stats lists the recurring mistakes with their
-concept note one key away."""
+"""Named mistakes on screen: a diagnosed wrong answer names its mistake first and the
+accepted range, a typo can be counted right with one key, and Stats lists the recurring
+mistakes with their concept note one key away."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ DIAGNOSIS = "10x is what you get if you count bits as bytes"
 
 @pytest.fixture
 def diagnosing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The checker names a mistake for every wrong numeric answer (the fields issue #14 adds
-    to questions.answers.Outcome), so the screen can be tested before every question has one."""
+    """The checker names a mistake for every wrong numeric answer (the diagnosis fields of
+    questions.answers.Outcome), so the screen can be tested before every question has one."""
     real = answers.check_answer
 
     def check(item: Any, text: str) -> Any:

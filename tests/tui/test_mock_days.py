@@ -1,4 +1,4 @@
-"""A mock round peeked on one study day and resumed in the app nineteen days later (#49 item 2):
+"""A mock round peeked on one study day and resumed in the app nineteen days later:
 `i` says since when it sat open, its clock stands where it was left, and the round is listed on
 the day it was finished."""
 

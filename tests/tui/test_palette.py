@@ -1,4 +1,4 @@
-"""The command palette is app-wide (#19 item 7): from Today, typing reaches any screen, a
+"""The command palette is app-wide: from Today, typing reaches any screen, a
 question by id, a lab level, a sim, export and backup."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The plan to the interview day in the app (issue #32): set from Today (`p`) or the palette,
+"""The plan to the interview day in the app: set from Today (`p`) or the palette,
 shown on Today and Stats with each topic's predicted recall, weakest first, and its labs, readable
 at 60x20, 80x24 and 100x30."""
 
@@ -136,7 +136,7 @@ async def test_home_paints_before_the_plan_replay_and_fills_it_in(
 
 def test_without_a_plan_topics_rank_by_recall_seven_days_ahead(services: Services) -> None:
     """A topic failed a minute ago reads 100% "now" (FSRS counts whole days); 7 days ahead
-    it is the weakest, and the report says which day it predicts for (#48)."""
+    it is the weakest, and the report says which day it predicts for."""
     from trainer.core.plan import plan_lines, plan_report
 
     now = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.UTC)

@@ -1,4 +1,4 @@
-"""No session starts that cannot save (#49 item 1): on a read-only data folder, as a learner who
+"""No session starts that cannot save: on a read-only data folder, as a learner who
 is not root, every way into one — Enter, c, u, i, the palette, a due lab card (r), a question
 practised from the palette's question view (its Related path) — is refused before its first
 card, and the read-only warning is the first thing on Today, above the headline, in view at

@@ -1,4 +1,4 @@
-"""Faults in the app (#33 faults 1, 2, 4, 5), with the real app: a read-only data folder or file
+"""Faults in the app, with the real app: a read-only data folder or file
 is browsed and said, and no session starts that could not save; an out-of-range $DOJO_NOW is said
 on Stats and Browse (not "Loading…" or an empty table); a card another window answered is said
 and skipped when it would be shown, not after answering it."""

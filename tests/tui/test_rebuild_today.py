@@ -1,4 +1,4 @@
-"""Labs that come back, in the TUI (#18): a due lab card is a row on Today (not before its day);
+"""Labs that come back, in the TUI: a due lab card is a row on Today (not before its day);
 `r` starts its rebuild (a blank stub, the learner's file kept aside) and opens the Lab screen on
 that level; the row fits at every size."""
 

@@ -1,4 +1,4 @@
-"""Stats: interview-rehearsal times to first pass per lab level, over time, and the best (#18):
+"""Stats: interview-rehearsal times to first pass per lab level, over time, and the best:
 the pure grouping, the Stats panel at every size, and `dojo stats` (text and --json)."""
 
 from __future__ import annotations

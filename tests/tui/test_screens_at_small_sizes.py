@@ -249,7 +249,7 @@ async def test_grade_bar_says_what_3_4_5_change_on_a_young_card(make_app: AppFac
         assert "ease moves" in bar and "3 −0.14" in bar and "5 +0.10" in bar, bar
 
 
-# "1 <plural>" and "(s)" anywhere a learner reads a count (#33 item 10).
+# "1 <plural>" and "(s)" anywhere a learner reads a count.
 _ONE_PLURAL = re.compile(
     r"(?<![\d.,/])1 (attempts|minutes|questions|valid questions|re-drills|cards|new cards|answers"
     r"|days|steps|problems|topics|files|reviews|cases|lab attempts|leeches|case studies)\b")

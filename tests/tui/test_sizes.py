@@ -1,4 +1,4 @@
-"""Every screen at 60x20, 80x24 and 100x30 (#19 item 8): panels keep their borders inside the
+"""Every screen at 60x20, 80x24 and 100x30: panels keep their borders inside the
 terminal, the key bar always shows F1 and ^p, the question stays visible above the verdict."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The statistics tell the truth (issue #32): a realistic multi-week history, loaded through
+"""The statistics tell the truth: a realistic multi-week history, loaded through
 `dojo import` into a real SQLite file, shows the counts a learner would make by hand, in
 `dojo stats --json` and on the Stats screen.
 

@@ -51,7 +51,7 @@ class PlanReport:
         return f"in {HORIZON_DAYS} days ({(self.today + dt.timedelta(days=HORIZON_DAYS))})"
 
     def to_json(self) -> dict[str, Any]:
-        """`dojo plan --json`: exactly the fields the issue lists."""
+        """`dojo plan --json`: exactly the fields docs/readiness.md lists."""
         return {
             "interview": None if self.plan is None else self.plan.interview.isoformat(),
             "days_left": self.days_left,

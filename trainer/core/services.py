@@ -161,10 +161,12 @@ class Services:
         store = self._store
         try:
             card = store.card(question_id)
-            day = store.study_day(self.now)
             last = card.last_reviewed_at
-            return (card.due is not None and card.due > day and last is not None
-                    and store.study_day(last) == day)
+            if card.due is None or last is None:
+                return False  # never answered anywhere
+            cfg = store.settings()  # read once: this runs before every card is shown
+            day = store.study_day(self.now, cfg)
+            return card.due > day and store.study_day(last, cfg) == day
         except (StoreError, LookupError):
             return False
 

@@ -267,8 +267,7 @@ class Session:
 
         Raises `questions.answers.Reask` (with the checker's message) for input that cannot be
         graded; nothing is recorded then."""
-        from questions.answers import Reask, check_answer
-        from questions.model import LETTERS
+        from questions.answers import Reask, check_answer, check_choice
 
         item = self.current
         if item is None:
@@ -278,10 +277,13 @@ class Session:
         if item.instance.is_case:
             raise RuntimeError("a case study is answered step by step: use `case`")
         elapsed_ms = int((time.monotonic() - self._shown_at) * 1000)
-        if isinstance(answer, int):  # a picked choice: its letter, read by the one checker
-            answer = LETTERS[answer] if 0 <= answer < len(LETTERS) else str(answer + 1)
         text = str(answer)
-        outcome = check_answer(item.instance, text)
+        if isinstance(answer, int) and not item.is_mcq:
+            raise Reask("this card has no choices: type the answer")
+        if isinstance(answer, int):  # a picked choice, graded by its index
+            outcome = check_choice(item.instance, answer)
+        else:
+            outcome = check_answer(item.instance, text)
         if outcome.reask:
             raise Reask(outcome.message or "That is not an answer I can read.")
         self._given_text = outcome.given_display if item.is_mcq else text.strip()
@@ -293,7 +295,7 @@ class Session:
             explanation=item.instance.explanation,
             response_ms=elapsed_ms,
             chosen_index=outcome.chosen_index,
-            mistake_id=outcome.mistake_id,  # the named-mistake diagnosis (issue #14)
+            mistake_id=outcome.mistake_id,  # the named mistake the answer matches
             diagnosis=outcome.diagnosis or "",
             accepted=outcome.accepted,
             lab="" if outcome.correct else self._lab_suggestion(item),

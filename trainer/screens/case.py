@@ -130,7 +130,7 @@ class CasePanel(Vertical, can_focus=True):
         """Bring the step's verdict into view, its answer line included. Waits until the
         verdict is laid out, and scrolls once more a moment later: a region read before the
         layout settles is stale (the last step's verdict), and scrolling to it left the answer
-        below the fold at 60x20 in a real terminal (#33 item 6)."""
+        below the fold at 60x20 in a real terminal."""
         verdict = self.query_one("#case-step-verdict")
         if verdict.region.height == 0 and tries:
             self.set_timer(0.02, lambda: self._scroll_to_verdict(tries - 1, again))

@@ -82,7 +82,7 @@ class LabResultsScreen(DojoScreen):
         if last is None:
             title.update(f"{exercise} L{level}: no results yet — g grades it")
             return
-        # The stored attempt, so a grading survives a restart of the app (#33 item 8).
+        # The stored attempt, so a grading survives a restart of the app.
         ok = sum(bool(c.get("passed")) for c in last.cases)
         when = last.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
         title.update(f"{exercise} L{level}: {'passed' if last.passed else 'failed'} "

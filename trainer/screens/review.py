@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -117,6 +118,10 @@ class ReviewScreen(DojoScreen):
 
     def on_mount(self) -> None:
         self.show_card()
+        # The screen lives as long as the session: out of the collector's sight, as what the
+        # app built at start (`DojoApp.on_services_ready`), so full collections between cards
+        # walk only what the cards themselves leave.
+        self.call_after_refresh(gc.freeze)
 
     # -- painting ------------------------------------------------------------------------------
 

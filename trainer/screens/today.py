@@ -149,7 +149,7 @@ class TodayScreen(DojoScreen):
     def _fetch(self) -> None:
         self._fetches += 1
         # Until the fresh view lands (seconds on a loaded machine), the old counts are shown
-        # dimmed and marked, never as if they were today's (#19 item 10).
+        # dimmed and marked, never as if they were today's.
         for selector in ("#today-headline", "#today-counts"):
             self.query_one(selector).set_class(self.view is not None, "stale")
         self._fetch_view(self._fetches)

@@ -1,5 +1,6 @@
 """Slow: the repetition penalty's ids are found by a Python test of every (row, id) of the
-batch, turned into a [B, V] mask: right, but B x V Python steps (issue #50, gap class 6). Graded
+batch, turned into a [B, V] mask: right, but B x V Python steps (a pure-Python loop the speed gate
+exists to catch). Graded
 by bench/gates.py, asserted nowhere: at the timed case's size it measured 2.7-3.4x against the 3x
 gate, because each row's top-p sort costs a CPU about what this pass does."""
 

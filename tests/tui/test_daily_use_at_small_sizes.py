@@ -1,4 +1,4 @@
-"""#49 items 3-6, each at the sizes the walkthroughs named: Today's two-row key bar at 60x20,
+"""Daily-use fixes, each at the sizes the walkthroughs named: Today's two-row key bar at 60x20,
 Stats whole at 60x20 on thirty days, bar counts of 100+ apart, and the smaller ones (a ratio
 asked as a ratio in the mock round, the `l` key instead of a CLI line, a flag not added twice,
 Review's Flag and End at 60x20, whole lab level titles, the lab's result above the report)."""
@@ -38,7 +38,7 @@ async def _settle(app: DojoApp, pilot: object, rounds: int = 5) -> None:
         await pilot.pause()  # type: ignore[attr-defined]
 
 
-# -- item 3: Today's key bar keeps its second row ----------------------------------------------
+# -- Today's key bar keeps its second row ----------------------------------------------------------
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
@@ -54,7 +54,7 @@ async def test_todays_key_bar_shows_every_key(make_app: AppFactory, size: tuple[
         assert bar.size.height == text.count("\n") + 1, (bar.size, text)  # every row shown
 
 
-# -- item 4: Stats on thirty days at 60x20 -------------------------------------------------------
+# -- Stats on thirty days at 60x20 -----------------------------------------------------------------
 
 @pytest.mark.slow
 async def test_stats_panels_fit_60_columns_on_thirty_days(thirty_day_db: Path,
@@ -76,7 +76,7 @@ async def test_stats_panels_fit_60_columns_on_thirty_days(thirty_day_db: Path,
         assert [int(v) for v in shown if v.isdigit()] == forecast.values  # every day
 
 
-# -- item 5: counts of 100 or more -------------------------------------------------------------
+# -- counts of 100 or more -------------------------------------------------------------------------
 
 def test_bar_counts_of_100_or_more_stay_apart() -> None:
     text = bars_text([0, 197, 0, 173, 1250], ["a", "b", "c", "d", "e"], height=3).plain
@@ -87,7 +87,7 @@ def test_bar_counts_of_100_or_more_stay_apart() -> None:
     assert max(len(line) for line in narrow.splitlines()) <= 30
 
 
-# -- item 6 ------------------------------------------------------------------------------------
+# -- the smaller ones ------------------------------------------------------------------------------
 
 def test_a_ratio_is_asked_as_a_ratio_in_the_mock_round_too() -> None:
     assert answer_wanted("x") == "a ratio, e.g. 2.5"
@@ -128,7 +128,7 @@ async def test_a_miss_offers_the_l_key_not_a_command(make_app: AppFactory,
         verdict = str(screen.query_one("#verdict", Static).render())
         assert "Practise this in the lab: l opens kv-bytes L1" in verdict, verdict
         assert "dojo lab start" not in verdict
-        assert "Flag" in str(screen.query_one(KeyBar).render())  # item 6: ^f and esc shown
+        assert "Flag" in str(screen.query_one(KeyBar).render())  # Flag (^f) and End (esc) shown
         assert "End" in str(screen.query_one(KeyBar).render())
 
 
