@@ -119,11 +119,15 @@ def spec_verify_error(model: Any) -> float:
 
 
 def sampling_error(model: Any) -> float:
-    from types import SimpleNamespace
-
     from lab.exercises.sampling.lm import Model
 
-    wrapped = Model(model, SimpleNamespace(eos_token_id=0), "cpu")
+    class Tokenizer:  # what Model reads of a tokenizer: its EOS id and its size
+        eos_token_id = 0
+
+        def __len__(self) -> int:
+            return int(model.config.vocab_size)
+
+    wrapped = Model(model, Tokenizer(), "cpu")
     seqs = [list(range(5, 5 + 2 * WINDOW)), [7], [7, 8, 9]]
     logits = wrapped.next_logits(seqs)
     return max(float((logits[r] - truth(model, s)).abs().max()) for r, s in enumerate(seqs))

@@ -5,6 +5,6 @@ from _sampling_base import export, mutate
 
 export(mutate(
     'batch_in_place',
-    ('    b, v = logits.shape\n    scores = logits.clone()\n',
-     '    b, v = logits.shape\n    scores = logits\n'),
+    ('    scores = logits.clone()\n    if not logits.shape[0]:\n',
+     '    scores = logits\n    if not logits.shape[0]:\n'),
 ), globals())

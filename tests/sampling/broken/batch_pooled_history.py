@@ -5,5 +5,6 @@ from _sampling_base import export, mutate
 export(mutate(
     'batch_pooled_history',
     ('    hist = [[*p, *o] for p, o in zip(prompts, outputs, strict=True)]\n',
-     '    hist = [[t for p, o in zip(prompts, outputs, strict=True) for t in [*p, *o]]] * b\n'),
+     '    hist = [[t for p, o in zip(prompts, outputs, strict=True) for t in [*p, *o]]]'
+     ' * len(prompts)\n'),
 ), globals())

@@ -6,6 +6,7 @@ from _sampling_base import export, mutate
 export(mutate(
     'batch_vocab_loop',
     ('        got = flat[idx]\n        flat[idx] = torch.where(got < 0, got * rep, got / rep)\n',
+     '        b = scores.shape[0]\n'
      '        mask = torch.zeros(b * v, dtype=torch.bool)\n'
      '        mask[idx.cpu()] = True\n'
      '        per_row = torch.tensor([_param(p, "repetition_penalty") for p in params],\n'

@@ -5,7 +5,7 @@ from _sampling_base import export, mutate
 
 export(mutate(
     'length_before_stop',
-    ('            if tok == model.eos_token_id or cut is not None:\n',
-     '            if len(outs[i]) < int(req["max_tokens"]) and (\n'
-     '                    tok == model.eos_token_id or cut is not None):\n'),
+    ('    if tok == model.eos_token_id or cut is not None:\n',
+     '    if len(out) < int(req["max_tokens"]) and (\n'
+     '            tok == model.eos_token_id or cut is not None):\n'),
 ), globals())
