@@ -19,6 +19,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from questions.answers import Reask, choice_label
+from trainer.core.collector import CollectorHold
 from trainer.core.session import GRADE_LABELS, Feedback, Item, Session
 from trainer.screens.base import DojoScreen
 from trainer.screens.case import CasePanel, case_summary
@@ -98,6 +99,8 @@ class ReviewScreen(DojoScreen):
         # One question practised from Related or the palette: a cram card on top of whatever
         # was open, which the end of it returns to (no summary, no trip home).
         self.practice = practice
+        # The collector waits from a grade until the next card is on screen (`_grade`).
+        self._collector = CollectorHold()
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
@@ -122,6 +125,9 @@ class ReviewScreen(DojoScreen):
         # app built at start (`DojoApp.on_services_ready`), so full collections between cards
         # walk only what the cards themselves leave.
         self.call_after_refresh(gc.freeze)
+
+    def on_unmount(self) -> None:
+        self._collector.release()  # a session left before its next card painted
 
     # -- painting ------------------------------------------------------------------------------
 
@@ -180,7 +186,13 @@ class ReviewScreen(DojoScreen):
             answer.focus()
         self.query_one("#review-body", VerticalScroll).scroll_home(animate=False)
         self.refresh_bindings()
-        self.call_after_refresh(self.session.mark_shown)
+        self.call_after_refresh(self._card_painted)
+
+    def _card_painted(self) -> None:
+        """The card is on screen: its response clock starts; once the other callbacks waiting
+        on this frame have run, the collections held since the grade run (`_grade`)."""
+        self.session.mark_shown()
+        self.call_after_refresh(self._collector.release)
 
     def show_feedback(self, fb: Feedback) -> None:
         item = self.session.current
@@ -265,11 +277,18 @@ class ReviewScreen(DojoScreen):
             self._grade(self.session.feedback.default_grade)
 
     def _grade(self, quality: int) -> None:
-        self.session.grade(quality).add_done_callback(self._written)
-        if self.session.current is None:
-            self.finish()
-        else:
-            self.show_card()
+        # No collection between the grade key and the next card painted (`CollectorHold`):
+        # the ones that come due meanwhile run once it is on screen (`_card_painted`).
+        self._collector.hold()
+        try:
+            self.session.grade(quality).add_done_callback(self._written)
+            if self.session.current is None:
+                self.finish()
+            else:
+                self.show_card()
+        except BaseException:
+            self._collector.release()
+            raise
 
     def _written(self, future: Future[Any]) -> None:
         """Runs on the writer thread: report a failed write on the UI thread."""
@@ -394,6 +413,7 @@ class ReviewScreen(DojoScreen):
     def finish(self) -> None:
         from trainer.screens.summary import SummaryScreen
 
+        self._collector.release()
         if self.practice:
             self.app.pop_screen()
             self.notify("Practice done: your schedule is untouched.")
