@@ -8,7 +8,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from rich.text import Text
 from textual import on
@@ -25,6 +24,7 @@ from trainer.screens.base import DojoScreen
 from trainer.screens.case import CasePanel, case_summary
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen, related_rows
 from trainer.widgets.keybar import KeyBar
+from trainer.widgets.rendered_markdown import RenderedMarkdown
 
 _MODE_LABEL = {"review": "Due review", "redrill": "Re-drill", "cram": "Cram"}
 
@@ -101,6 +101,7 @@ class ReviewScreen(DojoScreen):
         self.practice = practice
         # The collector waits from a grade until the next card is on screen (`_grade`).
         self._collector = CollectorHold()
+        self._next_prompt: RenderedMarkdown | None = None  # made while this card is read
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
@@ -154,7 +155,7 @@ class ReviewScreen(DojoScreen):
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )
-        self.query_one("#prompt", Static).update(_markdown(inst.prompt))
+        self.query_one("#prompt", Static).update(self._prompt(inst.prompt))
         choices = self.query_one("#choices", OptionList)
         numeric = self.query_one("#numeric")
         self.query_one("#reask", Static).update("")
@@ -190,9 +191,31 @@ class ReviewScreen(DojoScreen):
 
     def _card_painted(self) -> None:
         """The card is on screen: its response clock starts; once the other callbacks waiting
-        on this frame have run, the collections held since the grade run (`_grade`)."""
+        on this frame have run, the work that can wait for the learner: the collections held
+        since the grade (`_grade`), the next card's prompt."""
         self.session.mark_shown()
-        self.call_after_refresh(self._collector.release)
+        self.call_after_refresh(self._while_read)
+
+    def _while_read(self) -> None:
+        self._collector.release()
+        self._prepare_next_prompt()
+
+    def _prepare_next_prompt(self) -> None:
+        """Parse and render the queued next card's prompt at the prompt's width, as the paint
+        will (Textual asks its height, then its lines, with these options)."""
+        item = self.session.upcoming
+        width = self.query_one("#prompt", Static).content_size.width
+        if item is None or width <= 0:
+            return
+        prompt = _markdown(item.instance.prompt)
+        prompt.render_lines(self.app.console,
+                            self.app.console_options.update_width(width).update(highlight=False))
+        self._next_prompt = prompt
+
+    def _prompt(self, text: str) -> RenderedMarkdown:
+        """The card's prompt: the one made while the last card was read, if it is this one."""
+        ready, self._next_prompt = self._next_prompt, None
+        return ready if ready is not None and ready.text == text else _markdown(text)
 
     def show_feedback(self, fb: Feedback) -> None:
         item = self.session.current
@@ -497,10 +520,10 @@ def _links(item: Item) -> str:
     return " · ".join(links)
 
 
-def _markdown(text: str) -> RichMarkdown:
+def _markdown(text: str) -> RenderedMarkdown:
     """Prompts and explanations render synchronously (rich), so a card paints in one frame;
     Textual's Markdown widget parses in a thread and mounts a widget per block."""
-    return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
+    return RenderedMarkdown(text)
 
 
 class ItemBar(Static):
