@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.models.lean_llama import KVView, lean_for
+from lab.models.loading import MODELS_DIR
 from lab.models.windows import full_cache, has_window, window_masks
 
 
@@ -79,8 +80,9 @@ class KVCache:
 
 
 class HFStepModel:
-    """A Hugging Face causal LM behind the `forward` above (fp32 on CPU: exact, batch-invariant
-    argmax in practice). Every family's logits equal its own no-cache forward of each row alone
+    """A Hugging Face causal LM (or the shipped target's torch-only Llama, `plain_llama`) behind
+    the `forward` above (fp32 on CPU: exact, batch-invariant argmax in practice). Every
+    family's logits equal its own no-cache forward of each row alone
     (tests/models/test_families.py); a sliding-window model keeps full-length cache layers and
     gets its window in an explicit mask (`lab.models.windows`)."""
 
@@ -170,17 +172,24 @@ _MODELS: dict[tuple[str, str, str], Any] = {}
 def load_target(device: str = "cpu", dtype: str = "float32", path: str | None = None
                 ) -> HFStepModel:
     """The shipped pycode target (or a local checkpoint at `path`) as a step model, cached per
-    process."""
+    process. The shipped target is a plain Llama, read by torch alone (`lab.models.plain_llama`:
+    the grader and the learner's child each skip transformers' ~2.5 s of imports); a learner's
+    own checkpoint, of any family, through transformers."""
     key = (device, dtype, path or "pycode-target")
     if key not in _MODELS:
-        from transformers.utils import logging as hf_logging
+        from lab.models import load_model, resolve_device, resolve_dtype
 
-        from lab.models import load_model
+        if path is None:
+            from lab.models.plain_llama import load_plain_llama
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # quiet output
+            dev = resolve_device(device)
+            _MODELS[key] = HFStepModel(load_plain_llama(MODELS_DIR / "pycode-target", dev,
+                                                        resolve_dtype(dtype, dev)))
+        else:
+            from transformers.utils import logging as hf_logging
 
-        _MODELS[key] = HFStepModel(load_model(path or "pycode-target", device=device,
-                                              dtype=dtype))
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # quiet output
+            _MODELS[key] = HFStepModel(load_model(path, device=device, dtype=dtype))
     model: HFStepModel = _MODELS[key]
     return model
 
