@@ -117,9 +117,9 @@ def quick_home(path: Path, questions: Sequence[tuple[str, str]],
                now: dt.datetime | None = None) -> QuickHome | None:
     """The home screen's data from the database at `path`, as the store gives it after
     `sync_cards(questions, retire_missing=True)`, or None under the same conditions as
-    `quick_queue` (only the full store can say)."""
-    if not backup_made_today(path):
-        return None
+    `quick_queue` (only the full store can say), but one: the day's first start is answered
+    too, before the store's open makes the day's backup (the app opens the store right after
+    this read; `dojo due`'s lean path never does, so it leaves the first start to the store)."""
     moment = now or utc_now()
 
     def read(conn: sqlite3.Connection) -> QuickHome | None:

@@ -103,6 +103,7 @@ def test_gives_way_to_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
     ids = _history(5)
     moment = START + dt.timedelta(days=4, hours=10)
     _pin(monkeypatch, moment)
+    assert quick_today_view() is not None  # the day's first start, before today's backup
     _store_view(moment)
     assert quick_today_view() is not None
     _pin(monkeypatch, START + dt.timedelta(days=5, hours=1))
