@@ -217,3 +217,15 @@ def test_every_projection_form_computes_f_linear(rows: int) -> None:
             got = Projection(weight)(x)
         assert got.shape == (rows, 1, out)
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_a_step_attends_to_real_columns_up_to_itself_and_always_to_itself() -> None:
+    from lab.exercises.batch_engine.runtime import _allowed
+
+    mask = torch.tensor([[1, 1, 1], [0, 1, 0]], dtype=torch.bool)  # row 1's new token: padding
+    got = _allowed(torch.zeros((2, 1), dtype=torch.long), mask, 2)
+    assert got.tolist() == [[[[True, True, True]]], [[[False, True, True]]]]
+    assert mask.tolist() == [[True, True, True], [False, True, False]]  # the caller's, untouched
+    two = _allowed(torch.zeros((2, 2), dtype=torch.long), mask, 1)  # two new tokens, causal
+    assert two.tolist() == [[[[True, True, False], [True, True, True]]],
+                            [[[False, True, False], [False, True, True]]]]

@@ -111,8 +111,11 @@ class HFStepModel:
             past: KVView | tuple[tuple[Any, Any], ...] | None = None
             if kv is not None:
                 past = kv.view if _backs(kv.view, kv.layers) else kv.layers
-            logits, view = self.lean.step(ids, position_ids.to(self.device), past,
-                                          _allowed(ids, mask, 0 if kv is None else kv.length))
+            allowed = _allowed(ids, mask, 0 if kv is None else kv.length)
+            if ids.device.type == "cpu" and bool(allowed.all()):
+                allowed = None  # a decode step with no padding: attention unmasked (the same
+                #                 numbers without the mask's work; on a GPU the check would sync)
+            logits, view = self.lean.step(ids, position_ids.to(self.device), past, allowed)
             return logits, KVCache(view.layers(), view)
         config = self.model.config
         positions = position_ids.to(self.device)
@@ -160,6 +163,10 @@ def _allowed(ids: Any, mask: Any, past: int) -> Any:
     b, t = ids.shape
     if mask is None:
         mask = torch.ones((b, past + t), dtype=torch.long, device=ids.device)
+    if t == 1:  # a decode step: the causal part allows every column; the new one always
+        allowed = mask != 0
+        allowed[:, -1] = True
+        return allowed[:, None, None, :]
     causal = torch.ones((t, past + t), dtype=torch.bool, device=ids.device).tril(past)
     itself = torch.zeros_like(causal)
     itself[:, past:] = torch.eye(t, dtype=torch.bool, device=ids.device)
