@@ -73,3 +73,36 @@ def test_the_answer_of_a_shipped_target_case_needs_no_transformers() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow  # two reference runs on the shipped target
+def test_a_broken_step_wrapper_fails_a_shipped_target_case(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped target's truth comes from its own forward, not the step wrapper every engine
+    runs on: a wrapper that lets each token see only the last 4 columns makes even the
+    reference fail."""
+    import importlib
+
+    from lab.exercises.batch_engine import drive, grading, runtime
+    from lab.grader.api import RunContext
+
+    case = next(c for c in grading.cases(1, 5) if c.id == "target-mixed-static")
+    ctx = RunContext(device="cpu", seed=5)
+    reference = importlib.import_module(grading.REFERENCE)
+
+    def judged() -> Any:
+        monkeypatch.setattr(truth, "_SOLO", {})
+        return grading.check(case, drive.run(reference, case, ctx), grading.expected(case, ctx))
+
+    assert judged().passed
+    forward = runtime.HFStepModel.forward
+
+    def short_sighted(self: Any, ids: Any, mask: Any, positions: Any, kv: Any) -> Any:
+        mask = mask.clone()
+        mask[:, :-4] = 0
+        return forward(self, ids, mask, positions, kv)
+
+    monkeypatch.setattr(runtime.HFStepModel, "forward", short_sighted)
+    verdict = judged()
+    assert not verdict.passed
+    assert "tokens differ from position" in verdict.message
