@@ -17,16 +17,18 @@ from tests.meter.conftest import BROKEN
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("level", [1, 2, 3])
-def test_reference_passes(tmp_path: Path, level: int) -> None:
-    assert_passes("meter", reference_as_solution("meter", tmp_path), level=level, seed=1)
+def test_reference_passes(tmp_path: Path) -> None:
+    """Levels 1-3 in one run (one child), each level passed."""
+    run = assert_passes("meter", reference_as_solution("meter", tmp_path), level=[1, 2, 3], seed=1)
+    assert [(lvl.level, lvl.passed) for lvl in run.result.levels] == [(1, True), (2, True),
+                                                                       (3, True)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3])
 def test_independent_solution_agrees_with_the_reference(seed: int) -> None:
-    for level in (1, 2, 3):
-        assert_passes("meter", BROKEN / "_correct.py", level=level, seed=seed)
+    run = assert_passes("meter", BROKEN / "_correct.py", level=[1, 2, 3], seed=seed)
+    assert [lvl.level for lvl in run.result.levels] == [1, 2, 3]
 
 
 def test_stub_fails_as_not_implemented() -> None:
@@ -70,9 +72,9 @@ def test_stub_fails_as_not_implemented() -> None:
 )
 @pytest.mark.slow
 def test_broken_implementation_is_caught(broken: str, level: int, match: str) -> None:
-    assert_fails("meter", BROKEN / f"{broken}.py", level, match=match, kind="wrong")
-    if level > 1:  # a later level's mistake leaves the earlier levels intact
-        assert_passes("meter", BROKEN / f"{broken}.py", level=level - 1)
+    # a later level's mistake leaves the level before it intact (graded in the same run)
+    assert_fails("meter", BROKEN / f"{broken}.py", level, match=match, kind="wrong",
+                 intact=(level - 1,) if level > 1 else ())
 
 
 @pytest.mark.slow
