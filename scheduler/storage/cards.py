@@ -19,6 +19,7 @@ from scheduler.fsrs_memory import Memory
 from scheduler.models import CardRow, FlagRow, ReviewRow
 from scheduler.next_states import NextState, Outlook, next_states
 from scheduler.queue import read_queue
+from scheduler.quick import read_cards
 from scheduler.records import (
     MODES,
     Card,
@@ -33,7 +34,7 @@ from scheduler.records import (
     UndoResult,
 )
 from scheduler.sm2 import CardState, check_quality
-from scheduler.storage.base import json_object
+from scheduler.storage.base import json_object, raw_connection
 from scheduler.storage.memory import fsrs_parameters, recompute
 from scheduler.storage.settings import SettingsPart
 
@@ -197,8 +198,8 @@ class CardsPart(SettingsPart):
 
     def cards(self) -> list[Card]:
         """Every card, in new-card order."""
-        with self._read() as s:
-            return [_card(r) for r in s.scalars(select(CardRow).order_by(CardRow.position))]
+        with self._read() as s:  # the home screen's quick read runs the same SQL
+            return read_cards(raw_connection(s))
 
     @staticmethod
     def _get(s: Session, question_id: str) -> CardRow:
@@ -274,8 +275,7 @@ class CardsPart(SettingsPart):
         plan = self.plan() if new_limit is None else None
         review_cap = cfg.review_limit if review_limit is None else review_limit
         with self._read() as s:  # the lean `dojo due` runs the same SQL (scheduler.queue)
-            conn = s.connection().connection.driver_connection
-            return read_queue(conn, day, new_cap, review_cap, plan)  # type: ignore[arg-type]
+            return read_queue(raw_connection(s), day, new_cap, review_cap, plan)
 
     # ------------------------------------------------------------------------------ answer
     def answer(
