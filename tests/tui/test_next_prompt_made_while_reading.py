@@ -42,3 +42,21 @@ async def test_the_next_prompt_is_made_while_reading_and_undo_paints_its_own(
         assert shown is not screen._next_prompt
         assert first.instance.prompt.split()[0] in text_of(app, "#prompt")
         assert getattr(shown, "text", None) == first.instance.prompt
+
+
+@pytest.mark.slow
+async def test_a_session_ended_right_after_a_card_painted_makes_no_next_prompt(
+        make_app: Callable[..., DojoApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        screen._next_prompt = None
+        await pilot.press("escape")  # the summary
+        await pilot.pause()
+        assert app.screen is not screen
+        screen._while_read()  # the after-paint work, come late: nothing to make, no error
+        assert screen._next_prompt is None

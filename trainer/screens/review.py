@@ -198,7 +198,8 @@ class ReviewScreen(DojoScreen):
 
     def _while_read(self) -> None:
         self._collector.release()
-        self._prepare_next_prompt()
+        if self.is_current:  # not once the session has ended (Esc right after the paint)
+            self._prepare_next_prompt()
 
     def _prepare_next_prompt(self) -> None:
         """Parse and render the queued next card's prompt at the prompt's width, as the paint
