@@ -455,13 +455,16 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from lab.exercises.batch_engine.runtime import load_target
-    from lab.models import resolve_device
+    from lab.exercises.batch_engine.runtime import HFStepModel
+    from lab.models import load_model, resolve_device
 
     device = resolve_device(args.device)
     if device == "cpu":
         torch.set_num_threads(1)
-    model = load_target(device, "float32", args.target)
+    # through transformers' loader (not the grader's torch-only one): its generate_batch and
+    # generate are the peers measured here
+    model = HFStepModel(load_model(args.target or "pycode-target", device=device,
+                                   dtype="float32"))
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "CPU, 1 torch thread"
     print(f"# batch-engine bench — {args.target or 'pycode target'} fp32 on {device} ({name}), "
           f"torch {torch.__version__}")

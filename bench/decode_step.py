@@ -15,7 +15,8 @@ target (<= 2x); beside it the compute floor (the step's FLOPs / the FLOP/s of a
 gap. Two steps are timed: `LeanLlama.step` (the model's arithmetic) and the
 reference engine's `HFStepModel.forward` around it (mask and cache bookkeeping included); and,
 beside them, the step's matmuls alone on inputs of the same shapes (the BLAS's floor: what the
-step costs with no per-operation overhead around them).
+step costs with no per-operation overhead around them), and the same weight matrices merely
+summed (the core's read floor: the weights' bytes read once, with no matmul; it reads no KV).
 
 On CUDA: synchronised, timed with CUDA events, and the lean step also replayed from a CUDA graph
 captured per batch size (with and without). On a CPU, the ratio from CPU time is the one to read
@@ -217,10 +218,24 @@ class Steps:
         """The step's matmuls alone (each layer's qkv, o, gate/up and down, then the head) on
         inputs of its shapes: the BLAS's share of the step, so step - projections is the
         per-operation overhead around them."""
-        for qkv, o, gate_up, down in self.lean.fused():
-            qkv(self._x), o(self._x), gate_up(self._x), down(self._inner)
-        assert self.lean._head is not None  # set by fused()
-        return self.lean._head(self._x[:, -1])
+        import torch
+
+        with torch.inference_mode():
+            for qkv, o, gate_up, down in self.lean.fused():
+                qkv(self._x), o(self._x), gate_up(self._x), down(self._inner)
+            assert self.lean._head is not None  # set by fused()
+            return self.lean._head(self._x[:, -1])
+
+    def weights_read(self) -> Any:
+        """The same weight matrices summed, one `sum` each: their bytes read once with one add
+        per element, on the step's thread - how fast this core reads them (from L3 or DRAM,
+        as the step does), the floor of any step that reads them."""
+        import torch
+
+        with torch.inference_mode():
+            total = [p.weight.sum() for layer in self.lean.fused() for p in layer]
+            assert self.lean._head is not None  # set by fused()
+            return total, self.lean._head.weight.sum()
 
     def engine_step(self) -> Any:
         past = self.base.truncate(self.context)
@@ -270,11 +285,12 @@ def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
     clock = Clock(device)
     copy = _One(copier(device))
     steps = {b: Steps(model, b, context) for b in batches}
-    names = ["lean step", "engine forward", "projections alone"]
+    names = ["lean step", "engine forward", "projections alone", "weights read alone"]
     calls: dict[tuple[int, str], Callable[[], Any]] = {}
     for b, s in steps.items():
         calls[(b, "lean step")], calls[(b, "engine forward")] = s.lean_step, s.engine_step
         calls[(b, "projections alone")] = s.projections
+        calls[(b, "weights read alone")] = s.weights_read
         if graphs:
             try:
                 calls[(b, "lean step, CUDA graph")] = s.graphed()

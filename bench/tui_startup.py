@@ -4,10 +4,12 @@ answer → next card, and `dojo due`, each beside its yardstick measured in the 
 Run from the repository root: `python bench/tui_startup.py [--runs 5] [--answers 200]`.
 Prints each figure next to its target, as a ratio, in CPU time (the machine may be
 shared: wall time is printed beside it but load inflates it):
-* first paint ≤ 1.3×, today's counts (due, new, re-drill, streak: plain sqlite3 while the store
-  and bank open, `scheduler.quick`) ≤ 1.5× and the whole home screen (charts, plan) ≤ 2× a bare
-  Textual app's first paint (a Header, a Static, a Footer), runs alternating so both see the
-  same machine; and whether torch, transformers or sqlalchemy were imported before the paint;
+* first paint ≤ 1.3×, today's counts (due, new, re-drill, streak: plain sqlite3,
+  `scheduler.quick`) ≤ 1.5× and the whole home screen (charts, plan: plain sqlite3 and the
+  cached study index before the store and bank open, or the store's view where only it can
+  say) ≤ 2× a bare Textual app's first paint (a Header, a Static, a Footer), runs alternating
+  so both see the same machine; and whether torch, transformers or sqlalchemy were imported
+  before the first paint and before the whole home;
 * answer → next card: p95 ≤ 30 ms of CPU in the app, over `--answers` answers on a history of
   `--history` answers, under SM-2 and under FSRS;
 * `dojo due`: ≤ 0.15 s of CPU (a warm bank cache: the lean path), beside `python -c pass`
@@ -49,10 +51,13 @@ from trainer.app import DojoApp
 
 marks = {}
 
+# Each mark is taken after the refresh that paints it, ahead of the work the app schedules
+# after that same refresh (the loading worker, the store's opening): that work's CPU is not
+# part of what was painted.
 class Bench(DojoApp):
     def on_mount(self):
-        super().on_mount()
         self.call_after_refresh(self._painted)
+        super().on_mount()
 
     def _painted(self):
         marks["first_paint"] = time.time() - t_start
@@ -70,6 +75,16 @@ class Bench(DojoApp):
             marks["data_shown"] = time.time() - t_start
             marks["data_cpu"] = time.process_time()
 
+    def on_quick_home(self, message):  # the whole home read before the store opens
+        self.call_after_refresh(self._home_painted)
+        super().on_quick_home(message)
+
+    def _home_painted(self):
+        if getattr(self.screen, "plan_pending", True):  # the store's fetch fills the plan in
+            return
+        self._counts()
+        self._data()
+
     def on_services_ready(self, message):
         super().on_services_ready(message)
         self.set_timer(0.01, self._wait_data)
@@ -82,11 +97,16 @@ class Bench(DojoApp):
         self.call_after_refresh(self._data)
 
     def _data(self):
+        if "full_shown" in marks:
+            return
         marks["full_shown"] = time.time() - t_start  # the whole home screen: charts, plan
         marks["full_cpu"] = time.process_time()
         marks.setdefault("data_shown", marks["full_shown"])
         marks.setdefault("data_cpu", time.process_time())
         marks["torch_loaded"] = "torch" in sys.modules
+        marks["heavy_before_home"] = sorted(
+            m for m in ("torch", "transformers", "sqlalchemy") if m in sys.modules
+        )
         self.exit()
 
 Bench().run(headless=True, size=(80, 24))
@@ -319,6 +339,8 @@ def report_startup(cold: dict[str, object], runs: list[dict[str, object]],
     print(f"  cold run (new bank cache): today's counts {float(cold['data_shown']):.3f} s wall")  # type: ignore[arg-type]
     heavy = sorted({m for r in runs for m in r["heavy_before_paint"]})  # type: ignore[attr-defined]
     none = "none of torch/transformers/sqlalchemy"
+    home = sorted({m for r in runs for m in r["heavy_before_home"]})  # type: ignore[attr-defined]
+    print(f"  imported before the whole home: {', '.join(home) or none}")
     print(f"  imported before first paint: {', '.join(heavy) or none}; "
           f"torch at all: {any(r['torch_loaded'] for r in runs)}")
 

@@ -7,6 +7,11 @@ their defaults, a mid-day day-rule change, no backup made yet today, cards out o
 the bank, a passed lab level without its card, a lab rebuild due) gives None, and the caller
 opens the full store. The queue itself is `scheduler.queue.read_queue`, the SQL the store runs;
 tests check the counts and `dojo due` agree with the store on real histories.
+
+The home screen's other figures (answers per day, the forecast, true retention, the streak's
+days, the cards, the lab levels passed) are read here too, by the one implementation: the
+store's own methods run these functions inside their read transaction (`Store.cards`,
+`reviews_per_day`, ...), so `quick_home` and the store cannot disagree.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scheduler.days import (
+    from_ms,
     real_utc_now,
     resolve_timezone,
     streak_from_days,
@@ -28,14 +34,17 @@ from scheduler.days import (
     to_ms,
     utc_now,
 )
+from scheduler.fsrs_memory import Memory
 from scheduler.queue import read_queue
-from scheduler.records import Queue, Settings
+from scheduler.records import Card, Queue, Retention, Settings
 from scheduler.schema import SCHEMA_VERSION
+from scheduler.sm2 import CardState
 
 if TYPE_CHECKING:
     from scheduler.plan import Plan
 
 T = TypeVar("T")
+MATURE_DAYS = 21  # true retention counts reviews of cards at this interval or longer
 
 
 @dataclass(frozen=True)
@@ -76,15 +85,155 @@ def quick_queue(path: Path, questions: Sequence[tuple[str, str]],
         if opened is None or not cards_in_sync(conn, questions):
             return None
         day, new_cap, review_cap, plan = opened
-        if conn.execute(
-            "SELECT 1 FROM lab_cards WHERE due <= ? UNION ALL SELECT 1 FROM lab_attempts a "
-            "WHERE a.passed AND NOT EXISTS (SELECT 1 FROM lab_cards c WHERE "
-            "c.exercise = a.exercise AND c.level = a.level) LIMIT 1",
-            (day.isoformat(),)).fetchone():
-            return None  # a rebuild due, or a pass the store's open gives its card
+        if _lab_pending(conn, day):
+            return None
         return read_queue(conn, day, new_cap, review_cap, plan)
 
     return _with_connection(path, read)
+
+
+@dataclass(frozen=True)
+class QuickHome:
+    """What the home screen shows, read as the store would after opening (see `quick_home`)."""
+
+    settings: Settings
+    plan: Plan | None  # the plan to the interview, if set
+    queue: Queue
+    per_day: dict[dt.date, int]  # answers per study day, the last 84 days, oldest first
+    streak: int
+    retention: Retention  # true retention over 30 days
+    forecast: dict[dt.date, int]  # due reviews per day, the next 14 days
+    cards: list[Card]
+    fsrs_parameters: object  # the learner's fitted FSRS weights as stored (None: defaults)
+    labs_passed: set[tuple[str, int]]
+
+    @property
+    def first_run(self) -> bool:
+        """No answer in the heatmap's days and every card still new (as the full view)."""
+        return not any(self.per_day.values()) and all(c.is_new for c in self.cards)
+
+
+def quick_home(path: Path, questions: Sequence[tuple[str, str]],
+               now: dt.datetime | None = None) -> QuickHome | None:
+    """The home screen's data from the database at `path`, as the store gives it after
+    `sync_cards(questions, retire_missing=True)`, or None under the same conditions as
+    `quick_queue` (only the full store can say), but one: the day's first start is answered
+    too, before the store's open makes the day's backup (the app opens the store right after
+    this read; `dojo due`'s lean path never does, so it leaves the first start to the store)."""
+    moment = now or utc_now()
+
+    def read(conn: sqlite3.Connection) -> QuickHome | None:
+        found = _day_settings(conn, moment)
+        if found is None or not cards_in_sync(conn, questions):
+            return None
+        day, cfg, plan = found
+        if _lab_pending(conn, day):
+            return None
+        from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+        return QuickHome(
+            settings=cfg, plan=plan,
+            queue=read_queue(conn, day, cfg.new_limit, cfg.review_limit, plan),
+            per_day=reviews_per_day(conn, day, 84),
+            streak=streak_from_days(study_days(conn, day), day),
+            retention=true_retention(conn, day, 30),
+            forecast=forecast(conn, day, 14),
+            cards=read_cards(conn),
+            fsrs_parameters=stored_value(conn, FSRS_PARAMETERS_KEY),
+            labs_passed=lab_levels_passed(conn),
+        )
+
+    return _with_connection(path, read)
+
+
+def _lab_pending(conn: sqlite3.Connection, day: dt.date) -> bool:
+    """A lab rebuild due, or a pass the store's open gives its card: the store's job."""
+    return conn.execute(
+        "SELECT 1 FROM lab_cards WHERE due <= ? UNION ALL SELECT 1 FROM lab_attempts a "
+        "WHERE a.passed AND NOT EXISTS (SELECT 1 FROM lab_cards c WHERE "
+        "c.exercise = a.exercise AND c.level = a.level) LIMIT 1",
+        (day.isoformat(),)).fetchone() is not None
+
+
+# --- reads the store runs too (one implementation) ------------------------------------------
+
+
+def reviews_per_day(conn: sqlite3.Connection, today: dt.date, days: int) -> dict[dt.date, int]:
+    """Answers (all modes) per study day over the `days` days ending `today`, oldest first,
+    zeros included."""
+    start = today - dt.timedelta(days=days - 1)
+    counts = {dt.date.fromisoformat(d): n for d, n in conn.execute(
+        "SELECT study_day, count(*) FROM reviews WHERE study_day >= ? AND study_day <= ? "
+        "GROUP BY study_day", (start.isoformat(), today.isoformat()))}
+    return {start + dt.timedelta(days=i): counts.get(start + dt.timedelta(days=i), 0)
+            for i in range(days)}
+
+
+def study_days(conn: sqlite3.Connection, today: dt.date) -> list[dt.date]:
+    """The distinct study days with an answer, up to `today`, newest first (the streak's)."""
+    return [dt.date.fromisoformat(d) for (d,) in conn.execute(
+        "SELECT DISTINCT study_day FROM reviews WHERE study_day <= ? ORDER BY study_day DESC",
+        (today.isoformat(),))]
+
+
+def true_retention(conn: sqlite3.Connection, today: dt.date, days: int) -> Retention:
+    """Passes (grade >= 3) of scheduled reviews of mature cards (interval >= MATURE_DAYS
+    before the answer) over the `days` days ending `today`."""
+    start = today - dt.timedelta(days=days - 1)
+    total, passed = conn.execute(
+        "SELECT count(*), coalesce(sum(CASE WHEN quality >= 3 THEN 1 ELSE 0 END), 0) "
+        "FROM reviews WHERE mode = 'review' AND interval_before >= ? AND study_day >= ? "
+        "AND study_day <= ?", (MATURE_DAYS, start.isoformat(), today.isoformat())).fetchone()
+    return Retention(passed=int(passed), total=int(total))
+
+
+def forecast(conn: sqlite3.Connection, today: dt.date, days: int) -> dict[dt.date, int]:
+    """Due reviews per day for the `days` days from `today` (overdue cards count on today);
+    suspended and retired cards left out."""
+    end = today + dt.timedelta(days=days - 1)
+    out = {today + dt.timedelta(days=i): 0 for i in range(days)}
+    for due, n in conn.execute(
+            "SELECT due, count(*) FROM cards WHERE due IS NOT NULL AND due <= ? "
+            "AND NOT suspended AND NOT retired GROUP BY due", (end.isoformat(),)):
+        out[max(dt.date.fromisoformat(due), today)] += n
+    return out
+
+
+def read_cards(conn: sqlite3.Connection) -> list[Card]:
+    """Every card, in new-card order."""
+    return [_card(row) for row in conn.execute(
+        "SELECT question_id, topic, ef, repetitions, interval, due, lapses, leech, suspended, "
+        "buried_until, retired, created_ms, last_reviewed_ms, fsrs_stability, fsrs_difficulty,"
+        " fsrs_last_ms FROM cards ORDER BY position")]
+
+
+def _card(row: tuple[Any, ...]) -> Card:
+    (qid, topic, ef, reps, interval, due, lapses, leech, suspended, buried, retired, created,
+     last, stability, difficulty, memory_ms) = row
+    memory = (None if stability is None or difficulty is None or memory_ms is None
+              else Memory(stability, difficulty, from_ms(memory_ms)))
+    return Card(
+        question_id=qid, topic=topic, state=CardState(ef, reps, interval),
+        due=None if due is None else dt.date.fromisoformat(due), lapses=lapses,
+        leech=bool(leech), suspended=bool(suspended),
+        buried_until=None if buried is None else dt.date.fromisoformat(buried),
+        retired=bool(retired), created_at=from_ms(created),
+        last_reviewed_at=None if last is None else from_ms(last), memory=memory)
+
+
+def lab_levels_passed(conn: sqlite3.Connection) -> set[tuple[str, int]]:
+    """(exercise, level) of every level with a passing attempt."""
+    return {(e, int(lv)) for e, lv in conn.execute(
+        "SELECT DISTINCT exercise, level FROM lab_attempts WHERE passed")}
+
+
+def stored_value(conn: sqlite3.Connection, key: str) -> Any:
+    """A JSON value another module keeps in the settings table (None: absent or unreadable)."""
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    try:
+        return None if row is None else json.loads(row[0])
+    except ValueError:
+        return None
 
 
 def backup_made_today(path: Path) -> bool:
@@ -166,6 +315,16 @@ def _open_day(conn: sqlite3.Connection,
               moment: dt.datetime) -> tuple[dt.date, int, int, Plan | None] | None:
     """(the study day, the new-card and review limits, the plan) as the store reads them, or
     None where only the store can say (another schema version, unusable settings)."""
+    found = _day_settings(conn, moment)
+    if found is None:
+        return None
+    day, cfg, plan = found
+    return day, cfg.new_limit, cfg.review_limit, plan
+
+
+def _day_settings(conn: sqlite3.Connection,
+                  moment: dt.datetime) -> tuple[dt.date, Settings, Plan | None] | None:
+    """(the study day, the settings, the plan), or None where only the store can say."""
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         return None
     found = _settings(conn, moment)
@@ -178,7 +337,7 @@ def _open_day(conn: sqlite3.Connection,
         from scheduler.plan import Plan
 
         plan = Plan.from_json(plan_json)
-    return day, cfg.new_limit, cfg.review_limit, plan
+    return day, cfg, plan
 
 
 def _today(conn: sqlite3.Connection, moment: dt.datetime) -> QuickToday | None:
@@ -190,9 +349,7 @@ def _today(conn: sqlite3.Connection, moment: dt.datetime) -> QuickToday | None:
     if conn.execute("SELECT 1 FROM lab_recalls WHERE study_day = ? LIMIT 1", (iso,)).fetchone():
         return None
     queue = read_queue(conn, *opened)
-    days = [dt.date.fromisoformat(d) for (d,) in conn.execute(
-        "SELECT DISTINCT study_day FROM reviews WHERE study_day <= ? ORDER BY study_day DESC",
-        (iso,))]
+    days = study_days(conn, day)
     # As the full view: no answer in the heatmap's 84 days and every card still new.
     first_run = (not days or days[0] < day - dt.timedelta(days=83)) and not conn.execute(
         "SELECT 1 FROM cards WHERE due IS NOT NULL LIMIT 1").fetchone()

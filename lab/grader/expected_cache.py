@@ -2,14 +2,14 @@
 the child: `RunContext.given`).
 
 A level's fixed cases (the same id and params whatever the run's seed) ask the same question in
-every grading, and some answers cost seconds: spec-verify's, batch-engine's and
-tensor-parallel's real-model cases load the shipped pair through transformers (~3 s of CPU for
-its imports alone) in the grader. Their answers are kept in one file per exercise and run key,
-the digest of everything an answer depends on besides the case itself: the app's version, the
-source of the exercise, the reference and the model code, torch's and transformers' versions,
-the device and dtype, and the content of the model files. A changed input is a new key (a new
-file; the old one is left for `dojo` versions that still use it); a file that fails its
-checksum or does not decode is rebuilt.
+every grading, and some answers cost seconds: spec-verify's and tensor-parallel's real-model
+cases load the shipped pair through transformers (~3 s of CPU for its imports alone) in the
+grader, and batch-engine's decode the shipped target's ground truth. Their answers are kept in
+one file per exercise and run key, the digest of everything an answer depends on besides the
+case itself: the app's version, the source of the exercise, the reference and the model code,
+torch's and transformers' versions, the device and dtype, and the content of the model files.
+A changed input is a new key (a new file; the old one is left for `dojo` versions that still
+use it); a file that fails its checksum or does not decode is rebuilt.
 
 Only untimed cases are kept: a timed call's inputs come from its own `ctx.seed`. The folder is
 the app's (`GradeOptions.expected_cache`), never one the learner's sandbox can write: a folder

@@ -5,7 +5,8 @@ naming the file and the fault, instead of each model case failing on it later an
 reported as a grader bug. Read: `config.json`, the headers of the weight files transformers
 would load (safetensors: 8-byte length + JSON; a pickle checkpoint: its zip directory and
 `torch.load(weights_only=True, mmap=True)`, which maps the tensors without reading them),
-and `tokenizer.json`. The checks' own memory stays small whatever the folder declares or holds
+and `tokenizer.json`; a weight file's allocated blocks against the bytes its tensors declare (a
+sparse file is refused). The checks' own memory stays small whatever the folder declares or holds
 (a file is read whole only under a size a real checkpoint's stays under: MAX_JSON, MAX_HEADER,
 MAX_PICKLE_STREAM), and the sandbox's allowance is sized from the bytes the loaded weight files
 really occupy on disk, so a sparse file cannot inflate it. The models themselves are loaded
@@ -30,6 +31,12 @@ MAX_HEADER = 16 << 20  # a safetensors header
 MAX_JSON = {"config.json": 4 << 20, "model.safetensors.index.json": 16 << 20,
             "pytorch_model.bin.index.json": 16 << 20, "tokenizer.json": 64 << 20}
 MAX_PICKLE_STREAM = 16 << 20  # a pickle checkpoint's data.pkl (its tensors are mapped, not read)
+# A weight file whose allocated blocks fall below 1/SPARSE_FRACTION of the bytes its tensors
+# declare, by more than SPARSE_SLACK, is sparse: holes, not weights. A normally written file
+# (all-zero tensors included) has every block allocated; the margin leaves room for filesystems
+# that compress or store small files inline.
+SPARSE_FRACTION = 2
+SPARSE_SLACK = 1 << 20
 PARAM_SLACK = 8  # the config may imply this many times the parameters the weights hold
 PARAM_FLOOR = 10_000_000  # ... plus this many (estimates of small models are rough)
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
@@ -58,7 +65,11 @@ def check(path: str | Path, *, tokenizer: bool = True) -> Checkpoint:
     config = _config(folder)
     _architecture(folder, config)
     files = _weight_files(folder)
-    parameters = sum(_parameters(f) for f in files)
+    parameters = 0
+    for file in files:
+        elements, declared = _parameters(file)
+        _not_sparse(file, declared)
+        parameters += elements
     implied = implied_parameters(config)
     if implied > PARAM_SLACK * parameters + PARAM_FLOOR:
         raise CheckpointError(
@@ -151,13 +162,27 @@ def _weight_files(folder: Path) -> tuple[Path, ...]:
                           "their sharded index)")
 
 
-def _parameters(file: Path) -> int:
+def _parameters(file: Path) -> tuple[int, int]:
+    """Elements in a weight file's tensors, and the bytes the file must hold for them."""
     return _safetensors(file) if file.suffix == ".safetensors" else _pickle(file)
 
 
-def _safetensors(file: Path) -> int:
-    """Elements in a safetensors file, after checking that its header fits and every tensor's
-    bytes lie inside the file (a truncated copy fails here)."""
+def _not_sparse(file: Path, declared: int) -> None:
+    """Refuse a weight file whose tensors lie in holes: it loads as zeros, and the sandbox's
+    allowance, sized from allocated blocks, would be too small for what loading it takes."""
+    allocated = _allocated(file)
+    if allocated * SPARSE_FRACTION < declared and declared - allocated > SPARSE_SLACK:
+        raise CheckpointError(
+            f"{file}: sparse: its tensors declare {declared:,} bytes ({declared >> 20} MiB) "
+            f"but only {allocated:,} bytes ({allocated >> 20} MiB) are allocated on disk; the "
+            "rest are holes, not weights (an interrupted download or a truncated copy). "
+            "Copy the complete weights")
+
+
+def _safetensors(file: Path) -> tuple[int, int]:
+    """Elements in a safetensors file and the bytes its header and tensors span, after checking
+    that its header fits and every tensor's bytes lie inside the file (a truncated copy fails
+    here)."""
     try:
         size = file.stat().st_size
         with file.open("rb") as fh:
@@ -174,7 +199,7 @@ def _safetensors(file: Path) -> int:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"{file}: corrupt header ({exc})") from exc
     data = size - 8 - n
-    elements = 0
+    elements = spanned = 0
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -194,19 +219,23 @@ def _safetensors(file: Path) -> int:
             raise CheckpointError(f"{file}: corrupt header: tensor {name!r} {shape} "
                                   f"{info['dtype']} spans {end - begin} bytes")
         elements += count
-    return elements
+        spanned = max(spanned, end)
+    return elements, 8 + n + spanned
 
 
-def _pickle(file: Path) -> int:
+def _pickle(file: Path) -> tuple[int, int]:
     """Elements in a pickle checkpoint, read as transformers reads it: torch.load with
-    weights_only=True (tensors and plain containers only), memory-mapped."""
+    weights_only=True (tensors and plain containers only), memory-mapped; and the bytes of its
+    zip entries (torch.save stores them uncompressed)."""
     import torch
 
     if not zipfile.is_zipfile(file):
         raise CheckpointError(f"{file}: truncated or not a torch checkpoint (no zip directory)")
     try:
         with zipfile.ZipFile(file) as archive:
-            stream = sum(i.file_size for i in archive.infolist() if i.filename.endswith(".pkl"))
+            entries = archive.infolist()
+            stream = sum(i.file_size for i in entries if i.filename.endswith(".pkl"))
+            stored = sum(i.file_size for i in entries)
     except (OSError, zipfile.BadZipFile) as exc:
         raise CheckpointError(f"{file}: unreadable zip directory ({exc})") from exc
     if stream > MAX_PICKLE_STREAM:
@@ -223,7 +252,7 @@ def _pickle(file: Path) -> int:
             "weights_only. Save the model with safetensors (save_pretrained's default)") from exc
     if not isinstance(state, dict):
         raise CheckpointError(f"{file}: holds a {type(state).__name__}, not a state dict")
-    return sum(int(t.numel()) for t in state.values() if isinstance(t, torch.Tensor))
+    return sum(int(t.numel()) for t in state.values() if isinstance(t, torch.Tensor)), stored
 
 
 def _allocated(file: Path) -> int:

@@ -27,13 +27,17 @@ PREFILLS = 8  # prompts whose prefill each model remembers (see LeanLlama.prefil
 
 
 class KVBuffer:
-    """Per-layer key and value buffers [rows, kv_heads, capacity, head_dim]; columns
-    [0, written) hold data, the rest is room to append."""
+    """Per-layer stores [rows, 2 * kv_heads, capacity, head_dim]: a layer's keys and values in
+    one tensor (the first and second halves of dim 1; `keys` and `values` are those views), so
+    a step writes a layer's new keys and values in one copy. Columns [0, written) hold data,
+    the rest is room to append."""
 
-    __slots__ = ("keys", "values", "written")
+    __slots__ = ("keys", "stores", "values", "written")
 
-    def __init__(self, keys: list[Any], values: list[Any], written: int) -> None:
-        self.keys, self.values, self.written = keys, values, written
+    def __init__(self, stores: list[Any], kv_heads: int, written: int) -> None:
+        self.stores, self.written = stores, written
+        self.keys = [s[:, :kv_heads] for s in stores]
+        self.values = [s[:, kv_heads:] for s in stores]
 
     @property
     def capacity(self) -> int:
@@ -84,17 +88,22 @@ def copy_into_buffer(layers: Sequence[tuple[Any, Any]], room: int) -> KVView:
     """A fresh buffer holding `layers` ([rows, kv_heads, length, head_dim] each) with space for
     at least `room` more columns (capacity doubles, so appends cost amortised O(new columns))."""
     k0 = layers[0][0]
-    length = int(k0.shape[2])
-    capacity = max(MIN_CAPACITY, 2 * (length + room))
-    keys, values = [], []
-    for k, v in layers:
-        kb = k.new_empty((k.shape[0], k.shape[1], capacity, k.shape[3]))
-        vb = v.new_empty((v.shape[0], v.shape[1], capacity, v.shape[3]))
+    rows, heads, length, dim = (int(n) for n in k0.shape)
+    buffer = _stores(len(layers), rows, heads, max(MIN_CAPACITY, 2 * (length + room)), dim,
+                     k0.dtype, k0.device, length)
+    for (k, v), kb, vb in zip(layers, buffer.keys, buffer.values, strict=True):
         kb[:, :, :length] = k
         vb[:, :, :length] = v
-        keys.append(kb)
-        values.append(vb)
-    return KVView(KVBuffer(keys, values, length), 0, length)
+    return KVView(buffer, 0, length)
+
+
+def _stores(layers: int, rows: int, kv_heads: int, capacity: int, head_dim: int, dtype: Any,
+            device: Any, written: int) -> KVBuffer:
+    """A `KVBuffer` of `layers` layers, uninitialised past `written`."""
+    import torch
+
+    return KVBuffer([torch.empty((rows, 2 * kv_heads, capacity, head_dim), dtype=dtype,
+                                 device=device) for _ in range(layers)], kv_heads, written)
 
 
 _LEAN: weakref.WeakKeyDictionary[Any, LeanLlama] = weakref.WeakKeyDictionary()
@@ -124,33 +133,49 @@ def is_plain_llama(model: Any) -> bool:
 
 
 class Projection:
-    """x @ w.T for a [out, in] weight, in the layout this CPU's BLAS runs fastest for the rows
-    at hand (one thread, the shipped target's shapes): x @ w.T with w.T stored contiguous (a
-    row-vector product at one row: 2-3x F.linear's speed), except for 4 to 9 rows of a wide
-    weight (out >= 1024: gate/up, the head), w @ x.T. Measured in whole decode steps
-    (bench/decode_step.py's setting, CPU time, AMD EPYC, torch 2.14): w @ x.T makes the step
-    0.89x as long at B = 4 and 0.94x at B = 8, 1.04x at B = 10, 1.29x at 12, 1.11x at 16.
-    On a GPU, F.linear (cuBLAS), no copy. The layouts agree to float rounding (~1e-6
-    relative)."""
+    """x @ w.T for a [out, in] weight, in the form this CPU runs fastest for the rows at hand (one
+    thread, fp32, the shipped target's shapes). 1-3 rows: w @ x.T (MKL), one row sent as two
+    (MKL's one-row product is its slow path: the step's 33 projections 2.0 ms as two rows, 2.4
+    ms as x @ w.T with w.T stored, 3.3 as w @ x.T of one row). 4 rows and more: oneDNN's
+    matmul on a copy of w in its blocked layout, packed at the first such call (MKL repacks w
+    at every call, which at 8 rows costs as much as the arithmetic). The 33 projections in
+    sequence, CPU time (AMD EPYC Zen 4, torch 2.14, load 8-10), packed vs w @ x.T vs x @ w.T:
+    4 rows 2.19 / 2.17 / 3.56 ms, 8 rows 2.99 / 3.98 / 4.09, 16 rows 3.84 / 6.23 / 5.27, 64 rows
+    10.4 / 12.9 / 12.2. The forms agree to float rounding (~1e-6 relative). Other dtypes on a
+    CPU: x @ w.T with w.T stored (transformers' own numbers in bf16). On a GPU, F.linear
+    (cuBLAS), no copy."""
 
-    WIDE, ROWS, MAX_ROWS = 1024, 4, 10
+    ROWS_PACKED = 4
 
     def __init__(self, weight: Any) -> None:
+        import torch
+
         self.weight = weight
-        self.wide = int(weight.shape[0]) >= self.WIDE
-        self.transposed = weight.t().contiguous() if weight.device.type == "cpu" else None
+        cpu = weight.device.type == "cpu"
+        self.fp32 = cpu and weight.dtype == torch.float32
+        self.transposed = weight.t().contiguous() if cpu and not self.fp32 else None
+        onednn = torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
+        self.packable = self.fp32 and onednn
+        self.packed: Any = None
 
     def __call__(self, x: Any) -> Any:
         import torch
         import torch.nn.functional as F
 
-        if self.transposed is None:
+        if self.transposed is not None:
+            return torch.matmul(x, self.transposed)
+        if not self.fp32:
             return F.linear(x, self.weight)
         rows = x.numel() // x.shape[-1]
-        if self.wide and self.ROWS <= rows < self.MAX_ROWS:
+        if rows < self.ROWS_PACKED or not self.packable:
             flat = x.reshape(rows, x.shape[-1])
-            return torch.matmul(self.weight, flat.t()).t().reshape(*x.shape[:-1], -1)
-        return torch.matmul(x, self.transposed)
+            if rows == 1:
+                flat = torch.cat([flat, flat])
+            return torch.mm(self.weight, flat.t()).t()[:rows].reshape(*x.shape[:-1], -1)
+        if self.packed is None:
+            with torch.inference_mode():
+                self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach())
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
 
 
 class LeanLlama:
@@ -170,6 +195,7 @@ class LeanLlama:
         self._layers = [(RMSNorm(layer.input_layernorm), RMSNorm(layer.post_attention_layernorm),
                          float(layer.self_attn.scaling)) for layer in model.model.layers]
         self._final_norm = RMSNorm(model.model.norm)
+        self._embed = model.model.embed_tokens.weight
         self._rotary: tuple[Any, Any, Any] | None = None  # (key, cos rows, sin rows)
 
     def fused(self) -> list[tuple[Projection, Projection, Projection, Projection]]:
@@ -211,38 +237,54 @@ class LeanLlama:
                 self._prefills.popitem(last=False)
         return logits, view
 
-    def _cos_sin(self, h: Any, positions: Any) -> tuple[Any, Any]:
-        """cos, sin [B, T, head_dim] of the model's rotary embedding at `positions`. On a CPU,
-        rows of a table its rotary module computed once for positions 0..n-1 (each row depends
-        on its position alone: an outer product with one position, then elementwise cos and
-        sin, so a row is the same number however many positions the module is called with),
-        grown by doubling (a plain Llama's RoPE is the default one: `is_plain_llama`); the
-        module costs ~90 us a call at these sizes, the lookup ~10. On a GPU, the module itself
-        (the table's size check would synchronise every step)."""
+    def _rope(self, h: Any, positions: Any) -> tuple[Any, Any]:
+        """The rotary factors [B, T, heads + 2 * kv_heads, head_dim] at `positions`, one row per
+        head of a packed q/k/v projection: qkv * cos + qkv.roll(head_dim // 2, -1) * sin rotates
+        q and k as transformers' apply_rotary_pos_emb does (x * cos + rotate_half(x) * sin:
+        rotate_half(x) * sin is roll(x) * sin with its first half negated, the sign moved from x
+        to sin, exact) and leaves v as it is (cos 1, sin 0: v * 1 + v' * 0 == v). On a CPU, rows
+        of a table built once from the rotary module's cos and sin for positions 0..n-1 (each
+        row depends on its position alone: an outer product with one position, then
+        elementwise cos and sin, so a row is the same number however many positions the module
+        is called with), grown by doubling (a plain Llama's RoPE is the default one:
+        `is_plain_llama`): two lookups a step, where the module costs ~90 us. On a GPU, the
+        module itself at every step (the table's size check would synchronise)."""
         import torch
 
         rotary = self.model.model.rotary_emb
         if h.device.type != "cpu":
-            cos, sin = rotary(h, positions)
-            return cos, sin
+            return self._per_head(*rotary(h, positions))
         need = int(positions.max()) + 1
         key = (h.dtype, h.device)
         if self._rotary is None or self._rotary[0] != key or self._rotary[1].shape[0] < need:
             n = max(need, 256, 2 * (self._rotary[1].shape[0] if self._rotary else 0))
-            cos, sin = rotary(h, torch.arange(n, device=h.device)[None])
+            cos, sin = self._per_head(*rotary(h, torch.arange(n, device=h.device)[None]))
             self._rotary = (key, cos[0], sin[0])
-        return self._rotary[1][positions], self._rotary[2][positions]
+        rows = positions.reshape(-1)  # index_select: a third of advanced indexing's cost
+        shape = (*positions.shape, *self._rotary[1].shape[1:])
+        return (self._rotary[1].index_select(0, rows).view(shape),
+                self._rotary[2].index_select(0, rows).view(shape))
+
+    def _per_head(self, cos: Any, sin: Any) -> tuple[Any, Any]:
+        """cos, sin [B, T, head_dim] as `_rope`'s factors: repeated over the q and k heads, the
+        sign of sin's first half folded in, then 1 and 0 over the v heads."""
+        import torch
+
+        half = cos.shape[-1] // 2
+        sin = torch.cat([-sin[..., :half], sin[..., half:]], -1)
+        rotated, kept = self.heads + self.kv_heads, self.kv_heads
+        shape = (*cos.shape[:-1], rotated, cos.shape[-1])
+        cos = torch.cat([cos[..., None, :].expand(shape),
+                         cos.new_ones((*shape[:-2], kept, shape[-1]))], -2)
+        sin = torch.cat([sin[..., None, :].expand(shape),
+                         sin.new_zeros((*shape[:-2], kept, shape[-1]))], -2)
+        return cos, sin
 
     def _empty(self, rows: int, room: int, device: Any) -> KVView:
         """An empty cache with room for `room` columns (at least MIN_CAPACITY)."""
-        import torch
-
         dtype = next(self.model.parameters()).dtype
-        capacity = max(MIN_CAPACITY, 2 * room)
-        keys = [torch.empty((rows, self.kv_heads, capacity, self.head_dim), dtype=dtype,
-                            device=device) for _ in self.model.model.layers]
-        values = [torch.empty_like(k) for k in keys]
-        return KVView(KVBuffer(keys, values, 0), 0, 0)
+        return KVView(_stores(len(self._layers), rows, self.kv_heads, max(MIN_CAPACITY, 2 * room),
+                              self.head_dim, dtype, device, 0), 0, 0)
 
     def step(self, ids: Any, positions: Any, past: KVView | Sequence[tuple[Any, Any]] | None,
              allowed: Any = None, *, last_only: bool = True) -> tuple[Any, KVView]:
@@ -256,7 +298,6 @@ class LeanLlama:
         import torch.nn.functional as F
 
         b, t = ids.shape
-        inner = self.model.model
         heads, kv_heads = self.heads, self.kv_heads
         with torch.inference_mode():
             if isinstance(past, KVView):
@@ -269,37 +310,26 @@ class LeanLlama:
             if allowed is None and t > 1:
                 allowed = torch.ones((t, view.length + t), dtype=torch.bool,
                                      device=ids.device).tril(view.length)
-            h = inner.embed_tokens(ids)
-            cos, sin = self._cos_sin(h, positions)
-            half = cos.shape[-1] // 2
-            # rotate_half(x) * sin = roll(x, half) * sin with its first half negated: the sign
-            # moves from x to sin (exact), so the roll is one op where rotate_half is four
-            sin = torch.cat([-sin[..., :half], sin[..., half:]], -1)
-            cos, sin = cos[:, :, None], sin[:, :, None]  # [B, T, 1, head_dim]
-            weights = self.fused()
+            h = F.embedding(ids, self._embed)
+            cos, sin = self._rope(h, positions)
+            half, dim = self.head_dim // 2, self.head_dim
+            weights, stores = self.fused(), buf.stores
             for n, (input_norm, post_norm, scaling) in enumerate(self._layers):
                 qkv_w, o_w, gate_up_w, down_w = weights[n]
-                x = input_norm(h)
-                qkv = qkv_w(x).view(b, t, -1, self.head_dim)
-                # rotary embedding on q and k at once (the same elementwise arithmetic as
-                # transformers' apply_rotary_pos_emb): x * cos + rotate_half(x) * sin
-                qk = qkv[:, :, :heads + kv_heads]
-                qk = qk * cos + qk.roll(half, -1) * sin
-                q = qk[:, :, :heads].transpose(1, 2)
-                buf.keys[n][:, :, base:base + t] = qk[:, :, heads:].transpose(1, 2)
-                buf.values[n][:, :, base:base + t] = qkv[:, :, heads + kv_heads:].transpose(1, 2)
-                keys = buf.keys[n][:, :, view.start:base + t]
-                values = buf.values[n][:, :, view.start:base + t]
-                out = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed,
-                                                     scale=scaling,
-                                                     enable_gqa=kv_heads != heads)
+                qkv = qkv_w(input_norm(h)).view(b, t, -1, dim)
+                qkv = qkv * cos + qkv.roll(half, -1) * sin  # q, k rotated, v as it was
+                q = qkv[:, :, :heads].transpose(1, 2)
+                stores[n][:, :, base:base + t] = qkv[:, :, heads:].transpose(1, 2)  # k and v
+                out = F.scaled_dot_product_attention(
+                    q, buf.keys[n][:, :, view.start:base + t],
+                    buf.values[n][:, :, view.start:base + t], attn_mask=allowed, scale=scaling,
+                    enable_gqa=kv_heads != heads)
                 h = h + o_w(out.transpose(1, 2).reshape(b, t, -1))
-                x = post_norm(h)
-                gate, up = gate_up_w(x).chunk(2, -1)
-                h = h + down_w(F.silu(gate) * up)
+                gate, up = gate_up_w(post_norm(h)).chunk(2, -1)
+                h = h + down_w(F.silu(gate).mul_(up))
             buf.written = base + t
             assert self._head is not None  # set by fused()
-            logits = self._head(self._final_norm(h[:, -1] if last_only else h))
+            logits = self._head(self._final_norm(h[:, -1] if last_only else h)).contiguous()
         return logits, KVView(buf, view.start, base + t)
 
 
@@ -309,14 +339,23 @@ class RMSNorm:
     epsilon read once (an nn.Module attribute lookup costs microseconds); other dtypes through
     the module (it normalises in fp32 and casts back)."""
 
-    __slots__ = ("eps", "module", "weight")
+    __slots__ = ("eps", "module", "size", "weight")
 
     def __init__(self, module: Any) -> None:
-        self.module, self.weight, self.eps = module, module.weight, module.variance_epsilon
+        import torch
+
+        self.module, self.weight = module, module.weight
+        # 0-dim tensors: an op with a Python number argument wraps it at every call (~1.5 us);
+        # the same fp32 values, so the same results
+        self.eps = torch.tensor(module.variance_epsilon, dtype=torch.float32)
+        self.size = torch.tensor(float(module.weight.shape[-1]), dtype=torch.float32)
 
     def __call__(self, x: Any) -> Any:
         import torch
 
         if x.dtype != torch.float32:
             return self.module(x)
-        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+        # mean(x ** 2) as ATen computes it (sum, then divide by the count), without mean's
+        # extra dispatches; x * x is pow(x, 2)'s own arithmetic
+        var = (x * x).sum(-1, keepdim=True).div_(self.size).add_(self.eps)
+        return self.weight * (x * torch.rsqrt(var))

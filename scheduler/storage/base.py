@@ -52,6 +52,14 @@ def on_begin(conn: Any) -> None:
 
 
 
+def raw_connection(s: Session) -> sqlite3.Connection:
+    """The session's own sqlite3 connection: the reads shared with `scheduler.quick` (plain
+    SQL, no SQLAlchemy) run on it inside the session's transaction."""
+    conn = s.connection().connection.driver_connection
+    assert isinstance(conn, sqlite3.Connection)
+    return conn
+
+
 def json_object(value: dict[str, Any] | None, what: str) -> str | None:
     if value is None:
         return None
@@ -146,11 +154,13 @@ class StoreBase:
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
-        """Turn SQLite's low-level failures into StoreErrors that say what to do."""
+        """Turn SQLite's low-level failures into StoreErrors that say what to do: SQLAlchemy's
+        and those of the plain-SQL reads run on the session's own connection
+        (`raw_connection`)."""
         try:
             yield
-        except DBAPIError as exc:
-            orig = exc.orig
+        except (DBAPIError, sqlite3.Error) as exc:
+            orig = exc.orig if isinstance(exc, DBAPIError) else exc
             text = str(orig)
             if isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
                 raise StoreError(

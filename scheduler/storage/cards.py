@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -13,11 +14,12 @@ from sqlalchemy.orm import Session
 
 from scheduler import fsrs_memory
 from scheduler.days import from_ms, to_ms, utc_now
-from scheduler.errors import AnsweredElsewhereError, UnknownCardError
+from scheduler.errors import AnsweredElsewhereError, StoreError, UnknownCardError
 from scheduler.fsrs_memory import Memory
 from scheduler.models import CardRow, FlagRow, ReviewRow
 from scheduler.next_states import NextState, Outlook, next_states
 from scheduler.queue import read_queue
+from scheduler.quick import read_cards
 from scheduler.records import (
     MODES,
     Card,
@@ -32,7 +34,7 @@ from scheduler.records import (
     UndoResult,
 )
 from scheduler.sm2 import CardState, check_quality
-from scheduler.storage.base import json_object
+from scheduler.storage.base import json_object, raw_connection
 from scheduler.storage.memory import fsrs_parameters, recompute
 from scheduler.storage.settings import SettingsPart
 
@@ -169,10 +171,35 @@ class CardsPart(SettingsPart):
         with self._read() as s:
             return _card(self._get(s, question_id))
 
+    def answered_today(self, question_id: str, now: dt.datetime | None = None) -> bool:
+        """Whether the card was answered on today's study day and is not due again today: a
+        scheduled review another window answered meanwhile. Plain SQL on a pooled connection,
+        no ORM session: the app asks before every card it shows (~0.02 ms, against ~0.6 ms for
+        `card()` and `settings()`, 2-3 ms of an answer on a loaded machine). False for an
+        unknown card."""
+        moment = now or utc_now()
+        try:
+            conn = self._engine.raw_connection()
+            try:
+                cursor = conn.cursor()
+                row = cursor.execute("SELECT due, last_reviewed_ms FROM cards "
+                                     "WHERE question_id = ?", (question_id,)).fetchone()
+                if row is None or row[0] is None or row[1] is None:
+                    return False  # unknown, or never answered anywhere
+                settings = cursor.execute("SELECT key, value FROM settings").fetchall()
+            finally:
+                conn.close()  # back to the pool
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path} could not be read ({exc})") from exc
+        cfg = self._settings_from(settings)
+        day = self.study_day(moment, cfg)
+        due = dt.date.fromisoformat(row[0])
+        return due > day and self.study_day(from_ms(row[1]), cfg) == day
+
     def cards(self) -> list[Card]:
         """Every card, in new-card order."""
-        with self._read() as s:
-            return [_card(r) for r in s.scalars(select(CardRow).order_by(CardRow.position))]
+        with self._read() as s:  # the home screen's quick read runs the same SQL
+            return read_cards(raw_connection(s))
 
     @staticmethod
     def _get(s: Session, question_id: str) -> CardRow:
@@ -248,8 +275,7 @@ class CardsPart(SettingsPart):
         plan = self.plan() if new_limit is None else None
         review_cap = cfg.review_limit if review_limit is None else review_limit
         with self._read() as s:  # the lean `dojo due` runs the same SQL (scheduler.queue)
-            conn = s.connection().connection.driver_connection
-            return read_queue(conn, day, new_cap, review_cap, plan)  # type: ignore[arg-type]
+            return read_queue(raw_connection(s), day, new_cap, review_cap, plan)
 
     # ------------------------------------------------------------------------------ answer
     def answer(

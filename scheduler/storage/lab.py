@@ -200,10 +200,11 @@ class LabPart(SettingsPart):
 
     def lab_levels_passed(self) -> set[tuple[str, int]]:
         """(exercise, level) of every level with a passing attempt."""
-        with self._read() as s:
-            return {(e, int(lv)) for e, lv in s.execute(
-                select(LabAttemptRow.exercise, LabAttemptRow.level)
-                .where(LabAttemptRow.passed).distinct()).all()}
+        from scheduler.quick import lab_levels_passed
+        from scheduler.storage.base import raw_connection
+
+        with self._read() as s:  # the home screen's quick read runs the same SQL
+            return lab_levels_passed(raw_connection(s))
 
     def lab_cards(self) -> list[LabCard]:
         """Every lab card, by exercise and level."""

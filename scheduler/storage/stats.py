@@ -9,13 +9,15 @@ from sqlalchemy import func, select
 from sqlalchemy.sql.elements import ColumnElement, SQLColumnExpression
 from sqlalchemy.sql.expression import case
 
+from scheduler import quick
 from scheduler.days import streak_from_days
 from scheduler.models import CardRow, ReviewRow
+from scheduler.quick import MATURE_DAYS
 from scheduler.records import MistakeCount, Retention, TopicAccuracy
 from scheduler.sm2 import CardState
+from scheduler.storage.base import raw_connection
 from scheduler.storage.settings import SettingsPart
 
-MATURE_DAYS = 21
 INTERVAL_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1d", 1, 1),
     ("2-6d", 2, 6),
@@ -44,40 +46,26 @@ class StatsPart(SettingsPart):
         """Answers (all modes) per study day over the last `days` days, oldest first (zeros
         included), for a heatmap."""
         today = self.study_day(now)
-        start = today - dt.timedelta(days=days - 1)
-        with self._read() as s:
-            counts = dict(s.execute(
-                select(ReviewRow.study_day, func.count())
-                .where(ReviewRow.study_day >= start, ReviewRow.study_day <= today)
-                .group_by(ReviewRow.study_day)
-            ).all())
-        return {start + dt.timedelta(days=i): counts.get(start + dt.timedelta(days=i), 0)
-                for i in range(days)}
+        with self._read() as s:  # the home screen's quick read runs the same SQL
+            return quick.reviews_per_day(raw_connection(s), today,
+                                         days)
 
     def streak(self, now: dt.datetime | None = None) -> int:
         """Consecutive study days with at least one answer, ending today (or yesterday, so an
         unfinished today does not break it)."""
         today = self.study_day(now)
         with self._read() as s:
-            days = s.scalars(
-                select(ReviewRow.study_day).where(ReviewRow.study_day <= today).distinct()
-                .order_by(ReviewRow.study_day.desc())
-            )
-            return streak_from_days(days, today)
+            days = quick.study_days(raw_connection(s), today)
+        return streak_from_days(days, today)
 
     def true_retention(self, days: int = 30, now: dt.datetime | None = None) -> Retention:
         """Share of passes (grade >= 3) on mature cards (interval >= 21 d before the answer)
         over `days` days, counting only scheduled reviews (at most one a card a day), never a
         re-drill or cram answer, even one given earlier that day."""
         today = self.study_day(now)
-        start = today - dt.timedelta(days=days - 1)
         with self._read() as s:
-            total, passed = s.execute(
-                select(func.count(), _count_where(ReviewRow.quality >= 3))
-                .where(ReviewRow.mode == "review", ReviewRow.interval_before >= MATURE_DAYS,
-                       ReviewRow.study_day >= start, ReviewRow.study_day <= today)
-            ).one()
-        return Retention(passed=int(passed), total=int(total))
+            return quick.true_retention(raw_connection(s), today,
+                                        days)
 
     def predicted_recall(self, now: dt.datetime | None = None) -> float | None:
         """FSRS's mean predicted recall now over the introduced cards in study (answered on
@@ -170,19 +158,8 @@ class StatsPart(SettingsPart):
     def forecast(self, days: int = 30, now: dt.datetime | None = None) -> dict[dt.date, int]:
         """Due reviews per day for the next `days` days (overdue cards count on today)."""
         today = self.study_day(now)
-        end = today + dt.timedelta(days=days - 1)
         with self._read() as s:
-            rows = s.execute(
-                select(CardRow.due, func.count())
-                .where(CardRow.due.is_not(None), CardRow.due <= end, ~CardRow.suspended,
-                       ~CardRow.retired)
-                .group_by(CardRow.due)
-            ).all()
-        out = {today + dt.timedelta(days=i): 0 for i in range(days)}
-        for due, n in rows:
-            if due is not None:
-                out[max(due, today)] += n
-        return out
+            return quick.forecast(raw_connection(s), today, days)
 
     def ef_distribution(self) -> dict[Decimal, int]:
         """Number of reviewed cards in study at each EF, lowest EF first (suspended and retired

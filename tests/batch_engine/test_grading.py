@@ -115,6 +115,13 @@ BROKEN_CASES = [
     ("preempt_oldest", 3, r"preempted request 3 while a newer request was kept running"),
     ("cancel_id_zero", 4, r"cancel\(0\) at t=\S+ s returned False, but the request was still "
                           r"queued or running"),
+    ("recompute_stale_row", 3, r"a request recomputed from its prompt \(it feeds its first \d+ "
+                               r"tokens again, at positions \[0, 1, .*\) in a row that still "
+                               r"attends to its own \d+ old cached columns"),
+    ("recompute_stale_row_mask_positions", 3, r"a request recomputed from its prompt \(it feeds "
+                                              r"its first \d+ tokens again, at positions "
+                                              r"\[[1-9]\d*, .*\) in a row that still attends to "
+                                              r"its own \d+ old cached columns"),
 ]
 
 
@@ -194,17 +201,36 @@ BOUNDARY_CASES = [  # one case each: the fast tier's proof that each boundary bu
     ("stale_kv_refill", 2, "refill-next-step", r"a new sequence \(positions from 0\) attends to "
                                                r"\d+ cached columns of another request — stale KV"),
     ("right_padding", 1, "padding-mask-positions", r"padding to the right of a real token"),
+    ("recompute_stale_row", 3, "budget-forces-preemption",
+     r"call 8, row 3: a request recomputed from its prompt \(it feeds its first 8 tokens again, "
+     r"at positions \[0, 1, 2, 3, 4, 5, 6, 7\]\) in a row that still attends to its own 15 old "
+     r"cached columns, which hold those tokens already — a preempted request gives up its row"),
+    ("recompute_stale_row_mask_positions", 3, "budget-forces-preemption",
+     r"call 8, row 3: a request recomputed from its prompt \(it feeds its first 8 tokens again, "
+     r"at positions \[15, 16, 17, 18, 19, 20, 21, 22\]\) in a row that still attends to its "
+     r"own 15 old cached columns"),
+    ("recompute_stale_row", 3, "budget-admission", r"model call 5: request 2 runs in one row "
+                                                   r"while another row, which feeds nothing, "
+                                                   r"still attends to its 8 old KV tokens — a "
+                                                   r"preempted request gives up its row"),
 ]
 
 
 @pytest.mark.parametrize(("broken", "level", "case_id", "avoid"), [
     ("mask_from_pad_id", 1, "eos-id-zero", r"pad on the left"),
     ("positions_restart_on_join", 2, "join-a-running-batch", r"stale KV"),
+    ("recompute_stale_row", 3, "budget-forces-preemption", r"position_ids restart|continues its "
+                                                           r"own sequence"),
+    ("recompute_stale_row_mask_positions", 3, "budget-forces-preemption", r"left padding|differ "
+                                                                          r"from position"),
+    ("recompute_stale_row", 3, "budget-admission", r"in two rows at once"),
 ])
 def test_a_message_does_not_name_the_wrong_cause(broken: str, level: int, case_id: str,
                                                  avoid: str) -> None:
-    """A pad-id mask is not blamed on the padding side, restarted positions not on stale KV
-    (the message names the first malformed input; none of the others may say the wrong one)."""
+    """A pad-id mask is not blamed on the padding side, restarted positions not on stale KV, a
+    request recomputed in its own stale row not on restarted positions, wrong padding or a
+    duplicate row (the message names the first malformed input; none of the others may say the
+    wrong one)."""
     message = grade_case(BROKEN / f"{broken}.py", level, case_id)
     assert message and not re.search(avoid, message)
 

@@ -155,7 +155,7 @@ def test_near_tie_excuse_is_not_given_for_a_clear_divergence(target: Any) -> Non
     ids, _, _ = prompt_tokens()
     prompt = ids[10:22]
     want = _solo_greedy(target.model, prompt, 4)
-    solo = list(solo_greedy(None, tuple(prompt), 4, (), ()))
+    solo: list[Any] = list(solo_greedy(None, tuple(prompt), 4, (), ()))
     assert list(solo[0]) == want
     wrong = [*want[:2], (want[2] + 1) % target.vocab_size, want[3]]
     assert near_tie(want, wrong, solo) == ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -234,8 +235,8 @@ def test_files_larger_than_a_real_checkpoints_are_refused_unread(good: Path,
 @pytest.mark.slow
 def test_the_sandbox_allowance_counts_loaded_weights_on_disk_only(good: Path,
                                                                   tmp_path: Path) -> None:
-    """A 200 GB sparse file beside the weights, and a sparse hole in the weights themselves,
-    add nothing: the allowance is 3x the bytes the loaded files occupy."""
+    """A 200 GB sparse file beside the weights adds nothing: the allowance is 3x the bytes the
+    loaded files occupy."""
     folder = _copy(good, tmp_path)
     base = checkpoint_allowance_mb({"target": check(folder)})
     with (folder / "extra.safetensors").open("wb") as fh:
@@ -243,6 +244,56 @@ def test_the_sandbox_allowance_counts_loaded_weights_on_disk_only(good: Path,
     assert checkpoint_allowance_mb({"target": check(folder)}) == base
     size = (folder / "model.safetensors").stat().st_size
     assert base == 3 * size >> 20
+
+
+def _with_extra_tensor(good: Path, folder: Path, *, written: int) -> Path:
+    """`good`'s weights plus an 8 MiB fp32 tensor appended to the data, of which only the
+    first `written` bytes are written (as zeros); the file is then extended over the rest,
+    which leaves a hole."""
+    weights = folder / "model.safetensors"
+    raw = (good / "model.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    extra = 8 << 20
+    header["model.extra.weight"] = {"dtype": "F32", "shape": [extra // 4],
+                                    "data_offsets": [len(data), len(data) + extra]}
+    text = json.dumps(header).encode()
+    with weights.open("wb") as fh:
+        fh.write(struct.pack("<Q", len(text)) + text + data + bytes(written))
+        fh.truncate(8 + len(text) + len(data) + extra)
+    return weights
+
+
+@pytest.mark.slow
+def test_sparse_weights_are_refused_but_zeros_written_normally_pass(good: Path,
+                                                                    tmp_path: Path) -> None:
+    """Tensors in a hole would load as zeros and take more memory than the allocated blocks the
+    sandbox's allowance is sized from: refused with the declared and allocated bytes. The same
+    tensor written out as zeros holds its blocks and passes."""
+    folder = _copy(good, tmp_path)
+    weights = _with_extra_tensor(good, folder, written=8 << 20)
+    assert check(folder).disk_bytes >= weights.stat().st_size
+    _with_extra_tensor(good, folder, written=0)
+    declared = weights.stat().st_size
+    message = _refused(folder, r"model\.safetensors: sparse: its tensors declare "
+                               rf"{declared:,} bytes \(9 MiB\) but only [\d,]+ bytes \(1 MiB\) "
+                               "are allocated on disk")
+    assert str(weights) in message
+    _with_extra_tensor(good, folder, written=6 << 20)  # a 2 MiB hole: left to the memory cap
+    check(folder)
+    weights.unlink()  # a pickle checkpoint whose storage was cut out of the file
+    import torch
+
+    pickle = folder / "pytorch_model.bin"
+    torch.save({"w": torch.ones(4 << 20)}, pickle)
+    check(folder)
+    raw = pickle.read_bytes()
+    with pickle.open("wb") as fh:  # the same bytes, less 15 MiB of the storage: a hole
+        fh.write(raw[:4096])
+        fh.seek(4096 + (15 << 20))
+        fh.write(raw[4096 + (15 << 20):])
+    _refused(folder, r"pytorch_model\.bin: sparse: its tensors declare [\d,]+ bytes \(16 MiB\)")
 
 
 @pytest.mark.slow

@@ -118,7 +118,7 @@ def test_a_cache_cut_or_rebuilt_from_other_tensors_is_read_as_its_layers_say(tar
 def test_a_view_is_cut_within_its_columns_only() -> None:
     from lab.models.lean_llama import KVBuffer
 
-    view = KVView(KVBuffer([torch.zeros(1, 1, 8, 2)], [torch.zeros(1, 1, 8, 2)], 5), 1, 5)
+    view = KVView(KVBuffer([torch.zeros(1, 2, 8, 2)], 1, 5), 1, 5)
     assert view.cut(0, 4).end == 5 and view.cut(2, 4).start == 3
     with pytest.raises(ValueError, match=r"\[0, 5\) of a 4-column cache"):
         view.cut(0, 5)
@@ -168,13 +168,64 @@ def test_a_remembered_prefill_is_a_private_copy_and_still_counts_as_a_pass() -> 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_rotary_rows_from_the_table_are_the_modules_own_numbers(target: Any,
                                                                  dtype: Any) -> None:
-    """The cos/sin table (grown past its first 256 rows here) gives bit-identical rows to the
+    """The rotary table (grown past its first 256 rows here) gives bit-identical rows to the
     rotary module called for just those positions, so the table can never move a logit."""
     lean = LeanLlama(target)
     positions = torch.tensor([[0, 5, 255, 256], [700, 1, 2, 300]])
     h = torch.zeros((2, 4, target.config.hidden_size), dtype=dtype)
     for rows in (positions[:, :2], positions):  # a small table first, then one that must grow
-        cos, sin = lean._cos_sin(h[:, : rows.shape[1]], rows)
-        want_cos, want_sin = target.model.rotary_emb(h[:, : rows.shape[1]], rows)
+        cos, sin = lean._rope(h[:, : rows.shape[1]], rows)
+        want_cos, want_sin = lean._per_head(*target.model.rotary_emb(h[:, : rows.shape[1]], rows))
         assert cos.dtype == dtype and torch.equal(cos, want_cos) and torch.equal(sin, want_sin)
     assert lean._rotary is not None and lean._rotary[1].shape[0] >= 701
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_packed_rotary_rotates_q_and_k_as_transformers_does_and_keeps_v(
+        target: Any, dtype: Any) -> None:
+    """One rotary over a packed q/k/v projection: q and k bit-identical to transformers'
+    apply_rotary_pos_emb, v unchanged."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    lean = LeanLlama(target)
+    heads, kv_heads, dim = lean.heads, lean.kv_heads, lean.head_dim
+    positions = torch.tensor([[3, 4, 5], [40, 41, 900]])
+    g = torch.Generator().manual_seed(3)
+    qkv = torch.randn((2, 3, heads + 2 * kv_heads, dim), generator=g).to(dtype)
+    cos, sin = lean._rope(qkv.new_zeros((2, 3, target.config.hidden_size)), positions)
+    got = qkv * cos + qkv.roll(dim // 2, -1) * sin
+    q, k = qkv[:, :, :heads].transpose(1, 2), qkv[:, :, heads:heads + kv_heads].transpose(1, 2)
+    want_q, want_k = apply_rotary_pos_emb(
+        q, k, *target.model.rotary_emb(qkv.new_zeros((2, 3, 1)), positions))
+    assert torch.equal(got[:, :, :heads].transpose(1, 2), want_q)
+    assert torch.equal(got[:, :, heads:heads + kv_heads].transpose(1, 2), want_k)
+    assert torch.equal(got[:, :, heads + kv_heads:], qkv[:, :, heads + kv_heads:])
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 8, 17])
+def test_every_projection_form_computes_f_linear(rows: int) -> None:
+    """One row (as two), 2-3 rows (w @ x.T) and 4+ rows (oneDNN's packed weight): each form
+    gives F.linear's numbers to float rounding, in the input's leading shape."""
+    from lab.models.lean_llama import Projection
+
+    g = torch.Generator().manual_seed(rows)
+    for out, inner in ((512, 256), (256, 704), (4096, 256)):
+        weight = torch.nn.Parameter(torch.randn((out, inner), generator=g) / 16)
+        x = torch.randn((rows, 1, inner), generator=g)
+        with torch.inference_mode():
+            want = torch.nn.functional.linear(x, weight)
+            got = Projection(weight)(x)
+        assert got.shape == (rows, 1, out)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_a_step_attends_to_real_columns_up_to_itself_and_always_to_itself() -> None:
+    from lab.exercises.batch_engine.runtime import _allowed
+
+    mask = torch.tensor([[1, 1, 1], [0, 1, 0]], dtype=torch.bool)  # row 1's new token: padding
+    got = _allowed(torch.zeros((2, 1), dtype=torch.long), mask, 2)
+    assert got.tolist() == [[[[True, True, True]]], [[[False, True, True]]]]
+    assert mask.tolist() == [[True, True, True], [False, True, False]]  # the caller's, untouched
+    two = _allowed(torch.zeros((2, 2), dtype=torch.long), mask, 1)  # two new tokens, causal
+    assert two.tolist() == [[[[True, True, False], [True, True, True]]],
+                            [[[False, True, False], [False, True, True]]]]

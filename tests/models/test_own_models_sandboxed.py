@@ -56,6 +56,9 @@ GRADE = """
 import json, sys, tempfile
 from pathlib import Path
 from lab.grader.testing import grade_file, only_cases, reference_as_solution
+from lab.models import checkpoint
+
+checkpoint.SPARSE_SLACK = 1 << 62  # the hole stands in for 205 GB of real weights
 
 solution = reference_as_solution("batch-engine", Path(tempfile.mkdtemp()))
 exercise = only_cases("batch-engine", "max-wait-zero", "target-mixed-static")
@@ -67,14 +70,21 @@ print(json.dumps({"hwm_kib": hwm, "failures": run.failures}))
 
 
 @pytest.mark.slow
-def test_a_huge_checkpoint_is_loaded_only_in_sandboxes(tmp_path: Path) -> None:
+def test_a_huge_checkpoint_is_loaded_only_in_sandboxes(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The grading runs in a subprocess whose own peak RSS (VmHWM: Linux carries ru_maxrss
     across exec) is read at its end. Before the models child, the grader loaded the target in
-    its own process for the expected tokens (14 GB in 2.5 minutes in the audit)."""
+    its own process for the expected tokens (14 GB in 2.5 minutes in the audit). The folder's
+    weights are a hole, which the checks refuse as sparse; with that check lifted, the hole
+    stands in for a real checkpoint of that size, which no test can write."""
     from lab.grader.plan import checkpoint_allowance_mb
-    from lab.models.checkpoint import check
+    from lab.models import checkpoint
+    from lab.models.checkpoint import CheckpointError, check
 
     folder = _huge(tmp_path / "huge")
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: sparse: its tensors declare"):
+        check(folder)
+    monkeypatch.setattr(checkpoint, "SPARSE_SLACK", 1 << 62)
     checked = check(folder)
     assert checked.parameters > 10**11
     assert checkpoint_allowance_mb({"target": checked}) == 0  # a hole is no allowance

@@ -30,6 +30,7 @@ class FakeQuestion:
     mistakes: tuple[FakeMistake, ...] = ()
     why: tuple[str, ...] = ()
     steps: tuple[object, ...] = ()
+    lab: None = None  # no lab link
 
 
 def _no_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

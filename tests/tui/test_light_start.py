@@ -86,3 +86,70 @@ async def test_home_shows_todays_counts_before_the_store_opens(
         counts = str(app.screen.query_one("#today-counts").render())
         assert "Due 2" in counts and "New 3" in counts and "Streak 1" in counts, counts
         release.set()
+
+
+@pytest.mark.slow
+async def test_the_whole_home_shows_before_the_store_opens_and_enter_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the real bank with a history: charts and plan are on Home while the store and bank
+    still load, the same as the store's view; Enter pressed then opens the session as soon as
+    the store is open."""
+    import datetime as dt
+    import threading
+
+    import trainer.app as app_module
+    from tests.tui.conftest import text_of
+    from trainer.app import DojoApp
+    from trainer.core.services import Services
+    from trainer.screens.review import ReviewScreen
+    from trainer.screens.today import TodayScreen
+    from trainer.widgets.charts import BarChart, Heatmap
+
+    start = dt.datetime(2026, 9, 1, 9, tzinfo=dt.UTC)
+    services = Services.open(now=start)  # the real bank: cards synced, the study index kept
+    services.store.update_settings(timezone="UTC", new_limit=5)
+    for day in range(3):
+        now = start + dt.timedelta(days=day)
+        queue = services.store.today_queue(now)
+        for item in [*queue.reviews, *queue.new]:
+            services.store.answer(item.question_id, 4, correct=True, answer_text="x",
+                                  response_ms=5000, now=now)
+    services.close()  # no backup made yet today: this start is the day's first
+    monkeypatch.setenv("DOJO_NOW", (start + dt.timedelta(days=3)).replace(tzinfo=None)
+                       .isoformat())
+    release = threading.Event()
+    real = app_module._default_factory
+
+    def slow_factory():  # type: ignore[no-untyped-def]
+        release.wait(10)
+        return real()
+
+    monkeypatch.setattr(app_module, "_default_factory", slow_factory)
+    app = DojoApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, TodayScreen) and not app.screen.plan_pending:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()  # painted
+        screen = app.screen
+        assert isinstance(screen, TodayScreen) and screen.view is not None
+        assert app.services is None  # the store has not opened yet
+        quick = screen.view
+        assert (quick.new, quick.streak, sum(quick.per_day.values())) == (5, 3, 25)
+        assert screen.query_one(Heatmap).per_day == quick.per_day
+        assert screen.query_one(BarChart).values == quick.forecast[:14]
+        assert "weakest first" in text_of(app, "#today-plan")
+        assert "stale" not in screen.query_one("#today-counts").classes
+        await pilot.press("enter")  # before the store opens: the session waits for it
+        await pilot.pause()
+        assert not isinstance(app.screen, ReviewScreen)
+        release.set()
+        for _ in range(200):
+            if isinstance(app.screen, ReviewScreen):
+                break
+            await pilot.pause(0.02)
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.services is not None
+        assert app.services.today() == quick  # what Home showed is the store's view

@@ -20,10 +20,15 @@ INDEX_ENTRY = "study-index.json"  # in the bank cache folder (questions.cache)
 @dataclass(frozen=True)
 class StudyIndex:
     """The study bank as `sync_bank` uses it: (question id, topic) in study order, and the
-    files whose problems kept questions out (one entry per problem)."""
+    files whose problems kept questions out (one entry per problem); and what the home screen
+    shows of it before the bank loads: every topic's (id, title), the number of questions,
+    and (topic, exercise, level) of each question's lab link."""
 
     questions: tuple[tuple[str, str], ...]
     problem_files: tuple[str, ...]
+    topics: tuple[tuple[str, str], ...] = ()
+    total: int = 0
+    labs: tuple[tuple[str, str, int], ...] = ()
 
 
 def load_study_bank(paths: Sequence[Path | str] | None = None) -> Bank:
@@ -53,7 +58,11 @@ def _index_key() -> str | None:
 
 def index_of(bank: Bank) -> StudyIndex:
     return StudyIndex(tuple((q.id, q.topic) for q in bank.study_order()),
-                      tuple(str(e.file) for e in bank.errors))
+                      tuple(str(e.file) for e in bank.errors),
+                      tuple(sorted((tid, t.title) for tid, t in bank.topics.items())),
+                      len(bank.questions),
+                      tuple((q.topic, q.lab.exercise, q.lab.level) for q in bank.questions
+                            if q.lab is not None))
 
 
 def _refresh_index(bank: Bank) -> None:
@@ -64,7 +73,8 @@ def _refresh_index(bank: Bank) -> None:
         return
     index = index_of(bank)
     value = {"questions": [list(q) for q in index.questions], "problem_files":
-             list(index.problem_files)}
+             list(index.problem_files), "topics": [list(t) for t in index.topics],
+             "total": index.total, "labs": [list(link) for link in index.labs]}
     if read_entry(INDEX_ENTRY, key) != value:
         write_entry(INDEX_ENTRY, key, value)
 
@@ -78,7 +88,10 @@ def study_index() -> StudyIndex | None:
     value: Any = None if key is None else read_entry(INDEX_ENTRY, key)
     try:
         return StudyIndex(tuple((str(q), str(t)) for q, t in value["questions"]),
-                          tuple(str(f) for f in value["problem_files"]))
+                          tuple(str(f) for f in value["problem_files"]),
+                          tuple((str(i), str(t)) for i, t in value["topics"]),
+                          int(value["total"]),
+                          tuple((str(t), str(e), int(lv)) for t, e, lv in value["labs"]))
     except (TypeError, KeyError, ValueError):  # absent, stale or malformed: rebuilt by a load
         return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,12 +73,33 @@ class PlanReport:
         }
 
 
-def _topic_order(bank: Bank) -> list[str]:
-    order: list[str] = []
-    for q in bank.study_order():
-        if q.topic not in order:
-            order.append(q.topic)
-    return order
+@dataclass(frozen=True)
+class Outline:
+    """What readiness needs of the bank: the topics in study order, their titles and the lab
+    levels each topic's questions link to. From the bank, or from its cached study index
+    before the bank loads (the home screen's quick path)."""
+
+    order: list[str]
+    titles: dict[str, str]
+    labs: dict[str, set[tuple[str, int]]]
+
+    @classmethod
+    def of(cls, study: Sequence[tuple[str, str]], titles: dict[str, str],
+           links: Iterable[tuple[str, str, int]]) -> Outline:
+        """From (question id, topic) in study order, the topics' titles and each question's
+        (topic, exercise, level) lab link."""
+        order = list(dict.fromkeys(topic for _, topic in study))
+        labs: dict[str, set[tuple[str, int]]] = {}
+        for topic, exercise, level in links:
+            labs.setdefault(topic, set()).add((exercise, level))
+        return cls(order, titles, labs)
+
+
+def outline_of(bank: Bank) -> Outline:
+    return Outline.of([(q.id, q.topic) for q in bank.study_order()],
+                      {tid: t.title for tid, t in bank.topics.items()},
+                      [(q.topic, q.lab.exercise, q.lab.level) for q in bank.questions
+                       if q.lab is not None])
 
 
 def new_plan(interview: dt.date, minutes: int) -> Plan:
@@ -101,52 +123,65 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     predicted for the interview day's start (without a plan: 7 study days ahead). `table`:
     the workload-vs-recall table too (a simulation per budget: `dojo plan`)."""
     from scheduler.days import resolve_timezone
-    from scheduler.readiness import day_start
+    from scheduler.readiness import FSRS_PARAMETERS_KEY, day_start
 
     cfg = store.settings()
     today = store.study_day(now, cfg)
     plan = store.plan()
-    tz = resolve_timezone(cfg.timezone)
-    at = day_start(plan.interview if plan is not None
-                   else today + dt.timedelta(days=HORIZON_DAYS), cfg.rollover_hour, tz)
-    cards = [c for c in store.cards() if not c.retired and not c.suspended]
-    topics, to_pass = _readiness(store, bank, cards, at)
-    weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
+    params = store.stored_value(FSRS_PARAMETERS_KEY)
     if plan is None:
-        return PlanReport(None, today, at, None, None, None,
-                          "no interview date set (dojo plan --interview YYYY-MM-DD)",
-                          weakest_first)
+        return readiness_report(cfg, today, store.cards(), params, store.lab_levels_passed(),
+                                outline_of(bank))
+    tz = resolve_timezone(cfg.timezone)
+    at = day_start(plan.interview, cfg.rollover_hour, tz)
+    cards = [c for c in store.cards() if not c.retired and not c.suspended]
+    topics, to_pass = _readiness(cards, params, store.lab_levels_passed(), outline_of(bank), at)
+    weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
     return _with_plan(store, cfg, plan, today, at, cards, topics, to_pass, table, weakest_first)
 
 
-def _readiness(store: Store, bank: Bank, cards: list[Card],
+def readiness_report(cfg: Settings, today: dt.date, cards: Iterable[Card], params: Any,
+                     passed: set[tuple[str, int]], outline: Outline) -> PlanReport:
+    """The report with no interview date set: every topic's recall HORIZON_DAYS ahead, from
+    the cards (all of them: the retired and suspended are left out here), the stored FSRS
+    weights `params` and the lab levels passed. The store's path and the home screen's
+    quick path (`scheduler.quick.quick_home`) both end here."""
+    from scheduler.days import resolve_timezone
+    from scheduler.readiness import day_start
+
+    at = day_start(today + dt.timedelta(days=HORIZON_DAYS), cfg.rollover_hour,
+                   resolve_timezone(cfg.timezone))
+    in_study = [c for c in cards if not c.retired and not c.suspended]
+    topics, _ = _readiness(in_study, params, passed, outline, at)
+    return PlanReport(None, today, at, None, None, None,
+                      "no interview date set (dojo plan --interview YYYY-MM-DD)",
+                      sorted(topics, key=lambda t: (t.recall_on_day, t.topic)))
+
+
+def _readiness(cards: list[Card], params: Any, passed: set[tuple[str, int]], outline: Outline,
                at: dt.datetime) -> tuple[list[TopicReadiness], list[int]]:
     """Every topic's readiness at `at`, in study order, and the lab levels still to pass (a
     level linked from two topics counted once)."""
     from scheduler.fsrs_memory import make_scheduler
     from scheduler.fsrs_memory import recall as fsrs_recall
-    from scheduler.readiness import FSRS_PARAMETERS_KEY, topic_recall
+    from scheduler.readiness import topic_recall
 
     # Each card's stored FSRS memory is the time-ordered replay of its answers
     # (docs/readiness.md): read it instead of replaying the whole log again.
-    fsrs = make_scheduler(store.stored_value(FSRS_PARAMETERS_KEY))
+    fsrs = make_scheduler(params)
     recall = {c.question_id: fsrs_recall(c.memory, at, fsrs) for c in cards
               if c.memory is not None}
-    order = _topic_order(bank)
+    order = list(outline.order)
     order += sorted({c.topic for c in cards} - set(order))
     by_topic: dict[str, list[str]] = {t: [] for t in order}
     for c in cards:
         by_topic[c.topic].append(c.question_id)
     introduced = {c.question_id for c in cards if not c.is_new}
     recall_by_topic = topic_recall(by_topic, introduced, recall)
-    passed = store.lab_levels_passed()
-    labs: dict[str, set[tuple[str, int]]] = {t: set() for t in order}
-    for q in bank.questions:
-        if q.topic in labs and q.lab is not None:
-            labs[q.topic].add((q.lab.exercise, q.lab.level))
+    labs = {t: set(outline.labs.get(t, ())) for t in order}
     topics = [
         TopicReadiness(
-            topic=t, title=bank.topics[t].title if t in bank.topics else t,
+            topic=t, title=outline.titles.get(t, t),
             cards=len(ids), introduced=sum(q in introduced for q in ids),
             recall_on_day=recall_by_topic[t],
             labs_passed=len(labs[t] & passed), labs_total=len(labs[t]))

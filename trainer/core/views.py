@@ -80,6 +80,56 @@ def today_view(services: Services, *, plan: bool = True) -> TodayView:
     )
 
 
+def quick_today_view() -> tuple[TodayView, bool] | None:
+    """The home screen's data before the store opens and the bank loads: plain sqlite3
+    (`scheduler.quick.quick_home`) and the cached study index, as `today_view` gives it
+    after the store opens, or None where only the full path can say (no current index, a
+    bank with problems, and whatever `quick_home` leaves to the store). The flag: whether the
+    plan is in the view (with an interview date set it needs the answer log's pace and a
+    simulation: the full path fills it in)."""
+    from scheduler.days import pinned_now
+    from scheduler.paths import DB_NAME, data_dir
+    from scheduler.quick import quick_home
+    from trainer.core.bank import study_index
+    from trainer.core.plan import Outline, readiness_report
+
+    try:
+        now = pinned_now()
+    except ValueError:  # a bad $DOJO_NOW: the full path says why
+        return None
+    index = study_index()
+    if index is None or not index.questions or index.problem_files:
+        return None  # no current index, an empty bank, or errors only the bank can word
+    home = quick_home(data_dir() / DB_NAME, index.questions, now)
+    if home is None:
+        return None
+    queue = home.queue
+    plan = None
+    if home.plan is None:
+        outline = Outline.of(index.questions, dict(index.topics), index.labs)
+        plan = readiness_report(home.settings, queue.day, home.cards, home.fsrs_parameters,
+                                home.labs_passed, outline)
+    view = TodayView(
+        day=queue.day,
+        due=len(queue.reviews),
+        new=len(queue.new),
+        redrill=len(queue.redrill),
+        streak=home.streak,
+        reviews_today=home.per_day.get(queue.day, 0),
+        retention=home.retention.rate,
+        per_day=home.per_day,
+        forecast=list(home.forecast.values()),
+        first_run=home.first_run,
+        total_questions=index.total,
+        topics=list(index.topics),
+        bank_errors=[],
+        plan=plan,
+        lab=len(queue.lab),
+        lab_reasons=_lab_reasons(queue.lab),
+    )
+    return view, home.plan is None
+
+
 def plan_report_or_none(services: Services) -> PlanReport | None:
     """The plan and readiness; None (and a warning) rather than no home screen if it fails."""
     from trainer.core.plan import plan_report

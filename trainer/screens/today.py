@@ -57,31 +57,43 @@ class TodayScreen(DojoScreen):
     view: TodayView | None = None
     plan_pending = True  # the plan and readiness are computed after the rest of the view
     quick: QuickToday | None = None  # today's counts shown before the full view landed
+    _from_quick = False  # the view shown was read before the store opened
+    _charts: tuple[Heatmap, BarChart] | None = None  # mounted with the data (`_complete`)
     _fetches = 0  # the latest fetch's number: an older one finishing late is not painted
 
     def compose(self) -> ComposeResult:
+        # The first paint shows the headline and the counts only: the rest of the body (the
+        # plan, the lab, the charts: ~60 ms of CPU to style and lay out on this machine) is
+        # mounted once there is something to show (`_complete`).
         yield Static("Serving Dojo · Today", classes="titlebar")
         with VerticalScroll(id="today-body"):
-            # What stops or changes the day (read-only data, a failed backup): first, in view.
-            alert = Static("", id="today-alert")
-            alert.display = False
-            yield alert
             yield Static("Loading your cards…", id="today-headline")
             yield Static("", id="today-counts")
-            yield Static("", id="today-plan")
-            yield Static("", id="today-lab")
-            rebuilds = OptionList(id="today-rebuilds")
-            rebuilds.display = False  # shown when a passed lab level is due
-            yield rebuilds
-            with Horizontal(id="today-charts"):
-                with Vertical(classes="panel", id="heatmap-panel"):
-                    yield Static("Reviews, last 12 weeks", classes="panel-title")
-                    yield Heatmap(id="heatmap")
-                with Vertical(classes="panel", id="forecast-panel"):
-                    yield Static("Due, next 14 days", classes="panel-title")
-                    yield BarChart(height=5, bars=14, id="forecast")
-            yield Static("", id="today-errors")
         yield KeyBar(rows=2)  # eleven keys: one line of 80 cells cuts Mock and Quit
+
+    def _complete(self) -> None:
+        """Mount the rest of the body (once): the alert above the headline; the plan, the
+        lab, the charts and the bank's errors below the counts."""
+        if self._charts is not None:
+            return
+        body = self.query_one("#today-body")
+        # What stops or changes the day (read-only data, a failed backup): first, in view.
+        alert = Static("", id="today-alert")
+        alert.display = False
+        body.mount(alert, before="#today-headline")
+        rebuilds = OptionList(id="today-rebuilds")
+        rebuilds.display = False  # shown when a passed lab level is due
+        # Kept: a container's children are mounted after it, so not yet found by a query.
+        self._charts = (Heatmap(id="heatmap"), BarChart(height=5, bars=14, id="forecast"))
+        charts = Horizontal(
+            Vertical(Static("Reviews, last 12 weeks", classes="panel-title"),
+                     self._charts[0], classes="panel", id="heatmap-panel"),
+            Vertical(Static("Due, next 14 days", classes="panel-title"),
+                     self._charts[1], classes="panel", id="forecast-panel"),
+            id="today-charts")
+        charts.set_class(self.size.width < 78, "narrow")
+        body.mount(Static("", id="today-plan"), Static("", id="today-lab"), rebuilds, charts,
+                   Static("", id="today-errors"), after="#today-counts")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "rebuild":
@@ -93,6 +105,7 @@ class TodayScreen(DojoScreen):
         self._start_rebuild(event.option_index)
 
     def action_rebuild(self) -> None:
+        self._complete()
         self._start_rebuild(self.query_one("#today-rebuilds", OptionList).highlighted or 0)
 
     def _start_rebuild(self, index: int) -> None:
@@ -121,6 +134,7 @@ class TodayScreen(DojoScreen):
         from trainer.core.plan import plan_lines
 
         report = self.view.plan if self.view is not None else None
+        self._complete()
         widget = self.query_one("#today-plan", Static)
         widget.display = report is not None
         if report is not None:
@@ -132,7 +146,8 @@ class TodayScreen(DojoScreen):
             self._show_plan()
         # Side by side the two charts need ~76 columns; below that they stack, so neither
         # loses its border or days (the heatmap 30 columns, the forecast 44).
-        self.query_one("#today-charts").set_class(self.size.width < 78, "narrow")
+        for charts in self.query("#today-charts"):  # mounted with the data (`_complete`)
+            charts.set_class(self.size.width < 78, "narrow")
 
     def on_screen_resume(self) -> None:
         self.reload()
@@ -149,9 +164,11 @@ class TodayScreen(DojoScreen):
     def _fetch(self) -> None:
         self._fetches += 1
         # Until the fresh view lands (seconds on a loaded machine), the old counts are shown
-        # dimmed and marked, never as if they were today's.
+        # dimmed and marked, never as if they were today's; a view read at start before the
+        # store opened (`show_quick_view`) is today's, read from the same file.
+        stale = self.view is not None and not self._from_quick
         for selector in ("#today-headline", "#today-counts"):
-            self.query_one(selector).set_class(self.view is not None, "stale")
+            self.query_one(selector).set_class(stale, "stale")
         self._fetch_view(self._fetches)
 
     @work(thread=True, group="today")
@@ -172,6 +189,15 @@ class TodayScreen(DojoScreen):
         self.view = replace(self.view, plan=report)
         self.plan_pending = False
         self._show_plan()
+
+    def show_quick_view(self, view: TodayView, plan_done: bool) -> None:
+        """The whole home read before the store opened (`QuickHome`): shown until the store's
+        own fetch repaints it; the plan too when `plan_done`."""
+        if self.view is not None:
+            return
+        self._show(view)
+        self.plan_pending = not plan_done
+        self._from_quick = True
 
     def show_quick(self, counts: QuickToday) -> None:
         """Today's counts read before the store opened; the full view replaces them."""
@@ -194,10 +220,12 @@ class TodayScreen(DojoScreen):
         # learner came home (threads cannot be cancelled): painting it would show stale counts.
         if number is not None and number != self._fetches:
             return
+        self._from_quick = False
         if view.plan is None and self.view is not None:  # keep the last plan until the new one
             view = replace(view, plan=self.view.plan)
         self.plan_pending = number is not None  # a fetch's report follows
         self.view = view
+        self._complete()
         for selector in ("#today-headline", "#today-counts"):
             self.query_one(selector).remove_class("stale")
         head = self.query_one("#today-headline", Static)
@@ -218,11 +246,13 @@ class TodayScreen(DojoScreen):
         self._show_lab(view)
         self.refresh_bindings()
         today = view.day
-        self.query_one(Heatmap).update(view.per_day, today)
+        assert self._charts is not None  # mounted above (`_complete`)
+        heatmap, forecast = self._charts
+        heatmap.update(view.per_day, today)
         labels = [
             (today + dt.timedelta(days=i)).strftime("%a")[:2] for i in range(len(view.forecast))
         ]
-        self.query_one("#forecast", BarChart).update(view.forecast[:14], labels[:14])
+        forecast.update(view.forecast[:14], labels[:14])
         errors = self.query_one("#today-errors", Static)
         if view.bank_errors:  # the warnings are at the top (#today-alert)
             shown = "\n".join(f"  • {e}" for e in view.bank_errors[:5])

@@ -29,6 +29,7 @@ CHILD_MODULES = (
     "lab.models",
     "lab.models.lean_llama",
     "lab.models.loading",
+    "lab.models.plain_llama",
     "lab.models.windows",
 )
 

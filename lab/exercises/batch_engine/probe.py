@@ -65,7 +65,8 @@ class ProbeModel:
 
     `calls` holds one plain dict per forward that returned: time, step, and int32 tensors
     ids / positions [B, T], mask [B, L + T] (all ones when the engine passed None, with
-    mask_given False), cache_pos / cache_mark [B, L] (the cache columns the call was handed)."""
+    mask_given False), cache_pos / cache_mark / cache_tok [B, L] (the cache columns the call was
+    handed: each column's position, sequence marker and token)."""
 
     clock: Callable[[], float]
     clock_advance: Callable[[float], None] | None = None
@@ -133,6 +134,7 @@ class ProbeModel:
             "t": self.clock(), "step": self.step_index, "mask_given": attention_mask is not None,
             "ids": ids.to(i32), "positions": pos.to(i32), "mask": mask.to(i32),
             "cache_pos": cols[:, 0, :, POS].to(i32), "cache_mark": cols[:, 0, :, MARK].to(i32),
+            "cache_tok": cols[:, 0, :, TOKEN].to(i32),
         })
         if self.clock_advance is not None:
             self.clock_advance(self.step_cost_s + self.token_cost_s * int(mask[:, past:].sum()))

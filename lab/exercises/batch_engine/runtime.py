@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.models.lean_llama import KVView, lean_for
+from lab.models.loading import MODELS_DIR
 from lab.models.windows import full_cache, has_window, window_masks
 
 
@@ -79,8 +80,9 @@ class KVCache:
 
 
 class HFStepModel:
-    """A Hugging Face causal LM behind the `forward` above (fp32 on CPU: exact, batch-invariant
-    argmax in practice). Every family's logits equal its own no-cache forward of each row alone
+    """A Hugging Face causal LM (or the shipped target's torch-only Llama, `plain_llama`) behind
+    the `forward` above (fp32 on CPU: exact, batch-invariant argmax in practice). Every
+    family's logits equal its own no-cache forward of each row alone
     (tests/models/test_families.py); a sliding-window model keeps full-length cache layers and
     gets its window in an explicit mask (`lab.models.windows`)."""
 
@@ -109,8 +111,11 @@ class HFStepModel:
             past: KVView | tuple[tuple[Any, Any], ...] | None = None
             if kv is not None:
                 past = kv.view if _backs(kv.view, kv.layers) else kv.layers
-            logits, view = self.lean.step(ids, position_ids.to(self.device), past,
-                                          _allowed(ids, mask, 0 if kv is None else kv.length))
+            allowed = _allowed(ids, mask, 0 if kv is None else kv.length)
+            if ids.device.type == "cpu" and bool(allowed.all()):
+                allowed = None  # a decode step with no padding: attention unmasked (the same
+                #                 numbers without the mask's work; on a GPU the check would sync)
+            logits, view = self.lean.step(ids, position_ids.to(self.device), past, allowed)
             return logits, KVCache(view.layers(), view)
         config = self.model.config
         positions = position_ids.to(self.device)
@@ -158,6 +163,10 @@ def _allowed(ids: Any, mask: Any, past: int) -> Any:
     b, t = ids.shape
     if mask is None:
         mask = torch.ones((b, past + t), dtype=torch.long, device=ids.device)
+    if t == 1:  # a decode step: the causal part allows every column; the new one always
+        allowed = mask != 0
+        allowed[:, -1] = True
+        return allowed[:, None, None, :]
     causal = torch.ones((t, past + t), dtype=torch.bool, device=ids.device).tril(past)
     itself = torch.zeros_like(causal)
     itself[:, past:] = torch.eye(t, dtype=torch.bool, device=ids.device)
@@ -170,17 +179,24 @@ _MODELS: dict[tuple[str, str, str], Any] = {}
 def load_target(device: str = "cpu", dtype: str = "float32", path: str | None = None
                 ) -> HFStepModel:
     """The shipped pycode target (or a local checkpoint at `path`) as a step model, cached per
-    process."""
+    process. The shipped target is a plain Llama, read by torch alone (`lab.models.plain_llama`:
+    the grader and the learner's child each skip transformers' ~2.5 s of imports); a learner's
+    own checkpoint, of any family, through transformers."""
     key = (device, dtype, path or "pycode-target")
     if key not in _MODELS:
-        from transformers.utils import logging as hf_logging
+        from lab.models import load_model, resolve_device, resolve_dtype
 
-        from lab.models import load_model
+        if path is None:
+            from lab.models.plain_llama import load_plain_llama
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # quiet output
+            dev = resolve_device(device)
+            _MODELS[key] = HFStepModel(load_plain_llama(MODELS_DIR / "pycode-target", dev,
+                                                        resolve_dtype(dtype, dev)))
+        else:
+            from transformers.utils import logging as hf_logging
 
-        _MODELS[key] = HFStepModel(load_model(path or "pycode-target", device=device,
-                                              dtype=dtype))
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # quiet output
+            _MODELS[key] = HFStepModel(load_model(path, device=device, dtype=dtype))
     model: HFStepModel = _MODELS[key]
     return model
 

@@ -19,13 +19,22 @@ PROMPTS = Path(__file__).resolve().parent / "prompts.txt"
 def prompt_tokens(target: str | None = None) -> tuple[list[int], list[int], list[list[int]]]:
     """prompts.txt in the ids of `target`'s tokenizer (default: the shipped pycode target), a stop
     token and a two-token stop sequence a code model often emits: the tokens of " self."."""
-    from lab.models import load_tokenizer
+    text = PROMPTS.read_text(encoding="utf-8")
+    if target is None:  # the shipped tokenizer.json through `tokenizers` alone: no transformers
+        from tokenizers import Tokenizer
 
-    tok = load_tokenizer(target or "pycode-target")
-    ids = [int(i) for i in tok(PROMPTS.read_text(encoding="utf-8"),
-                               add_special_tokens=False)["input_ids"]]
-    tail = [int(i) for i in tok(" self.", add_special_tokens=False)["input_ids"]]
-    return ids, tail[-1:], [tail[-2:]]
+        from lab.models import MODELS_DIR
+
+        fast = Tokenizer.from_file(str(MODELS_DIR / "pycode-target" / "tokenizer.json"))
+        ids = fast.encode(text, add_special_tokens=False).ids
+        tail = fast.encode(" self.", add_special_tokens=False).ids
+    else:
+        from lab.models import load_tokenizer
+
+        tok = load_tokenizer(target)
+        ids = [int(i) for i in tok(text, add_special_tokens=False)["input_ids"]]
+        tail = [int(i) for i in tok(" self.", add_special_tokens=False)["input_ids"]]
+    return list(ids), tail[-1:], [tail[-2:]]
 
 
 def resolve_requests(requests: list[dict[str, Any]], target: str | None = None

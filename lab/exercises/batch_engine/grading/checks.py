@@ -143,6 +143,15 @@ def _check_policy(p: dict[str, Any], reqs: list[dict[str, Any]], got: dict[str, 
             raise Fail(f"model call {n} at t={c[0]:.3f} s ran {len(c[2])} rows, over "
                        f"max_batch_size {B} (requests {rows})")
         if len(set(rows)) != len(rows):
+            left = [(index[m], held) for m, new, held in c[2]
+                    if not new and index.get(m) in dups(rows)]
+            if left:  # a row that only holds a request's old KV, beside the request running
+                who, held = left[0]
+                raise Fail(f"model call {n}: request {who} runs in one row while another row, "
+                           "which feeds nothing, still attends to its "
+                           f"{plural(held, 'old KV token')} — a preempted request gives up "
+                           "its row: drop the row (or zero its whole mask row) when preempting "
+                           "it, so that only its recompute, in an empty row, holds its KV")
             raise Fail(f"model call {n} has {noun(len(dups(rows)), 'request')} {dups(rows)} "
                        f"in two rows at once")
     recomputed = check_kv_reuse(p, got, calls, index, finish_t)

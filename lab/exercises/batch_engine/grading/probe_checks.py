@@ -26,7 +26,9 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False,
     `markers`: the requests' first prompt tokens; a row that restarts at position 0 is a new
     request in a stale slot only if it feeds another request's marker (one no earlier call
     started, or a recomputed request's prompt and tokens); otherwise the row continues its own
-    sequence with its positions restarted."""
+    sequence with its positions restarted. Whatever its positions, a row that feeds again the
+    first tokens of the sequence it attends to (two or more, from its marker) is a recomputed
+    request in its own stale row."""
     calls: list[Call] = []
     found: list[str] = []
     started: set[int] = set()  # markers of the sequences earlier calls ran
@@ -38,6 +40,7 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False,
     for n, c in enumerate(raw):
         ids, pos, mask = c["ids"].tolist(), c["positions"].tolist(), c["mask"].tolist()
         cache_pos, cache_mark = c["cache_pos"].tolist(), c["cache_mark"].tolist()
+        cache_tok = c["cache_tok"].tolist()
         b, t = len(ids), len(ids[0]) if ids else 0
         past = len(mask[0]) - t if mask else 0
         if not c["mask_given"] and b > 1:
@@ -74,8 +77,19 @@ def summarize(raw: list[dict[str, Any]], zero_ok: bool = False,
             # marker, and a recomputed one feeds its prompt plus its tokens (more than one)
             other = bool(real) and real[0] in (markers or ()) and real[0] != marker and (
                 len(real) > 1 or real[0] not in started)
-            if (got_pos and got_pos[0] == 0 and attended and markers is not None and not other
-                    and seen == list(range(len(seen)))):
+            own_sequence = seen == list(range(len(seen)))
+            held = [cache_tok[r][j] for j in attended]
+            if (len(real) > 1 and attended and own_sequence and real[0] == marker
+                    and real == held[:len(real)]):
+                # it feeds again the first tokens its row holds: a recompute over its old KV
+                flag(f"call {n}, row {r}: a request recomputed from its prompt (it feeds its "
+                     f"first {len(real)} tokens again, at positions {_short(got_pos)}) in a row "
+                     f"that still attends to its own {len(attended)} old cached columns, "
+                     "which hold those tokens already — a preempted request gives up its row: "
+                     "drop the row (or zero its whole mask row) when preempting it, and "
+                     "recompute it later in an empty row")
+            elif (got_pos and got_pos[0] == 0 and attended and markers is not None and not other
+                    and own_sequence):
                 flag(f"call {n}, row {r}: position_ids restart at 0 ({_short(got_pos)}) for a "
                      f"row that continues its own sequence (it attends to its {len(attended)} "
                      f"cached tokens, positions 0..{len(attended) - 1}, and feeds no new "

@@ -1,0 +1,131 @@
+"""The home screen read before the store opens (`quick_today_view`: plain sqlite3 and the cached
+study index) equals the store's own view, plan included, on the real bank and a real history;
+and gives way to the store wherever only it can say."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from scheduler.plan import Plan
+from scheduler.store import Store
+from trainer.core.bank import study_index
+from trainer.core.plan import Outline
+from trainer.core.services import Services
+from trainer.core.views import TodayView, quick_today_view
+
+START = dt.datetime(2026, 9, 1, 9, 0, tzinfo=dt.UTC)
+
+
+def _pin(monkeypatch: pytest.MonkeyPatch, moment: dt.datetime) -> None:
+    monkeypatch.setenv("DOJO_NOW", moment.replace(tzinfo=None).isoformat())
+
+
+def _store_view(moment: dt.datetime) -> TodayView:
+    services = Services.open(now=moment)
+    try:
+        return services.today()  # the plan too
+    finally:
+        services.close()
+
+
+def _history(days: int) -> list[str]:
+    """`days` study days of answers through the store on the real bank (a day off a week,
+    cards suspended and buried, a lab level passed on the last day: its card is due the next
+    day); returns the bank's question ids."""
+    rng = random.Random(52)
+    services = Services.open(now=START)
+    store = services.store
+    store.update_settings(timezone="UTC", new_limit=12)
+    linked = next(q for q in services.bank.questions if q.lab is not None)
+    for day in range(days):
+        now = START + dt.timedelta(days=day)
+        if day % 7 == 5:
+            continue
+        queue = store.today_queue(now)
+        for n, item in enumerate([*queue.reviews, *queue.new][:20]):
+            right = rng.random() < 0.8
+            store.answer(item.question_id, 4 if right else 1, correct=right, answer_text="x",
+                         response_ms=9000, now=now + dt.timedelta(minutes=n))
+        if day == days - 1:
+            assert linked.lab is not None
+            store.record_lab_attempt(linked.lab.exercise, linked.lab.level, "cpu", True, [], {},
+                                     30.0, now=now)
+            store.grade_lab_card(linked.lab.exercise, linked.lab.level, 5, passed=True,
+                                 rebuild=False, now=now)
+        if day == 6:
+            store.suspend(queue.reviews[0].question_id)
+            store.bury(queue.reviews[1].question_id, now)
+    ids = [q.id for q in services.bank.questions]
+    services.close()
+    return ids
+
+
+@pytest.mark.slow
+def test_the_quick_home_equals_the_stores_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    _history(12)
+    checked = 0
+    for moment in (START + dt.timedelta(days=11, hours=8),  # the last day, mid-day: re-drills
+                   START + dt.timedelta(days=12, hours=-8)):  # its evening
+        _pin(monkeypatch, moment)
+        expected = _store_view(moment)  # opening it makes today's backup, syncs the cards
+        quick = quick_today_view()
+        assert quick is not None, "the quick path gave way on a plain history"
+        view, plan_done = quick
+        assert plan_done and view.plan is not None and view.plan.topics
+        assert expected.warnings == () and expected.rebuilds == ()
+        assert view == expected
+        assert sum(view.per_day.values()) > 100 and sum(view.forecast) > 0
+        assert any(t.labs_passed for t in view.plan.topics)  # the lab pass counted
+        checked += 1
+    assert checked == 2
+    assert expected.redrill > 0  # re-drills pending to count
+    # A quick path that lost the lab links would show other lab counts in the plan: caught.
+    real_of = Outline.of
+
+    def without_labs(study, titles, links):  # type: ignore[no-untyped-def]
+        return real_of(study, titles, [])
+
+    monkeypatch.setattr(Outline, "of", without_labs)
+    quick = quick_today_view()
+    assert quick is not None
+    assert [f.name for f in dataclasses.fields(TodayView)
+            if getattr(quick[0], f.name) != getattr(expected, f.name)] == ["plan"]
+
+
+@pytest.mark.slow
+def test_gives_way_to_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = _history(5)
+    moment = START + dt.timedelta(days=4, hours=10)
+    _pin(monkeypatch, moment)
+    assert quick_today_view() is not None  # the day's first start, before today's backup
+    _store_view(moment)
+    assert quick_today_view() is not None
+    _pin(monkeypatch, START + dt.timedelta(days=5, hours=1))
+    assert quick_today_view() is None  # the lab level passed yesterday is due for a rebuild
+    _pin(monkeypatch, moment)
+    db = Path(os.environ["DOJO_HOME"]) / "dojo.sqlite3"
+    with Store.open(db) as store:
+        # With an interview date the plan needs the answer log's pace: the store fills it in.
+        store.set_plan(Plan(dt.date(2026, 12, 1), 30))
+    quick = quick_today_view()
+    assert quick is not None and quick[0].plan is None and quick[1] is False
+    with Store.open(db) as store:
+        store.set_plan(None)
+        # A card the next sync would change: only the store's open can say what it serves.
+        store.sync_cards([(i, "elsewhere") for i in ids[:1]], retire_missing=False)
+    assert quick_today_view() is None
+    _store_view(moment)  # the store's open syncs the cards back
+    assert quick_today_view() is not None
+    index = study_index()
+    assert index is not None
+    import trainer.core.bank as bank_module
+
+    monkeypatch.setattr(bank_module, "study_index",
+                        lambda: dataclasses.replace(index, problem_files=("broken.toml",)))
+    assert quick_today_view() is None  # the bank's errors are worded by the bank
