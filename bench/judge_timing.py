@@ -9,9 +9,9 @@ The fixture (tests/lab/fixtures/vocab_demo) gates at 15x the reference's median;
 ~40x, the vectorised solution ~1x. `--real` grades only the timed case of spec-verify level 3
 (V = 32,000, gate 15x) with the reference copied as the solution and the vocabulary-loop bug of
 tests/spec_verify/broken. A wrong verdict is the loop passing or the vectorised solution failing.
-`--meter` grades meter level 4 (a small stream, then the 10^6-event `timed_once` case, gate 8x)
-with the reference copied as the solution, and the same reference handed three deep copies of
-every event (14-20x the reference's time: an honest but slow ledger over the gate).
+`--meter` grades meter level 4 (a small stream, then the 10^6-event `timed_once` case, gate 12x)
+with the reference copied as the solution, and a correct ledger that searches its dedup window
+with `in` on every event (~160x the reference's time: stopped at the gate).
 The bar is 0 wrong in 50 of each; the figure printed is what this run measured.
 """
 
@@ -46,28 +46,14 @@ def _real() -> tuple[Exercise, dict[str, Path], list[int]]:
     return one, solutions, [3]
 
 
-SLOW_LEDGER = """
-
-# bench: an honest ledger over the gate (three defensive deep copies per event, 14-20x)
-import copy as _copy
-
-_fast_ledger = ledger
-
-
-def ledger(events, prices):
-    return _fast_ledger((_copy.deepcopy(_copy.deepcopy(_copy.deepcopy(e))) for e in events),
-                        prices)
-"""
-
-
 def _meter() -> tuple[Exercise, dict[str, Path], list[int], str, str]:
     ex = get("meter")
     one = only_cases(ex, "empty-stream", "million-events")
     folder = Path(tempfile.mkdtemp(prefix="judge-timing-"))
     good = reference_as_solution(ex, folder / "good")
-    bad = reference_as_solution(ex, folder / "slow")
-    bad.write_text(bad.read_text() + SLOW_LEDGER)
-    return one, {"correct": good, "slow-3-copies": bad}, [4], "million-events", "8"
+    scan = ROOT / "tests" / "meter" / "broken" / "window_scan.py"
+    gate = f"{ex.level(4).gate['median_ratio_max']:g}"
+    return one, {"correct": good, "window-scan": scan}, [4], "million-events", gate
 
 
 def _burn(stop: multiprocessing.synchronize.Event) -> None:

@@ -2,16 +2,16 @@
 
     python bench/sampling.py [--device auto|cpu|cuda] [--vocab 32000] [--repeats 5] [--quick]
 
-For each batch size B (V = 32,000, histories of 128 prompt + 128 output ids, the level-2 timed
-case's parameter mix: every request its own T, k, min-p and penalties, and a top-p), one
-run times, per call (median of --repeats):
+For each batch size B (V = 32,000, histories of 128 prompt + 128 output ids, the timed case
+L2-timed-top-p's parameter mix: every request its own T, k, min-p and penalties, and a top-p),
+one run times, per call (median of --repeats):
   batched     the reference's `process_batch` (one op per stage over the rows that use it);
   hf-per-row  transformers' processors applied row by row with each row's own parameters (the
               reference's level-1 `process_logits`, which IS those processors, in a loop);
   hf-shared   transformers' processors on the whole batch with ONE parameter set (what
               `generate` can do: the floor that per-request parameters are paid against);
   hist-loop   the batch with the repetition penalty as a Python loop over each row's history ids
-              (tests/sampling/broken/batch_history_loop.py: what the level-2 gate is for).
+              (tests/sampling/broken/batch_history_loop.py: what L2-timed-history's gate is for).
 Ratios are to `batched`, measured in the same run. Run it with `nice`; a shared CPU is noisy.
 """
 

@@ -33,6 +33,8 @@ demand by `Exercise.grading()`.
                                  # so grading only such levels starts no torch (a faster child)
     [level.gate]                 # optional: "<metric>_max" / "<metric>_min" bounds, e.g.
     p95_ratio_max = 1.5          # every timed case's p95 time ratio to the reference <= 1.5
+    [level.case_gate.L2-timed-history]  # optional: one timed case's own bounds instead of the
+    median_ratio_max = 3.5              # level's (each timed case sized for the class it catches)
 """
 
 from __future__ import annotations
@@ -67,6 +69,20 @@ class Level:
     summary: str = ""
     gate: dict[str, float] = field(default_factory=dict)
     needs_torch: bool | None = None  # None: as the exercise says
+    case_gates: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def gate_for(self, case_id: str) -> dict[str, float]:
+        """The bounds a case is judged by: its own `case_gate`, else the level's gate."""
+        return self.case_gates.get(case_id, self.gate)
+
+    def gate_text(self) -> str:
+        """Every gate of the level in one line ("median_ratio_max 4.5; L2-timed-history:
+        median_ratio_max 3.5"), as `dojo lab list` shows them."""
+        def bounds(gate: dict[str, float]) -> str:
+            return ", ".join(f"{k} {v:g}" for k, v in gate.items())
+
+        return "; ".join([bounds(self.gate)] * bool(self.gate)
+                         + [f"{case}: {bounds(g)}" for case, g in self.case_gates.items()])
 
 
 @dataclass(frozen=True)
@@ -166,6 +182,8 @@ def load_exercise(path: Path, module: str | None = None) -> Exercise:
                         title=str(lvl["title"]),
                         summary=str(lvl.get("summary", "")),
                         gate={str(k): float(v) for k, v in lvl.get("gate", {}).items()},
+                        case_gates={str(c): {str(k): float(v) for k, v in g.items()}
+                                    for c, g in lvl.get("case_gate", {}).items()},
                         needs_torch=(bool(lvl["needs_torch"]) if "needs_torch" in lvl
                                      else None),
                     )

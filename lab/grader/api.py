@@ -43,6 +43,9 @@ class Case:
     A `timed_once` case (also `timed`) lasts seconds, so one call is sample enough: the
     learner's graded call is the measurement, beside the reference's call of the same case in
     its own child at the same time (see `lab/README.md`, "Timing").
+    `slow_class`: what a timed case's inputs are sized to make miss its gate (a level may time
+    several cases, each sized for one class, with its own gate: `[level.case_gate.<id>]`),
+    named in the message when a correct answer misses it.
     """
 
     id: str
@@ -55,6 +58,7 @@ class Case:
     timed_once: bool = False
     description: str = ""
     report: bool = False
+    slow_class: str = ""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 The CLI's human report, `--json` and the TUI consume the same events, in this order::
 
     run_started   {exercise, title, solution, device, device_note, seed, levels: [{number, title,
-                   gate}], replay, host ("" unless graded on another machine: --on HOST)}
+                   gate, case_gates: {case id: gate}}], replay, host ("" unless graded on
+                   another machine: --on HOST)}
     notice        {message}  (once per run: "sandbox: <which confinement ran>": "namespaces +
                    seccomp", "Landlock + seccomp" or "unconfined, at your request"; what it lacks)
     -- per level, per case --

@@ -15,7 +15,13 @@ from lab.grader.children import Children
 from lab.grader.isolation import ChildReply, Sandbox
 from lab.grader.plan import timed_seeds
 from lab.grader.results import CaseResult
-from lab.grader.timing import interleaved_order, matched_batches, next_batch_size, summarize
+from lab.grader.timing import (
+    clearly_over,
+    interleaved_order,
+    matched_batches,
+    next_batch_size,
+    summarize,
+)
 
 EVENT_ROUNDS = 2  # timed requests per side, alternating (learner first, then reference first)
 
@@ -134,11 +140,12 @@ class Measurer:
                 "reference_runs": float(len(runs))}
 
     def _calibrate(self, child: Sandbox, case: Case,
-                   warm_up: bool = True) -> tuple[int, float] | ChildReply:
+                   warm_up: bool = True) -> tuple[int, float, float] | ChildReply:
         """Calls per batch for `child`: one discarded warm-up call (first calls pay for caches
         and page faults) unless the child has just run this case (`warm_up=False`: the
         learner's graded call, the reference's run ahead), then batches grown until one lasts
-        BATCH_TARGET_S. Returns the size and the per-call time, or the failed ChildReply."""
+        BATCH_TARGET_S. Returns the size and the per-call wall and CPU time, or the failed
+        ChildReply."""
         if warm_up:
             warm = self.children.batch(child, case, timed_seeds(1), self.children.timeout(case))
             if not warm.ok:
@@ -152,13 +159,16 @@ class Measurer:
                 return probe
             grown = next_batch_size(calls, probe.elapsed_s)
             if grown is None:
-                return calls, probe.elapsed_s / calls
+                return calls, probe.elapsed_s / calls, probe.cpu_s / calls
             calls = grown
 
-    def time(self, case: Case, single_call_s: float) -> dict[str, float] | CaseResult:
+    def time(self, case: Case, single_call_s: float,
+             gate: dict[str, float] | None = None) -> dict[str, float] | CaseResult:
         """Round trips of batches to the learner's child and to a reference child, ABBA, each
         output checked (a child that skips the work to look fast fails); ratios of per-call
-        medians, each side's batch sized for its own speed. On CUDA: `_time_on_device`."""
+        medians, each side's batch sized for its own speed. A learner whose calibration is
+        already far past the `gate` gets the calibration's figures (`timing.clearly_over`).
+        On CUDA: `_time_on_device`."""
         self.children.join_reference_start()
         ref = self.children.reference_child()
         if isinstance(ref, str):
@@ -167,13 +177,19 @@ class Measurer:
             return self._time_on_device(case, ref, single_call_s)
         sizes: dict[str, int] = {}
         call_s: dict[str, float] = {}
+        cpu_call_s: dict[str, float] = {}
         # the learner's child has just answered this case (its graded call, before this)
         cold = {"reference": case.id not in self.children.reference_warm, "learner": False}
         for who, child in (("reference", ref), ("learner", self.children.sandbox)):
             got = self._calibrate(child, case, warm_up=cold[who])
             if isinstance(got, ChildReply):
                 return self._timing_failure(case, who, got)
-            sizes[who], call_s[who] = got
+            sizes[who], call_s[who], cpu_call_s[who] = got
+        over = clearly_over(gate or {}, call_s, cpu_call_s,
+                            cpu_call_s["reference"] * sizes["reference"]) \
+            if self.device == "cpu" else None  # on a GPU the host's CPU time measures waiting
+        if over is not None:
+            return over
         sizes = matched_batches(sizes, call_s)
         most = sizes["reference"]
         per_batch = self.children.timeout(case) + 4 * most * max(single_call_s, *call_s.values())

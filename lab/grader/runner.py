@@ -354,7 +354,7 @@ class _Run:
                 timing = self.measurer.time_once(call.out, call.reference, call.more)
             else:
                 self._settle()  # nothing of the grader's may run beside a measurement
-                timing = self.measurer.time(case, call.out.elapsed_s)
+                timing = self.measurer.time(case, call.out.elapsed_s, gate)
             if isinstance(timing, CaseResult):
                 return timing
             result.metrics.update(timing)
@@ -363,7 +363,11 @@ class _Run:
             missed = check_gate(gate, result.metrics)
             if missed:
                 result.passed, result.kind = False, "gate"
-                result.message = f"correct, but too slow for this level: {missed}"
+                result.message = f"correct, but too slow for this level: {missed}" + (
+                    " (in calibration, too far past the gate to be worth repeating)"
+                    if result.metrics.get("calibration_only") else "") + (
+                    f" (this case is sized so that {case.slow_class} misses the gate)"
+                    if case.slow_class else "")
         return result
 
     def _skip_rest(self, level: int, rest: list[Case], stopper: CaseResult) -> list[CaseResult]:
@@ -392,7 +396,7 @@ class _Run:
         for i, c in enumerate(cases):
             if self.children.sandbox.cancelled():
                 raise Cancelled()
-            result = self.case(c, level.gate, index=i + 1, total=len(cases))
+            result = self.case(c, level.gate_for(c.id), index=i + 1, total=len(cases))
             results.append(result)
             timed = [later for later in cases[i + 1:] if later.timed
                      and later.id not in self.children.warmed]
@@ -492,8 +496,8 @@ def grade(exercise: Exercise, solution: Path,
     write_event(events.RunStarted(
         exercise=exercise.id, title=exercise.title, solution=str(solution),
         device=resolved, device_note=note, seed=seed, replay=run.replay,
-        levels=[{"number": n, "title": exercise.level(n).title, "gate": exercise.level(n).gate}
-                for n in chosen],
+        levels=[{"number": n, "title": exercise.level(n).title, "gate": exercise.level(n).gate,
+                 "case_gates": exercise.level(n).case_gates} for n in chosen],
     ))
     try:
         level_results = [run.level(n) for n in chosen]

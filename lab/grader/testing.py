@@ -91,18 +91,20 @@ def reference_as_solution(exercise: str | Exercise, directory: Path) -> Path:
 
 
 def grade_file(
-    exercise: str | Exercise, solution: Path, level: int | None = None,
+    exercise: str | Exercise, solution: Path, level: int | list[int] | None = None,
     seed: int = DEFAULT_SEED, **kwargs: Any,
 ) -> GradeRun:
-    """Grade and collect the event stream (kwargs are `lab.grader.plan.GradeOptions` fields)."""
+    """Grade and collect the event stream (kwargs are `lab.grader.plan.GradeOptions` fields);
+    `level`: one level, several (graded in one run, one child), or None for all."""
     kwargs.setdefault("device", "cpu")
-    options = GradeOptions(levels=[level] if level else None, seed=seed, **kwargs)
+    levels = [level] if isinstance(level, int) else level
+    options = GradeOptions(levels=levels or None, seed=seed, **kwargs)
     result = grade(_exercise(exercise), Path(solution), options)
     return GradeRun(result, [e.to_dict() for e in result.events])
 
 
 def assert_passes(
-    exercise: str | Exercise, solution: Path, level: int | None = None,
+    exercise: str | Exercise, solution: Path, level: int | list[int] | None = None,
     seed: int = DEFAULT_SEED, **kwargs: Any,
 ) -> GradeRun:
     run = grade_file(exercise, solution, level, seed, **kwargs)
@@ -113,17 +115,24 @@ def assert_passes(
 
 def assert_fails(
     exercise: str | Exercise, solution: Path, level: int, match: str,
-    kind: str | None = None, seed: int = DEFAULT_SEED, **kwargs: Any,
+    kind: str | None = None, seed: int = DEFAULT_SEED, *, intact: tuple[int, ...] = (),
+    **kwargs: Any,
 ) -> GradeRun:
     """Level `level` must fail, and some failed required case's message must match the regex
-    `match` (and have failure kind `kind` when given)."""
-    run = grade_file(exercise, solution, level, seed, **kwargs)
-    if run.result.passed:
+    `match` (and have failure kind `kind` when given). `intact`: other levels graded in the
+    same run (one child, not one per level) that must pass."""
+    run = grade_file(exercise, solution, sorted({level, *intact}), seed, **kwargs)
+    verdicts = {lvl.level: lvl.passed for lvl in run.result.levels}
+    broken = [lvl for lvl in intact if not verdicts.get(lvl)]
+    if broken:
+        raise AssertionError(f"{solution} should pass level {broken[0]}:\n{run.describe()}")
+    if verdicts.get(level, True):
         raise AssertionError(f"{solution} should fail level {level} but passed")
     pattern = re.compile(match)
     hits = [
         f for f in run.failures
-        if f["required"] and pattern.search(f["message"]) and (kind is None or f["kind"] == kind)
+        if f["required"] and f["level"] == level and pattern.search(f["message"])
+        and (kind is None or f["kind"] == kind)
     ]
     if not hits:
         raise AssertionError(

@@ -126,6 +126,30 @@ def _cpu_ratios(learner: list[float] | None, reference: list[float] | None, lc: 
             "cpu_p95_ratio": p95(learner) / lc / r_p95}
 
 
+CLEAR_OVER = 2.5  # how far past a bound calibration must put a learner to skip the batches
+
+
+def clearly_over(gate: dict[str, float], wall_s: dict[str, float], cpu_s: dict[str, float],
+                 reference_batch_cpu_s: float) -> dict[str, float] | None:
+    """Figures from calibration alone (per-call seconds of "learner" and "reference", wall and
+    CPU), when they put the learner CLEAR_OVER times past the gate's wall-clock ratio bound in
+    both clocks: the interleaved batches could not bring a ratio that far back under it (the
+    margin a load-proof verdict needs), and for a learner that slow they would last seconds
+    each (a Python loop over the vocabulary: ~40 s of batches). None otherwise, and when the
+    reference's calibrated batch used too little CPU time to divide by."""
+    bounds = [gate[k] for k in ("median_ratio_max", "p95_ratio_max") if k in gate]
+    if not bounds or reference_batch_cpu_s < MIN_CPU_S:
+        return None
+    wall = wall_s["learner"] / max(wall_s["reference"], 1e-9)
+    cpu = cpu_s["learner"] / max(cpu_s["reference"], 1e-9)
+    if min(wall, cpu) < CLEAR_OVER * min(bounds):
+        return None
+    return {"median_ratio": wall, "p95_ratio": wall, "cpu_median_ratio": cpu,
+            "cpu_p95_ratio": cpu, "learner_median_ms": wall_s["learner"] * 1e3,
+            "reference_median_ms": wall_s["reference"] * 1e3, "samples": 1.0,
+            "calibration_only": 1.0}
+
+
 def cpu_threads_one(device: str, uses_torch: bool) -> Callable[[], None]:
     """Pin torch to one thread on CPU (stable timings); returns a function that restores it."""
     if device != "cpu" or not uses_torch:

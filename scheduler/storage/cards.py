@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from scheduler import fsrs_memory
 from scheduler.days import from_ms, to_ms, utc_now
-from scheduler.errors import AnsweredElsewhereError, UnknownCardError
+from scheduler.errors import AnsweredElsewhereError, StoreError, UnknownCardError
 from scheduler.fsrs_memory import Memory
 from scheduler.models import CardRow, FlagRow, ReviewRow
 from scheduler.next_states import NextState, Outlook, next_states
@@ -169,6 +170,31 @@ class CardsPart(SettingsPart):
         """The card for a question id; UnknownCardError if there is none."""
         with self._read() as s:
             return _card(self._get(s, question_id))
+
+    def answered_today(self, question_id: str, now: dt.datetime | None = None) -> bool:
+        """Whether the card was answered on today's study day and is not due again today: a
+        scheduled review another window answered meanwhile. Plain SQL on a pooled connection,
+        no ORM session: the app asks before every card it shows (~0.02 ms, against ~0.6 ms for
+        `card()` and `settings()`, 2-3 ms of an answer on a loaded machine). False for an
+        unknown card."""
+        moment = now or utc_now()
+        try:
+            conn = self._engine.raw_connection()
+            try:
+                cursor = conn.cursor()
+                row = cursor.execute("SELECT due, last_reviewed_ms FROM cards "
+                                     "WHERE question_id = ?", (question_id,)).fetchone()
+                if row is None or row[0] is None or row[1] is None:
+                    return False  # unknown, or never answered anywhere
+                settings = cursor.execute("SELECT key, value FROM settings").fetchall()
+            finally:
+                conn.close()  # back to the pool
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path} could not be read ({exc})") from exc
+        cfg = self._settings_from(settings)
+        day = self.study_day(moment, cfg)
+        due = dt.date.fromisoformat(row[0])
+        return due > day and self.study_day(from_ms(row[1]), cfg) == day
 
     def cards(self) -> list[Card]:
         """Every card, in new-card order."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +93,10 @@ class SettingsPart(StoreBase):
         is kept in `settings_problem` (the CLI and the app show it)."""
         with self._read() as s:
             rows = s.execute(select(SettingRow.key, SettingRow.value)).all()
+        return self._settings_from(rows)
+
+    def _settings_from(self, rows: Iterable[tuple[str, str]]) -> Settings:
+        """`settings()` from the table's (key, value) rows, however they were read."""
         known = {f.name for f in fields(Settings)}
         stored: dict[str, Any] = {}
         bad: list[str] = []

@@ -40,6 +40,20 @@ def test_malformed_exercise_toml_is_a_clear_error(tmp_path: Path) -> None:
         load_exercise(tmp_path)
 
 
+def test_a_timed_case_may_have_its_own_gate(tmp_path: Path) -> None:
+    """`[level.case_gate.<id>]` replaces the level's gate for that case only, and
+    `dojo lab list` shows both."""
+    (tmp_path / "exercise.toml").write_text(
+        'id = "x"\ntitle = "t"\nsummary = "s"\nworkspace_file = "x.py"\n'
+        '[[level]]\nnumber = 1\ntitle = "one"\n[level.gate]\nmedian_ratio_max = 3\n'
+        '[level.case_gate.L1-big]\nmedian_ratio_max = 6\np95_ratio_max = 8\n')
+    level = load_exercise(tmp_path).level(1)
+    assert level.gate_for("L1-big") == {"median_ratio_max": 6.0, "p95_ratio_max": 8.0}
+    assert level.gate_for("L1-small") == {"median_ratio_max": 3.0}
+    assert level.gate_text() == ("median_ratio_max 3; L1-big: median_ratio_max 6, "
+                                 "p95_ratio_max 8")
+
+
 @pytest.mark.parametrize("ex", EXERCISES, ids=[e.id for e in EXERCISES])
 def test_exercise_folder_is_complete(ex: object) -> None:
     """Every piece of docs/extending.md's checklist (`lab.exercises.checklist`), each missing
@@ -69,6 +83,9 @@ def test_cases_are_seeded_unique_and_json(ex: object) -> None:
         assert all(isinstance(case, Case) and case.level == level for case in a)
         ids = [case.id for case in a]
         assert len(ids) == len(set(ids)), "case ids must be unique within a level"
+        timed = {case.id for case in a if case.timed}
+        stray = set(ex.level(level).case_gates) - timed
+        assert not stray, f"level {level}'s case_gate names no timed case of it: {stray}"
         for case in a:
             json.dumps(case.params)
 

@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 # (exercise, level, case): every timed case of the shipped exercises (the last test keeps this
 # list equal to what the exercises define)
 TIMED = [("meter", 4, "million-events"), ("paged-kv", 4, "gather-timed"),
-         ("sampling", 2, "L2-timed"), ("spec-verify", 3, "L3-large-vocab"),
+         ("sampling", 2, "L2-timed-top-p"), ("sampling", 2, "L2-timed-history"),
+         ("spec-verify", 3, "L3-large-vocab"),
          ("spec-verify", 4, "L4-shipped-timed")]
 
 

@@ -16,6 +16,7 @@ from lab.grader.timing import (
     BATCH_TARGET_S,
     MAX_BATCH,
     MIN_CPU_S,
+    clearly_over,
     matched_batches,
     next_batch_size,
     p95,
@@ -85,6 +86,24 @@ def test_cpu_time_ratios_and_the_gate_holds_both() -> None:
     assert check_gate({"median_ratio_max": 5.0}, {"median_ratio": 6.0,
                                                   "cpu_median_ratio": 1.0}) == (
         "median_ratio 6.00 > 5")  # the wall clock alone can fail a solution too
+
+
+def test_a_learner_far_past_the_gate_is_judged_from_calibration() -> None:
+    """2.5x past the gate in both clocks: no interleaved batch could bring it back under, so
+    the calibration's figures stand (and fail the gate); anything nearer is measured."""
+    gate = {"median_ratio_max": 15.0, "p95_ratio_max": 20.0}
+    ref = {"reference": 0.02}
+    figures = clearly_over(gate, {"learner": 0.8, **ref}, {"learner": 0.8, **ref}, 0.1)
+    assert figures is not None and figures["median_ratio"] == pytest.approx(40.0)
+    assert check_gate(gate, figures) == "median_ratio 40.00 > 15, p95_ratio 40.00 > 20"
+    assert clearly_over(gate, {"learner": 0.7, **ref}, {"learner": 0.8, **ref}, 0.1) is None
+    # a busy machine inflates the wall clock: CPU time must say it too
+    assert clearly_over(gate, {"learner": 0.8, **ref}, {"learner": 0.3, **ref}, 0.1) is None
+    # too few clock ticks on the reference's side to divide by
+    assert clearly_over(gate, {"learner": 0.8, **ref}, {"learner": 0.8, **ref},
+                        MIN_CPU_S / 2) is None
+    assert clearly_over({"acceptance_min": 0.5}, {"learner": 9.0, **ref},
+                        {"learner": 9.0, **ref}, 0.1) is None
 
 
 def test_cpu_seconds_are_read_from_the_kernel() -> None:

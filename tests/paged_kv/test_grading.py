@@ -166,7 +166,7 @@ def test_broken_fails_through_the_sandbox(tmp_path: Path) -> None:
 def test_python_loop_gather_fails_the_speed_gate(tmp_path: Path) -> None:
     """Right answers, but a per-token loop: the timed gather case's p95 gate catches it."""
     assert_fails("paged-kv", materialize(BROKEN / "gather_python_loop.py", tmp_path), 4,
-                 match=r"correct, but too slow for this level: p95_ratio", kind="gate",
+                 match=r"correct, but too slow for this level: median_ratio", kind="gate",
                  timing_repeats=3)
 
 

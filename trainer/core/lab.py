@@ -306,9 +306,8 @@ class Lab:
                 figures = describe(summary)
                 if missing:
                     status, figures = f"unavailable here: it {missing}", ""
-                gate = ", ".join(f"{k} {v:g}" for k, v in lvl.gate.items())
                 rows.append(LevelRow(ex.id, ex.title, lvl.number, lvl.title, status, figures,
-                                     back.get((ex.id, lvl.number), ""), gate))
+                                     back.get((ex.id, lvl.number), ""), lvl.gate_text()))
         return rows
 
     def catalogue(self) -> Catalogue:

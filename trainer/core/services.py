@@ -158,16 +158,9 @@ class Services:
         queued writes: they are other cards'."""
         from scheduler.errors import StoreError
 
-        store = self._store
         try:
-            card = store.card(question_id)
-            last = card.last_reviewed_at
-            if card.due is None or last is None:
-                return False  # never answered anywhere
-            cfg = store.settings()  # read once: this runs before every card is shown
-            day = store.study_day(self.now, cfg)
-            return card.due > day and store.study_day(last, cfg) == day
-        except (StoreError, LookupError):
+            return self._store.answered_today(question_id, self.now)
+        except StoreError:
             return False
 
     def cannot_save(self) -> str | None:

@@ -166,6 +166,13 @@ class Session:
         return self._state.queue[0] if self._state.queue else None
 
     @property
+    def upcoming(self) -> Item | None:
+        """The card queued after the current one (None when the current card is the last
+        queued: re-drills then come back with fresh draws, not known before)."""
+        queue = self._state.queue
+        return queue[1] if len(queue) > 1 else None
+
+    @property
     def feedback(self) -> Feedback | None:
         return self._feedback
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from rich.text import Text
 from textual import on
@@ -19,11 +18,13 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from questions.answers import Reask, choice_label
+from trainer.core.collector import CollectorHold
 from trainer.core.session import GRADE_LABELS, Feedback, Item, Session
 from trainer.screens.base import DojoScreen
 from trainer.screens.case import CasePanel, case_summary
 from trainer.screens.modals import FlagScreen, NoteScreen, RelatedScreen, related_rows
 from trainer.widgets.keybar import KeyBar
+from trainer.widgets.rendered_markdown import RenderedMarkdown
 
 _MODE_LABEL = {"review": "Due review", "redrill": "Re-drill", "cram": "Cram"}
 
@@ -98,6 +99,9 @@ class ReviewScreen(DojoScreen):
         # One question practised from Related or the palette: a cram card on top of whatever
         # was open, which the end of it returns to (no summary, no trip home).
         self.practice = practice
+        # The collector waits from a grade until the next card is on screen (`_grade`).
+        self._collector = CollectorHold()
+        self._next_prompt: RenderedMarkdown | None = None  # made while this card is read
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
@@ -122,6 +126,9 @@ class ReviewScreen(DojoScreen):
         # app built at start (`DojoApp.on_services_ready`), so full collections between cards
         # walk only what the cards themselves leave.
         self.call_after_refresh(gc.freeze)
+
+    def on_unmount(self) -> None:
+        self._collector.release()  # a session left before its next card painted
 
     # -- painting ------------------------------------------------------------------------------
 
@@ -148,7 +155,7 @@ class ReviewScreen(DojoScreen):
             f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
             f" · {escape(topic)}"
         )
-        self.query_one("#prompt", Static).update(_markdown(inst.prompt))
+        self.query_one("#prompt", Static).update(self._prompt(inst.prompt))
         choices = self.query_one("#choices", OptionList)
         numeric = self.query_one("#numeric")
         self.query_one("#reask", Static).update("")
@@ -180,7 +187,36 @@ class ReviewScreen(DojoScreen):
             answer.focus()
         self.query_one("#review-body", VerticalScroll).scroll_home(animate=False)
         self.refresh_bindings()
-        self.call_after_refresh(self.session.mark_shown)
+        self.call_after_refresh(self._card_painted)
+
+    def _card_painted(self) -> None:
+        """The card is on screen: its response clock starts; once the other callbacks waiting
+        on this frame have run, the work that can wait for the learner: the collections held
+        since the grade (`_grade`), the next card's prompt."""
+        self.session.mark_shown()
+        self.call_after_refresh(self._while_read)
+
+    def _while_read(self) -> None:
+        self._collector.release()
+        if self.is_current:  # not once the session has ended (Esc right after the paint)
+            self._prepare_next_prompt()
+
+    def _prepare_next_prompt(self) -> None:
+        """Parse and render the queued next card's prompt at the prompt's width, as the paint
+        will (Textual asks its height, then its lines, with these options)."""
+        item = self.session.upcoming
+        width = self.query_one("#prompt", Static).content_size.width
+        if item is None or width <= 0:
+            return
+        prompt = _markdown(item.instance.prompt)
+        prompt.render_lines(self.app.console,
+                            self.app.console_options.update_width(width).update(highlight=False))
+        self._next_prompt = prompt
+
+    def _prompt(self, text: str) -> RenderedMarkdown:
+        """The card's prompt: the one made while the last card was read, if it is this one."""
+        ready, self._next_prompt = self._next_prompt, None
+        return ready if ready is not None and ready.text == text else _markdown(text)
 
     def show_feedback(self, fb: Feedback) -> None:
         item = self.session.current
@@ -265,11 +301,18 @@ class ReviewScreen(DojoScreen):
             self._grade(self.session.feedback.default_grade)
 
     def _grade(self, quality: int) -> None:
-        self.session.grade(quality).add_done_callback(self._written)
-        if self.session.current is None:
-            self.finish()
-        else:
-            self.show_card()
+        # No collection between the grade key and the next card painted (`CollectorHold`):
+        # the ones that come due meanwhile run once it is on screen (`_card_painted`).
+        self._collector.hold()
+        try:
+            self.session.grade(quality).add_done_callback(self._written)
+            if self.session.current is None:
+                self.finish()
+            else:
+                self.show_card()
+        except BaseException:
+            self._collector.release()
+            raise
 
     def _written(self, future: Future[Any]) -> None:
         """Runs on the writer thread: report a failed write on the UI thread."""
@@ -394,6 +437,7 @@ class ReviewScreen(DojoScreen):
     def finish(self) -> None:
         from trainer.screens.summary import SummaryScreen
 
+        self._collector.release()
         if self.practice:
             self.app.pop_screen()
             self.notify("Practice done: your schedule is untouched.")
@@ -477,10 +521,10 @@ def _links(item: Item) -> str:
     return " · ".join(links)
 
 
-def _markdown(text: str) -> RichMarkdown:
+def _markdown(text: str) -> RenderedMarkdown:
     """Prompts and explanations render synchronously (rich), so a card paints in one frame;
     Textual's Markdown widget parses in a thread and mounts a widget per block."""
-    return RichMarkdown(text, code_theme="ansi_dark", hyperlinks=False)
+    return RenderedMarkdown(text)
 
 
 class ItemBar(Static):

@@ -51,7 +51,8 @@ def batch_inputs(p: dict[str, Any], device: str
         logits = torch.stack([r[0] for r in rows]).to(device)
         return logits, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
     return random_batch(int(p["seed"]), int(p["B"]), int(p["V"]), int(p.get("history", 64)),
-                        device, p.get("top_p_rows"), bool(p.get("penalised", False)))
+                        device, p.get("top_p_rows"), bool(p.get("penalised", False)),
+                        bool(p.get("greedy", False)))
 
 
 def filtered_rows(params: list[dict[str, Any]], v: int) -> None:
@@ -74,11 +75,14 @@ def random_params(rng: random.Random) -> dict[str, Any]:
 
 
 def random_batch(seed: int, b: int, v: int, history: int, device: str,
-                 top_p_rows: int | None = None, penalised: bool = False
+                 top_p_rows: int | None = None, penalised: bool = False, greedy: bool = False
                  ) -> tuple[torch.Tensor, list[dict[str, Any]], list[list[int]], list[list[int]]]:
     """B random requests; `top_p_rows`: the first that many use top-p 0.9 and the rest none
     (None: each request's own draw); `penalised`: every request has a repetition penalty (a
-    chat server's common setting). The timed case calls this inside every timed round trip, so
+    chat server's common setting); `greedy`: every request greedy (T = 0) with all three
+    penalties and no filter, so the penalties are the reference's work beside one argmax per
+    row (and the output one finite entry per row). The timed cases call this inside every
+    timed round trip, so
     it costs little beside the learner's call: the logits are a fixed N(0, 9) table's rows,
     each call its own row order and rotation of the ids; the histories are drawn as one
     tensor."""
@@ -96,8 +100,14 @@ def random_batch(seed: int, b: int, v: int, history: int, device: str,
         for prm in params:
             if prm["repetition_penalty"] == 1.0:
                 prm["repetition_penalty"] = 1.1
+    if greedy:
+        for prm in params:
+            prm.update(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0,
+                       repetition_penalty=rng.choice([1.1, 1.3, 0.8]),
+                       frequency_penalty=rng.choice([0.2, 1.0]),
+                       presence_penalty=rng.choice([0.5, -0.5]))
     # histories drawn from a pool of 4 x history + 44 ids, so repeats (prompt and output) are common
-    pool = torch.tensor(rng.sample(range(v), min(v, 4 * history + 44)))
+    pool = torch.randperm(v, generator=g)[: 4 * history + 44]
     ids = pool[torch.randint(len(pool), (2, b, history), generator=g)].tolist()
     return logits, params, ids[0], ids[1]
 

@@ -18,7 +18,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
          sum_rounded_lines=False, blended_rounded_total=False, window_short=False,
          transfer_before_dedup=False, retry_first_month=False, discount_at_fraction=False,
          reader_raw_tag=False, retry_by_arrival=False, dup_key_tenant=False,
-         window_1000=False, untagged_cents=False, marks_billed=False):
+         window_1000=False, untagged_cents=False, marks_billed=False, window_scan=False):
     mode = ROUND_HALF_EVEN if half_even else ROUND_HALF_UP
 
     def q(x, step="0.01"):
@@ -75,6 +75,7 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
         if list_everything:
             events = list(events)
         seen, window = set(), deque()
+        recent = deque(maxlen=WINDOW)  # window_scan: the last WINDOW first deliveries
         months = {}
         first_month = {}
         span = WINDOW - 1 if window_short else 1000 if window_1000 else WINDOW
@@ -112,7 +113,11 @@ def make(float_money=False, cached_free=False, half_even=False, round_each_event
                 key = (*key, e.get("tenant"))
             if transfer_before_dedup:  # the chargeback pass sees every delivery
                 transfer(month_entry(month_of(e)), e, tag(e.get("tenant")))
-            if not dup_twice:
+            if window_scan:  # the recent keys in a deque searched one by one, not a set
+                if key in recent:
+                    continue
+                recent.append(key)
+            elif not dup_twice:
                 if not unbounded_seen:
                     while window and window[0][0] <= i - span:
                         seen.discard(window.popleft()[1])

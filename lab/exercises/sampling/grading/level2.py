@@ -4,11 +4,8 @@ Boundaries and pairs, each with its case: B = 1 (L2-single); rows that share log
 parameters, so a leaked parameter or history shows (L2-leak-params, L2-leak-history); greedy and
 sampled rows together (L2-greedy-mixed); a -inf row beside finite ones (L2-neg-inf-row); every
 level-1 edge of one vocabulary size in one batch (L2-edges-*); a row without any history beside
-rows with long ones (L2-leak-history); random batches (L2-hidden-*); and the timed case
-(L2-timed: B = 64, V = 32000, every row with top-p, so every correct version sorts every row;
-a fresh batch per call) whose gate a Python loop over every (row, id) fails (seconds). Faster
-Python passes sit at or under it (a mask tested id by id, a loop over history ids): each row's
-top-p sort costs a CPU about what one Python pass over the batch does (statement.md).
+rows with long ones (L2-leak-history); random batches (L2-hidden-*); and two timed cases,
+each with its own gate and sized for the Python pass it catches (`timed_cases`).
 """
 
 from __future__ import annotations
@@ -105,13 +102,31 @@ def cases(seed: int) -> list[Case]:
                              [rng.choice(hist) for _ in range(rng.randrange(8))],
                              [rng.choice(hist) for _ in range(rng.randrange(12))]))
         out.append(Case(f"L2-hidden-{i}", 2, {"rows": rows}, size=b * v))
-    out.append(Case("L2-timed", 2, {"B": 64, "V": 32000, "history": 128, "top_p_rows": 64,
-                                    "penalised": True},
-                    size=64 * 32000, timed=True, timeout_s=30,
-                    description="B = 64 requests, V = 32000, histories of 128 + 128 ids, every "
-                                "request with top-p, a repetition penalty and a top-k or min-p; "
-                                "a fresh batch per timed call"))
-    return out
+    return out + timed_cases()
+
+
+def timed_cases() -> list[Case]:
+    """Two timed cases, each with its own gate (exercise.toml) and sized for the Python pass it
+    catches while correct vectorised code stays well under it (statement.md has the figures):
+    top-p on every row (a loop over every (row, id) takes seconds there), and long histories
+    over a small vocabulary (a loop over history ids pays per id, correct code per batch). A
+    mask tested id by id in Python costs a CPU about what correct masks over all rows do (4x
+    apart at worst, under load), so no size places it far from a gate both ways."""
+    return [
+        Case("L2-timed-top-p", 2, {"B": 64, "V": 32000, "history": 128, "top_p_rows": 64,
+                                   "penalised": True},
+             size=64 * 32000, timed=True, timeout_s=30,
+             slow_class="a Python loop over every (row, id) of the batch",
+             description="B = 64 requests, V = 32000, histories of 128 + 128 ids, every "
+                         "request with top-p, a repetition penalty and a top-k or min-p; "
+                         "a fresh batch per timed call"),
+        Case("L2-timed-history", 2, {"B": 64, "V": 4096, "history": 1024, "greedy": True},
+             size=64 * 4096, timed=True, timeout_s=30,
+             slow_class="a Python step per history id (or per (row, id))",
+             description="B = 64 greedy requests, V = 4096, histories of 1024 + 1024 ids, "
+                         "every request with all three penalties and no filter; a fresh "
+                         "batch per timed call"),
+    ]
 
 
 def check(case: Case, got: Any, expected: Any) -> Verdict:
