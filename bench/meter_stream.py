@@ -1,10 +1,10 @@
 """Where `meter` level 4's time goes, per event: the seeded stream generator alone, and the
 reference ledger consuming it (lab/exercises/meter/streams.py, lab/reference/meter.py).
 
-The million-event case runs generator + solution in the learner's child while the grader runs
-generator + reference on a thread, and the timed case's calls include the generator on both
-sides: a costly generator slows every grading and dilutes the 3x gate (a ledger 10x slower than
-the reference's must still measure well above 3x). Printed side by side, never asserted; the
+The million-event case runs generator + solution in the learner's child while the reference's
+child runs generator + reference beside it, and both timed calls include the generator: a costly
+generator slows every grading and dilutes every ratio the 12x gate reads (a ledger 30x slower
+than the reference's must still measure well above 12x). Printed side by side, never asserted; the
 grader's own figures come from `bench/lab_grading.py --exercise meter --level 4`.
 
     python bench/meter_stream.py              # 2·10^5 events, best of 5 (CPU time)

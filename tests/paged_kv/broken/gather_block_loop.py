@@ -1,6 +1,6 @@
 # ruff: noqa: E501
 """Correct but a Python loop over each sequence's table entries (one slice per block): a class
-the timed gather measures (bench/gates.py) but does not judge: on a CPU it is 1.2-2.3x the
+the timed gather measures (bench/gates.py) but does not judge: on a CPU it is 1.2-2.4x the
 reference, under the gate (on a GPU every slice would be a kernel launch)."""
 
 from _paged_base import export, mutate
