@@ -74,10 +74,9 @@ def test_the_quick_home_equals_the_stores_view(monkeypatch: pytest.MonkeyPatch) 
                    START + dt.timedelta(days=12, hours=-8)):  # its evening
         _pin(monkeypatch, moment)
         expected = _store_view(moment)  # opening it makes today's backup, syncs the cards
-        quick = quick_today_view()
-        assert quick is not None, "the quick path gave way on a plain history"
-        view, plan_done = quick
-        assert plan_done and view.plan is not None and view.plan.topics
+        view = quick_today_view()
+        assert view is not None, "the quick path gave way on a plain history"
+        assert view.plan is not None and view.plan.topics
         assert expected.warnings == () and expected.rebuilds == ()
         assert view == expected
         assert sum(view.per_day.values()) > 100 and sum(view.forecast) > 0
@@ -95,7 +94,35 @@ def test_the_quick_home_equals_the_stores_view(monkeypatch: pytest.MonkeyPatch) 
     quick = quick_today_view()
     assert quick is not None
     assert [f.name for f in dataclasses.fields(TodayView)
-            if getattr(quick[0], f.name) != getattr(expected, f.name)] == ["plan"]
+            if getattr(quick, f.name) != getattr(expected, f.name)] == ["plan"]
+
+
+@pytest.mark.slow
+def test_the_quick_home_with_an_interview_date_equals_the_stores_view(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a date set the quick path runs the plan's simulation itself (the day's first
+    start: nothing cached), then reads it from the plan cache, equal to the store's view both
+    times, with no plan cache as with one."""
+    from scheduler.plan_cache import CACHE_NAME
+
+    _history(12)
+    moment = START + dt.timedelta(days=11, hours=8)
+    _pin(monkeypatch, moment)
+    home = Path(os.environ["DOJO_HOME"])
+    with Store.open(home / "dojo.sqlite3") as store:
+        store.update_settings(scheduler="fsrs")  # the quick read must use every setting
+        store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+    assert not (home / CACHE_NAME).exists()
+    first = quick_today_view()
+    assert first is not None and first.plan is not None
+    assert (home / CACHE_NAME).exists()  # kept for the next start
+    (home / CACHE_NAME).rename(home / "kept.json")
+    expected = _store_view(moment)  # computed afresh: no cache
+    assert expected.plan is not None and expected.plan.plan == Plan(dt.date(2026, 10, 10), 45)
+    assert "min" in expected.plan.reason and expected.plan.new_per_day
+    assert first == expected
+    (home / "kept.json").replace(home / CACHE_NAME)
+    assert quick_today_view() == expected  # from the cache
 
 
 @pytest.mark.slow
@@ -111,11 +138,15 @@ def test_gives_way_to_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
     _pin(monkeypatch, moment)
     db = Path(os.environ["DOJO_HOME"]) / "dojo.sqlite3"
     with Store.open(db) as store:
-        # With an interview date the plan needs the answer log's pace: the store fills it in.
-        store.set_plan(Plan(dt.date(2026, 12, 1), 30))
-    quick = quick_today_view()
-    assert quick is not None and quick[0].plan is None and quick[1] is False
+        store.update_settings(desired_retention=0.85)
+    assert quick_today_view() is not None  # every setting the quick read knows
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:  # unusable: the store warns and uses 0.90
+        conn.execute("UPDATE settings SET value = '0.2' WHERE key = 'desired_retention'")
+    assert quick_today_view() is None
     with Store.open(db) as store:
+        store.update_settings(desired_retention=0.9)
         store.set_plan(None)
         # A card the next sync would change: only the store's open can say what it serves.
         store.sync_cards([(i, "elsewhere") for i in ids[:1]], retire_missing=False)
