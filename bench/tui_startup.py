@@ -9,7 +9,9 @@ shared: wall time is printed beside it but load inflates it):
   cached study index before the store and bank open, or the store's view where only it can
   say) ≤ 2× a bare Textual app's first paint (a Header, a Static, a Footer), runs alternating
   so both see the same machine; and whether torch, transformers or sqlalchemy were imported
-  before the first paint and before the whole home;
+  before the first paint and before the whole home. Three cases: no interview date; a date
+  set, the day's first start (the plan's simulation runs); a date set, a later start (the
+  plan cache in the data folder, `scheduler.plan_cache`, left by a start before);
 * answer → next card: p95 ≤ 30 ms of CPU in the app, over `--answers` answers on a history of
   `--history` answers, under SM-2 and under FSRS;
 * `dojo due`: ≤ 0.15 s of CPU (a warm bank cache: the lean path), beside `python -c pass`
