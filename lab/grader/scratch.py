@@ -3,9 +3,10 @@ removes those whose owner is gone.
 
 A grader removes its folders itself when it ends normally, on an exception or on a signal it
 can catch (`lab.grader.stops`); SIGKILL leaves no chance. So each folder's name carries its
-owner's pid and start time (`dojo-sandbox-<pid>-<start>-XXXXXXXX`): the next grading (any
-user's, any checkout's) removes the folders whose owner is no longer that same process, and
-never one whose owner still runs. The start time tells a reused pid apart from the owner.
+owner's pid, start time and PID namespace (`dojo-sandbox-<pid>-<start>-<ns>-XXXXXXXX`): the
+next grading (any user's, any checkout's) removes the folders whose owner is no longer that same
+process, and never one whose owner still runs. The start time tells a reused pid apart from the
+owner; a folder from another PID namespace (a container sharing the folder) is left alone.
 
 Folders named before owners were recorded (`dojo-sandbox-XXXXXXXX`) are removed only when no
 live process names them in its command line or environment (a sandbox child carries its
@@ -24,7 +25,7 @@ import tempfile
 import time
 
 PREFIXES = ("dojo-sandbox-", "dojo-triton-")
-_OWNED = re.compile(r"^(dojo-(?:sandbox|triton)-)(\d+)-(\d+)-[A-Za-z0-9_]{8}$")
+_OWNED = re.compile(r"^(dojo-(?:sandbox|triton)-)(\d+)-(\d+)-(\d+)-[A-Za-z0-9_]{8}$")
 _UNNAMED = re.compile(r"^dojo-(?:sandbox|triton)-[A-Za-z0-9_]{8}$")
 UNNAMED_AGE_S = 600.0  # an old-style folder this recent may still be between mkdtemp and use
 _swept = False
@@ -49,10 +50,20 @@ def start_time(pid: int) -> int | None:
         return None
 
 
+def pid_namespace() -> int:
+    """This process's PID namespace (its inode; 0 where there is none to read): a pid means
+    something only inside the namespace that gave it (a container sharing /tmp has another)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 def owner_tag(pid: int | None = None) -> str:
-    """`<pid>-<start time>` of this process (or `pid`): what a folder's name records."""
+    """`<pid>-<start time>-<pid namespace>` of this process (or `pid`, a process in this
+    namespace): what a folder's name records."""
     pid = os.getpid() if pid is None else pid
-    return f"{pid}-{start_time(pid) or 0}"
+    return f"{pid}-{start_time(pid) or 0}-{pid_namespace()}"
 
 
 def make(prefix: str, *, remove_at_exit: bool = False) -> str:
@@ -69,9 +80,10 @@ def make(prefix: str, *, remove_at_exit: bool = False) -> str:
 
 def owner_alive(name: str) -> bool | None:
     """Whether the process a folder's name records still runs (the same process: pid and
-    start time); None when the name records no owner."""
+    start time); None when the name records no owner, or one in another PID namespace (whose
+    pids cannot be looked up from here: that folder is left alone)."""
     found = _OWNED.match(name)
-    if found is None:
+    if found is None or int(found.group(4)) != pid_namespace():
         return None
     started = start_time(int(found.group(2)))
     return started is not None and (started == 0 or started == int(found.group(3)))

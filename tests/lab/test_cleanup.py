@@ -47,8 +47,8 @@ STOP = sys.argv[1] == 'stop'
 async def main():
     server = await GradingServer.start([sys.executable, '-m', 'trainer', 'lab'])
     await server.send(ServeRequest('kv-bytes', 1))
-    if STOP:  # the screen's cancel and quit: `stop` once the learner's code runs
-        while not Path('running').exists():
+    if STOP:  # the screen's cancel and quit: `stop` once the learner's code runs (the test
+        while not Path('go').exists():  # says so when it has seen it)
             await asyncio.sleep(0.1)
         await server.stop()
         Path('stopped').write_text(str(server.process.returncode))
@@ -220,6 +220,7 @@ def test_the_apps_grading_server_ends_with_its_sandboxes_and_folders(
     _running(app, learner_dir)
     assert len(app.folders()) == 1
     if how == "stop":
+        (learner_dir / "ws" / "go").write_text("")
         stopped = learner_dir / "ws" / "stopped"
         assert _wait_for(stopped.exists, 30)
         assert stopped.read_text() == "143"  # it ended through its SIGTERM handler

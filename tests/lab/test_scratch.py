@@ -39,8 +39,10 @@ def test_make_names_this_process_and_the_sweep_keeps_it(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     made = Path(scratch.make("dojo-sandbox-"))
-    pid, start = re.fullmatch(r"dojo-sandbox-(\d+)-(\d+)-\w{8}", made.name).groups()  # type: ignore[union-attr]
+    pid, start, ns = re.fullmatch(  # type: ignore[union-attr]
+        r"dojo-sandbox-(\d+)-(\d+)-(\d+)-\w{8}", made.name).groups()
     assert int(pid) == os.getpid() and int(start) == scratch.start_time(os.getpid()) > 0
+    assert int(ns) == os.stat("/proc/self/ns/pid").st_ino
     assert scratch.sweep() == []
     assert made.is_dir()
 
@@ -51,11 +53,15 @@ def test_a_folder_whose_owner_ended_goes_and_a_live_owners_stays(tmp_path: Path)
     live = _folder(tmp_path, f"dojo-sandbox-{scratch.owner_tag()}-abcd1234")
     # the same pid as a live process, another start time: the pid was reused, the owner ended
     start = scratch.start_time(os.getpid())
-    reused = _folder(tmp_path, f"dojo-sandbox-{os.getpid()}-{start + 1}-abcd1234")  # type: ignore[operator]
+    ns = scratch.pid_namespace()
+    reused = _folder(tmp_path, f"dojo-sandbox-{os.getpid()}-{start + 1}-{ns}-abcd1234")  # type: ignore[operator]
     other = _folder(tmp_path, f"other-{_ended_owner()}-abcd1234")  # not a grading's folder
+    # an ended owner's pid and start time, but another PID namespace's: cannot be told here
+    pid, started, _ = _ended_owner().split("-")
+    elsewhere = _folder(tmp_path, f"dojo-sandbox-{pid}-{started}-{ns + 1}-abcd1234")
     removed = scratch.sweep(str(tmp_path))
     assert sorted(removed) == sorted(map(str, (ended, ended_triton, reused)))
-    assert live.is_dir() and other.is_dir()
+    assert live.is_dir() and other.is_dir() and elsewhere.is_dir()
     assert not ended.exists() and not reused.exists()
 
 
