@@ -6,9 +6,10 @@ The key is a digest of every argument the simulation takes (the plan, today, eac
 study with its schedule and FSRS memory, the learner's pace, every setting, the FSRS
 parameters, the lab levels still to pass), the caller's version and the source of the code that
 computes it (this package's modules and the `fsrs` package), so a changed input or a changed
-program gives a new key: a stale plan is never returned. One entry is kept (the latest plan),
-as JSON in the data folder, replaced atomically; a file that cannot be read or written is a
-miss (a read-only folder recomputes every time).
+program gives a new key: a stale plan is never returned. The latest KEEP entries are kept (the
+plan as it stands, and the next study day's computed ahead by the home screen), as JSON in the
+data folder, replaced atomically; a file that cannot be read or written is a miss (a read-only
+folder recomputes every time).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from scheduler.simulate import SimCard
 
 CACHE_NAME = "plan-cache.json"
-FORMAT = 1  # of the file's content
+FORMAT = 2  # of the file's content
+KEEP = 4  # entries kept, the latest first
 # The modules whose code decides the result (the simulation and everything it calls).
 _SOURCES = ("days", "feasibility", "fsrs_memory", "next_states", "plan", "plan_cache",
             "readiness", "records", "simulate", "sm2", "transition")
@@ -102,26 +104,43 @@ def plan_feasibility(folder: Path | None, plan: Plan, today: dt.date, cards: Seq
     return result
 
 
+def _entries(path: Path) -> list[dict[str, Any]]:
+    """The file's entries, latest first ([] for a missing or unreadable file)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return []
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, dict)]
+
+
 def _read(path: Path | None, key: str) -> Feasibility | None:
     if path is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("key") != key:
-            return None
-        return Feasibility(bool(data["feasible"]), str(data["reason"]),
-                           int(data["need_minutes"]), int(data["new_per_day"]))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None
+    for entry in _entries(path):
+        if entry.get("key") == key:
+            try:
+                return Feasibility(bool(entry["feasible"]), str(entry["reason"]),
+                                   int(entry["need_minutes"]), int(entry["new_per_day"]))
+            except (ValueError, TypeError, KeyError):
+                return None
+    return None
 
 
 def _write(path: Path | None, key: str, fit: Feasibility) -> None:
-    """Keep the entry (atomically: a reader sees the old file or the new one); an unwritable
-    folder keeps nothing."""
+    """Keep the entry first, before the KEEP - 1 latest others (atomically: a reader sees the
+    old file or the new one; of two writers at once the last one's entries are kept); an
+    unwritable folder keeps nothing."""
     if path is None:
         return
-    data = {"key": key, "feasible": fit.feasible, "reason": fit.reason,
-            "need_minutes": fit.need_minutes, "new_per_day": fit.new_per_day}
+    entry = {"key": key, "feasible": fit.feasible, "reason": fit.reason,
+             "need_minutes": fit.need_minutes, "new_per_day": fit.new_per_day}
+    others = [e for e in _entries(path) if e.get("key") != key]
+    data = {"format": FORMAT, "entries": [entry, *others][:KEEP]}
     try:
         fd, tmp = tempfile.mkstemp(prefix=".plan-cache-", dir=path.parent)
         try:

@@ -137,6 +137,23 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
                           outline_of(bank), store.pace(), store.path.parent, table=table)
 
 
+def prepare_next_day(store: Store, bank: Bank, now: dt.datetime | None = None) -> bool:
+    """The next study day's plan computed ahead into the plan cache, from the data as it
+    stands (`scheduler.plan_cache`): the next day's first start reads it instead of simulating
+    when nothing changed in between (a learner back the next day). False when there is nothing
+    to compute (no plan, or the interview day comes first)."""
+    from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+    cfg = store.settings()
+    tomorrow = store.study_day(now, cfg) + dt.timedelta(days=1)
+    plan = store.plan()
+    if plan is None or tomorrow >= plan.interview:
+        return False
+    planned_report(cfg, tomorrow, plan, store.cards(), store.stored_value(FSRS_PARAMETERS_KEY),
+                   store.lab_levels_passed(), outline_of(bank), store.pace(), store.path.parent)
+    return True
+
+
 def planned_report(cfg: Settings, today: dt.date, plan: Plan, cards: Iterable[Card],
                    params: Any, passed: set[tuple[str, int]], outline: Outline, pace: Pace,
                    cache: Path | None, *, table: bool = False) -> PlanReport:
