@@ -243,3 +243,42 @@ def test_a_compile_that_fails_to_build_is_given_up_with_its_error(
     assert said == ["decode step: torch.compile unavailable (RuntimeError: InvalidCxxCompiler: "
                     "No working C++ compiler found); running eager"]
     assert runner.mode == "eager" and not runner.compile_seconds
+
+
+def _tiny_lean() -> LeanLlama:
+    """A one-layer plain Llama with random weights (hidden 64, 4 heads over 2 KV heads, vocab
+    128): the smallest model the compiled path runs, so its compile is the cheapest."""
+    from lab.models.plain_llama import LlamaForCausalLM, PlainConfig
+
+    doc = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 96,
+           "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "vocab_size": 128, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
+           "hidden_act": "silu", "tie_word_embeddings": True, "pad_token_id": 0}
+    g = torch.Generator().manual_seed(11)
+    shapes = {"self_attn.q_proj": (64, 64), "self_attn.k_proj": (32, 64),
+              "self_attn.v_proj": (32, 64), "self_attn.o_proj": (64, 64),
+              "mlp.gate_proj": (96, 64), "mlp.up_proj": (96, 64), "mlp.down_proj": (64, 96)}
+    weights = {f"model.layers.0.{name}.weight": torch.randn(shape, generator=g) / 8
+               for name, shape in shapes.items()}
+    weights |= {"model.layers.0.input_layernorm.weight": torch.rand(64, generator=g) + 0.5,
+                "model.layers.0.post_attention_layernorm.weight": torch.rand(64, generator=g)
+                + 0.5, "model.norm.weight": torch.rand(64, generator=g) + 0.5,
+                "model.embed_tokens.weight": torch.randn((128, 64), generator=g)}
+    lean = lean_for(LlamaForCausalLM(weights, PlainConfig(doc)).eval())
+    assert lean is not None
+    return lean
+
+
+@pytest.mark.slow  # one compile of a one-layer model's step: ~10-20 s of CPU
+def test_the_compiled_step_gives_the_eager_steps_tokens() -> None:
+    missing = compiler_missing("cpu")
+    if missing:
+        pytest.skip(missing)
+    lean = _tiny_lean()
+    said: list[str] = []
+    runner = DecodeRunner(lean, capacity=12, sizes=(2,), mode="compile", say=said.append)
+    g = torch.Generator().manual_seed(9)
+    prompts = [torch.randint(1, 128, (1, n), generator=g) for n in (6, 4)]
+    got = _static_rows(runner.step, lean, prompts, 3, runner.static.load)
+    assert said == [] and runner.mode == "compile" and list(runner.compile_seconds) == [(2, 12)]
+    _same_tokens(got, _eager_rows(lean, prompts, steps=3))
