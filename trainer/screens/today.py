@@ -190,13 +190,12 @@ class TodayScreen(DojoScreen):
         self.plan_pending = False
         self._show_plan()
 
-    def show_quick_view(self, view: TodayView, plan_done: bool) -> None:
-        """The whole home read before the store opened (`QuickHome`): shown until the store's
-        own fetch repaints it; the plan too when `plan_done`."""
+    def show_quick_view(self, view: TodayView) -> None:
+        """The whole home read before the store opened (`QuickHome`), the plan included:
+        shown until the store's own fetch repaints it."""
         if self.view is not None:
             return
         self._show(view)
-        self.plan_pending = not plan_done
         self._from_quick = True
 
     def show_quick(self, counts: QuickToday) -> None:
