@@ -274,3 +274,26 @@ def test_the_next_days_plan_is_computed_ahead(monkeypatch: pytest.MonkeyPatch) -
     (home / CACHE_NAME).write_text(json.dumps(data))
     view = quick_today_view()
     assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+
+
+@pytest.mark.slow
+def test_a_read_only_store_keeps_no_plan_cache() -> None:
+    """Browsing a read-only database writes nothing beside it: its plan is computed, not kept."""
+    from scheduler.plan_cache import CACHE_NAME
+    from trainer.core.bank import load_study_bank
+    from trainer.core.plan import plan_report, prepare_next_day
+
+    _history(3, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    moment = START + dt.timedelta(days=3, hours=1)
+    with Store.open(home / "dojo.sqlite3") as store:
+        store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+    bank = load_study_bank()
+    with Store.open(home / "dojo.sqlite3", read_only=True) as store:
+        report = plan_report(store, bank, moment)
+        assert report.plan is not None and "min" in report.reason
+        assert not prepare_next_day(store, bank, moment)
+    assert not (home / CACHE_NAME).exists()
+    with Store.open(home / "dojo.sqlite3") as store:  # a writable one keeps it
+        assert plan_report(store, bank, moment) == report
+    assert (home / CACHE_NAME).exists()
