@@ -82,16 +82,15 @@ def _quick_counts() -> QuickToday | None:
 
 
 class QuickHome(Message):
-    """Posted with the whole home screen's data read before the store opens
-    (`trainer.core.views.quick_today_view`); `plan_done`: whether the plan is in it."""
+    """Posted with the whole home screen's data, the plan included, read before the store
+    opens (`trainer.core.views.quick_today_view`)."""
 
-    def __init__(self, view: TodayView, plan_done: bool) -> None:
+    def __init__(self, view: TodayView) -> None:
         super().__init__()
         self.view = view
-        self.plan_done = plan_done
 
 
-def _quick_home() -> tuple[TodayView, bool] | None:
+def _quick_home() -> TodayView | None:
     from trainer.core.views import quick_today_view
 
     return quick_today_view()
@@ -166,7 +165,7 @@ class DojoApp(App[None]):
                 self.post_message(QuickCounts(counts))
                 home = _quick_home()
                 if home is not None:  # the store opens after this home paints
-                    self.post_message(QuickHome(*home))
+                    self.post_message(QuickHome(home))
                     return
         self._open_services()
 
@@ -199,7 +198,7 @@ class DojoApp(App[None]):
 
         for screen in self.screen_stack:
             if isinstance(screen, TodayScreen):
-                screen.show_quick_view(message.view, message.plan_done)
+                screen.show_quick_view(message.view)
         self.call_after_refresh(self._open)  # once the home is on screen
 
     def on_services_ready(self, message: ServicesReady) -> None:

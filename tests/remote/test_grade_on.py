@@ -264,6 +264,31 @@ def test_connection_dropped_mid_grading_kills_the_host_children_and_records_noth
     assert err.strip().endswith("nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
     assert attempts() == []
+    # the host's grader removed its sandbox's folder on the way out (TMPDIR is in its data)
+    assert list((remote_root / "data" / "tmp").glob("dojo-sandbox-*")) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_the_hosts_grader_stopped_by_a_signal_ends_its_children_and_folders(
+        on_host: str, tmp_path: Path, remote_root: Path, sig: int) -> None:
+    """The host's `dojo remote serve` stopped mid-grading (its session hung up, the host's
+    admin): it kills its sandbox, removes the folder and ends; this side says the link
+    dropped and records nothing."""
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(SLEEPY)
+    cli = _grading_cli(path, on_host)
+    assert _wait_for(lambda: _host_processes(remote_root, b"lab.grader")), cli.stderr
+    assert list((remote_root / "data" / "tmp").glob("dojo-sandbox-*"))
+    serve = [p for p in _host_processes(remote_root, b"remote\0serve")
+             if p not in _host_processes(remote_root, b"lab.grader")]
+    assert len(serve) == 1, serve
+    os.kill(serve[0], sig)
+    _out, err = cli.communicate(timeout=60)
+    assert cli.returncode == 3, err
+    assert f"Error: the connection to {on_host} dropped during the grading" in err
+    assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
+    assert list((remote_root / "data" / "tmp").glob("dojo-sandbox-*")) == []
+    assert attempts() == []
 
 
 def test_grading_past_its_time_limit_is_stopped(
