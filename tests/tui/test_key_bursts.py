@@ -19,6 +19,8 @@ from textual.widgets import Input
 from tests.tui.conftest import FIXTURES, FlushedStore, ready, right_keys, text_of
 from trainer.app import DojoApp
 from trainer.core.session import Item
+from trainer.screens.browse import BrowseScreen
+from trainer.screens.help import HelpScreen
 from trainer.screens.review import ReviewScreen
 
 pytestmark = pytest.mark.slow  # each drives the real app and store (~1 s)
@@ -152,3 +154,38 @@ async def test_a_case_step_burst(make_app: AppFactory) -> None:
         assert "Ignored 1 key typed before the step's verdict appeared." in _notes(app)
         await burst(app, pilot, ENTER)
         assert "Step 2 of" in text_of(app, "#case-step")
+
+
+async def test_a_paste_keeps_its_place_among_the_keys(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        item = await _numeric_card(app, pilot)
+        right = _answer(item)
+        # A slip, its backspace, then the answer pasted (bracketed, one event): Textual alone
+        # pasted before the backspace had run, which then took the pasted last digit.
+        await burst(app, pilot, "9" + BSPACE + f"\x1b[200~{right}\x1b[201~" + ENTER)
+        verdict = text_of(app, "#verdict")
+        assert "Right" in verdict and f"you: {right}" in verdict
+
+
+async def test_help_typed_before_the_next_card_appeared_still_opens(
+        make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("enter")
+        first = _item(app)
+        await pilot.press(*right_keys(first))
+        await burst(app, pilot, "5" + "\x1bOP")  # the grade, then F1 (the app's own key)
+        assert isinstance(app.screen, HelpScreen)
+        assert not any(note.startswith("Ignored") for note in _notes(app))
+
+
+async def test_a_burst_in_another_screens_input(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("b", "slash")
+        assert isinstance(app.screen, BrowseScreen)
+        await burst(app, pilot, "factor of 3" + BSPACE + "2")
+        assert app.screen.query_one("#browse-search", Input).value == "factor of 2"
