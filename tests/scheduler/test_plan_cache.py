@@ -194,3 +194,25 @@ def test_the_latest_entries_are_kept(tmp_path: Path) -> None:
     # Read latest first (a miss writes an entry, which would push an older one out).
     assert [plan_feasibility(tmp_path, **inputs).reason == "STALE"
             for inputs in reversed(days)] == [True] * KEEP + [False]
+
+
+def test_the_systems_time_zone_changed_gives_a_fresh_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no time zone set, study days start at the rollover hour of the system's zone: a
+    learner who travels gets the plan for the new zone, not the one kept for the old."""
+    import time
+
+    local = {**BASE, "settings": Settings(timezone=None)}
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        plan_feasibility(tmp_path, **local)
+        _tamper(tmp_path)
+        assert plan_feasibility(tmp_path, **local).reason == "STALE"
+        monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14: every day starts 14 h earlier
+        time.tzset()
+        got = plan_feasibility(tmp_path, **local)
+        assert got.reason != "STALE" and got == _fresh(local)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
