@@ -1,13 +1,13 @@
 """No process or folder the grader started outlives it: the grader's own code raising mid-grading,
-the grader stopped by SIGTERM, SIGHUP or
-SIGINT in the middle of an infinite loop ends every process and removes its sandbox's folder,
-exits 143 / 129 / 130 and says why on its terminal; killed by SIGKILL (no handler runs) it still
-leaves no process running — every process of the grading (the learner's, a detached grandchild
-of theirs, the sandbox's waiter) ends by itself: the waiter watches a lifeline pipe whose other
-end only the grader holds — and the next grading sweeps the folder it left, never the folder of
-a grading still running (another user's included). The TUI's grading server is stopped by the
-app (SIGTERM, then SIGKILL) and dies with it (PR_SET_PDEATHSIG: SIGTERM), each time with its
-folders. Checked with user namespaces and on a system that denies them (Landlock)."""
+the grader stopped by SIGTERM, SIGHUP or SIGINT in the middle of an infinite loop ends every
+process and removes its sandbox's folder, exits 143 / 129 / 130 and says why on its terminal;
+killed by SIGKILL (no handler runs) it still leaves no process running — every process of the
+grading (the learner's, a detached grandchild of theirs, the sandbox's waiter) ends by itself: the
+waiter watches a lifeline pipe whose other end only the grader holds — and the next grading sweeps
+the folder it left, never the folder of a grading still running (another user's included). The
+TUI's grading server is stopped by the app (SIGTERM, then SIGKILL) and dies with it
+(PR_SET_PDEATHSIG: SIGTERM), each time with its folders. Checked with user namespaces and on a
+system that denies them (Landlock)."""
 
 from __future__ import annotations
 
