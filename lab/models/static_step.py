@@ -87,7 +87,8 @@ class StaticStep:
         """A column outside 0..span-1 would be written into another row's store (the write
         is an index into the stores seen flat): refuse it. Reads the columns, so on a GPU it
         waits for them; callers there check their own bookkeeping instead."""
-        low, high = int(columns.min()), int(columns.max())
+        values = columns.tolist()  # a few rows: cheaper than two reductions and two syncs
+        low, high = min(values), max(values)
         if low < 0 or high >= span:
             raise ValueError(f"columns must be within 0..{span - 1} (the span), got {low}..{high}")
 
