@@ -9,9 +9,10 @@ shared: wall time is printed beside it but load inflates it):
   cached study index before the store and bank open, or the store's view where only it can
   say) ≤ 2× a bare Textual app's first paint (a Header, a Static, a Footer), runs alternating
   so both see the same machine; and whether torch, transformers or sqlalchemy were imported
-  before the first paint and before the whole home. Three cases: no interview date; a date
-  set, the day's first start (the plan's simulation runs); a date set, a later start (the
-  plan cache in the data folder, `scheduler.plan_cache`, left by a start before);
+  before the first paint and before the whole home. Four cases: no interview date; a date
+  set, the day's first start with nothing kept (the plan's simulation runs); the same after
+  the app was used the day before (the home computed the next day's plan ahead); a later
+  start (the plan cache in the data folder, `scheduler.plan_cache`, left by a start before);
 * answer → next card: p95 ≤ 30 ms of CPU in the app, over `--answers` answers on a history of
   `--history` answers, under SM-2 and under FSRS;
 * `dojo due`: ≤ 0.15 s of CPU (a warm bank cache: the lean path), beside `python -c pass`
@@ -147,7 +148,8 @@ START = dt.datetime(2026, 9, 1, 9, 0, tzinfo=dt.UTC)  # the history's first day
 BREAK_DAYS = 60  # after the history: every card is due
 TARGETS = {"first paint": 1.3, "today's counts": 1.5, "whole home": 2.0}
 INTERVIEW_DAYS, PLAN_MINUTES = 30, 60  # the plan of the cases with an interview date set
-CASES = ("no interview date", "date set, day's first start", "date set, a later start")
+CASES = ("no interview date", "date set, day's first start, nothing kept",
+         "date set, day's first start, the app used the day before", "date set, a later start")
 ANSWER_TARGET_MS = 30.0
 DUE_TARGET_S = 0.15
 
@@ -215,23 +217,44 @@ def with_plan(history: Path, now: dt.datetime, into: Path) -> None:
         store.set_plan(Plan(now.date() + dt.timedelta(days=INTERVIEW_DAYS), PLAN_MINUTES))
 
 
+def used_the_day_before(home: Path, now: dt.datetime) -> None:
+    """What the home screen's fetch left in `home` the day before `now` with nothing answered
+    since: the next day's plan computed ahead (`trainer.core.plan.prepare_next_day`, run by
+    the home's worker after the day's plan is shown)."""
+    from trainer.core.plan import prepare_next_day
+    from trainer.core.services import Services
+
+    os.environ["DOJO_HOME"] = str(home)
+    services = Services.open(now=now - dt.timedelta(days=1))
+    try:
+        assert prepare_next_day(services.store, services.bank, services.now)
+    finally:
+        services.close()
+
+
 Runs = list[dict[str, object]]
 
 
 def startup(runs: int, history: Path, cache: Path, now: dt.datetime,
             ) -> tuple[dict[str, object], dict[str, Runs], Runs]:
     """(the cold first run, the warm runs of each case, a bare Textual app's first paints),
-    interleaved, each app run on a fresh copy of its history. The cases: no interview date;
-    a date set, the day's first start (no plan computed yet today); a date set, a later start
-    (the copy taken after one start on it: what that start left in the data folder)."""
+    interleaved in an order that turns each round, each app run on a fresh copy of its
+    history. The cases (CASES): no interview
+    date; a date set, the day's first start with nothing kept (the first start after setting
+    it, or after a day away: the plan's simulation runs); the same after the app was used the
+    day before (its next-day plan computed ahead); a later start (the copy taken after one
+    start on it: what that start left in the data folder)."""
     warm: dict[str, Runs] = {case: [] for case in CASES}
     bare: Runs = []
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch) / "home"
-        planned, started = Path(scratch) / "planned", Path(scratch) / "started"
+        planned, yesterday, started = (Path(scratch) / name
+                                       for name in ("planned", "yesterday", "started"))
         with_plan(history, now, planned)
+        shutil.copytree(planned, yesterday)
+        used_the_day_before(yesterday, now)
         shutil.copytree(planned, started)
-        sources = dict(zip(CASES, (history, planned, started), strict=True))
+        sources = dict(zip(CASES, (history, planned, yesterday, started), strict=True))
 
         def fresh_home(case: str) -> dict[str, str]:
             shutil.rmtree(home, ignore_errors=True)
@@ -240,10 +263,13 @@ def startup(runs: int, history: Path, cache: Path, now: dt.datetime,
 
         cold = _child(CHILD, fresh_home(CASES[0]))  # builds the bank cache
         _child(CHILD, _env(started, cache, now))  # the day's first start, on the copy itself
-        for _ in range(runs):
-            bare.append(_child(BARE, _env(home, cache, now)))
-            for case in CASES:
-                warm[case].append(_child(CHILD, fresh_home(case)))
+        order = [None, *CASES]  # None: the bare app
+        for n in range(runs):  # each round starts one later: no case is always first or last
+            for case in order[n % len(order):] + order[:n % len(order)]:
+                if case is None:
+                    bare.append(_child(BARE, _env(home, cache, now)))
+                else:
+                    warm[case].append(_child(CHILD, fresh_home(case)))
     return cold, warm, bare
 
 

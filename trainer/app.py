@@ -16,12 +16,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
+from trainer.key_order import KeyOrder
 from trainer.screens.base import DojoScreen
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ class DojoApp(App[None]):
         self.lab_command = lab_command
         self._palette_lines: dict[str, str] = {}
         self._start_when_ready = False  # Enter pressed before the store opened
+        self.key_order = KeyOrder(self)  # keys one at a time, in the order typed
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         """Run the app. What the imports built (Textual, Rich, the app: ~34,000 tracked
@@ -140,6 +142,14 @@ class DojoApp(App[None]):
         takes from `run` to its first paint). `on_unmount` unfreezes."""
         gc.freeze()
         return super().run(*args, **kwargs)
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key or paste from the terminal waits until the one before has finished
+        (`trainer.key_order`); Textual then routes it to the focus of that moment."""
+        if (isinstance(event, events.Key | events.Paste) and not event.is_forwarded
+                and not self.key_order.take(event)):
+            return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         from trainer.screens.today import TodayScreen

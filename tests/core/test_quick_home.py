@@ -206,7 +206,9 @@ def test_the_home_never_shows_a_plan_kept_for_other_inputs(
 
     def tamper() -> None:
         data = json.loads((home / CACHE_NAME).read_text())
-        (home / CACHE_NAME).write_text(json.dumps({**data, "reason": "STALE"}))
+        for entry in data["entries"]:
+            entry["reason"] = "STALE"
+        (home / CACHE_NAME).write_text(json.dumps(data))
 
     assert shown() == _fresh_plan(db, moment)
     tamper()
@@ -235,3 +237,63 @@ def test_the_home_never_shows_a_plan_kept_for_other_inputs(
 def _with_store(db: Path, change: Callable[[Store], object]) -> None:
     with Store.open(db) as store:
         change(store)
+
+
+@pytest.mark.slow
+def test_the_next_days_plan_is_computed_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the home computes ahead (`prepare_next_day`) is what the next day's first start
+    shows, read from the cache rather than simulated; nothing is computed without a plan or
+    once the interview is tomorrow."""
+    import json
+
+    from scheduler.plan_cache import CACHE_NAME
+    from trainer.core.plan import prepare_next_day
+
+    _history(12, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    db = home / "dojo.sqlite3"
+    moment = START + dt.timedelta(days=12, hours=1)
+    services = Services.open(now=moment)
+    try:
+        assert not prepare_next_day(services.store, services.bank, moment)  # no plan
+        services.store.set_plan(Plan(moment.date() + dt.timedelta(days=1), 45))
+        assert not prepare_next_day(services.store, services.bank, moment)  # tomorrow is it
+        services.store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+        assert prepare_next_day(services.store, services.bank, moment)
+    finally:
+        services.close()
+    tomorrow = moment + dt.timedelta(days=1)
+    _pin(monkeypatch, tomorrow)
+    view = quick_today_view()
+    assert view is not None and view.plan is not None
+    assert view.plan.today == tomorrow.date()
+    assert view.plan == _fresh_plan(db, tomorrow)
+    data = json.loads((home / CACHE_NAME).read_text())
+    assert len(data["entries"]) == 1  # read, not computed again
+    data["entries"][0]["reason"] = "STALE"
+    (home / CACHE_NAME).write_text(json.dumps(data))
+    view = quick_today_view()
+    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+
+
+@pytest.mark.slow
+def test_a_read_only_store_keeps_no_plan_cache() -> None:
+    """Browsing a read-only database writes nothing beside it: its plan is computed, not kept."""
+    from scheduler.plan_cache import CACHE_NAME
+    from trainer.core.bank import load_study_bank
+    from trainer.core.plan import plan_report, prepare_next_day
+
+    _history(3, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    moment = START + dt.timedelta(days=3, hours=1)
+    with Store.open(home / "dojo.sqlite3") as store:
+        store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+    bank = load_study_bank()
+    with Store.open(home / "dojo.sqlite3", read_only=True) as store:
+        report = plan_report(store, bank, moment)
+        assert report.plan is not None and "min" in report.reason
+        assert not prepare_next_day(store, bank, moment)
+    assert not (home / CACHE_NAME).exists()
+    with Store.open(home / "dojo.sqlite3") as store:  # a writable one keeps it
+        assert plan_report(store, bank, moment) == report
+    assert (home / CACHE_NAME).exists()

@@ -19,7 +19,7 @@ from scheduler.days import resolve_timezone
 from scheduler.feasibility import Feasibility, feasibility
 from scheduler.fsrs_memory import Memory
 from scheduler.plan import Pace, Plan
-from scheduler.plan_cache import CACHE_NAME, plan_feasibility
+from scheduler.plan_cache import CACHE_NAME, KEEP, plan_feasibility
 from scheduler.readiness import day_start
 from scheduler.records import Scheduled, Settings
 from scheduler.simulate import SimCard
@@ -116,10 +116,12 @@ def _fresh(inputs: dict[str, Any]) -> Feasibility:
 
 
 def _tamper(folder: Path) -> None:
-    """Keep the entry's key, change its result: returning it for other inputs would show."""
+    """Keep each entry's key, change its result: returning one for other inputs would show."""
     path = folder / CACHE_NAME
     data = json.loads(path.read_text())
-    data.update(reason="STALE", need_minutes=-1)
+    assert data["entries"]
+    for entry in data["entries"]:
+        entry.update(reason="STALE", need_minutes=-1)
     path.write_text(json.dumps(data))
 
 
@@ -173,8 +175,44 @@ def test_the_code_digest_covers_the_simulation_and_fsrs() -> None:
 def test_an_unreadable_or_unwritable_cache_is_a_miss(tmp_path: Path) -> None:
     (tmp_path / CACHE_NAME).write_text("{not json")
     assert plan_feasibility(tmp_path, **BASE) == _fresh(BASE)  # and replaced
-    assert json.loads((tmp_path / CACHE_NAME).read_text())["reason"] == _fresh(BASE).reason
+    assert json.loads((tmp_path / CACHE_NAME).read_text())["entries"][0]["reason"] == _fresh(
+        BASE).reason
     missing = tmp_path / "no-such-folder"
     assert plan_feasibility(missing, **BASE) == _fresh(BASE)
     assert not missing.exists()
     assert plan_feasibility(None, **BASE) == _fresh(BASE)
+
+
+def test_the_latest_entries_are_kept(tmp_path: Path) -> None:
+    """Today's plan and the next day's computed ahead are both read back; the oldest of more
+    than KEEP goes."""
+    days = [CHANGES["a new day"](BASE), BASE] + [
+        {**BASE, "plan": Plan(D0 + dt.timedelta(days=22 + n), 30)} for n in range(KEEP - 1)]
+    for inputs in days:
+        plan_feasibility(tmp_path, **inputs)
+    _tamper(tmp_path)
+    # Read latest first (a miss writes an entry, which would push an older one out).
+    assert [plan_feasibility(tmp_path, **inputs).reason == "STALE"
+            for inputs in reversed(days)] == [True] * KEEP + [False]
+
+
+def test_the_systems_time_zone_changed_gives_a_fresh_plan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no time zone set, study days start at the rollover hour of the system's zone: a
+    learner who travels gets the plan for the new zone, not the one kept for the old."""
+    import time
+
+    local = {**BASE, "settings": Settings(timezone=None)}
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        plan_feasibility(tmp_path, **local)
+        _tamper(tmp_path)
+        assert plan_feasibility(tmp_path, **local).reason == "STALE"
+        monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14: every day starts 14 h earlier
+        time.tzset()
+        got = plan_feasibility(tmp_path, **local)
+        assert got.reason != "STALE" and got == _fresh(local)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -5,6 +5,7 @@ plan cache), fits 60x20, 80x24 and 100x30, and is what the store's own fetch sho
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 from pathlib import Path
 
@@ -92,5 +93,7 @@ async def test_the_plan_is_on_home_before_the_store_opens(
                 await pilot.pause()
                 assert text_of(app, "#today-plan") == quick, start  # the store's fetch: the same
                 assert overflows(screen) == []
+                kept = json.loads((dojo_home / CACHE_NAME).read_text())["entries"]
+                assert len(kept) == 2  # today's plan, and the next day's computed ahead
             finally:  # a failed check does not leave the factory held for 10 s
                 release.set()

@@ -134,7 +134,34 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
         return readiness_report(cfg, today, store.cards(), params, store.lab_levels_passed(),
                                 outline_of(bank))
     return planned_report(cfg, today, plan, store.cards(), params, store.lab_levels_passed(),
-                          outline_of(bank), store.pace(), store.path.parent, table=table)
+                          outline_of(bank), store.pace(), _cache_folder(store), table=table)
+
+
+def _cache_folder(store: Store) -> Path | None:
+    """Where the plan cache is kept: beside the database, unless the store only browses a
+    read-only one (nothing is written beside it then)."""
+    return store.path.parent if store.writable else None
+
+
+def prepare_next_day(store: Store, bank: Bank, now: dt.datetime | None = None) -> bool:
+    """The next study day's plan computed ahead into the plan cache, from the data as it
+    stands (`scheduler.plan_cache`): the next day's first start reads it instead of simulating
+    when nothing changed in between (a learner back the next day). False when there is nothing
+    to compute (no plan, the interview day comes first, or a read-only store: nowhere to keep
+    it)."""
+    from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+    cfg = store.settings()
+    tomorrow = store.study_day(now, cfg) + dt.timedelta(days=1)
+    plan = store.plan()
+    if plan is None or tomorrow >= plan.interview:
+        return False
+    folder = _cache_folder(store)
+    if folder is None:
+        return False
+    planned_report(cfg, tomorrow, plan, store.cards(), store.stored_value(FSRS_PARAMETERS_KEY),
+                   store.lab_levels_passed(), outline_of(bank), store.pace(), folder)
+    return True
 
 
 def planned_report(cfg: Settings, today: dt.date, plan: Plan, cards: Iterable[Card],

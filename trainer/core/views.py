@@ -151,6 +151,18 @@ def plan_report_or_none(services: Services) -> PlanReport | None:
         return None
 
 
+def prepare_next_day_plan(services: Services) -> None:
+    """Tomorrow's plan computed ahead (`trainer.core.plan.prepare_next_day`), on the home's
+    worker after today's is shown; a failure only costs tomorrow's first start the simulation."""
+    import contextlib
+
+    from trainer.core.plan import prepare_next_day
+
+    # Today's plan already said what failed (`plan_report_or_none`).
+    with contextlib.suppress(Exception):
+        prepare_next_day(services.store, services.bank, services.now)
+
+
 def _lab_reasons(items: tuple[QueueItem, ...]) -> tuple[str, ...]:
     """"kv-bytes L1 failed int4-odd-head-dim → kv-cache-009, kv-cache-003", per failed case."""
     by_case: dict[str, list[str]] = {}
