@@ -129,8 +129,8 @@ class DecodeRunner:
         run = self._runs.get(key)
         if run is not None:
             return run
-        # compiled on a CPU: attention as products and sums inductor fuses (its SDPA kernel
-        # call costs more than the arithmetic at these sizes)
+        # compiled on a CPU: attention and one-row projections as products and sums inductor
+        # fuses (see `decoder_module`)
         fused = self.mode == "compile" and self.ids.device.type == "cpu"
         module, args = self.static.decoder(size, fused), self._args(size, span)
         if self.mode == "compile":

@@ -46,18 +46,20 @@ class StaticStep:
                                    dtype=embed.dtype, device=embed.device)
                        for _ in lean._layers]
         self._decoders: dict[tuple[int, bool], Any] = {}  # (rows, fused attention) -> Decoder
+        self._packed: dict[int, Any] = {}  # id(weight) -> its packed copy, shared by decoders
         # spans[n - 1]: n column indices (an input whose length sets the span: an int would be
         # baked into a compiled graph the same way, but a tensor keeps one signature)
-        self.spans = [torch.arange(n, device=embed.device) for n in range(1, capacity + 1)]
+        columns = torch.arange(capacity, device=embed.device)
+        self.spans = [columns[:n] for n in range(1, capacity + 1)]
 
-    def decoder(self, rows: int, fused_attention: bool = False) -> Any:
+    def decoder(self, rows: int, fused: bool = False) -> Any:
         """The `Decoder` module for steps over the first `rows` rows (built once per size and
         attention form: its weights in the matmul form that row count runs fastest)."""
         if not 1 <= rows <= self.rows:
             raise ValueError(f"a step over {rows} rows: this StaticStep holds 1..{self.rows}")
-        key = (rows, fused_attention)
+        key = (rows, fused)
         if key not in self._decoders:
-            self._decoders[key] = decoder_module(self.lean, rows, fused_attention)
+            self._decoders[key] = decoder_module(self.lean, rows, fused, self._packed)
         return self._decoders[key]
 
     def load(self, view: KVView, first_row: int = 0) -> None:
@@ -87,13 +89,14 @@ class StaticStep:
         """A column outside 0..span-1 would be written into another row's store (the write
         is an index into the stores seen flat): refuse it. Reads the columns, so on a GPU it
         waits for them; callers there check their own bookkeeping instead."""
-        low, high = int(columns.min()), int(columns.max())
+        values = columns.tolist()  # a few rows: cheaper than two reductions and two syncs
+        low, high = min(values), max(values)
         if low < 0 or high >= span:
             raise ValueError(f"columns must be within 0..{span - 1} (the span), got {low}..{high}")
 
 
     def step(self, ids: Any, positions: Any, columns: Any, span: int | None = None,
-             fused_attention: bool = False) -> Any:
+             fused: bool = False) -> Any:
         """Logits [b, V] of the tokens `ids` [b, 1] at rotary `positions` [b, 1], each written
         into column `columns[r]` ([b] long, < span) of row r's store, attention over the first
         `span` columns (default: the capacity), row r seeing its columns up to columns[r]. Eager;
@@ -103,16 +106,21 @@ class StaticStep:
         span = span or self.capacity
         self.check_columns(columns, span)
         with torch.inference_mode():
-            decoder = self.decoder(ids.shape[0], fused_attention)
+            decoder = self.decoder(ids.shape[0], fused)
             return decoder(*self.inputs(ids, positions, columns, span))
 
 
-def decoder_module(lean: LeanLlama, rows: int, fused_attention: bool = False) -> Any:
+def decoder_module(lean: LeanLlama, rows: int, fused: bool = False,
+                   packed: dict[int, Any] | None = None) -> Any:
     """A `Decoder` (an nn.Module, so a compiler with freezing sees its weights as constants and
-    keeps the packed ones packed) for steps of `rows` rows. fused_attention: attention written
-    as products and sums a compiler fuses into its own loops (for torch.compile on a CPU, where
-    the SDPA kernel costs ~60-180 us a call on these shapes, more than the arithmetic); else
-    F.scaled_dot_product_attention."""
+    keeps the packed ones packed) for steps of `rows` rows. fused: the forms inductor compiles
+    best on a CPU, written as products and sums it fuses into its own loops: attention (the
+    SDPA kernel costs ~60-180 us a call on these shapes, more than the arithmetic) and, for one
+    row, the projections (a multiply-and-sum over each weight row, as fast as reading the
+    weight: at B = 1 the step took 1.72 ms against 1.96 with MKL's product, one run at load
+    ~5); else F.scaled_dot_product_attention and the matmul forms of `Projection`. packed:
+    packed weights by id(weight), reused and filled (decoders of 4, 8 and 16 rows share one
+    packed copy)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -167,16 +175,21 @@ def decoder_module(lean: LeanLlama, rows: int, fused_attention: bool = False) ->
             assert lean._head is not None  # set by fused()
             self.register_buffer("head", self._weight(lean._head.weight))
             self.small = weight.device.type == "cpu" and rows < PACKED_ROWS
-            self.fused_attention = fused_attention
+            self.fused = fused
 
         def _weight(self, weight: Any) -> Any:
             if not self.packed:
                 return weight
-            with torch.inference_mode():
-                return torch.ops.mkldnn._reorder_linear_weight(weight.detach())
+            cache = {} if packed is None else packed
+            if id(weight) not in cache:
+                with torch.inference_mode():
+                    cache[id(weight)] = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
+            return cache[id(weight)]
 
         def linear(self, x: Any, weight: Any) -> Any:
-            """x [b, in] @ w.T in `Projection`'s fastest form for b rows on this device."""
+            """x [b, in] @ w.T in the fastest form for b rows on this device (see above)."""
+            if self.fused and self.small and x.shape[0] == 1:
+                return (weight[None] * x[:, None]).sum(-1)
             if self.packed:
                 return torch.ops.mkldnn._linear_pointwise(x, weight, None, "none", [], "")
             if self.small:  # MKL's w @ x.T; one row sent as two (its one-row path is slow)
@@ -193,7 +206,7 @@ def decoder_module(lean: LeanLlama, rows: int, fused_attention: bool = False) ->
         def attend(self, q: Any, k: Any, v: Any, visible: Any, scale: float) -> Any:
             """q [b, heads, d] over k, v [b, kv_heads, span, d] where `visible`; query head h
             reads kv head h // (heads / kv_heads), as SDPA's enable_gqa does."""
-            if not self.fused_attention:
+            if not self.fused:
                 return F.scaled_dot_product_attention(
                     q[:, :, None], k, v, attn_mask=visible, scale=scale,
                     enable_gqa=self.kv_heads != self.heads)

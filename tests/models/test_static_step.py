@@ -90,9 +90,10 @@ def _same_tokens(got: Any, want: Any) -> None:
 def test_the_static_step_gives_the_eager_steps_logits(lean: LeanLlama, rows: int) -> None:
     prompts = _prompts([7] * rows, seed=rows)
     want = _eager_batch(lean, torch.cat(prompts), steps=3)
-    static = StaticStep(lean, rows, capacity=16)
-    got = _static_rows(static.step, lean, prompts, 3, static.load)
-    _same_tokens(got, want)
+    for fused in (False, True):  # the forms run eager, and the forms written for inductor
+        static = StaticStep(lean, rows, capacity=16)
+        got = _static_rows(partial(static.step, fused=fused), lean, prompts, 3, static.load)
+        _same_tokens(got, want)
 
 
 @pytest.mark.parametrize("lengths", [[3, 11], [9, 1, 5, 12, 2, 7, 4, 10]])
@@ -108,7 +109,7 @@ def test_ragged_rows_each_see_their_own_columns_only(lean: LeanLlama,
     for fused in (False, True):
         again = StaticStep(lean, len(lengths), capacity=64)
         span = max(lengths) + 3
-        got = _static_rows(partial(again.step, span=span, fused_attention=fused), lean,
+        got = _static_rows(partial(again.step, span=span, fused=fused), lean,
                            prompts, 3, again.load)
         _same_tokens(got, want)
 
@@ -123,7 +124,7 @@ def test_columns_past_a_rows_length_are_never_read(lean: LeanLlama) -> None:
     for fused in (False, True):
         for store in static.stores:
             store.normal_()  # stale columns everywhere
-        got = _static_rows(partial(static.step, fused_attention=fused), lean, prompts, 1,
+        got = _static_rows(partial(static.step, fused=fused), lean, prompts, 1,
                            static.load)
         _same_tokens(got, want)
 
