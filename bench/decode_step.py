@@ -1,28 +1,35 @@
 """One decode step of the shipped target against the memory-bandwidth limit.
 
     python bench/decode_step.py [--device cpu|cuda] [--batches 1,8,16] [--context 64]
-                                [--threads 1] [--rounds 30]
+                                [--threads 1] [--rounds 30] [--no-compile] [--no-graphs]
 
 A decode step reads every weight once and each row's cached keys and values once, and does
 little arithmetic per byte: its floor is (weight bytes + KV bytes read) / memory bandwidth. The
-bandwidth is measured in the same run, interleaved with the steps: a 256 MiB tensor copy
-(`dst.copy_(src)`, on one torch thread on a CPU), counted as 2 x 256 MiB moved (read + write,
-STREAM's convention). Prints, for each batch size B, what it counted (weight bytes, KV bytes),
-the step's milliseconds (wall and CPU on a CPU), the limit's, and step / limit beside the
-target (<= 2x); beside it the compute floor (the step's FLOPs / the FLOP/s of a
-512 x 512 matmul timed in the same run, on the step's threads) and step / the larger floor
-(the roofline): where the compute floor is the larger one, the bandwidth ratio overstates the
-gap. Two steps are timed: `LeanLlama.step` (the model's arithmetic) and the
-reference engine's `HFStepModel.forward` around it (mask and cache bookkeeping included); and,
+bandwidth is measured in the same run, interleaved with the steps, on the step's own threads: a
+256 MiB tensor copy (`dst.copy_(src)`), counted as 2 x 256 MiB moved (read + write, STREAM's
+convention). Prints, for each batch size B, what it counted (weight bytes, KV bytes), the
+step's milliseconds (wall and CPU on a CPU), the limit's, and step / limit beside the target
+(<= 2x); beside it the compute floor (the step's FLOPs / the FLOP/s of a 512 x 512 matmul timed
+in the same run, on the step's threads) and step / the larger floor (the roofline): where the
+compute floor is the larger one, the bandwidth ratio overstates the gap.
+
+The steps timed, each from the same prefilled cache (every call writes the same column):
+`LeanLlama.step` (the model's arithmetic, eager), the reference engine's `HFStepModel.forward`
+around it (mask and cache bookkeeping included), the static step (`lab.models.static_step`:
+fixed shapes, KV of fixed capacity = context + 1 columns written in place, a per-row length
+mask) eager and compiled by torch.compile (inductor, freezing, C++ wrapper; one graph per B,
+its compile time printed; without a C++ compiler the reason is printed and the row left out);
 beside them, the step's matmuls alone on inputs of the same shapes (the BLAS's floor: what the
 step costs with no per-operation overhead around them), and the same weight matrices merely
 summed (the core's read floor: the weights' bytes read once, with no matmul; it reads no KV).
 
-On CUDA: synchronised, timed with CUDA events, and the lean step also replayed from a CUDA graph
-captured per batch size (with and without). On a CPU, the ratio from CPU time is the one to read
-on a loaded machine (another process's burst inflates wall time, not CPU time); the weights
-(27.8 MB) fit in a large L3, so the true gap to DRAM bandwidth is wider than printed. Run it with
-`nice` on a shared CPU and compare ratios within one run.
+On CUDA: synchronised, timed with CUDA events; the static step eager and replayed from a CUDA
+graph captured per batch size (with and without; --no-graphs skips the capture), no compile. On
+a CPU, the ratio from CPU time is the one to read on a loaded machine (another process's burst
+inflates wall time, not CPU time; with N threads the copy's CPU time is summed over the same N
+threads as the step's); the weights (27.8 MB) fit in a large L3, so the true gap to DRAM
+bandwidth is wider than printed. Run it with `nice` on a shared CPU and compare ratios within
+one run.
 """
 
 from __future__ import annotations
@@ -35,7 +42,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lab.models.decode_runner import DecodeRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -153,7 +163,8 @@ def matmuler(device: str) -> Callable[[], Any]:
 
 
 def copier(device: str) -> Callable[[], Any]:
-    """A 256 MiB copy on `device` (a CPU copy runs on one torch thread; see `_one_thread`)."""
+    """A 256 MiB copy on `device` (on a CPU, on the step's torch threads: a fair limit for a
+    step on N threads is the bandwidth N threads reach)."""
     import torch
 
     n = COPY_BYTES // 4
@@ -161,23 +172,6 @@ def copier(device: str) -> Callable[[], Any]:
     dst = torch.empty_like(src)
     dst.copy_(src)  # fault the pages in before timing
     return lambda: dst.copy_(src)
-
-
-class _One:
-    """The copy on one torch thread, whatever the step uses."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self.fn = fn
-
-    def __call__(self) -> Any:
-        import torch
-
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return self.fn()
-        finally:
-            torch.set_num_threads(threads)
 
 
 class Steps:
@@ -242,21 +236,20 @@ class Steps:
         return self.engine.forward(self.ids, self.mask, self.positions,
                                    self._kvcache(past.layers(), past))
 
-    def graphed(self) -> Callable[[], Any]:
-        """The lean step captured in a CUDA graph (fixed shapes and column: one per batch
-        size, as a server captures one per padded batch size) and replayed."""
-        import torch
+    def static(self, mode: str) -> tuple[Callable[[], Any], DecodeRunner]:
+        """The static step of this batch size (`DecodeRunner` in `mode`: eager, compile or
+        graph), its stores loaded with the same prefilled cache, capacity context + 1 (the
+        columns the limit counts); a call writes column `context` of every row, as the lean
+        step does. Prepared (compiled, captured) here, outside the timing."""
+        from lab.models.decode_runner import DecodeRunner
 
-        stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                self.lean_step()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.lean_step()
-        return graph.replay
+        b = int(self.ids.shape[0])
+        runner = DecodeRunner(self.lean, self.context + 1, sizes=(b,), mode=mode,
+                              say=lambda line: print(f"B={b}: {line}"))
+        runner.static.load(self.base.cut(0, self.context))
+        columns = self.positions[:, 0]
+        runner.step(self.ids, self.positions, columns)  # compiles or captures now
+        return (lambda: runner.step(self.ids, self.positions, columns)), runner
 
 
 def _ratio_line(name: str, timing: Timing, copies: Timing, matmuls: Timing, cost: StepCost,
@@ -275,15 +268,19 @@ def _ratio_line(name: str, timing: Timing, copies: Timing, matmuls: Timing, cost
             f"{timing.best(cpu) / max(limit_ms, compute_ms):>9.2f}x")
 
 
+STATIC = "static step"  # the row names of the static step in each mode
+MODE_ROWS = {"eager": STATIC, "compile": "static step, compiled", "graph": "static, CUDA graph"}
+
+
 def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
-        graphs: bool) -> None:
+        modes: list[str]) -> None:
     import torch
 
     config = model.config
     dtype_bytes = next(model.parameters()).element_size()
     params = sum(p.numel() for p in model.parameters()) * dtype_bytes
     clock = Clock(device)
-    copy = _One(copier(device))
+    copy = copier(device)
     steps = {b: Steps(model, b, context) for b in batches}
     names = ["lean step", "engine forward", "projections alone", "weights read alone"]
     calls: dict[tuple[int, str], Callable[[], Any]] = {}
@@ -291,14 +288,20 @@ def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
         calls[(b, "lean step")], calls[(b, "engine forward")] = s.lean_step, s.engine_step
         calls[(b, "projections alone")] = s.projections
         calls[(b, "weights read alone")] = s.weights_read
-        if graphs:
+        for mode in modes:
             try:
-                calls[(b, "lean step, CUDA graph")] = s.graphed()
-            except Exception as exc:  # report why, keep the eager figures
-                print(f"B={b}: CUDA graph capture failed ({type(exc).__name__}: "
+                call, runner = s.static(mode)
+            except Exception as exc:  # report why, keep the other figures
+                print(f"B={b}: the static step ({mode}) failed ({type(exc).__name__}: "
                       f"{str(exc)[:160]})")
-    if graphs:
-        names.append("lean step, CUDA graph")
+                continue
+            if runner.mode != mode:  # a compile given up: the eager row already has it
+                continue
+            calls[(b, MODE_ROWS[mode])] = call
+            if runner.compile_seconds:
+                print(f"B={b}: static step compiled in "
+                      f"{sum(runner.compile_seconds.values()):.1f} s (wall, first call included)")
+    names[1:1] = [MODE_ROWS[mode] for mode in modes]
     copies, matmuls, matmul = Timing([], []), Timing([], []), matmuler(device)
     timings = {key: Timing([], []) for key in calls}
     for fn in [*calls.values(), matmul]:  # warm-up: allocations, the rotary table, the weights
@@ -344,9 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,8,16", help="comma-separated batch sizes")
     parser.add_argument("--context", type=int, default=64, help="cached columns per row")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads for the step on a CPU (the copy always uses one)")
+                        help="torch threads on a CPU, for the step and the copy and matmul "
+                             "it is measured against alike")
     parser.add_argument("--rounds", type=int, default=30, help="timed calls of each, best of")
     parser.add_argument("--no-graphs", action="store_true", help="CUDA: skip graph capture")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="CPU: skip torch.compile of the static step (seconds per B)")
     args = parser.parse_args(argv)
     try:
         batches = [int(b) for b in args.batches.split(",")]
@@ -371,15 +377,19 @@ def main(argv: list[str] | None = None) -> int:
         threads = "CUDA events, synchronised"
     else:
         name = "CPU"
-        threads = f"step on {args.threads} torch thread(s), copy on 1"
+        threads = f"step, copy and matmul on {args.threads} torch thread(s)"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# decode-step bench — pycode target fp32 on {args.device} ({name}), {threads}, "
           f"torch {torch.__version__}, load average {load:.1f} on {os.cpu_count()} cores")
     print("limit = (weight bytes + KV bytes read per step) / copy bandwidth measured in this "
           "run; ratio = best step / limit (target <= 2x); compute = the step's FLOPs / a "
           "matmul's FLOP/s in this run; roofline = best step / max(limit, compute)")
-    run(model, args.device, batches, args.context, args.rounds,
-        graphs=args.device == "cuda" and not args.no_graphs)
+    modes = ["eager"]
+    if args.device == "cuda" and not args.no_graphs:
+        modes.append("graph")
+    if args.device == "cpu" and not args.no_compile:
+        modes.append("compile")
+    run(model, args.device, batches, args.context, args.rounds, modes)
     return 0
 
 

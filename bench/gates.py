@@ -122,10 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", help="only these timed cases")
     args = parser.parse_args(argv)
 
+    with tempfile.TemporaryDirectory(prefix="gates-") as scratch:  # each row's solution copy
+        return _rows(args, Path(scratch))  # (a folder per row was left in /tmp: 62 of them)
+
+
+def _rows(args: argparse.Namespace, scratch: Path) -> int:
     from lab.exercises import get
     from lab.grader.testing import grade_file, only_cases
 
-    for ex_id, level, case, label, file, must_pass in ROWS:
+    for row, (ex_id, level, case, label, file, must_pass) in enumerate(ROWS):
         if (args.exercise and ex_id not in args.exercise) or (
                 args.case and not set(args.case) & set((case or "").split())):
             continue
@@ -135,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         bounds = next((lvl.gate_for(c) for c in ids if c in lvl.case_gates), lvl.gate)
         gate = {k: v for k, v in bounds.items() if k.endswith("_max")}
         graded = only_cases(exercise, *ids) if ids else exercise
-        path = _solution(exercise, file, Path(tempfile.mkdtemp(prefix="gates-")))
+        (scratch / str(row)).mkdir()
+        path = _solution(exercise, file, scratch / str(row))
         runs: list[dict[str, float]] = []
         cells = []
         for i in range(args.runs):

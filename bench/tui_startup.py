@@ -9,7 +9,10 @@ shared: wall time is printed beside it but load inflates it):
   cached study index before the store and bank open, or the store's view where only it can
   say) ≤ 2× a bare Textual app's first paint (a Header, a Static, a Footer), runs alternating
   so both see the same machine; and whether torch, transformers or sqlalchemy were imported
-  before the first paint and before the whole home;
+  before the first paint and before the whole home. Four cases: no interview date; a date
+  set, the day's first start with nothing kept (the plan's simulation runs); the same after
+  the app was used the day before (the home computed the next day's plan ahead); a later
+  start (the plan cache in the data folder, `scheduler.plan_cache`, left by a start before);
 * answer → next card: p95 ≤ 30 ms of CPU in the app, over `--answers` answers on a history of
   `--history` answers, under SM-2 and under FSRS;
 * `dojo due`: ≤ 0.15 s of CPU (a warm bank cache: the lean path), beside `python -c pass`
@@ -144,6 +147,9 @@ print("BENCH " + json.dumps(marks))
 START = dt.datetime(2026, 9, 1, 9, 0, tzinfo=dt.UTC)  # the history's first day
 BREAK_DAYS = 60  # after the history: every card is due
 TARGETS = {"first paint": 1.3, "today's counts": 1.5, "whole home": 2.0}
+INTERVIEW_DAYS, PLAN_MINUTES = 30, 60  # the plan of the cases with an interview date set
+CASES = ("no interview date", "date set, day's first start, nothing kept",
+         "date set, day's first start, the app used the day before", "date set, a later start")
 ANSWER_TARGET_MS = 30.0
 DUE_TARGET_S = 0.15
 
@@ -200,24 +206,70 @@ def _env(home: Path, cache: Path, now: dt.datetime) -> dict[str, str]:
     return env
 
 
+def with_plan(history: Path, now: dt.datetime, into: Path) -> None:
+    """A copy of the history at `into` with an interview date set: INTERVIEW_DAYS after the
+    timed day, PLAN_MINUTES a day (as `dojo plan --interview DATE --minutes N`)."""
+    from scheduler.plan import Plan
+    from scheduler.store import Store
+
+    shutil.copytree(history, into)
+    with Store.open(into / "dojo.sqlite3") as store:
+        store.set_plan(Plan(now.date() + dt.timedelta(days=INTERVIEW_DAYS), PLAN_MINUTES))
+
+
+def used_the_day_before(home: Path, now: dt.datetime) -> None:
+    """What the home screen's fetch left in `home` the day before `now` with nothing answered
+    since: the next day's plan computed ahead (`trainer.core.plan.prepare_next_day`, run by
+    the home's worker after the day's plan is shown)."""
+    from trainer.core.plan import prepare_next_day
+    from trainer.core.services import Services
+
+    os.environ["DOJO_HOME"] = str(home)
+    services = Services.open(now=now - dt.timedelta(days=1))
+    try:
+        assert prepare_next_day(services.store, services.bank, services.now)
+    finally:
+        services.close()
+
+
+Runs = list[dict[str, object]]
+
+
 def startup(runs: int, history: Path, cache: Path, now: dt.datetime,
-            ) -> tuple[dict[str, object], list[dict[str, object]], list[dict[str, object]]]:
-    """(the cold first run, the warm runs, a bare Textual app's first paints), interleaved,
-    each app run on a fresh copy of the history."""
-    warm: list[dict[str, object]] = []
-    bare: list[dict[str, object]] = []
+            ) -> tuple[dict[str, object], dict[str, Runs], Runs]:
+    """(the cold first run, the warm runs of each case, a bare Textual app's first paints),
+    interleaved in an order that turns each round, each app run on a fresh copy of its
+    history. The cases (CASES): no interview
+    date; a date set, the day's first start with nothing kept (the first start after setting
+    it, or after a day away: the plan's simulation runs); the same after the app was used the
+    day before (its next-day plan computed ahead); a later start (the copy taken after one
+    start on it: what that start left in the data folder)."""
+    warm: dict[str, Runs] = {case: [] for case in CASES}
+    bare: Runs = []
     with tempfile.TemporaryDirectory() as scratch:
         home = Path(scratch) / "home"
+        planned, yesterday, started = (Path(scratch) / name
+                                       for name in ("planned", "yesterday", "started"))
+        with_plan(history, now, planned)
+        shutil.copytree(planned, yesterday)
+        used_the_day_before(yesterday, now)
+        shutil.copytree(planned, started)
+        sources = dict(zip(CASES, (history, planned, yesterday, started), strict=True))
 
-        def fresh_home() -> dict[str, str]:
+        def fresh_home(case: str) -> dict[str, str]:
             shutil.rmtree(home, ignore_errors=True)
-            shutil.copytree(history, home)
+            shutil.copytree(sources[case], home)
             return _env(home, cache, now)
 
-        cold = _child(CHILD, fresh_home())  # builds the bank cache
-        for _ in range(runs):
-            bare.append(_child(BARE, _env(home, cache, now)))
-            warm.append(_child(CHILD, fresh_home()))
+        cold = _child(CHILD, fresh_home(CASES[0]))  # builds the bank cache
+        _child(CHILD, _env(started, cache, now))  # the day's first start, on the copy itself
+        order = [None, *CASES]  # None: the bare app
+        for n in range(runs):  # each round starts one later: no case is always first or last
+            for case in order[n % len(order):] + order[:n % len(order)]:
+                if case is None:
+                    bare.append(_child(BARE, _env(home, cache, now)))
+                else:
+                    warm[case].append(_child(CHILD, fresh_home(case)))
     return cold, warm, bare
 
 
@@ -319,30 +371,32 @@ def _verdict(ratio: float, target: float) -> str:
     return "OK" if ratio <= target else "OVER"
 
 
-def report_startup(cold: dict[str, object], runs: list[dict[str, object]],
-                   bare_runs: list[dict[str, object]]) -> None:
-    def med(rows: list[dict[str, object]], key: str) -> float:
+def report_startup(cold: dict[str, object], cases: dict[str, Runs], bare_runs: Runs) -> None:
+    def med(rows: Runs, key: str) -> float:
         return statistics.median(float(r[key]) for r in rows)  # type: ignore[arg-type]
 
     bare_wall, bare_cpu = med(bare_runs, "first_paint"), med(bare_runs, "first_paint_cpu")
-    print(f"start-up over {len(runs)} warm runs on the history (after one cold run that builds "
-          "the bank cache), headless 80x24, alternating with a bare Textual app")
+    print(f"start-up over {len(bare_runs)} warm runs of each case on the history (after one "
+          "cold run that builds the bank cache), headless 80x24, alternating with a bare "
+          f"Textual app; the date: {INTERVIEW_DAYS} days ahead, {PLAN_MINUTES} min a day")
     print(f"  bare Textual app paint   CPU {bare_cpu:6.3f} s   wall {bare_wall:6.3f} s")
-    for name, wall_key, cpu_key in (("first paint", "first_paint", "first_paint_cpu"),
-                                    ("today's counts", "data_shown", "data_cpu"),
-                                    ("whole home", "full_shown", "full_cpu")):
-        cpu, wall = med(runs, cpu_key), med(runs, wall_key)
-        ratio, target = cpu / bare_cpu, TARGETS[name]
-        print(f"  launch → {name:<15} CPU {cpu:6.3f} s   ratio {ratio:4.2f}  target ≤ "
-              f"{target:.1f}×  {_verdict(ratio, target):<4}   (wall {wall:6.3f} s, "
-              f"ratio {wall / bare_wall:4.2f})")
+    for case, runs in cases.items():
+        print(f"  {case}:")
+        for name, wall_key, cpu_key in (("first paint", "first_paint", "first_paint_cpu"),
+                                        ("today's counts", "data_shown", "data_cpu"),
+                                        ("whole home", "full_shown", "full_cpu")):
+            cpu, wall = med(runs, cpu_key), med(runs, wall_key)
+            ratio, target = cpu / bare_cpu, TARGETS[name]
+            print(f"    launch → {name:<15} CPU {cpu:6.3f} s   ratio {ratio:4.2f}  target ≤ "
+                  f"{target:.1f}×  {_verdict(ratio, target):<4}   (wall {wall:6.3f} s, "
+                  f"ratio {wall / bare_wall:4.2f})")
+        none = "none of torch/transformers/sqlalchemy"
+        heavy = sorted({m for r in runs for m in r["heavy_before_paint"]})  # type: ignore[attr-defined]
+        home = sorted({m for r in runs for m in r["heavy_before_home"]})  # type: ignore[attr-defined]
+        print(f"    imported before the whole home: {', '.join(home) or none}")
+        print(f"    imported before first paint: {', '.join(heavy) or none}; "
+              f"torch at all: {any(r['torch_loaded'] for r in runs)}")
     print(f"  cold run (new bank cache): today's counts {float(cold['data_shown']):.3f} s wall")  # type: ignore[arg-type]
-    heavy = sorted({m for r in runs for m in r["heavy_before_paint"]})  # type: ignore[attr-defined]
-    none = "none of torch/transformers/sqlalchemy"
-    home = sorted({m for r in runs for m in r["heavy_before_home"]})  # type: ignore[attr-defined]
-    print(f"  imported before the whole home: {', '.join(home) or none}")
-    print(f"  imported before first paint: {', '.join(heavy) or none}; "
-          f"torch at all: {any(r['torch_loaded'] for r in runs)}")
 
 
 def report_due(cpu: dict[str, list[float]]) -> None:
@@ -359,7 +413,8 @@ def report_due(cpu: dict[str, list[float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--answers", type=int, default=200)
+    parser.add_argument("--answers", type=int, default=200,
+                        help="answers timed per scheduler (0: start-up and dojo due only)")
     parser.add_argument("--history", type=int, default=2000)
     args = parser.parse_args()
 
@@ -371,9 +426,10 @@ def main() -> None:
               f"{now.date().isoformat()} ({BREAK_DAYS} days after the last study day)")
         report_startup(*startup(args.runs, history, cache, now))
         report_due(dojo_due(max(args.runs, 5), history, cache, now))
-        print(f"answer → next card over {args.answers} answers, target p95 ≤ "
-              f"{ANSWER_TARGET_MS:.0f} ms of CPU in the app")
-        for scheduler in ("sm2", "fsrs"):
+        if args.answers:
+            print(f"answer → next card over {args.answers} answers, target p95 ≤ "
+                  f"{ANSWER_TARGET_MS:.0f} ms of CPU in the app")
+        for scheduler in ("sm2", "fsrs") if args.answers else ():
             home = Path(scratch) / scheduler
             shutil.copytree(history, home)
             os.environ.update(DOJO_HOME=str(home), DOJO_NOW=now.isoformat())

@@ -68,6 +68,9 @@ ReviewResult, Review, UndoResult, LabAttempt, Retention, TopicAccuracy, ...), ne
 * Home's first counts: `scheduler.quick.quick_today(path, now)` reads due/new/re-drill/streak
   with plain sqlite3 (no SQLAlchemy) while the app opens the store; None whenever only the
   store can say (no database yet, read-only, odd settings, a day-rule hold, lab recalls today).
+  `quick_home(path, questions, now)` reads the whole home the same way, the learner's pace
+  (`read_pace`) included when a plan is set; the plan's feasibility is kept between starts by
+  `scheduler.plan_cache.plan_feasibility`, keyed by every input of the simulation.
 * Faults: a failed daily backup (disk full) is a line in `store.warnings`, never a refusal;
   a write on a full disk raises DiskFullError, on a read-only file ReadOnlyDatabaseError
   (`Store.open(read_only=True)` browses such a database without writing anything beside it:

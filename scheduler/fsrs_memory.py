@@ -36,13 +36,21 @@ class Memory:
     last_review: dt.datetime
 
 
-def rating(quality: int) -> Rating:
-    """Our 0-5 grade as an FSRS rating: 0-2 Again, 3 Hard, 4 Good, 5 Easy."""
-    from fsrs import Rating
+@functools.cache
+def _fsrs() -> tuple[type[FsrsCard], Any, tuple[Rating, ...]]:
+    """`fsrs`'s Card class, its Review state and the rating of each grade 0-5, looked up once
+    (the plan's simulation steps thousands of cards)."""
+    from fsrs import Card, Rating, State
 
-    if quality <= 2:
-        return Rating.Again
-    return {3: Rating.Hard, 4: Rating.Good}.get(quality, Rating.Easy)
+    again, hard, good, easy = Rating.Again, Rating.Hard, Rating.Good, Rating.Easy
+    return Card, State.Review, (again, again, again, hard, good, easy)
+
+
+def rating(quality: int) -> Rating:
+    """Our 0-5 grade as an FSRS rating: 0-2 Again, 3 Hard, 4 Good, 5 Easy (below 0: Again,
+    above 5: Easy)."""
+    ratings = _fsrs()[2]
+    return ratings[min(max(quality, 0), 5)]
 
 
 def make_scheduler(parameters: Sequence[float] | None = None,
@@ -76,11 +84,10 @@ def _utc(moment: dt.datetime) -> dt.datetime:
 
 def as_card(memory: Memory | None, card_id: int = 1) -> FsrsCard:
     """The `fsrs` Card holding this memory (a new card for None)."""
-    from fsrs import Card, State
-
+    card, review, _ = _fsrs()
     if memory is None:
-        return Card(card_id=card_id)
-    return Card(card_id=card_id, state=State.Review, step=None, stability=memory.stability,
+        return card(card_id=card_id)
+    return card(card_id=card_id, state=review, step=None, stability=memory.stability,
                 difficulty=memory.difficulty, last_review=_utc(memory.last_review))
 
 

@@ -91,9 +91,21 @@ class Pace:
                      passes: Iterable[tuple[int, float | None]] = ()) -> Pace:
         """From exported answer rows and the lab cards' (level, seconds of the latest timed
         pass); the defaults before there are any. Passes under MIN_TIMED_PASS_S are left out."""
-        times = [int(r["response_ms"]) for r in reviews if int(r["response_ms"]) > 0]
-        first = [int(r["quality"]) >= 3 for r in reviews
-                 if r["mode"] == "review" and r["before"]["due"] is None]
+        return cls.measured(
+            (int(r["response_ms"]) for r in reviews),
+            (int(r["quality"]) for r in reviews
+             if r["mode"] == "review" and r["before"]["due"] is None),
+            passes)
+
+    @classmethod
+    def measured(cls, response_ms: Iterable[int], first_grades: Iterable[int],
+                 passes: Iterable[tuple[int, float | None]] = ()) -> Pace:
+        """From every answer's response time (ms; 0: not timed), the grades of new cards' first
+        scheduled answers and the lab cards' (level, seconds of the latest timed pass): what
+        `from_answers` reads out of exported rows, and `scheduler.quick.read_pace` out of the
+        database."""
+        times = [ms for ms in response_ms if ms > 0]
+        first = [grade >= 3 for grade in first_grades]
         ratios = [s / 60 / default_level_minutes(level) for level, s in passes
                   if s is not None and s >= MIN_TIMED_PASS_S]
         low, high = LAB_FACTOR_RANGE

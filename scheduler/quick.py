@@ -41,7 +41,7 @@ from scheduler.schema import SCHEMA_VERSION
 from scheduler.sm2 import CardState
 
 if TYPE_CHECKING:
-    from scheduler.plan import Plan
+    from scheduler.plan import Pace, Plan
 
 T = TypeVar("T")
 MATURE_DAYS = 21  # true retention counts reviews of cards at this interval or longer
@@ -106,6 +106,7 @@ class QuickHome:
     cards: list[Card]
     fsrs_parameters: object  # the learner's fitted FSRS weights as stored (None: defaults)
     labs_passed: set[tuple[str, int]]
+    pace: Pace | None  # the learner's pace, read when a plan is set (its simulation runs at it)
 
     @property
     def first_run(self) -> bool:
@@ -141,6 +142,7 @@ def quick_home(path: Path, questions: Sequence[tuple[str, str]],
             cards=read_cards(conn),
             fsrs_parameters=stored_value(conn, FSRS_PARAMETERS_KEY),
             labs_passed=lab_levels_passed(conn),
+            pace=None if plan is None else read_pace(conn),
         )
 
     return _with_connection(path, read)
@@ -227,6 +229,18 @@ def lab_levels_passed(conn: sqlite3.Connection) -> set[tuple[str, int]]:
         "SELECT DISTINCT exercise, level FROM lab_attempts WHERE passed")}
 
 
+def read_pace(conn: sqlite3.Connection) -> Pace:
+    """The learner's pace (`scheduler.plan.Pace.measured`): every answer's response time, the
+    first scheduled answer's grade of each new card, the lab cards' latest timed passes."""
+    from scheduler.plan import Pace
+
+    return Pace.measured(
+        (ms for (ms,) in conn.execute("SELECT response_ms FROM reviews ORDER BY id")),
+        (q for (q,) in conn.execute("SELECT quality FROM reviews WHERE mode = 'review' "
+                                    "AND due_before IS NULL ORDER BY id")),
+        conn.execute("SELECT level, last_pass_s FROM lab_cards ORDER BY exercise, level"))
+
+
 def stored_value(conn: sqlite3.Connection, key: str) -> Any:
     """A JSON value another module keeps in the settings table (None: absent or unreadable)."""
     row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
@@ -285,8 +299,15 @@ def _with_connection(path: Path, read: Callable[[sqlite3.Connection], T | None])
 
 
 def _settings(conn: sqlite3.Connection, moment: dt.datetime) -> tuple[Settings, object] | None:
-    """(the settings, the stored plan's JSON) when every value is usable as stored."""
-    values: dict[str, object] = {}
+    """(the settings, the stored plan's JSON) when every value is usable as stored (the
+    store's rules, `scheduler.setting_checks`: where it would warn and use a default, the
+    store says so)."""
+    from dataclasses import fields
+
+    from scheduler.setting_checks import setting_problems
+
+    known = {f.name for f in fields(Settings)}
+    values: dict[str, Any] = {}
     plan: object = None
     for key, raw in conn.execute("SELECT key, value FROM settings"):
         if key == "_day_rule_hold":
@@ -295,20 +316,11 @@ def _settings(conn: sqlite3.Connection, moment: dt.datetime) -> tuple[Settings, 
                 return None  # the previous day rule still applies: the store's job
         elif key == "plan":
             plan = json.loads(raw)
-        elif key in ("new_limit", "review_limit", "rollover_hour", "timezone"):
+        elif key in known:
             values[key] = json.loads(raw)
-    for name in ("new_limit", "review_limit", "rollover_hour"):
-        value = values.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            return None
-    tz = values.get("timezone")
-    if tz is not None and not isinstance(tz, str):
+    if setting_problems(values):
         return None
-    settings = Settings(**values)  # type: ignore[arg-type]
-    if settings.rollover_hour > 23:
-        return None
-    resolve_timezone(settings.timezone)  # ValueError for an unknown zone: None
-    return settings, plan
+    return Settings(**values), plan
 
 
 def _open_day(conn: sqlite3.Connection,

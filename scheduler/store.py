@@ -25,12 +25,12 @@ from scheduler.days import real_utc_now
 from scheduler.errors import ReadOnlyDatabaseError, StoreError
 from scheduler.paths import data_dir
 from scheduler.quick import MATURE_DAYS
+from scheduler.setting_checks import SCHEDULERS
 from scheduler.storage.base import BUSY_TIMEOUT_MS, DB_NAME, on_begin, on_connect, refuse_read_only
 from scheduler.storage.cards import CardsPart
 from scheduler.storage.exchange import ExchangePart
 from scheduler.storage.lab import LabPart
 from scheduler.storage.mock import MockPart
-from scheduler.storage.settings import SCHEDULERS
 from scheduler.storage.stats import INTERVAL_BUCKETS, StatsPart
 
 

@@ -26,11 +26,12 @@ TMP = re.compile(r"/tmp/[^\s'\"]*")
 VARIES = re.compile(r"\d+\.\d+|\d+(?= MiB)|pids \[[0-9, ]*\]")
 
 
-def _solutions(ex: Any) -> Iterator[tuple[str, Path]]:
-    """Each graded file: the reference (copied out of lab/reference), the stub, the tests'."""
+def _solutions(ex: Any, scratch: Path) -> Iterator[tuple[str, Path]]:
+    """Each graded file: the reference (copied out of lab/reference into `scratch`), the stub,
+    the tests'."""
     from lab.grader.testing import reference_as_solution
 
-    yield "reference", reference_as_solution(ex, Path(tempfile.mkdtemp()) / "ref")
+    yield "reference", reference_as_solution(ex, scratch / ex.path.name / "ref")
     yield "stub", ex.stub_path
     folder = ROOT / "tests" / ex.path.name / "solutions"
     for f in sorted(folder.glob("*.py")) if folder.is_dir() else []:
@@ -46,11 +47,11 @@ def capture(out: Path, only: list[str], seed: int) -> None:
     from lab.grader.testing import grade_file
 
     tree = str(Path(lab.__file__).resolve().parents[1])  # the tree graded (PYTHONPATH's)
-    with out.open("w") as fh:
+    with out.open("w") as fh, tempfile.TemporaryDirectory() as scratch:
         for ex in discover():
             if only and ex.id not in only:
                 continue
-            for name, path in _solutions(ex):
+            for name, path in _solutions(ex, Path(scratch)):
                 for level in ex.level_numbers:
                     start = time.monotonic()
                     try:

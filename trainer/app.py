@@ -16,12 +16,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
+from trainer.key_order import KeyOrder
 from trainer.screens.base import DojoScreen
 
 if TYPE_CHECKING:
@@ -81,16 +82,15 @@ def _quick_counts() -> QuickToday | None:
 
 
 class QuickHome(Message):
-    """Posted with the whole home screen's data read before the store opens
-    (`trainer.core.views.quick_today_view`); `plan_done`: whether the plan is in it."""
+    """Posted with the whole home screen's data, the plan included, read before the store
+    opens (`trainer.core.views.quick_today_view`)."""
 
-    def __init__(self, view: TodayView, plan_done: bool) -> None:
+    def __init__(self, view: TodayView) -> None:
         super().__init__()
         self.view = view
-        self.plan_done = plan_done
 
 
-def _quick_home() -> tuple[TodayView, bool] | None:
+def _quick_home() -> TodayView | None:
     from trainer.core.views import quick_today_view
 
     return quick_today_view()
@@ -133,6 +133,7 @@ class DojoApp(App[None]):
         self.lab_command = lab_command
         self._palette_lines: dict[str, str] = {}
         self._start_when_ready = False  # Enter pressed before the store opened
+        self.key_order = KeyOrder(self)  # keys one at a time, in the order typed
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         """Run the app. What the imports built (Textual, Rich, the app: ~34,000 tracked
@@ -141,6 +142,14 @@ class DojoApp(App[None]):
         takes from `run` to its first paint). `on_unmount` unfreezes."""
         gc.freeze()
         return super().run(*args, **kwargs)
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key or paste from the terminal waits until the one before has finished
+        (`trainer.key_order`); Textual then routes it to the focus of that moment."""
+        if (isinstance(event, events.Key | events.Paste) and not event.is_forwarded
+                and not self.key_order.take(event)):
+            return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         from trainer.screens.today import TodayScreen
@@ -156,7 +165,7 @@ class DojoApp(App[None]):
                 self.post_message(QuickCounts(counts))
                 home = _quick_home()
                 if home is not None:  # the store opens after this home paints
-                    self.post_message(QuickHome(*home))
+                    self.post_message(QuickHome(home))
                     return
         self._open_services()
 
@@ -189,7 +198,7 @@ class DojoApp(App[None]):
 
         for screen in self.screen_stack:
             if isinstance(screen, TodayScreen):
-                screen.show_quick_view(message.view, message.plan_done)
+                screen.show_quick_view(message.view)
         self.call_after_refresh(self._open)  # once the home is on screen
 
     def on_services_ready(self, message: ServicesReady) -> None:

@@ -111,6 +111,7 @@ class Children:
 
     def close(self) -> None:
         self._closing.set()
+        self.sandbox.signal_kill()  # a start or warm-up in flight ends now, never awaited
         self._take_early()
         self._take_prepared()
         if self._reference_start is not None and self.reference_sandbox is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.grader import limits, protocol, root
+from lab.grader import limits, protocol, root, scratch
 from lab.grader.api import DEVICE_VAR
 from lab.grader.signal_guard import TOKEN_VAR
 
@@ -484,8 +484,9 @@ class Sandbox:
         cmd += ["--workspace", str(self.solution.parent)]
         lifeline_r, self.lifeline = os.pipe()
         cmd += ["--lifeline", str(lifeline_r)]
-        if self.confine:
-            self.tmp_dir = tempfile.mkdtemp(prefix="dojo-sandbox-")
+        if self.confine:  # named for this process: a sweep removes it only once we are gone
+            scratch.sweep_once()  # what a killed grader left (SIGKILL: no handler ran)
+            self.tmp_dir = scratch.make("dojo-sandbox-")
             cmd += ["--root", self.root_spec().to_json()]
             cmd += ["--network"] if self.network else []
         else:

@@ -182,6 +182,9 @@ class Prepared:
                                           and self.sandbox.ready and self.sandbox.alive)
 
     def close(self) -> None:
+        """Kill the child and remove its folder: a warm-up in flight (a torch import) is
+        killed first, so closing never waits for it."""
+        self.sandbox.signal_kill()
         self.wait()
         self.sandbox.close()
         self.take_reference(use=False)

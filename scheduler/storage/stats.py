@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 from sqlalchemy.sql.elements import ColumnElement, SQLColumnExpression
@@ -17,6 +18,9 @@ from scheduler.records import MistakeCount, Retention, TopicAccuracy
 from scheduler.sm2 import CardState
 from scheduler.storage.base import raw_connection
 from scheduler.storage.settings import SettingsPart
+
+if TYPE_CHECKING:
+    from scheduler.plan import Pace
 
 INTERVAL_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
     ("1d", 1, 1),
@@ -66,6 +70,11 @@ class StatsPart(SettingsPart):
         with self._read() as s:
             return quick.true_retention(raw_connection(s), today,
                                         days)
+
+    def pace(self) -> Pace:
+        """The learner's pace the plan is simulated at (`scheduler.plan.Pace`)."""
+        with self._read() as s:  # the home screen's quick read runs the same SQL
+            return quick.read_pace(raw_connection(s))
 
     def predicted_recall(self, now: dt.datetime | None = None) -> float | None:
         """FSRS's mean predicted recall now over the introduced cards in study (answered on

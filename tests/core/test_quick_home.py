@@ -8,6 +8,7 @@ import dataclasses
 import datetime as dt
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from scheduler.plan import Plan
 from scheduler.store import Store
 from trainer.core.bank import study_index
-from trainer.core.plan import Outline
+from trainer.core.plan import Outline, PlanReport
 from trainer.core.services import Services
 from trainer.core.views import TodayView, quick_today_view
 
@@ -34,10 +35,10 @@ def _store_view(moment: dt.datetime) -> TodayView:
         services.close()
 
 
-def _history(days: int) -> list[str]:
+def _history(days: int, lab_pass: bool = True) -> list[str]:
     """`days` study days of answers through the store on the real bank (a day off a week,
-    cards suspended and buried, a lab level passed on the last day: its card is due the next
-    day); returns the bank's question ids."""
+    cards suspended and buried, with `lab_pass` a lab level passed on the last day: its card is
+    due the next day); returns the bank's question ids."""
     rng = random.Random(52)
     services = Services.open(now=START)
     store = services.store
@@ -52,7 +53,7 @@ def _history(days: int) -> list[str]:
             right = rng.random() < 0.8
             store.answer(item.question_id, 4 if right else 1, correct=right, answer_text="x",
                          response_ms=9000, now=now + dt.timedelta(minutes=n))
-        if day == days - 1:
+        if day == days - 1 and lab_pass:
             assert linked.lab is not None
             store.record_lab_attempt(linked.lab.exercise, linked.lab.level, "cpu", True, [], {},
                                      30.0, now=now)
@@ -74,10 +75,9 @@ def test_the_quick_home_equals_the_stores_view(monkeypatch: pytest.MonkeyPatch) 
                    START + dt.timedelta(days=12, hours=-8)):  # its evening
         _pin(monkeypatch, moment)
         expected = _store_view(moment)  # opening it makes today's backup, syncs the cards
-        quick = quick_today_view()
-        assert quick is not None, "the quick path gave way on a plain history"
-        view, plan_done = quick
-        assert plan_done and view.plan is not None and view.plan.topics
+        view = quick_today_view()
+        assert view is not None, "the quick path gave way on a plain history"
+        assert view.plan is not None and view.plan.topics
         assert expected.warnings == () and expected.rebuilds == ()
         assert view == expected
         assert sum(view.per_day.values()) > 100 and sum(view.forecast) > 0
@@ -95,7 +95,35 @@ def test_the_quick_home_equals_the_stores_view(monkeypatch: pytest.MonkeyPatch) 
     quick = quick_today_view()
     assert quick is not None
     assert [f.name for f in dataclasses.fields(TodayView)
-            if getattr(quick[0], f.name) != getattr(expected, f.name)] == ["plan"]
+            if getattr(quick, f.name) != getattr(expected, f.name)] == ["plan"]
+
+
+@pytest.mark.slow
+def test_the_quick_home_with_an_interview_date_equals_the_stores_view(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a date set the quick path runs the plan's simulation itself (the day's first
+    start: nothing cached), then reads it from the plan cache, equal to the store's view both
+    times, with no plan cache as with one."""
+    from scheduler.plan_cache import CACHE_NAME
+
+    _history(12)
+    moment = START + dt.timedelta(days=11, hours=8)
+    _pin(monkeypatch, moment)
+    home = Path(os.environ["DOJO_HOME"])
+    with Store.open(home / "dojo.sqlite3") as store:
+        store.update_settings(scheduler="fsrs")  # the quick read must use every setting
+        store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+    assert not (home / CACHE_NAME).exists()
+    first = quick_today_view()
+    assert first is not None and first.plan is not None
+    assert (home / CACHE_NAME).exists()  # kept for the next start
+    (home / CACHE_NAME).rename(home / "kept.json")
+    expected = _store_view(moment)  # computed afresh: no cache
+    assert expected.plan is not None and expected.plan.plan == Plan(dt.date(2026, 10, 10), 45)
+    assert "min" in expected.plan.reason and expected.plan.new_per_day
+    assert first == expected
+    (home / "kept.json").replace(home / CACHE_NAME)
+    assert quick_today_view() == expected  # from the cache
 
 
 @pytest.mark.slow
@@ -111,11 +139,15 @@ def test_gives_way_to_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
     _pin(monkeypatch, moment)
     db = Path(os.environ["DOJO_HOME"]) / "dojo.sqlite3"
     with Store.open(db) as store:
-        # With an interview date the plan needs the answer log's pace: the store fills it in.
-        store.set_plan(Plan(dt.date(2026, 12, 1), 30))
-    quick = quick_today_view()
-    assert quick is not None and quick[0].plan is None and quick[1] is False
+        store.update_settings(desired_retention=0.85)
+    assert quick_today_view() is not None  # every setting the quick read knows
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:  # unusable: the store warns and uses 0.90
+        conn.execute("UPDATE settings SET value = '0.2' WHERE key = 'desired_retention'")
+    assert quick_today_view() is None
     with Store.open(db) as store:
+        store.update_settings(desired_retention=0.9)
         store.set_plan(None)
         # A card the next sync would change: only the store's open can say what it serves.
         store.sync_cards([(i, "elsewhere") for i in ids[:1]], retire_missing=False)
@@ -129,3 +161,139 @@ def test_gives_way_to_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bank_module, "study_index",
                         lambda: dataclasses.replace(index, problem_files=("broken.toml",)))
     assert quick_today_view() is None  # the bank's errors are worded by the bank
+
+
+def _fresh_plan(db: Path, moment: dt.datetime) -> PlanReport:
+    """The plan computed now from the store's data, no cache."""
+    from scheduler.readiness import FSRS_PARAMETERS_KEY
+    from trainer.core.plan import planned_report
+
+    index = study_index()
+    assert index is not None
+    with Store.open(db) as store:
+        plan = store.plan()
+        assert plan is not None
+        return planned_report(store.settings(), store.study_day(moment), plan, store.cards(),
+                              store.stored_value(FSRS_PARAMETERS_KEY),
+                              store.lab_levels_passed(),
+                              Outline.of(index.questions, dict(index.topics), index.labs),
+                              store.pace(), None)
+
+
+@pytest.mark.slow
+def test_the_home_never_shows_a_plan_kept_for_other_inputs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an answer, on a new day, with another interview date and after a scheduler
+    switch, the plan on the home (read before the store opens) is the one computed afresh,
+    never the one the plan cache kept for the inputs before (tampered with, so it would
+    show)."""
+    import json
+
+    from scheduler.plan_cache import CACHE_NAME
+
+    _history(12, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    db = home / "dojo.sqlite3"
+    with Store.open(db) as store:
+        store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+    moment = START + dt.timedelta(days=12, hours=1)  # the day after the history: reviews due
+
+    def shown() -> PlanReport:
+        _pin(monkeypatch, moment)
+        view = quick_today_view()
+        assert view is not None and view.plan is not None
+        return view.plan
+
+    def tamper() -> None:
+        data = json.loads((home / CACHE_NAME).read_text())
+        for entry in data["entries"]:
+            entry["reason"] = "STALE"
+        (home / CACHE_NAME).write_text(json.dumps(data))
+
+    assert shown() == _fresh_plan(db, moment)
+    tamper()
+    assert shown().reason == "STALE"  # the home reads the cache: a stale entry would show
+    with Store.open(db) as store:
+        due = store.today_queue(moment).reviews[0].question_id
+        store.answer(due, 1, correct=False, answer_text="x", response_ms=4000, now=moment)
+    steps = {
+        "an answer": lambda: None,
+        "a new day": lambda: None,
+        "another interview date": lambda: _with_store(db, lambda s: s.set_plan(
+            Plan(dt.date(2026, 10, 20), 45))),
+        "a scheduler switch": lambda: _with_store(db, lambda s: s.update_settings(
+            scheduler="fsrs")),
+    }
+    for step, change in steps.items():
+        if step == "a new day":
+            moment += dt.timedelta(days=1)
+        change()
+        got = shown()
+        assert got.reason != "STALE", f"{step}: the plan kept for other inputs was shown"
+        assert got == _fresh_plan(db, moment), step
+        tamper()
+
+
+def _with_store(db: Path, change: Callable[[Store], object]) -> None:
+    with Store.open(db) as store:
+        change(store)
+
+
+@pytest.mark.slow
+def test_the_next_days_plan_is_computed_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the home computes ahead (`prepare_next_day`) is what the next day's first start
+    shows, read from the cache rather than simulated; nothing is computed without a plan or
+    once the interview is tomorrow."""
+    import json
+
+    from scheduler.plan_cache import CACHE_NAME
+    from trainer.core.plan import prepare_next_day
+
+    _history(12, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    db = home / "dojo.sqlite3"
+    moment = START + dt.timedelta(days=12, hours=1)
+    services = Services.open(now=moment)
+    try:
+        assert not prepare_next_day(services.store, services.bank, moment)  # no plan
+        services.store.set_plan(Plan(moment.date() + dt.timedelta(days=1), 45))
+        assert not prepare_next_day(services.store, services.bank, moment)  # tomorrow is it
+        services.store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+        assert prepare_next_day(services.store, services.bank, moment)
+    finally:
+        services.close()
+    tomorrow = moment + dt.timedelta(days=1)
+    _pin(monkeypatch, tomorrow)
+    view = quick_today_view()
+    assert view is not None and view.plan is not None
+    assert view.plan.today == tomorrow.date()
+    assert view.plan == _fresh_plan(db, tomorrow)
+    data = json.loads((home / CACHE_NAME).read_text())
+    assert len(data["entries"]) == 1  # read, not computed again
+    data["entries"][0]["reason"] = "STALE"
+    (home / CACHE_NAME).write_text(json.dumps(data))
+    view = quick_today_view()
+    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+
+
+@pytest.mark.slow
+def test_a_read_only_store_keeps_no_plan_cache() -> None:
+    """Browsing a read-only database writes nothing beside it: its plan is computed, not kept."""
+    from scheduler.plan_cache import CACHE_NAME
+    from trainer.core.bank import load_study_bank
+    from trainer.core.plan import plan_report, prepare_next_day
+
+    _history(3, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    moment = START + dt.timedelta(days=3, hours=1)
+    with Store.open(home / "dojo.sqlite3") as store:
+        store.set_plan(Plan(dt.date(2026, 10, 10), 45))
+    bank = load_study_bank()
+    with Store.open(home / "dojo.sqlite3", read_only=True) as store:
+        report = plan_report(store, bank, moment)
+        assert report.plan is not None and "min" in report.reason
+        assert not prepare_next_day(store, bank, moment)
+    assert not (home / CACHE_NAME).exists()
+    with Store.open(home / "dojo.sqlite3") as store:  # a writable one keeps it
+        assert plan_report(store, bank, moment) == report
+    assert (home / CACHE_NAME).exists()

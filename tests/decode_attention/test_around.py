@@ -196,7 +196,7 @@ def test_drive_turns_the_interpreter_on_off_cuda_and_keeps_triton_files_private(
     """The child's device is in its environment before the drive is imported: off CUDA the drive
     sets TRITON_INTERPRET before the learner's file imports triton; Triton's cache goes to a new
     folder under the (sandbox's private) temporary folder, whatever the parent's environment
-    said."""
+    said, removed when the process ends."""
     import json
     import os
     import subprocess
@@ -216,6 +216,9 @@ def test_drive_turns_the_interpreter_on_off_cuda_and_keeps_triton_files_private(
     assert got_interpret == interpret
     assert Path(cache).parent == tmp_path and Path(cache).name.startswith("dojo-triton-")
     assert not imported  # the drive leaves triton's import to the learner's file
+    # the grader imports the drive too: its folder goes when the process ends (each grading
+    # left an empty one in /tmp)
+    assert not Path(cache).exists() and list(tmp_path.iterdir()) == []
 
 
 def _torch_paged(memo: bool) -> Any:

@@ -1,13 +1,19 @@
-"""No process the grader started outlives it: the grader killed with SIGKILL in
-the middle of an infinite loop, the TUI's grading server killed the same way, and the app that
-started that server killed — each time, every process of the grading (the learner's, a detached
-grandchild of theirs, the sandbox's waiter) ends by itself: the waiter watches a lifeline pipe
-whose other end only the grader holds, and the server dies with its parent (PR_SET_PDEATHSIG).
-Checked with user namespaces and on a system that denies them (Landlock)."""
+"""No process or folder the grader started outlives it: the grader's own code raising mid-grading,
+the grader stopped by SIGTERM, SIGHUP or SIGINT in the middle of an infinite loop ends every
+process and removes its sandbox's folder, exits 143 / 129 / 130 and says why on its terminal;
+killed by SIGKILL (no handler runs) it still leaves no process running — every process of the
+grading (the learner's, a detached grandchild of theirs, the sandbox's waiter) ends by itself: the
+waiter watches a lifeline pipe whose other end only the grader holds — and the next grading sweeps
+the folder it left, never the folder of a grading still running (another user's included). The
+TUI's grading server is stopped by the app (SIGTERM, then SIGKILL) and dies with it
+(PR_SET_PDEATHSIG: SIGTERM), each time with its folders. Checked with user namespaces and on a
+system that denies them (Landlock)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -16,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.grader import landlock
+from lab.grader import landlock, scratch
 from tests.hostile import DETACHED_GRANDCHILD_LOOP, MARKER
 from tests.lab.conftest import ROOT
 from tests.lab.test_confinement import CONFINED, _owned, _preexec, learner_dir
@@ -31,18 +37,25 @@ MODES = [pytest.param(False, id="namespaces",
                       marks=pytest.mark.skipif(landlock.abi_version() < 1,
                                                reason="no Landlock in this kernel"))]
 APP = """
-import os, subprocess, sys, time
+import asyncio, os, subprocess, sys, time
 from pathlib import Path
 from lab.exercises import get
 from tests import lab_state
-from trainer.core.lab_serve import SERVE_PARENT_VAR
+from trainer.core.lab_serve import SERVE_PARENT_VAR, GradingServer, ServeRequest
 lab_state.start(get('kv-bytes'), Path.cwd())  # the server grades this folder's file
-server = subprocess.Popen([sys.executable, '-m', 'trainer', 'lab', 'serve'],
-                          stdin=subprocess.PIPE, start_new_session=True,
-                          env={**os.environ, SERVE_PARENT_VAR: str(os.getpid())})
-server.stdin.write(b'{"exercise": "kv-bytes", "level": 1}\\n')
-server.stdin.flush()
-time.sleep(600)
+STOP = sys.argv[1] == 'stop'
+
+async def main():
+    server = await GradingServer.start([sys.executable, '-m', 'trainer', 'lab'])
+    await server.send(ServeRequest('kv-bytes', 1))
+    if STOP:  # the screen's cancel and quit: `stop` once the learner's code runs (the test
+        while not Path('go').exists():  # says so when it has seen it)
+            await asyncio.sleep(0.1)
+        await server.stop()
+        Path('stopped').write_text(str(server.process.returncode))
+    await asyncio.sleep(600)
+
+asyncio.run(main())
 """
 
 
@@ -72,25 +85,48 @@ def _wait_for(check: object, seconds: float) -> bool:
     return False
 
 
-def _start(folder: Path, argv: list[str], deny: bool) -> tuple[subprocess.Popen[bytes], Path]:
-    ws, home = folder / "ws", folder / "home"
-    (ws / "kv_bytes.py").write_text(DETACHED_GRANDCHILD_LOOP)
-    _owned(ws / "kv_bytes.py")
-    env = {**os.environ, "DOJO_HOME": str(home), "PYTHONPATH": str(ROOT),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.Popen([sys.executable, *argv], cwd=str(ws), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            preexec_fn=_preexec(deny))
-    return proc, home
+class _Grading:
+    """A grader (or app) process started as the learner, with its own data folder and its
+    own temporary folder (TMPDIR), and its stderr on a terminal of its own."""
+
+    def __init__(self, folder: Path, argv: list[str], deny: bool,
+                 text: str = DETACHED_GRANDCHILD_LOOP, stdout: Path | None = None) -> None:
+        ws, self.home, self.tmp = folder / "ws", folder / "home", folder / "tmp"
+        self.tmp.mkdir(exist_ok=True)
+        _owned(self.tmp)
+        (ws / "kv_bytes.py").write_text(text)
+        _owned(ws / "kv_bytes.py")
+        env = {**os.environ, "DOJO_HOME": str(self.home), "PYTHONPATH": str(ROOT),
+               "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(self.tmp)}
+        self.terminal, tty = pty.openpty()
+        try:
+            with open(stdout or os.devnull, "wb") as out:
+                self.proc = subprocess.Popen([sys.executable, *argv], cwd=str(ws), env=env,
+                                             stdout=out, stderr=tty, preexec_fn=_preexec(deny))
+        finally:
+            os.close(tty)
+
+    def folders(self) -> list[str]:
+        return sorted(n for n in os.listdir(self.tmp) if n.startswith(scratch.PREFIXES))
+
+    def said(self) -> str:
+        """What the process wrote on its terminal (it has ended)."""
+        out = b""
+        with contextlib.suppress(OSError):  # EIO: the other side is closed and drained
+            while chunk := os.read(self.terminal, 4096):
+                out += chunk
+        os.close(self.terminal)
+        return out.decode(errors="replace")
 
 
-def _kill_and_check(proc: subprocess.Popen[bytes], learner_dir: Path, home: Path) -> None:
-    grandchild = learner_dir / "ws" / MARKER
-    assert _wait_for(grandchild.exists, 120), "the learner's code never ran"
-    started = _ours(home)
+def _running(grading: _Grading, learner_dir: Path) -> None:
+    """Wait until the learner's code (and its detached grandchild) runs in a sandbox."""
+    assert _wait_for((learner_dir / "ws" / MARKER).exists, 120), "the learner's code never ran"
+    started = _ours(grading.home)
     assert len(started) >= 3, started  # the grader, the waiter, the learner's processes
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+
+
+def _nothing_running(home: Path) -> None:
     left: list[int] = []
     try:
         assert _wait_for(lambda: not _ours(home), 20), _ours(home)
@@ -101,17 +137,144 @@ def _kill_and_check(proc: subprocess.Popen[bytes], learner_dir: Path, home: Path
     assert left == []
 
 
-@pytest.mark.parametrize("deny", MODES)
-def test_a_killed_grader_leaves_nothing_running(learner_dir: Path, deny: bool) -> None:
-    proc, home = _start(learner_dir, ["-m", "trainer", "lab", "grade", "kv-bytes", "--level", "1",
-                                   "--file", str(learner_dir / "ws" / "kv_bytes.py")], deny)
-    _kill_and_check(proc, learner_dir, home)
+GRADE = ["-m", "trainer", "lab", "grade", "kv-bytes", "--level", "1", "--file"]
+STOPS = [pytest.param(signal.SIGTERM, 143, "Stopped by SIGTERM.", False, id="SIGTERM"),
+         pytest.param(signal.SIGHUP, 129, "Stopped by SIGHUP.", False, id="SIGHUP"),
+         pytest.param(signal.SIGINT, 130, "Interrupted.", False, id="SIGINT"),
+         pytest.param(signal.SIGTERM, 143, "Stopped by SIGTERM.", True, id="SIGTERM-landlock",
+                      marks=pytest.mark.skipif(landlock.abi_version() < 1,
+                                               reason="no Landlock in this kernel"))]
+
+
+@pytest.mark.parametrize(("sig", "status", "message", "deny"), STOPS)
+def test_a_stopped_grader_ends_its_processes_and_removes_its_folder(
+        learner_dir: Path, sig: int, status: int, message: str, deny: bool) -> None:
+    grading = _Grading(learner_dir, [*GRADE, str(learner_dir / "ws" / "kv_bytes.py")], deny)
+    _running(grading, learner_dir)
+    mine = grading.folders()
+    assert len(mine) == 1 and mine[0].startswith(f"dojo-sandbox-{grading.proc.pid}-")
+    # a sweep meanwhile (here as root, the grading as `nobody` when the tests run as root)
+    # keeps the folder of a grading that still runs
+    assert scratch.sweep(str(grading.tmp)) == []
+    assert grading.folders() == mine
+    grading.proc.send_signal(sig)
+    assert grading.proc.wait(timeout=60) == status
+    _nothing_running(grading.home)
+    assert grading.folders() == []
+    assert grading.said().strip().splitlines()[-1] == message
+
+
+@pytest.mark.skipif(not CONFINED, reason="no namespaces")
+def test_watch_stopped_while_its_prepared_child_waits_removes_that_childs_folder(
+        learner_dir: Path) -> None:
+    """`dojo lab watch` on a torch lab: after the stub's grading the next child is prepared
+    (torch imported) while the learner edits; SIGTERM then ends it and removes its folder."""
+    stub = learner_dir / "ws" / "sampling.py"
+    stub.write_text((ROOT / "lab" / "exercises" / "sampling" / "stub.py").read_text())
+    _owned(stub)
+    out = learner_dir / "out.txt"
+    watch = _Grading(learner_dir, ["-m", "trainer", "lab", "watch", "sampling", "--level", "1",
+                                   "--file", str(stub)], False, stdout=out)
+    assert _wait_for(lambda: "Watching" in out.read_text(), 120), out.read_text()
+    assert _wait_for(lambda: len(_ours(watch.home)) >= 2, 60)  # the prepared child's waiter
+    assert len(watch.folders()) == 1  # the prepared child's
+    watch.proc.send_signal(signal.SIGTERM)
+    assert watch.proc.wait(timeout=60) == 143
+    _nothing_running(watch.home)
+    assert watch.folders() == []
+    assert watch.said().strip().splitlines()[-1] == "Stopped by SIGTERM."
 
 
 @pytest.mark.parametrize("deny", MODES)
-def test_a_killed_app_takes_its_grading_server_and_sandboxes_along(learner_dir: Path,
-                                                                   deny: bool) -> None:
-    """The TUI's case: the app starts `dojo lab serve` in a session of its own and is killed
-    while the server grades an infinite loop."""
-    proc, home = _start(learner_dir, ["-c", APP], deny)
-    _kill_and_check(proc, learner_dir, home)
+def test_a_killed_grader_leaves_nothing_running_and_the_next_grading_sweeps_its_folder(
+        learner_dir: Path, deny: bool) -> None:
+    killed = _Grading(learner_dir, [*GRADE, str(learner_dir / "ws" / "kv_bytes.py")], deny)
+    _running(killed, learner_dir)
+    killed.proc.send_signal(signal.SIGKILL)
+    killed.proc.wait()
+    _nothing_running(killed.home)
+    left = killed.folders()  # no handler ran: the folder stays, named for its dead owner
+    assert len(left) == 1 and scratch.owner_alive(left[0]) is False
+    killed.said()
+    # the next grading (a stub's: it fails at once) sweeps it, and removes its own
+    stub = learner_dir / "ws" / "stub.py"
+    stub.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                    "    raise NotImplementedError\n")
+    _owned(stub)
+    nxt = _Grading(learner_dir, [*GRADE, str(stub)], deny)
+    assert nxt.proc.wait(timeout=120) == 1
+    nxt.said()
+    assert killed.folders() == []
+
+
+@pytest.mark.parametrize(("how", "deny"), [
+    pytest.param("stop", False, id="stopped-namespaces",
+                 marks=pytest.mark.skipif(not CONFINED, reason="no namespaces")),
+    *[pytest.param("kill", d.values[0], id=f"app-killed-{d.id}", marks=d.marks)
+      for d in MODES]])
+def test_the_apps_grading_server_ends_with_its_sandboxes_and_folders(
+        learner_dir: Path, how: str, deny: bool) -> None:
+    """The TUI's case: the app starts `dojo lab serve` in a session of its own; while the server
+    grades an infinite loop the app stops it (the screen's cancel, leaving it, quitting) or is
+    killed itself (the server then gets SIGTERM from the kernel)."""
+    app = _Grading(learner_dir, ["-c", APP, how], deny)
+    _running(app, learner_dir)
+    assert len(app.folders()) == 1
+    if how == "stop":
+        (learner_dir / "ws" / "go").write_text("")
+        stopped = learner_dir / "ws" / "stopped"
+        assert _wait_for(stopped.exists, 30)
+        assert stopped.read_text() == "143"  # it ended through its SIGTERM handler
+    app.proc.send_signal(signal.SIGKILL)
+    app.proc.wait()
+    _nothing_running(app.home)
+    app.said()
+    assert app.folders() == []
+
+
+class _Boom(Exception):
+    pass
+
+
+@pytest.mark.skipif(not CONFINED, reason="no namespaces")
+def test_an_exception_in_the_grader_ends_its_children_and_removes_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader's own code raising mid-grading (here the event sink, at the first case's
+    result) takes the same way out: the exception reaches the caller, nothing is left."""
+    from lab.grader.testing import grade_file
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    path = tmp_path / "kv_bytes.py"
+    path.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n    return 0\n")
+    seen: list[str] = []
+
+    def emit(event: object) -> None:
+        if type(event).__name__ in ("CasePassed", "CaseFailed"):  # the child has answered
+            seen.extend(n for n in os.listdir(tmp_path) if n.startswith(scratch.PREFIXES))
+            assert _sandboxes_of(tmp_path)  # its child is alive here
+            raise _Boom
+
+    with pytest.raises(_Boom):
+        grade_file("kv-bytes", path, 1, emit=emit)
+    assert len(seen) == 1  # the sandbox's folder, while the case ran
+    assert [n for n in os.listdir(tmp_path) if n.startswith(scratch.PREFIXES)] == []
+    assert _sandboxes_of(tmp_path) == []
+
+
+def _sandboxes_of(workspace: Path) -> list[int]:
+    """Processes carrying a sandbox token whose command line names `workspace` (a sandbox
+    child's --workspace; the learner's forks inherit that command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if b"DOJO_SANDBOX_TOKEN=" not in f.read():
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if str(workspace).encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found

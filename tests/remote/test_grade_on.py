@@ -241,6 +241,11 @@ def _sshd_sessions(server: Sshd) -> list[int]:
     return tree
 
 
+def _host_folders(root: Path) -> set[Path]:
+    """The sandbox folders in the host's temporary directory (its data folder's tmp)."""
+    return set((root / "data" / "tmp").glob("dojo-sandbox-*"))
+
+
 def _grading_cli(path: Path, host: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "trainer", "lab", "grade", "kv-bytes",
                              "--level", "1", "--file", str(path), "--record", "--on", host],
@@ -252,6 +257,7 @@ def test_connection_dropped_mid_grading_kills_the_host_children_and_records_noth
         on_host: str, sshd: Sshd, tmp_path: Path, remote_root: Path) -> None:
     path = tmp_path / "kv_bytes.py"
     path.write_text(SLEEPY)
+    earlier = _host_folders(remote_root)  # another test's, of this session's host
     cli = _grading_cli(path, on_host)
     # the host's sandbox child is running the learner's sleeping call
     assert _wait_for(lambda: _host_processes(remote_root, b"lab.grader")), cli.stderr
@@ -263,6 +269,32 @@ def test_connection_dropped_mid_grading_kills_the_host_children_and_records_noth
         f"Error: the connection to {on_host} dropped during the grading")
     assert err.strip().endswith("nothing was recorded.")
     assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
+    assert attempts() == []
+    # the host's grader removed its sandbox's folder on the way out (TMPDIR is in its data)
+    assert _host_folders(remote_root) <= earlier
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_the_hosts_grader_stopped_by_a_signal_ends_its_children_and_folders(
+        on_host: str, tmp_path: Path, remote_root: Path, sig: int) -> None:
+    """The host's `dojo remote serve` stopped mid-grading (its session hung up, the host's
+    admin): it kills its sandbox, removes the folder and ends; this side says the link
+    dropped and records nothing."""
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(SLEEPY)
+    earlier = _host_folders(remote_root)
+    cli = _grading_cli(path, on_host)
+    assert _wait_for(lambda: _host_processes(remote_root, b"lab.grader")), cli.stderr
+    assert _host_folders(remote_root) - earlier
+    serve = [p for p in _host_processes(remote_root, b"remote\0serve")
+             if p not in _host_processes(remote_root, b"lab.grader")]
+    assert len(serve) == 1, serve
+    os.kill(serve[0], sig)
+    _out, err = cli.communicate(timeout=60)
+    assert cli.returncode == 3, err
+    assert f"Error: the connection to {on_host} dropped during the grading" in err
+    assert _wait_for(lambda: not _host_processes(remote_root)), _host_processes(remote_root)
+    assert _host_folders(remote_root) <= earlier
     assert attempts() == []
 
 

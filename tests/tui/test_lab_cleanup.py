@@ -1,6 +1,7 @@
 """Nothing the lab screen started outlives what the learner did: a grading of
 an infinite loop cancelled with `x`, a torch lab graded (its server then prepares the next torch
-child ahead), the screen left and the app quit — then no process of the grader is alive. The
+child ahead), the screen left and the app quit — then no process of the grader is alive, and no
+sandbox folder is left in its temporary directory (the server is stopped by SIGTERM). The
 real `dojo lab serve` runs the real sandboxes; processes are found by the test's data folder in
 their environment (the server and everything below it inherit it)."""
 
@@ -47,9 +48,18 @@ def _none_left(home: Path, seconds: float = 20) -> list[int]:
     return left
 
 
+def _folders(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir() if p.name.startswith(("dojo-sandbox-",
+                                                                       "dojo-triton-")))
+
+
 @pytest.mark.slow
 async def test_cancel_leave_and_quit_leave_no_process_running(
-        make_app: Callable[..., DojoApp], dojo_home: Path) -> None:
+        make_app: Callable[..., DojoApp], dojo_home: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))  # the grading server's temporary directory
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(app, pilot)
@@ -69,6 +79,7 @@ async def test_cancel_leave_and_quit_leave_no_process_running(
             await screen._grading.wait()
         await pilot.pause()
         assert _none_left(dojo_home) == []  # cancelled: the loop and its grandchild are gone
+        assert _folders(tmp) == []
 
         listing = screen.query_one("#lab-list")
         rows = [(r.exercise, r.level) for r in screen.rows]
@@ -81,3 +92,4 @@ async def test_cancel_leave_and_quit_leave_no_process_running(
         await pilot.press("escape")
         await pilot.pause()
     assert _none_left(dojo_home) == []  # the screen left and the app quit: nothing left
+    assert _folders(tmp) == []

@@ -4,7 +4,8 @@ are added to this group at the end of the module. Each command holds one `traine
 (one open store; `trainer.commands.lab_common.opened`).
 
 Only click and the standard library at top level; the lab core is imported inside each command
-so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage error.
+so `dojo --help` stays fast. Exit status of `grade`: 0 pass, 1 fail, 2 usage error, 3 the host
+could not grade; 130 / 143 / 129 when Ctrl-C, SIGTERM or SIGHUP stopped it.
 """
 
 from __future__ import annotations
@@ -30,12 +31,23 @@ DEVICE_CHOICE = click.Choice(["auto", "cpu", "cuda"])
 
 class _LabGroup(click.Group):
     """Every `dojo lab` command: a read-only data folder or workspace is said in one line
-    ("read-only: answers will not be saved, ..."), never a PermissionError traceback."""
+    ("read-only: answers will not be saved, ..."), never a PermissionError traceback; SIGTERM
+    and SIGHUP end it like Ctrl-C, cleaning up, with status 143 / 129 (`lab.grader.stops`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        import errno
+        from lab.grader.stops import Stopped, say_stopped, stopping
 
         freeze_at_exit()  # a lab command may load torch: its exit need not collect it
+        try:  # SIGTERM/SIGHUP clean up like Ctrl-C: children killed, folders removed
+            with stopping():
+                return self._invoke(ctx)
+        except Stopped as exc:
+            say_stopped(exc)
+            sys.exit(exc.status)
+
+    def _invoke(self, ctx: click.Context) -> Any:
+        import errno
+
         try:
             return super().invoke(ctx)
         except OSError as exc:
@@ -302,7 +314,8 @@ def grade_cmd(
     unconfined: bool,
 ) -> None:
     """Grade your solution: exit 0 if every required case passes, 1 if any fails, 2 on a usage
-    error, 3 when the host (--on) could not grade it (nothing is recorded then)."""
+    error, 3 when the host (--on) could not grade it (nothing is recorded then); 130, 143 or
+    129 when stopped by Ctrl-C, SIGTERM or SIGHUP (its sandbox removed either way)."""
     from lab.grader.plan import NO_CONFINE_VAR
     from lab.grader.runner import UsageError
     from trainer.core.remote import RemoteError
@@ -521,15 +534,17 @@ def _serve_prepare(lab: Lab, request: Any, prepared: Any) -> Any:
 
 
 def _die_with_parent(parent: str | None) -> None:
-    """The server is killed (SIGKILL) when the app that started it ends, even by SIGKILL: its
-    sandboxes then end too (each one's waiter kills its tree once the server's end of their
-    lifeline pipe closes). Linux only; elsewhere the app's own `stop` has to do."""
+    """The server gets SIGTERM when the app that started it ends, even by SIGKILL, and stops
+    like `dojo lab grade` does (`lab.grader.stops`): its sandboxes killed and their folders
+    removed (should it not get that far, each sandbox's waiter still kills its tree once the
+    server's end of their lifeline pipe closes). Linux only; elsewhere the app's own `stop`
+    has to do."""
     if not parent or not sys.platform.startswith("linux"):
         return
     import ctypes
     import signal
 
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
     if str(os.getppid()) != parent:  # the app ended before the line above
         os._exit(1)
 

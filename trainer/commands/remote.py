@@ -148,27 +148,32 @@ class _Server:
 def serve() -> None:
     """Run on the host by `dojo lab grade --on`: a hello line, then one grading per request
     line (the events of `dojo lab grade --json`, then {"event": "served", "rc": N}); nothing is
-    recorded here. Ends at the end of input, stopping a grading in progress, or after an
-    hour without a request."""
+    recorded here. Ends at the end of input, stopping a grading in progress, on SIGTERM or
+    SIGHUP the same way (status 143 / 129), or after an hour without a request."""
+    from lab.grader.stops import Stopped, stopping
     from trainer.core.lab_serve import Served
     from trainer.core.remote import Hello, dojo_version
 
-    lines, eof = _stdin_lines()
-    _say(Hello(dojo_version(), platform.python_version()).to_json())
-    server = _Server(eof)
     try:
-        while (line := _next_request(lines)) is not None:
-            if not line.strip():
-                continue
-            rc = server.handle(line)
-            if rc is None:
-                break
-            _say(Served(rc).to_json())
-            server.prepare_next()
-    except BrokenPipeError:
-        pass
-    finally:
-        server.close()
+        with stopping():
+            lines, eof = _stdin_lines()
+            _say(Hello(dojo_version(), platform.python_version()).to_json())
+            server = _Server(eof)
+            try:
+                while (line := _next_request(lines)) is not None:
+                    if not line.strip():
+                        continue
+                    rc = server.handle(line)
+                    if rc is None:
+                        break
+                    _say(Served(rc).to_json())
+                    server.prepare_next()
+            except BrokenPipeError:
+                pass
+            finally:
+                server.close()
+    except Stopped as exc:  # the children are killed and their folders removed by now
+        sys.exit(exc.status)
 
 
 IDLE_S = 3600.0  # a connection silent this long has gone (a link that died without a word)

@@ -13,13 +13,15 @@
   nothing when the exercise has no workspace file yet. Any other line (the server's stderr is
   merged into stdout by the client) is plain text for the log.
 * The server keeps its imports warm between requests and, after a grading, starts the child for
-  the next one by itself; closing its stdin ends it, and killing its process group ends the
-  children it started.
+  the next one by itself; closing its stdin ends it (between requests), SIGTERM or SIGHUP end
+  it at once with its children and their folders, and killing its process group ends the
+  children it started (their folders then wait for the next grading's sweep).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -112,6 +114,7 @@ def parse_reply(line: str) -> Event | Served | PrepareReply | str | None:
 
 
 SERVE_PARENT_VAR = "DOJO_SERVE_PARENT"  # the app's pid, for `dojo lab serve` to die with it
+STOP_GRACE_S = 5.0  # how long `stop` lets the server clean up before it is killed
 
 
 class GradingServer:
@@ -165,10 +168,18 @@ class GradingServer:
         return await self.process.wait()
 
     async def stop(self) -> None:
-        """Kill the server and everything it started, and wait for it, its pipes closed."""
+        """Stop the server and everything it started, and wait for it, its pipes closed:
+        SIGTERM first, on which it kills its sandboxes and removes their folders (SIGKILL left
+        those folders behind, one per cancel or quit), then SIGKILL to its process group
+        for whatever is still there after `STOP_GRACE_S`."""
         proc = self.process
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
         if proc.returncode is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from questions.bank import Bank
     from scheduler.feasibility import BudgetRow
-    from scheduler.plan import Plan
+    from scheduler.plan import Pace, Plan
     from scheduler.records import Card, Settings
     from scheduler.store import Store
 
@@ -122,8 +124,7 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     """The plan (if any) with its pace and feasibility, and every topic's readiness: recall
     predicted for the interview day's start (without a plan: 7 study days ahead). `table`:
     the workload-vs-recall table too (a simulation per budget: `dojo plan`)."""
-    from scheduler.days import resolve_timezone
-    from scheduler.readiness import FSRS_PARAMETERS_KEY, day_start
+    from scheduler.readiness import FSRS_PARAMETERS_KEY
 
     cfg = store.settings()
     today = store.study_day(now, cfg)
@@ -132,12 +133,54 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
     if plan is None:
         return readiness_report(cfg, today, store.cards(), params, store.lab_levels_passed(),
                                 outline_of(bank))
-    tz = resolve_timezone(cfg.timezone)
-    at = day_start(plan.interview, cfg.rollover_hour, tz)
-    cards = [c for c in store.cards() if not c.retired and not c.suspended]
-    topics, to_pass = _readiness(cards, params, store.lab_levels_passed(), outline_of(bank), at)
+    return planned_report(cfg, today, plan, store.cards(), params, store.lab_levels_passed(),
+                          outline_of(bank), store.pace(), _cache_folder(store), table=table)
+
+
+def _cache_folder(store: Store) -> Path | None:
+    """Where the plan cache is kept: beside the database, unless the store only browses a
+    read-only one (nothing is written beside it then)."""
+    return store.path.parent if store.writable else None
+
+
+def prepare_next_day(store: Store, bank: Bank, now: dt.datetime | None = None) -> bool:
+    """The next study day's plan computed ahead into the plan cache, from the data as it
+    stands (`scheduler.plan_cache`): the next day's first start reads it instead of simulating
+    when nothing changed in between (a learner back the next day). False when there is nothing
+    to compute (no plan, the interview day comes first, or a read-only store: nowhere to keep
+    it)."""
+    from scheduler.readiness import FSRS_PARAMETERS_KEY
+
+    cfg = store.settings()
+    tomorrow = store.study_day(now, cfg) + dt.timedelta(days=1)
+    plan = store.plan()
+    if plan is None or tomorrow >= plan.interview:
+        return False
+    folder = _cache_folder(store)
+    if folder is None:
+        return False
+    planned_report(cfg, tomorrow, plan, store.cards(), store.stored_value(FSRS_PARAMETERS_KEY),
+                   store.lab_levels_passed(), outline_of(bank), store.pace(), folder)
+    return True
+
+
+def planned_report(cfg: Settings, today: dt.date, plan: Plan, cards: Iterable[Card],
+                   params: Any, passed: set[tuple[str, int]], outline: Outline, pace: Pace,
+                   cache: Path | None, *, table: bool = False) -> PlanReport:
+    """The report under a plan, from the cards (all of them: the retired and suspended are
+    left out here), the stored FSRS weights, the lab levels passed and the learner's pace;
+    the feasibility from the plan cache in the folder `cache` (`scheduler.plan_cache`: kept
+    there, keyed by all of these) unless `table`. The store's path and the home screen's
+    quick path (`scheduler.quick.quick_home`) both end here."""
+    from scheduler.days import resolve_timezone
+    from scheduler.readiness import day_start
+
+    at = day_start(plan.interview, cfg.rollover_hour, resolve_timezone(cfg.timezone))
+    in_study = [c for c in cards if not c.retired and not c.suspended]
+    topics, to_pass = _readiness(in_study, params, passed, outline, at)
     weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
-    return _with_plan(store, cfg, plan, today, at, cards, topics, to_pass, table, weakest_first)
+    return _with_plan(cfg, plan, today, at, in_study, params, pace, topics, to_pass,
+                      weakest_first, cache, table)
 
 
 def readiness_report(cfg: Settings, today: dt.date, cards: Iterable[Card], params: Any,
@@ -196,29 +239,33 @@ def _readiness(cards: list[Card], params: Any, passed: set[tuple[str, int]], out
     return topics, to_pass
 
 
-def _with_plan(store: Store, cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime,
-               cards: list[Card], topics: list[TopicReadiness], to_pass: list[int],
-               table: bool, weakest_first: list[TopicReadiness]) -> PlanReport:
+def _with_plan(cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime, cards: list[Card],
+               params: Any, pace: Pace, topics: list[TopicReadiness], to_pass: list[int],
+               weakest_first: list[TopicReadiness], cache: Path | None,
+               table: bool) -> PlanReport:
     """The report under a plan: the learner's pace, the plan's feasibility and (`table`) the
     workload-vs-recall rows, "no further study" first."""
     from scheduler.days import resolve_timezone
     from scheduler.feasibility import BudgetRow, feasibility
-    from scheduler.plan import Pace
-    from scheduler.readiness import FSRS_PARAMETERS_KEY, day_start
+    from scheduler.plan_cache import plan_feasibility
+    from scheduler.readiness import day_start
     from scheduler.simulate import SimCard
+    from trainer import __version__
 
-    tz = resolve_timezone(cfg.timezone)
-    params = store.stored_value(FSRS_PARAMETERS_KEY)
-    pace = Pace.from_answers(store.export_history()["reviews"],
-                             ((c.level, c.last_pass_s) for c in store.lab_cards()))
     sim_cards = [SimCard(c.question_id, c.topic, c.scheduled, c.memory) for c in cards]
+    if not table:
+        fit = plan_feasibility(cache, plan, today, sim_cards, pace, cfg, params, to_pass,
+                               __version__)
+        return PlanReport(plan, today, at, (plan.interview - today).days, fit.new_per_day,
+                          fit.feasible, fit.reason, weakest_first)
+    tz = resolve_timezone(cfg.timezone)
 
     def start(day: dt.date) -> dt.datetime:
         return day_start(day, cfg.rollover_hour, tz)
 
     fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass)
     rows: tuple[BudgetRow, ...] = ()
-    if table and fit.forecast is not None:
+    if fit.forecast is not None:
         budgets = _budgets(plan.minutes, 5 * math.ceil(fit.need_minutes / 5))
         fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass, budgets)
         share = {t.topic: t.recall_on_day * t.introduced / t.cards for t in topics if t.cards}

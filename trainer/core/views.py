@@ -80,18 +80,18 @@ def today_view(services: Services, *, plan: bool = True) -> TodayView:
     )
 
 
-def quick_today_view() -> tuple[TodayView, bool] | None:
+def quick_today_view() -> TodayView | None:
     """The home screen's data before the store opens and the bank loads: plain sqlite3
     (`scheduler.quick.quick_home`) and the cached study index, as `today_view` gives it
     after the store opens, or None where only the full path can say (no current index, a
-    bank with problems, and whatever `quick_home` leaves to the store). The flag: whether the
-    plan is in the view (with an interview date set it needs the answer log's pace and a
-    simulation: the full path fills it in)."""
+    bank with problems, whatever `quick_home` leaves to the store, a plan that cannot be
+    computed). With an interview date set, the plan's simulation comes from the plan cache
+    (`scheduler.plan_cache`) when nothing it depends on changed, else it runs here."""
     from scheduler.days import pinned_now
     from scheduler.paths import DB_NAME, data_dir
     from scheduler.quick import quick_home
     from trainer.core.bank import study_index
-    from trainer.core.plan import Outline, readiness_report
+    from trainer.core.plan import Outline, planned_report, readiness_report
 
     try:
         now = pinned_now()
@@ -100,15 +100,23 @@ def quick_today_view() -> tuple[TodayView, bool] | None:
     index = study_index()
     if index is None or not index.questions or index.problem_files:
         return None  # no current index, an empty bank, or errors only the bank can word
-    home = quick_home(data_dir() / DB_NAME, index.questions, now)
+    folder = data_dir()
+    home = quick_home(folder / DB_NAME, index.questions, now)
     if home is None:
         return None
     queue = home.queue
-    plan = None
+    outline = Outline.of(index.questions, dict(index.topics), index.labs)
     if home.plan is None:
-        outline = Outline.of(index.questions, dict(index.topics), index.labs)
         plan = readiness_report(home.settings, queue.day, home.cards, home.fsrs_parameters,
                                 home.labs_passed, outline)
+    else:
+        assert home.pace is not None  # read with the plan
+        try:
+            plan = planned_report(home.settings, queue.day, home.plan, home.cards,
+                                  home.fsrs_parameters, home.labs_passed, outline, home.pace,
+                                  folder)
+        except Exception:  # e.g. fsrs missing from a broken install: the full path warns
+            return None
     view = TodayView(
         day=queue.day,
         due=len(queue.reviews),
@@ -127,7 +135,7 @@ def quick_today_view() -> tuple[TodayView, bool] | None:
         lab=len(queue.lab),
         lab_reasons=_lab_reasons(queue.lab),
     )
-    return view, home.plan is None
+    return view
 
 
 def plan_report_or_none(services: Services) -> PlanReport | None:
@@ -141,6 +149,18 @@ def plan_report_or_none(services: Services) -> PlanReport | None:
         if warning not in services.store.warnings:
             services.store.warnings.append(warning)
         return None
+
+
+def prepare_next_day_plan(services: Services) -> None:
+    """Tomorrow's plan computed ahead (`trainer.core.plan.prepare_next_day`), on the home's
+    worker after today's is shown; a failure only costs tomorrow's first start the simulation."""
+    import contextlib
+
+    from trainer.core.plan import prepare_next_day
+
+    # Today's plan already said what failed (`plan_report_or_none`).
+    with contextlib.suppress(Exception):
+        prepare_next_day(services.store, services.bank, services.now)
 
 
 def _lab_reasons(items: tuple[QueueItem, ...]) -> tuple[str, ...]:

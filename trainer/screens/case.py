@@ -21,6 +21,7 @@ from questions.answers import Reask
 from questions.wording import plural
 from trainer.core.case import StepVerdict
 from trainer.core.session import Feedback, Session
+from trainer.screens.base import DojoScreen
 
 
 class CasePanel(Vertical, can_focus=True):
@@ -86,6 +87,8 @@ class CasePanel(Vertical, can_focus=True):
         if case.verdict is not None:
             self.show_verdict(case.verdict)
             return
+        if case.index:  # step 1 comes with the card
+            self._changed(f"step {case.index + 1}")
         self.query_one("#case-verdict").display = False
         self.query_one("#case-answer-row").display = True
         answer = self.query_one("#case-answer", Input)
@@ -100,6 +103,7 @@ class CasePanel(Vertical, can_focus=True):
     def show_verdict(self, verdict: StepVerdict) -> None:
         case = self.session.case if self.session else None
         assert case is not None
+        self._changed("the step's verdict")
         self.query_one("#case-answer", Input).disabled = True
         lines = []
         if verdict.diagnosis and not verdict.correct:  # the named mistake is the lesson
@@ -125,6 +129,11 @@ class CasePanel(Vertical, can_focus=True):
         self.query_one("#case-verdict").display = True
         self.focus()
         self.call_after_refresh(self._scroll_to_verdict)
+
+    def _changed(self, name: str) -> None:
+        """Keys typed before this is painted are refused (`DojoScreen.view_changed`)."""
+        if isinstance(self.screen, DojoScreen):
+            self.screen.view_changed(name)
 
     def _scroll_to_verdict(self, tries: int = 20, again: bool = True) -> None:
         """Bring the step's verdict into view, its answer line included. Waits until the

@@ -151,6 +151,7 @@ class ReviewScreen(DojoScreen):
         if item is None:
             self.finish()
             return
+        self.view_changed("the card")
         inst = item.instance
         services = self.session.services
         topic = services.topic_title(str(item.question.topic))
@@ -228,6 +229,7 @@ class ReviewScreen(DojoScreen):
     def show_feedback(self, fb: Feedback) -> None:
         item = self.session.current
         assert item is not None
+        self.view_changed("the verdict")
         if item.is_mcq:
             choices = self.query_one("#choices", OptionList)
             choices.set_options(_marked_choices(item, fb))  # stays enabled: toggling restyles

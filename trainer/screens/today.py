@@ -182,6 +182,10 @@ class TodayScreen(DojoScreen):
 
         report = plan_report_or_none(services)
         self.app.call_from_thread(self._show_plan_report, report, number)
+        if report is not None and report.plan is not None:
+            from trainer.core.views import prepare_next_day_plan
+
+            prepare_next_day_plan(services)  # tomorrow's first start reads it
 
     def _show_plan_report(self, report: PlanReport | None, number: int) -> None:
         if number != self._fetches or self.view is None:
@@ -190,13 +194,12 @@ class TodayScreen(DojoScreen):
         self.plan_pending = False
         self._show_plan()
 
-    def show_quick_view(self, view: TodayView, plan_done: bool) -> None:
-        """The whole home read before the store opened (`QuickHome`): shown until the store's
-        own fetch repaints it; the plan too when `plan_done`."""
+    def show_quick_view(self, view: TodayView) -> None:
+        """The whole home read before the store opened (`QuickHome`), the plan included:
+        shown until the store's own fetch repaints it."""
         if self.view is not None:
             return
         self._show(view)
-        self.plan_pending = not plan_done
         self._from_quick = True
 
     def show_quick(self, counts: QuickToday) -> None:

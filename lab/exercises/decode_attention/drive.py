@@ -14,20 +14,23 @@ No verdict is computed here: grading/ rebuilds the inputs in the grader and judg
 from __future__ import annotations
 
 import os
-import tempfile
 from types import ModuleType
 from typing import Any
 
 from lab.exercises.decode_attention import gpu_timing, inputs
+from lab.grader import scratch
 from lab.grader.api import DEVICE_VAR, Case, RunContext
 
 CHILD_MODULES = ("lab.exercises.decode_attention.inputs",
-                 "lab.exercises.decode_attention.gpu_timing", "lab.grader.gpu_timing")
+                 "lab.exercises.decode_attention.gpu_timing", "lab.grader.gpu_timing",
+                 "lab.grader.scratch")
 
 INTERPRETED = os.environ.get(DEVICE_VAR, "cpu") != "cuda"
 if INTERPRETED:  # before the learner's file imports triton
     os.environ["TRITON_INTERPRET"] = "1"
-os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="dojo-triton-")
+# named for this process and removed at its exit (the grader imports this module too: each
+# grading left an empty dojo-triton-* folder in /tmp); a killed one's is swept by the next
+os.environ["TRITON_CACHE_DIR"] = scratch.make("dojo-triton-", remove_at_exit=True)
 
 BF16_REFUSED = ("bfloat16 is not graded under Triton's interpreter: it computes bf16 silently "
                 "wrong there (1 + 1 is stored as 1.7e38, no error); bf16 is graded on CUDA")

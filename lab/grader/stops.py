@@ -1,0 +1,83 @@
+"""A grading process stopped by SIGTERM or SIGHUP cleans up like one stopped by Ctrl-C.
+
+Python's default for SIGTERM and SIGHUP ends the process at once: no `finally` runs, so the
+sandbox's private temporary folder stayed behind (its children still died: their lifeline pipe
+closed). `stopping()` turns either signal into `Stopped`, raised in the main thread like
+KeyboardInterrupt (a BaseException, so no `except Exception` swallows it): every `finally` on the
+way out kills the children and removes the folders, and the command then exits with the
+conventional status 128 + the signal's number (143, 129). A second signal during that cleanup
+is ignored; a cleanup that hangs is cut short after `GRACE_S` (what is left is swept by the next
+grading: `lab.grader.scratch`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+GRACE_S = 10.0  # the longest a stopped process spends cleaning up before it exits anyway
+
+
+class Stopped(BaseException):
+    """The process was asked to stop by `signum`: clean up, then exit with `status`."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"stopped by {self.name}")
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def status(self) -> int:
+        """The exit status a shell reports for a process this signal ended: 128 + its number."""
+        return 128 + self.signum
+
+
+def _deadline(status: int) -> None:
+    """Exit anyway once the cleanup has had `GRACE_S` (a thread: the main one is cleaning)."""
+    timer = threading.Timer(GRACE_S, os._exit, (status,))
+    timer.daemon = True
+    timer.start()
+
+
+@contextlib.contextmanager
+def stopping() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise `Stopped` in the main thread (elsewhere, or
+    outside the main thread, nothing changes); the previous handlers come back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    stopped = False
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopped
+        stopped = True
+        for sig in STOP_SIGNALS:  # the cleanup must not be cut short by a second signal
+            signal.signal(sig, signal.SIG_IGN)
+        _deadline(128 + signum)
+        raise Stopped(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        if not stopped:  # once stopped, the rest of the way out stays deaf to them
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+
+def say_stopped(stopped: Stopped) -> None:
+    """Tell a terminal still there why the command ended (a closed one gets nothing)."""
+    with contextlib.suppress(OSError, ValueError):
+        if os.isatty(sys.stderr.fileno()):
+            sys.stderr.write(f"\nStopped by {stopped.name}.\n")
+            sys.stderr.flush()

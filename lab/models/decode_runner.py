@@ -1,0 +1,203 @@
+"""Run `StaticStep`'s decode step eager, compiled by torch.compile, or replayed from CUDA graphs,
+one per batch size, a batch padded up to the next size.
+
+Why: the eager step is ~150 small operations, and on a CPU their per-call overhead, not the
+weights' bytes, sets its time (bench/decode_step.py). torch.compile (inductor, with freezing and
+its C++ wrapper) fuses the elementwise work into a few loops per layer and calls the matmuls
+from C++; on a GPU a CUDA graph replays the whole step in one launch. Both need fixed shapes and,
+for graphs, fixed addresses: the runner keeps one set of input buffers and KV stores for the
+largest size, and a step of b rows runs the graph of the smallest size >= b over the first rows
+of those buffers (rows b.. are padding: token 0 at position 0, written into column 0 of their
+own free rows, logits dropped).
+
+Opt-in only (a bench row, an engine option): a compile takes seconds, and needs a C++ compiler
+that a learner's machine may lack; without one, or when compiling fails, the runner says why in
+one line and runs the same module eagerly. torch is imported lazily.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lab.models.lean_llama import LeanLlama
+from lab.models.static_step import StaticStep
+
+SIZES = (1, 2, 4, 8, 16)  # batch sizes compiled or captured
+MODES = ("eager", "compile", "graph")
+COMPILERS = ("g++", "c++", "clang++")  # what inductor's CPU backend looks for (CXX first)
+
+
+def padded_size(rows: int, sizes: Sequence[int]) -> int:
+    """The smallest of `sizes` that holds `rows` rows."""
+    if rows < 1:
+        raise ValueError(f"a step needs at least one row, got {rows}")
+    fits = [s for s in sizes if s >= rows]
+    if not fits:
+        raise ValueError(f"{rows} rows: the largest batch size prepared is {max(sizes)}")
+    return min(fits)
+
+
+def compiler_missing(device: str) -> str:
+    """Why torch.compile cannot build a CPU step here ("" when it can): inductor's CPU backend
+    compiles C++ with the compiler in $CXX or the first of g++, c++, clang++ on PATH."""
+    if device != "cpu":
+        return ""
+    cxx = os.environ.get("CXX")
+    if cxx:
+        return "" if shutil.which(cxx) else f"$CXX is {cxx!r}, which is not on PATH"
+    if any(shutil.which(name) for name in COMPILERS):
+        return ""
+    return f"no C++ compiler on PATH (looked for $CXX, {', '.join(COMPILERS)})"
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+class DecodeRunner:
+    """Decode steps of up to max(sizes) rows, `capacity` columns each, run as `mode` says:
+    "eager" (the static module as it is), "compile" (torch.compile per size, CPU or GPU) or
+    "graph" (a CUDA graph per size; CUDA only). `reason` is why a compile was given up ("" when
+    none was): the runner then runs eager. `capture` replaces CUDA graph capture (tests of the
+    padding and buffer bookkeeping on a CPU)."""
+
+    def __init__(self, lean: LeanLlama, capacity: int, sizes: Sequence[int] = SIZES,
+                 mode: str = "eager", say: Callable[[str], None] = _say,
+                 capture: Callable[[Callable[[], Any]], Callable[[], Any]] | None = None
+                 ) -> None:
+        import torch
+
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if not sizes or min(sizes) < 1:
+            raise ValueError(f"sizes must be batch sizes >= 1, got {list(sizes)}")
+        self.sizes = tuple(sorted(set(sizes)))
+        self.static = StaticStep(lean, self.sizes[-1], capacity)
+        device = lean._embed.device
+        if mode == "graph" and capture is None and device.type != "cuda":
+            raise ValueError(f"CUDA graphs need the model on a GPU; it is on {device.type}")
+        self.mode, self.say, self.reason, self.capture = mode, say, "", capture
+        rows = self.sizes[-1]
+        self.ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.positions = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.columns = torch.zeros((rows,), dtype=torch.long, device=device)
+        self._runs: dict[tuple[int, int], Callable[[], Any]] = {}  # (size, span) -> a step
+        self.compile_seconds: dict[tuple[int, int], float] = {}
+        if mode == "compile":
+            missing = compiler_missing(device.type)
+            if missing:
+                self._give_up(missing)
+
+    def _give_up(self, why: str) -> None:
+        self.reason = why
+        self.mode = "eager"
+        self._runs.clear()
+        self.say(f"decode step: torch.compile unavailable ({why}); running eager")
+
+    def step(self, ids: Any, positions: Any, columns: Any, span: int | None = None) -> Any:
+        """`StaticStep.step` of b = ids.shape[0] rows (rows [0, b) of the stores), padded to the
+        next prepared size: logits [b, V]."""
+        import torch
+
+        b = int(ids.shape[0])
+        size = padded_size(b, self.sizes)
+        span = span or self.static.capacity
+        if self.ids.device.type == "cpu":
+            self.static.check_columns(columns, span)
+        with torch.inference_mode():
+            self.ids[:b].copy_(ids)
+            self.positions[:b].copy_(positions)
+            self.columns[:b].copy_(columns)
+            if size > b:  # padding rows: token 0 at position 0 into column 0 of its own row
+                self.ids[b:size].zero_()
+                self.positions[b:size].zero_()
+                self.columns[b:size].zero_()
+            logits = self._run(size, span)()
+        return logits[:b].clone() if self.mode == "graph" else logits[:b]
+
+    def _args(self, size: int, span: int) -> tuple[Any, ...]:
+        return self.static.inputs(self.ids[:size], self.positions[:size], self.columns[:size],
+                                  span)
+
+    def _run(self, size: int, span: int) -> Callable[[], Any]:
+        """The step of (size, span), prepared at its first use."""
+        key = (size, span)
+        run = self._runs.get(key)
+        if run is not None:
+            return run
+        # compiled on a CPU: attention and one-row projections as products and sums inductor
+        # fuses (see `decoder_module`)
+        fused = self.mode == "compile" and self.ids.device.type == "cpu"
+        module, args = self.static.decoder(size, fused), self._args(size, span)
+        if self.mode == "compile":
+            run = self._compiled(module, args, key)
+        elif self.mode == "graph":
+            run = (self.capture or capture_graph)(lambda: module(*args))
+        if run is None:  # eager, or the compile was given up
+            def run() -> Any:
+                return module(*args)
+        self._runs[key] = run
+        return run
+
+    def _compiled(self, module: Any, args: tuple[Any, ...],
+                  key: tuple[int, int]) -> Callable[[], Any] | None:
+        """torch.compile of the module for these inputs, built and checked now (its first call
+        computes the step the caller asked for, so nothing runs twice); None when it fails."""
+        import time
+
+        import torch
+        import torch._inductor.config as inductor_config
+
+        start = time.perf_counter()
+        try:
+            # freezing: the weights become constants, the packed ones stay packed (a
+            # torch.compile `options` dict does not reach the freezing pass); cpp_wrapper: the
+            # graph's calls made from C++, not Python
+            with inductor_config.patch({"freezing": True, "cpp_wrapper": True}):
+                compiled: Any = torch.compile(module, fullgraph=True, dynamic=False)
+                dynamo: Any = sys.modules.get("torch._dynamo.config")
+                if dynamo is not None:  # one graph per (size, span): let dynamo keep them all
+                    dynamo.recompile_limit = max(dynamo.recompile_limit, 8 * len(self.sizes))
+                first = compiled(*args)
+        except Exception as exc:  # any failure to build: say why, run eager
+            text = str(exc).strip()
+            self._give_up(f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text
+                          else type(exc).__name__)
+            return None
+        self.compile_seconds[key] = time.perf_counter() - start
+        pending = [first]
+
+        def run() -> Any:
+            if pending:
+                return pending.pop()
+            return compiled(*args)
+
+        return run
+
+
+def capture_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """`fn` captured in a CUDA graph and replayed: warmed up three times on a side stream (the
+    allocator and lazy initialisation settle; a decode step rewrites the same columns with the
+    same values, so warming up changes nothing), then captured. Returns a call that replays it
+    and gives the graph's output tensor (overwritten by the next replay)."""
+    import torch
+
+    stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+
+    def replay() -> Any:
+        graph.replay()
+        return out
+
+    return replay

@@ -1,0 +1,72 @@
+"""`lab.grader.stops`: SIGTERM and SIGHUP become `Stopped` in the main thread (every `finally`
+runs), a second one during the cleanup is ignored, a cleanup that hangs is cut short with the
+signal's status, and outside the block nothing changes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lab.grader.stops import STOP_SIGNALS, Stopped, stopping
+from tests.lab.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60, cwd=str(ROOT),
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_stop_signal_raises_stopped_and_finally_runs_deaf_to_a_second_one(
+        sig: int, status: int) -> None:
+    out = _run(f"""
+        import os, signal, sys
+        from lab.grader.stops import Stopped, stopping
+        try:
+            with stopping():
+                try:
+                    os.kill(os.getpid(), {int(sig)})
+                    print("not stopped")
+                finally:
+                    os.kill(os.getpid(), {int(sig)})  # a second one: ignored while cleaning
+                    print("cleaned up")
+        except Stopped as exc:
+            print(exc, exc.status)
+            sys.exit(exc.status)
+        """)
+    assert out.stdout.splitlines() == ["cleaned up", f"stopped by {signal.Signals(sig).name} "
+                                                     f"{status}"]
+    assert out.returncode == status
+
+
+def test_a_cleanup_that_hangs_is_cut_short_with_the_signals_status() -> None:
+    out = _run("""
+        import os, time
+        from lab.grader import stops
+        stops.GRACE_S = 0.2
+        with stops.stopping():
+            try:
+                os.kill(os.getpid(), 15)
+            finally:
+                print("cleaning", flush=True)
+                time.sleep(50)
+        """)
+    assert out.stdout == "cleaning\n"
+    assert out.returncode == 143
+
+
+def test_the_handlers_come_back_after_the_block() -> None:
+    before = [signal.getsignal(sig) for sig in STOP_SIGNALS]
+    with stopping():
+        assert all(callable(signal.getsignal(sig)) and signal.getsignal(sig) not in before
+                   for sig in STOP_SIGNALS)
+    assert [signal.getsignal(sig) for sig in STOP_SIGNALS] == before
+    assert Stopped(signal.SIGHUP).status == 129 and Stopped(signal.SIGTERM).name == "SIGTERM"
