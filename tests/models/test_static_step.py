@@ -270,16 +270,18 @@ def _tiny_lean() -> LeanLlama:
     return lean
 
 
-@pytest.mark.slow  # one compile of a one-layer model's step: ~10-20 s of CPU
+@pytest.mark.slow  # one compile of a one-layer model's step: ~15 s of CPU
 def test_the_compiled_step_gives_the_eager_steps_tokens() -> None:
+    """Three ragged rows padded to a compiled size of 4: packed weights frozen into the graph,
+    attention in the fused form, the padding row's write kept off the live rows."""
     missing = compiler_missing("cpu")
     if missing:
         pytest.skip(missing)
     lean = _tiny_lean()
     said: list[str] = []
-    runner = DecodeRunner(lean, capacity=12, sizes=(2,), mode="compile", say=said.append)
+    runner = DecodeRunner(lean, capacity=12, sizes=(4,), mode="compile", say=said.append)
     g = torch.Generator().manual_seed(9)
-    prompts = [torch.randint(1, 128, (1, n), generator=g) for n in (6, 4)]
+    prompts = [torch.randint(1, 128, (1, n), generator=g) for n in (6, 4, 8)]
     got = _static_rows(runner.step, lean, prompts, 3, runner.static.load)
-    assert said == [] and runner.mode == "compile" and list(runner.compile_seconds) == [(2, 12)]
+    assert said == [] and runner.mode == "compile" and list(runner.compile_seconds) == [(4, 12)]
     _same_tokens(got, _eager_rows(lean, prompts, steps=3))
