@@ -1,12 +1,13 @@
-"""No process or folder the grader started outlives it: the grader stopped by SIGTERM, SIGHUP or
-SIGINT in the middle of an infinite loop ends every process and removes its sandbox's folder,
-exits 143 / 129 / 130 and says why on its terminal; killed by SIGKILL (no handler runs) it still
-leaves no process running — every process of the grading (the learner's, a detached grandchild
-of theirs, the sandbox's waiter) ends by itself: the waiter watches a lifeline pipe whose other
-end only the grader holds — and the next grading sweeps the folder it left, never the folder of
-a grading still running (another user's included). The TUI's grading server is stopped by the
-app (SIGTERM, then SIGKILL) and dies with it (PR_SET_PDEATHSIG: SIGTERM), each time with its
-folders. Checked with user namespaces and on a system that denies them (Landlock)."""
+"""No process or folder the grader started outlives it: the grader's own code raising mid-grading,
+the grader stopped by SIGTERM, SIGHUP or SIGINT in the middle of an infinite loop ends every
+process and removes its sandbox's folder, exits 143 / 129 / 130 and says why on its terminal;
+killed by SIGKILL (no handler runs) it still leaves no process running — every process of the
+grading (the learner's, a detached grandchild of theirs, the sandbox's waiter) ends by itself: the
+waiter watches a lifeline pipe whose other end only the grader holds — and the next grading sweeps
+the folder it left, never the folder of a grading still running (another user's included). The
+TUI's grading server is stopped by the app (SIGTERM, then SIGKILL) and dies with it
+(PR_SET_PDEATHSIG: SIGTERM), each time with its folders. Checked with user namespaces and on a
+system that denies them (Landlock)."""
 
 from __future__ import annotations
 
@@ -229,3 +230,51 @@ def test_the_apps_grading_server_ends_with_its_sandboxes_and_folders(
     _nothing_running(app.home)
     app.said()
     assert app.folders() == []
+
+
+class _Boom(Exception):
+    pass
+
+
+@pytest.mark.skipif(not CONFINED, reason="no namespaces")
+def test_an_exception_in_the_grader_ends_its_children_and_removes_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader's own code raising mid-grading (here the event sink, at the first case's
+    result) takes the same way out: the exception reaches the caller, nothing is left."""
+    from lab.grader.testing import grade_file
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    path = tmp_path / "kv_bytes.py"
+    path.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n    return 0\n")
+    seen: list[str] = []
+
+    def emit(event: object) -> None:
+        if type(event).__name__ in ("CasePassed", "CaseFailed"):  # the child has answered
+            seen.extend(n for n in os.listdir(tmp_path) if n.startswith(scratch.PREFIXES))
+            assert _sandboxes_of(tmp_path)  # its child is alive here
+            raise _Boom
+
+    with pytest.raises(_Boom):
+        grade_file("kv-bytes", path, 1, emit=emit)
+    assert len(seen) == 1  # the sandbox's folder, while the case ran
+    assert [n for n in os.listdir(tmp_path) if n.startswith(scratch.PREFIXES)] == []
+    assert _sandboxes_of(tmp_path) == []
+
+
+def _sandboxes_of(workspace: Path) -> list[int]:
+    """Processes carrying a sandbox token whose command line names `workspace` (a sandbox
+    child's --workspace; the learner's forks inherit that command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if b"DOJO_SANDBOX_TOKEN=" not in f.read():
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if str(workspace).encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
