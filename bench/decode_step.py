@@ -17,8 +17,9 @@ The steps timed, each from the same prefilled cache (every call writes the same 
 `LeanLlama.step` (the model's arithmetic, eager), the reference engine's `HFStepModel.forward`
 around it (mask and cache bookkeeping included), the static step (`lab.models.static_step`:
 fixed shapes, KV of fixed capacity = context + 1 columns written in place, a per-row length
-mask) eager and compiled by torch.compile (inductor, freezing, C++ wrapper; one graph per B,
-its compile time printed; without a C++ compiler the reason is printed and the row left out);
+mask) eager and compiled by inductor (`lab.models.decode_runner`: 1-3 rows ahead of time with
+AOTInductor, 4+ through torch.compile; one build per B, its time printed; without a C++
+compiler the reason is printed and the row left out);
 beside them, the step's matmuls alone on inputs of the same shapes (the BLAS's floor: what the
 step costs with no per-operation overhead around them), and the same weight matrices merely
 summed (the core's read floor: the weights' bytes read once, with no matmul; it reads no KV).
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30, help="timed calls of each, best of")
     parser.add_argument("--no-graphs", action="store_true", help="CUDA: skip graph capture")
     parser.add_argument("--no-compile", action="store_true",
-                        help="CPU: skip torch.compile of the static step (seconds per B)")
+                        help="CPU: skip compiling the static step (seconds per B)")
     args = parser.parse_args(argv)
     try:
         batches = [int(b) for b in args.batches.split(",")]

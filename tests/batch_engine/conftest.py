@@ -13,6 +13,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from tests.answers import answer
 from tests.mutants import load_solution
 
 HERE = Path(__file__).resolve().parent
@@ -50,7 +51,7 @@ def grade_in_process(path: Path, level: int, seed: int = 1234, target: bool = Fa
     for case in grading.cases(level, seed):
         if case.params["model"] == "target" and not target:
             continue
-        expected = grading.expected(case, ctx)
+        expected = answer("batch-engine", case, seed, lambda c: grading.expected(c, ctx))
         try:
             got = drive.run(solution, case, ctx)
         except Exception as exc:  # the learner's exception is a failed case too
@@ -73,6 +74,6 @@ def grade_case(path: Path, level: int, case_id: str, seed: int = 1234) -> str:
     torch.set_num_threads(1)
     case = next(c for c in grading.cases(level, seed) if c.id == case_id)
     ctx = RunContext(device="cpu", seed=seed)
-    expected = grading.expected(case, ctx)
+    expected = answer("batch-engine", case, seed, lambda c: grading.expected(c, ctx))
     verdict = grading.check(case, drive.run(load_solution(path), case, ctx), expected)
     return "" if verdict.passed else verdict.message

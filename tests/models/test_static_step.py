@@ -215,7 +215,7 @@ def test_without_a_compiler_the_runner_says_why_and_runs_eager(
     assert compiler_missing("cuda") == ""
     said: list[str] = []
     runner = DecodeRunner(lean, capacity=16, sizes=(1, 2), mode="compile", say=said.append)
-    assert said == ["decode step: torch.compile unavailable (no C++ compiler on PATH (looked "
+    assert said == ["decode step: not compiled (no C++ compiler on PATH (looked "
                     "for $CXX, g++, c++, clang++)); running eager"]
     assert (runner.mode, runner.reason) == ("eager", "no C++ compiler on PATH (looked for $CXX, "
                                                      "g++, c++, clang++)")
@@ -227,21 +227,22 @@ def test_without_a_compiler_the_runner_says_why_and_runs_eager(
 
 
 @pytest.mark.slow  # imports inductor's config (~1.3 s of CPU)
+@pytest.mark.parametrize(("size", "builder"), [(1, "torch.export.export"), (4, "torch.compile")])
 def test_a_compile_that_fails_to_build_is_given_up_with_its_error(
-        lean: LeanLlama, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(module: Any, **_: Any) -> Any:
-        def call(*args: Any) -> Any:
-            raise RuntimeError("InvalidCxxCompiler: No working C++ compiler found\nmore")
-        return call
+        lean: LeanLlama, monkeypatch: pytest.MonkeyPatch, size: int, builder: str) -> None:
+    """1-3 rows build ahead of time (torch.export, AOTInductor), 4+ through torch.compile:
+    either failing, the runner says why and runs eager."""
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("InvalidCxxCompiler: No working C++ compiler found\nmore")
 
-    monkeypatch.setattr(torch, "compile", broken)
+    monkeypatch.setattr(builder, broken)
     monkeypatch.setattr(decode_runner, "compiler_missing", lambda device: "")
     said: list[str] = []
-    runner = DecodeRunner(lean, capacity=16, sizes=(1,), mode="compile", say=said.append)
+    runner = DecodeRunner(lean, capacity=16, sizes=(size,), mode="compile", say=said.append)
     prompts = _prompts([6], seed=8)
     got = _static_rows(runner.step, lean, prompts, 2, runner.static.load)
     _same_tokens(got, _eager_rows(lean, prompts, steps=2))
-    assert said == ["decode step: torch.compile unavailable (RuntimeError: InvalidCxxCompiler: "
+    assert said == ["decode step: not compiled (RuntimeError: InvalidCxxCompiler: "
                     "No working C++ compiler found); running eager"]
     assert runner.mode == "eager" and not runner.compile_seconds
 
@@ -270,16 +271,22 @@ def _tiny_lean() -> LeanLlama:
     return lean
 
 
-@pytest.mark.slow  # one compile of a one-layer model's step: ~10-20 s of CPU
+@pytest.mark.slow  # two compiles of a one-layer model's step: ~20 s of CPU
 def test_the_compiled_step_gives_the_eager_steps_tokens() -> None:
+    """Three ragged rows padded to a compiled size of 4 (torch.compile: packed weights frozen
+    into the graph, attention in the fused form, the padding row's write kept off the live
+    rows), then one row at size 1 (built ahead of time: the one-row projections fused)."""
     missing = compiler_missing("cpu")
     if missing:
         pytest.skip(missing)
     lean = _tiny_lean()
     said: list[str] = []
-    runner = DecodeRunner(lean, capacity=12, sizes=(2,), mode="compile", say=said.append)
+    runner = DecodeRunner(lean, capacity=12, sizes=(1, 4), mode="compile", say=said.append)
     g = torch.Generator().manual_seed(9)
-    prompts = [torch.randint(1, 128, (1, n), generator=g) for n in (6, 4)]
+    prompts = [torch.randint(1, 128, (1, n), generator=g) for n in (6, 4, 8)]
     got = _static_rows(runner.step, lean, prompts, 3, runner.static.load)
-    assert said == [] and runner.mode == "compile" and list(runner.compile_seconds) == [(2, 12)]
     _same_tokens(got, _eager_rows(lean, prompts, steps=3))
+    got = _static_rows(runner.step, lean, prompts[:1], 3, runner.static.load)
+    _same_tokens(got, _eager_rows(lean, prompts[:1], steps=3))
+    assert said == [] and runner.mode == "compile"
+    assert sorted(runner.compile_seconds) == [(1, 12), (4, 12)]

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from lab.grader.testing import assert_fails, assert_passes, only_cases, reference_as_solution
+from lab.grader.testing import (
+    assert_fails,
+    assert_passes,
+    grade_file,
+    only_cases,
+    reference_as_solution,
+)
 from tests.sampling.conftest import BROKEN, SOLUTIONS, grade_in_process, materialize
 
 STUB = Path(__file__).resolve().parents[2] / "lab" / "exercises" / "sampling" / "stub.py"
@@ -107,18 +113,30 @@ def test_enough_broken_implementations() -> None:
     assert len(files) >= 15
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("level", [1, 2, 3, 4])
-def test_reference_passes_in_the_sandbox(tmp_path: Path, level: int) -> None:
-    assert_passes("sampling", reference_as_solution("sampling", tmp_path), level)
+LEVELS = [1, 2, 3, 4]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("level", [1, 2, 3, 4])
-def test_stub_fails_not_implemented(tmp_path: Path, level: int) -> None:
+def test_reference_passes_in_the_sandbox(tmp_path: Path) -> None:
+    """Every level in one grading (one child, as `dojo lab grade sampling` runs them)."""
+    run = assert_passes("sampling", reference_as_solution("sampling", tmp_path), LEVELS)
+    assert [(lvl.level, lvl.passed) for lvl in run.result.levels] == [(n, True) for n in LEVELS]
+
+
+@pytest.mark.slow
+def test_stub_fails_not_implemented(tmp_path: Path) -> None:
+    """Every level in one grading: each fails, on a required case reported as not implemented
+    (a level is graded whatever the levels before it did)."""
+    import re
+
     stub = tmp_path / "sampling.py"
     stub.write_text(STUB.read_text(encoding="utf-8"), encoding="utf-8")
-    assert_fails("sampling", stub, level, r"not implemented", kind="not_implemented")
+    run = grade_file("sampling", stub, LEVELS)
+    assert [(lvl.level, lvl.passed) for lvl in run.result.levels] == [(n, False) for n in LEVELS]
+    for level in LEVELS:
+        assert any(f["level"] == level and f["required"] and f["kind"] == "not_implemented"
+                   and re.search(r"not implemented", f["message"]) for f in run.failures), \
+            f"level {level}:\n{run.describe()}"
 
 
 @pytest.mark.slow
