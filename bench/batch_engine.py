@@ -1,6 +1,7 @@
 """Benchmark the batch-engine reference on the shipped target (whatever device is present).
 
     python bench/batch_engine.py [--device auto|cpu|cuda] [--requests 32] [--tokens 32] [--quick]
+                                 [--no-compiled]
 
 Prints, side by side:
 1. throughput at equal outputs: sequential generation (the engine at max_batch_size 1) vs the
@@ -8,11 +9,14 @@ Prints, side by side:
    same B: transformers' own continuous batching (`generate_batch`, small explicit paged-cache
    config) and `generate` on left-padded static batches of B prompts (the stronger peer on a
    CPU), all interleaved run by run, with the reference's speed-up over each at each B (both
-   reference modes, static and continuous, against it); every output is checked against the
-   sequential one (with equal output lengths static and continuous differ only by continuous
-   mode's chunked prefill: a few extra steps, and steps where decoding rows share a call with a
-   prompt chunk); each run is split into time inside the model's forward and the engine's own
-   time (generate_batch's forward timed on its own thread);
+   reference modes, static and continuous, against it); on a CPU also the compiled decode step
+   (`lab.models.decode_runner`, opt-in: no engine or grading uses it) in static batches of B,
+   each prompt prefilled eagerly, built per B before the timing (--no-compiled skips it);
+   every output is checked against the sequential one (with equal output lengths static and
+   continuous differ only by continuous mode's chunked prefill: a few extra steps, and steps
+   where decoding rows share a call with a prompt chunk); each run is split into time inside
+   the model's forward and the engine's own time (generate_batch's forward timed on its own
+   thread);
 2. latency under seeded Poisson load on a GPU-like cost model run on the virtual clock
    (Llama-2-7B bf16 on an H100 roofline: a step costs max(weight + KV bytes read / bandwidth,
    2 * params * new tokens / FLOP/s)), at 50% and 90% of the saturated capacity, static vs
@@ -32,6 +36,7 @@ import argparse
 import random
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +220,7 @@ def _generate_padded(model: Any, prompts: list[list[int]], tokens: int, batch: i
 
 
 def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int,
-               target: str | None = None) -> None:
+               target: str | None = None, compiled: bool = False) -> None:
     prompts = _prompts(n, target=target)
     max_tokens = [tokens] * n
     print(f"\n## Throughput at equal outputs: {n} requests, prompts 8-24 tokens, "
@@ -234,7 +239,9 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     seq = min((_run_engine(model, prompts, max_tokens, 1, False) for _ in range(repeats)),
               key=lambda r: r.seconds)
     row("sequential (engine, B=1)", seq, "baseline")
-    runs, anchor_runs, padded_runs = _batched_runs(model, prompts, tokens, batches, repeats)
+    static = _static_steps(model, prompts, tokens, batches) if compiled else {}
+    runs, anchor_runs, padded_runs, static_runs = _batched_runs(model, prompts, tokens, batches,
+                                                                repeats, static)
 
     def equal(run: _Run) -> int:
         return sum(run.outputs.get(i) == seq.outputs.get(i) for i in range(n))
@@ -263,6 +270,7 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
 
     anchor = peer("transformers generate_batch", anchor_runs, "paged, page 16")
     padded = peer("transformers generate, padded", padded_runs, "left-padded, static")
+    fixed = peer("static, compiled step", static_runs, "prefills eager")
 
     print("reference vs generate_batch (transformers' continuous batching) at the same max batch "
           "size, throughput ratio; goal >= 2x at B = 8 and 16:")
@@ -270,26 +278,81 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     print("reference vs generate on left-padded batches of B (the stronger peer on a CPU), "
           "throughput ratio:")
     print(_ratios(best, padded))
+    if fixed:
+        print("the compiled decode step in static batches of B (lab.models.decode_runner: "
+              "opt-in, no engine or grading uses it) vs the reference, throughput ratio:")
+        print("\n".join(f"   B={b:<3}{best[(b, False)].seconds / run.seconds:>6.2f}x wall "
+                        f"{best[(b, False)].cpu_s / run.cpu_s:>6.2f}x CPU vs reference static"
+                        for b, run in fixed.items()))
 
 
 def _batched_runs(model: Any, prompts: list[list[int]], tokens: int, batches: list[int],
-                  repeats: int) -> tuple[dict[tuple[int, bool], list[_Run]],
-                                         dict[int, list[_Run | str]],
-                                         dict[int, list[_Run | str]]]:
+                  repeats: int, static: dict[int, Any]
+                  ) -> tuple[dict[tuple[int, bool], list[_Run]], dict[int, list[_Run | str]],
+                             dict[int, list[_Run | str]], dict[int, list[_Run | str]]]:
     """`repeats` rounds, interleaved so that a burst of load hits every engine alike: the
     reference static and continuous at each B, transformers' generate_batch and padded
-    generate. Returns their runs (a peer's failure as its message)."""
+    generate, and the compiled decode step's static batches where `static` has a runner for B.
+    Returns their runs (a peer's failure as its message)."""
     max_tokens = [tokens] * len(prompts)
     runs: dict[tuple[int, bool], list[_Run]] = {(b, c): [] for b in batches for c in (False, True)}
     anchor_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
     padded_runs: dict[int, list[_Run | str]] = {b: [] for b in batches}
+    static_runs: dict[int, list[_Run | str]] = {b: [] for b in static}
     for _ in range(repeats):
         for b in batches:
             anchor_runs[b].append(_generate_batch(model, prompts, tokens, b))
             padded_runs[b].append(_generate_padded(model, prompts, tokens, b))
+            if b in static:
+                static_runs[b].append(_run_static(static[b], prompts, tokens))
         for b, continuous in runs:
             runs[(b, continuous)].append(_run_engine(model, prompts, max_tokens, b, continuous))
-    return runs, anchor_runs, padded_runs
+    return runs, anchor_runs, padded_runs, static_runs
+
+
+def _static_steps(model: Any, prompts: list[list[int]], tokens: int, batches: list[int]
+                  ) -> dict[int, Any]:
+    """A compiled `DecodeRunner` per B (CPU: built here, outside the timing, by one warm-up
+    batch; the build time printed), or none where the target is not a plain Llama or the
+    build was given up (the reason printed)."""
+    from lab.models.decode_runner import DecodeRunner, generate
+
+    if model.lean is None or model.device.type != "cpu":
+        print("static, compiled step: not run (needs a plain Llama on a CPU)")
+        return {}
+    capacity = max(len(p) for p in prompts) + tokens
+    runners: dict[int, Any] = {}
+    for b in batches:
+        runner = DecodeRunner(model.lean, capacity, sizes=(b,), mode="compile",
+                              say=partial(_say_for, b))
+        generate(runner, prompts[:b], tokens)
+        if runner.mode == "compile":
+            runners[b] = runner
+            print(f"static, compiled step B={b}: built in "
+                  f"{sum(runner.compile_seconds.values()):.1f} s")
+    return runners
+
+
+def _say_for(b: int, line: str) -> None:
+    print(f"static, compiled step B={b}: {line}")
+
+
+def _run_static(runner: Any, prompts: list[list[int]], tokens: int) -> _Run:
+    """The prompts in static batches of the runner's size (the last one padded), `tokens`
+    greedy tokens each: every prompt prefilled alone by LeanLlama.step, then one compiled step
+    per token for the batch. All of it is model work (forward = the whole run)."""
+    from lab.models.decode_runner import generate
+
+    b = runner.sizes[-1]
+    outputs: dict[int, list[int]] = {}
+    start, cpu = time.perf_counter(), time.process_time()
+    for first in range(0, len(prompts), b):
+        chunk = prompts[first:first + b]
+        for i, out in enumerate(generate(runner, chunk, tokens)):
+            outputs[first + i] = out
+    seconds = time.perf_counter() - start
+    calls = len(prompts) + -(-len(prompts) // b) * (tokens - 1)  # prefills + batched steps
+    return _Run(seconds, outputs, seconds, calls, time.process_time() - cpu)
 
 
 def _ratios(best: dict[tuple[int, bool], _Run], peer_runs: dict[int, _Run]) -> str:
@@ -451,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="B=1/8/16 only, fewer requests")
     parser.add_argument("--target", help="a local Hugging Face causal LM folder (default: the "
                         "shipped pycode target); prompts are encoded with its own tokenizer")
+    parser.add_argument("--no-compiled", action="store_true",
+                        help="skip the compiled decode step's static batches (CPU; a build of "
+                             "seconds per B)")
     args = parser.parse_args(argv)
 
     import torch
@@ -470,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
           f"torch {torch.__version__}")
     n = 16 if args.quick else args.requests
     throughput(model, n, args.tokens, [1, 8, 16] if args.quick else [1, 4, 8, 16, 32],
-               1 if args.quick else args.repeats, args.target)
+               1 if args.quick else args.repeats, args.target, compiled=not args.no_compiled)
     gpu_like(200 if args.quick else 240, 1 if args.quick else 3, 32)
     load(model, 24 if args.quick else 40, 8, args.target)
     return 0

@@ -237,3 +237,35 @@ def capture_graph(fn: Callable[[], Any]) -> Callable[[], Any]:
         return out
 
     return replay
+
+
+def generate(runner: DecodeRunner, prompts: Sequence[Sequence[int]], tokens: int
+             ) -> list[list[int]]:
+    """`tokens` greedy tokens after each prompt, the prompts run as one static batch: each
+    prefilled alone by `LeanLlama.step` and its cache loaded into its row, then one runner step
+    per token for every row, each at its own column (no padding columns, so no mask beyond the
+    rows' lengths). What a static-batching engine produces for requests without stops."""
+    import torch
+
+    if not 1 <= len(prompts) <= runner.static.rows:
+        raise ValueError(f"{len(prompts)} prompts: this runner holds 1..{runner.static.rows} rows")
+    longest = max(len(p) for p in prompts)
+    if longest + tokens - 1 > runner.static.capacity:
+        raise ValueError(f"a {longest}-token prompt and {tokens} new tokens need "
+                         f"{longest + tokens - 1} columns; the runner holds "
+                         f"{runner.static.capacity}")
+    lean, first = runner.static.lean, []
+    device = runner.ids.device
+    with torch.inference_mode():
+        for row, prompt in enumerate(prompts):
+            ids = torch.tensor([list(prompt)], device=device)
+            logits, view = lean.step(ids, torch.arange(len(prompt), device=device)[None], None)
+            runner.static.load(view, row)
+            first.append(logits[0])
+        lengths = torch.tensor([len(p) for p in prompts], device=device)
+        token = torch.stack(first).argmax(-1)
+        out = [token]
+        for i in range(tokens - 1):
+            token = runner.step(token[:, None], (lengths + i)[:, None], lengths + i).argmax(-1)
+            out.append(token)
+    return torch.stack(out, 1).tolist()

@@ -13,7 +13,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from lab.models import decode_runner  # noqa: E402
-from lab.models.decode_runner import DecodeRunner, compiler_missing, padded_size  # noqa: E402
+from lab.models.decode_runner import (  # noqa: E402
+    DecodeRunner,
+    compiler_missing,
+    generate,
+    padded_size,
+)
 from lab.models.lean_llama import LeanLlama, lean_for  # noqa: E402
 from lab.models.loading import MODELS_DIR  # noqa: E402
 from lab.models.static_step import StaticStep  # noqa: E402
@@ -199,6 +204,25 @@ def test_padded_steps_replay_one_capture_per_size_on_the_same_buffers(
     runner.step(want[-1].argmax(-1)[:, None], torch.tensor([[10], [7], [12]]),
                 torch.tensor([10, 7, 12]))
     assert len(captured) == 2
+
+
+def test_a_static_batch_generates_each_rows_greedy_tokens(lean: LeanLlama) -> None:
+    prompts = _prompts([5, 9, 3], seed=12)
+    runner = DecodeRunner(lean, capacity=16, sizes=(4,))
+    got = generate(runner, [p[0].tolist() for p in prompts], tokens=5)
+    want = []
+    for prompt in prompts:
+        logits, view = lean.step(prompt, torch.arange(prompt.shape[1])[None], None)
+        row = [int(logits.argmax())]
+        for i in range(4):
+            logits, view = lean.step(torch.tensor([[row[-1]]]),
+                                     torch.tensor([[prompt.shape[1] + i]]), view)
+            row.append(int(logits.argmax()))
+        want.append(row)
+    assert got == want
+    with pytest.raises(ValueError, match="a 9-token prompt and 9 new tokens need 17 columns; "
+                                         "the runner holds 16"):
+        generate(runner, [p[0].tolist() for p in prompts], tokens=9)
 
 
 def test_graphs_need_a_gpu(lean: LeanLlama) -> None:

@@ -4,6 +4,7 @@ recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from click.testing import CliRunner, Result
 from lab.grader.testing import reference_as_solution
 from tests.remote.loopback import REPO, Sshd, remote_install
 from trainer.cli import main
+from trainer.core.remote import parse_ping
 
 pytestmark = pytest.mark.slow
 
@@ -298,6 +300,50 @@ def test_the_hosts_grader_stopped_by_a_signal_ends_its_children_and_folders(
     assert attempts() == []
 
 
+def test_a_link_gone_silent_stops_the_hosts_grading_and_removes_its_folders(
+        on_host: str, tmp_path: Path, remote_root: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The learner's ssh frozen mid-grading (a link that died without a word: the host's sshd
+    notices nothing): its pings stop, and the host's serve stops the grading as at EOF."""
+    monkeypatch.setenv("DOJO_REMOTE_PING_S", "0.5")  # the host gives up after 3 x 0.5 + 5 s
+    path = tmp_path / "kv_bytes.py"
+    path.write_text(SLEEPY)
+    earlier = _host_folders(remote_root)
+    cli = _grading_cli(path, on_host)
+    try:
+        assert _wait_for(lambda: _host_processes(remote_root, b"lab.grader")), cli.stderr
+        ssh = _descendants(cli.pid)  # the ssh client (the host's side runs under sshd)
+        assert ssh, "no ssh client under the grading"
+        for pid in ssh:
+            os.kill(pid, signal.SIGSTOP)
+
+        def host_side() -> list[int]:  # (the frozen ssh's command line names the host's root)
+            return [p for p in _host_processes(remote_root) if p not in ssh]
+
+        assert _wait_for(lambda: not host_side(), 60), host_side()
+        assert _host_folders(remote_root) <= earlier
+    finally:
+        for pid in _descendants(cli.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    _out, err = cli.communicate(timeout=60)
+    assert cli.returncode == 3, err
+    assert attempts() == []
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        except OSError:
+            continue
+        out.extend(int(c) for c in children)
+        todo.extend(int(c) for c in children)
+    return out
+
+
 def test_grading_past_its_time_limit_is_stopped(
         on_host: str, tmp_path: Path, remote_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "kv_bytes.py"
@@ -322,7 +368,9 @@ def test_only_the_workspace_file_and_the_request_leave_this_machine(
     result = grade("--level", "1", "--file", str(path), "--seed", "3", "--on", "box")
     assert result.exit_code == 0, result.output
     sent = [json.loads(line) for line in log.read_text().splitlines()]
-    argv, stdin = sent[0]["argv"], [s["stdin"] for s in sent[1:]]
+    argv = sent[0]["argv"]
+    # besides the request, at most the session's pings, which carry nothing ({"ping": S})
+    stdin = [s["stdin"] for s in sent[1:] if parse_ping(s["stdin"].strip()) is None]
     assert argv[argv.index("--") - 1] == "box"
     assert str(tmp_path) not in " ".join(argv) and "DOJO_HOME=\"$R/data\"" in argv[-1]
     assert len(stdin) == 1

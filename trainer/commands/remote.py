@@ -15,6 +15,7 @@ import queue
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,55 @@ def _say(line: str) -> None:
 
 def _stdin_lines() -> tuple[queue.Queue[str | None], threading.Event]:
     """Requests read by a thread, so the end of input (the connection closed, even in the
-    middle of a grading) is seen at once: `eof` is set and None queued."""
+    middle of a grading) is seen at once: `eof` is set and None queued. The client's pings
+    (`trainer.core.remote.parse_ping`) are not requests: once one has come, a silence longer
+    than PING_MISSES of its intervals (plus PING_SLACK_S) counts as the end of input too (a
+    link that died without a word, which sshd may not notice for hours)."""
+    from trainer.core.remote import PING_MISSES, PING_SLACK_S, parse_ping
+
     lines: queue.Queue[str | None] = queue.Queue()
     eof = threading.Event()
+    heard = [time.monotonic()]
+    watching = threading.Event()
+
+    def end() -> None:
+        if not eof.is_set():
+            eof.set()
+            lines.put(None)
+
+    def watch(interval_s: float) -> None:
+        quiet_s = PING_MISSES * interval_s + PING_SLACK_S
+        while not eof.wait(interval_s):
+            if time.monotonic() - heard[0] > quiet_s:
+                end()
+
+    def take(line: str) -> None:
+        heard[0] = time.monotonic()
+        interval = parse_ping(line.strip())
+        if interval is None:
+            lines.put(line)
+        elif not watching.is_set():
+            watching.set()
+            threading.Thread(target=watch, args=(interval,), daemon=True).start()
 
     def read() -> None:
-        for line in sys.stdin:
-            lines.put(line)
-        eof.set()
-        lines.put(None)
+        # from the descriptor itself, never through sys.stdin: a thread blocked in its read
+        # holds its lock, and the interpreter's exit (after a silence) waited on it for ever
+        fd, pending = sys.stdin.fileno(), b""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            *whole, pending = pending.split(b"\n")
+            for raw in whole:
+                take(raw.decode("utf-8", errors="replace") + "\n")
+        if pending:
+            take(pending.decode("utf-8", errors="replace"))
+        end()
 
     threading.Thread(target=read, daemon=True).start()
     return lines, eof
@@ -148,8 +189,9 @@ class _Server:
 def serve() -> None:
     """Run on the host by `dojo lab grade --on`: a hello line, then one grading per request
     line (the events of `dojo lab grade --json`, then {"event": "served", "rc": N}); nothing is
-    recorded here. Ends at the end of input, stopping a grading in progress, on SIGTERM or
-    SIGHUP the same way (status 143 / 129), or after an hour without a request."""
+    recorded here. Ends at the end of input, stopping a grading in progress, when the client's
+    pings stop (a silent link) or on SIGTERM or SIGHUP the same way (status 143 / 129), or
+    after an hour without a request."""
     from lab.grader.stops import Stopped, stopping
     from trainer.core.lab_serve import Served
     from trainer.core.remote import Hello, dojo_version

@@ -17,7 +17,11 @@ and this side records the attempt (with the host named) exactly as a local gradi
 fault — ssh missing, the host unknown or its key changed, the login refused, Python or Dojo
 missing there, the connection dropped, the host's disk full, the grading past its time limit —
 is one `RemoteError` sentence, and nothing is recorded. The host's serve stops on EOF even in the
-middle of a grading (its children are killed), so a dropped connection leaves nothing running.
+middle of a grading (its children are killed, their folders removed), so a dropped connection
+leaves nothing running. A link that dies without a word (sshd on the host may not notice for
+hours) is caught by the host too: this side sends ``{"ping": S}`` every S seconds while the
+connection is open (`PING_S`, or `DOJO_REMOTE_PING_S`), and the host stops as at EOF after
+`PING_MISSES` of them have not come (plus `PING_SLACK_S`).
 
 `DOJO_SSH_COMMAND` replaces `ssh` (a command and its options, as git's `GIT_SSH_COMMAND`);
 `DOJO_REMOTE_ROOT` moves the host's install folder, `DOJO_REMOTE_PYTHON` names its Python, and
@@ -53,6 +57,8 @@ CONNECT_TIMEOUT_S = 60.0  # ssh's handshake plus the host's Python importing the
 NO_PYTHON_RC, NO_DOJO_RC = 97, 98  # exit statuses of the launcher script (remote_script)
 LOCAL = ("", "local")
 MIN_FREE_MB = 64  # what a host needs free to grade: the file, capture and temporary files
+PING_S = 10.0  # how often this side says it is still there (DOJO_REMOTE_PING_S)
+PING_MISSES, PING_SLACK_S = 3, 5.0  # the host gives up after 3 missed pings and 5 s more
 
 
 class RemoteError(Exception):
@@ -101,6 +107,34 @@ def remote_root() -> str:
     """The host's install folder, as a shell word ($HOME expanded there)."""
     root = os.environ.get("DOJO_REMOTE_ROOT", "").strip()
     return shlex.quote(root) if root else f'"{DEFAULT_ROOT}"'
+
+
+def ping_interval_s() -> float:
+    """How often a session pings its host: DOJO_REMOTE_PING_S (seconds, > 0), else PING_S."""
+    raw = os.environ.get("DOJO_REMOTE_PING_S", "").strip()
+    try:
+        value = float(raw) if raw else PING_S
+    except ValueError:
+        return PING_S
+    return value if value > 0 else PING_S
+
+
+def ping_line(interval_s: float) -> str:
+    return json.dumps({"ping": interval_s})
+
+
+def parse_ping(line: str) -> float | None:
+    """The interval a ping line announces; None when the line is not a ping."""
+    if not line.startswith('{"ping"'):
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    value = data.get("ping") if isinstance(data, dict) and len(data) == 1 else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
 
 
 def remote_python() -> str:
@@ -286,11 +320,14 @@ class RemoteSession:
         self.process: subprocess.Popen[bytes] | None = None
         self._io = _Lines()
         self._err: threading.Thread | None = None
+        self._writing = threading.Lock()  # a request and a ping never interleave
+        self._closing = threading.Event()
 
     def open(self, timeout_s: float = CONNECT_TIMEOUT_S) -> Hello:
         """Connect and read the host's hello; RemoteError for every way that fails (the
         version included: both named, and the command that fixes it)."""
         argv = ssh_argv(self.host, remote_script("serve"))
+        self._closing.clear()
         try:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, start_new_session=True)
@@ -314,7 +351,31 @@ class RemoteSession:
             raise RemoteError(
                 f"{self.host} runs Serving Dojo {reply.version} and this machine {mine}: run "
                 f"`dojo remote setup {self.host}` to install {mine} there.")
+        interval = ping_interval_s()
+        try:  # the first ping before any request: the host knows the interval from the start
+            self._send(ping_line(interval))
+        except (OSError, ValueError):
+            raise RemoteError(self._ended()) from None
+        threading.Thread(target=self._ping, args=(interval,), daemon=True).start()
         return reply
+
+    def _send(self, line: str) -> None:
+        """One line to the host's serve; OSError (or ValueError: closed) when it is gone."""
+        proc = self.process
+        if proc is None or proc.stdin is None:
+            raise BrokenPipeError("no connection")
+        with self._writing:
+            proc.stdin.write((line + "\n").encode())
+            proc.stdin.flush()
+
+    def _ping(self, interval_s: float) -> None:
+        """Say we are here every `interval_s` until closed: the host stops a grading whose
+        client has gone silent (see the module's docstring)."""
+        while not self._closing.wait(interval_s):
+            try:
+                self._send(ping_line(interval_s))
+            except (OSError, ValueError):
+                return
 
     def _next(self, deadline: float, late: str) -> str | None:
         try:
@@ -348,9 +409,8 @@ class RemoteSession:
         if proc is None or proc.stdin is None:
             raise RemoteError(f"no connection to {self.host}")
         try:
-            proc.stdin.write((request.to_json() + "\n").encode())
-            proc.stdin.flush()
-        except OSError:
+            self._send(request.to_json())
+        except (OSError, ValueError):
             raise RemoteError(self._dropped()) from None
         events: list[Event] = []
         deadline = time.monotonic() + time_limit_s
@@ -388,10 +448,11 @@ class RemoteSession:
     def close(self) -> None:
         """Close stdin (the host's serve ends, killing any grading) and end ssh."""
         proc = self.process
+        self._closing.set()
         if proc is None:
             return
         if proc.stdin is not None:
-            with contextlib.suppress(OSError):
+            with self._writing, contextlib.suppress(OSError):
                 proc.stdin.close()
         try:
             proc.wait(timeout=5)
