@@ -7,7 +7,8 @@ KeyboardInterrupt (a BaseException, so no `except Exception` swallows it): every
 way out kills the children and removes the folders, and the command then exits with the
 conventional status 128 + the signal's number (143, 129). A second signal during that cleanup
 is ignored; a cleanup that hangs is cut short after `GRACE_S` (what is left is swept by the next
-grading: `lab.grader.scratch`).
+grading: `lab.grader.scratch`). A signal the process was started ignoring stays ignored: `nohup`
+(SIGHUP) keeps its promise, as Python keeps an inherited SIGINT ignored.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def _deadline(status: int) -> None:
 @contextlib.contextmanager
 def stopping() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise `Stopped` in the main thread (elsewhere, or
-    outside the main thread, nothing changes); the previous handlers come back after it."""
+    outside the main thread, nothing changes); the previous handlers come back after it. One
+    that is ignored when the block starts (`nohup`) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -66,7 +68,10 @@ def stopping() -> Iterator[None]:
         _deadline(128 + signum)
         raise Stopped(signum)
 
-    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    # a signal this process was started ignoring stays ignored (`nohup` ignores SIGHUP so the
+    # command outlives its terminal), as Python leaves an inherited SIGINT ignored
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:

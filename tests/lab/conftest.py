@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,22 @@ BROKEN = HERE / "broken"
 ROOT = HERE.parents[1]
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+RESET_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def default_signals(then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """A `preexec_fn` for a child a test stops with a signal: SIGINT, SIGTERM and SIGHUP at their
+    defaults, then `then`. A child inherits an ignored signal, and a test run may be started
+    ignoring some (a shell's background job ignores SIGINT, `nohup` SIGHUP): the signal then
+    never reached the child, whose wait timed out."""
+
+    def preexec() -> None:
+        for sig in RESET_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        if then is not None:
+            then()
+
+    return preexec
 
 
 @pytest.fixture

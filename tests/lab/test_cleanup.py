@@ -24,7 +24,7 @@ import pytest
 
 from lab.grader import landlock, scratch
 from tests.hostile import DETACHED_GRANDCHILD_LOOP, MARKER
-from tests.lab.conftest import ROOT
+from tests.lab.conftest import ROOT, default_signals
 from tests.lab.test_confinement import CONFINED, _owned, _preexec, learner_dir
 
 __all__ = ["learner_dir"]  # the fixture: a folder the learner's user owns
@@ -102,7 +102,8 @@ class _Grading:
         try:
             with open(stdout or os.devnull, "wb") as out:
                 self.proc = subprocess.Popen([sys.executable, *argv], cwd=str(ws), env=env,
-                                             stdout=out, stderr=tty, preexec_fn=_preexec(deny))
+                                             stdout=out, stderr=tty,
+                                             preexec_fn=default_signals(_preexec(deny)))
         finally:
             os.close(tty)
 

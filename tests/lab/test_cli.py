@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import BROKEN, ROOT, SOLUTIONS
+from tests.lab.conftest import BROKEN, ROOT, SOLUTIONS, default_signals
 
 
 def dojo(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -146,6 +146,7 @@ def test_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         [sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes", "--level", "1",
          "--file", str(solution), "--json", "--interval", "0.1"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals(),  # Ctrl-C reaches it even from a background test run
     )
     assert proc.stdout is not None
     try:

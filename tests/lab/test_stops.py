@@ -13,15 +13,22 @@ import textwrap
 import pytest
 
 from lab.grader.stops import STOP_SIGNALS, Stopped, stopping
-from tests.lab.conftest import ROOT
+from tests.lab.conftest import ROOT, default_signals
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
-def _run(code: str) -> subprocess.CompletedProcess[str]:
+def _run(code: str, ignore: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a child started with the default dispositions, but `ignore`d ones."""
+
+    def ignored() -> None:
+        for sig in ignore:
+            signal.signal(sig, signal.SIG_IGN)
+
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=60, cwd=str(ROOT),
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          preexec_fn=default_signals(ignored))
 
 
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
@@ -47,6 +54,27 @@ def test_a_stop_signal_raises_stopped_and_finally_runs_deaf_to_a_second_one(
     assert out.returncode == status
 
 
+def test_a_signal_ignored_at_the_start_stays_ignored() -> None:
+    """`nohup dojo lab grade …`: the terminal's hangup must not stop the grading (SIGTERM still
+    does)."""
+    out = _run("""
+        import os, signal, sys
+        from lab.grader.stops import Stopped, stopping
+        try:
+            with stopping():
+                os.kill(os.getpid(), signal.SIGHUP)
+                print("went on after SIGHUP", signal.getsignal(signal.SIGHUP) is signal.SIG_IGN)
+                os.kill(os.getpid(), signal.SIGTERM)
+                print("not stopped")
+        except Stopped as exc:
+            print(exc)
+        print("still ignored", signal.getsignal(signal.SIGHUP) is signal.SIG_IGN)
+        """, ignore=(signal.SIGHUP,))
+    assert out.stdout.splitlines() == ["went on after SIGHUP True", "stopped by SIGTERM",
+                                       "still ignored True"], out.stderr
+    assert out.returncode == 0
+
+
 def test_a_cleanup_that_hangs_is_cut_short_with_the_signals_status() -> None:
     out = _run("""
         import os, time
@@ -64,9 +92,15 @@ def test_a_cleanup_that_hangs_is_cut_short_with_the_signals_status() -> None:
 
 
 def test_the_handlers_come_back_after_the_block() -> None:
-    before = [signal.getsignal(sig) for sig in STOP_SIGNALS]
-    with stopping():
-        assert all(callable(signal.getsignal(sig)) and signal.getsignal(sig) not in before
-                   for sig in STOP_SIGNALS)
-    assert [signal.getsignal(sig) for sig in STOP_SIGNALS] == before
+    # as a terminal starts the command (this test run may ignore SIGHUP: nohup)
+    runner = {sig: signal.signal(sig, signal.SIG_DFL) for sig in STOP_SIGNALS}
+    try:
+        before = [signal.getsignal(sig) for sig in STOP_SIGNALS]
+        with stopping():
+            assert all(callable(signal.getsignal(sig)) and signal.getsignal(sig) not in before
+                       for sig in STOP_SIGNALS)
+        assert [signal.getsignal(sig) for sig in STOP_SIGNALS] == before
+    finally:
+        for sig, handler in runner.items():
+            signal.signal(sig, handler)
     assert Stopped(signal.SIGHUP).status == 129 and Stopped(signal.SIGTERM).name == "SIGTERM"
