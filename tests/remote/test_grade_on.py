@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from lab.grader.testing import reference_as_solution
+from tests.lab.conftest import default_signals
 from tests.remote.loopback import REPO, Sshd, remote_install
 from trainer.cli import main
 from trainer.core.remote import parse_ping
@@ -386,7 +387,7 @@ def test_watch_grades_each_save_on_the_host_over_one_connection(
     watch = subprocess.Popen([sys.executable, "-m", "trainer", "lab", "watch", "kv-bytes",
                               "--level", "1", "--file", str(path), "--record", "--on", on_host,
                               "--json", "--interval", "0.1"], stdout=subprocess.PIPE,
-                             text=True, cwd=REPO)
+                             text=True, cwd=REPO, preexec_fn=default_signals())
     assert watch.stdout is not None
 
     def next_summary() -> dict[str, Any]:
