@@ -104,6 +104,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert dojo("show", "nope").returncode == 2
 
 
+@pytest.mark.slow
 def test_show_prints_the_statement() -> None:
     shown = dojo("show", "kv-bytes")
     assert shown.returncode == 0 and "Packing rule" in shown.stdout
@@ -198,6 +199,7 @@ def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path)
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_watch_with_a_bad_level_exits_2_at_once() -> None:
     watched = dojo("watch", "kv-bytes", "--file", str(SOLUTIONS / "correct.py"), "--level", "7")
     assert watched.returncode == 2 and "no level 7" in watched.stderr

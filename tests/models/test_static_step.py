@@ -295,22 +295,20 @@ def _tiny_lean() -> LeanLlama:
     return lean
 
 
-@pytest.mark.slow  # two compiles of a one-layer model's step: ~20 s of CPU
+@pytest.mark.slow  # one build of a one-layer model's step: ~10 s of CPU
 def test_the_compiled_step_gives_the_eager_steps_tokens() -> None:
     """Three ragged rows padded to a compiled size of 4 (torch.compile: packed weights frozen
     into the graph, attention in the fused form, the padding row's write kept off the live
-    rows), then one row at size 1 (built ahead of time: the one-row projections fused)."""
+    rows): the eager steps' tokens. One build only: 1-3 rows are built ahead of time
+    (AOTInductor, ~25 s even for this model), which bench/decode_step.py runs at B = 1."""
     missing = compiler_missing("cpu")
     if missing:
         pytest.skip(missing)
     lean = _tiny_lean()
     said: list[str] = []
-    runner = DecodeRunner(lean, capacity=12, sizes=(1, 4), mode="compile", say=said.append)
+    runner = DecodeRunner(lean, capacity=12, sizes=(4,), mode="compile", say=said.append)
     g = torch.Generator().manual_seed(9)
     prompts = [torch.randint(1, 128, (1, n), generator=g) for n in (6, 4, 8)]
     got = _static_rows(runner.step, lean, prompts, 3, runner.static.load)
     _same_tokens(got, _eager_rows(lean, prompts, steps=3))
-    got = _static_rows(runner.step, lean, prompts[:1], 3, runner.static.load)
-    _same_tokens(got, _eager_rows(lean, prompts[:1], steps=3))
-    assert said == [] and runner.mode == "compile"
-    assert sorted(runner.compile_seconds) == [(1, 12), (4, 12)]
+    assert said == [] and runner.mode == "compile" and list(runner.compile_seconds) == [(4, 12)]

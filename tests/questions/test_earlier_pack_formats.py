@@ -34,6 +34,7 @@ def test_an_earlier_edition_validates_with_warnings_only(pack: Path) -> None:
     assert len(report.questions) == 10
 
 
+@pytest.mark.slow
 def test_a_count_without_round_is_a_warning_with_its_default_and_strict_refuses_it() -> None:
     pack = PACKS / "kv-cache-reviewed-edition.toml"
     lenient = validate_files([pack], context=builtin_files())

@@ -29,6 +29,7 @@ def test_an_unconvertible_unit_is_reasked_with_the_accepted_units(text: str, uni
     assert f"type it in {listed}" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_kwh_question_in_the_bank_grades_wh_and_kj() -> None:
     bank = load_bank(draws=0)
     question = next(q for q in bank.questions if q.kind == "numeric" and q.unit == "kWh")

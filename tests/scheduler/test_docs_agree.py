@@ -46,6 +46,7 @@ def test_distributions_leave_out_suspended_cards_as_the_forecast_does(store: Sto
     assert sum(store.forecast(30, at(1)).values()) == 1
 
 
+@pytest.mark.slow
 def test_a_lab_recall_of_an_introduced_card_carries_its_due_day(
     dojo_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

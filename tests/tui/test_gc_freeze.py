@@ -7,10 +7,13 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 
+import pytest
+
 from tests.tui.conftest import ready
 from trainer.app import DojoApp
 
 
+@pytest.mark.slow
 async def test_frozen_while_running_and_released_at_exit(
         make_app: Callable[..., DojoApp]) -> None:
     gc.unfreeze()
