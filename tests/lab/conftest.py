@@ -33,6 +33,15 @@ def default_signals(then: Callable[[], None] | None = None) -> Callable[[], None
     return preexec
 
 
+def save(path: Path, text: str) -> None:
+    """Save `text` over `path` as an editor that writes a new file and renames it over the old
+    one: a watch polling the file never sees it half written (truncated, not yet filled, it was
+    graded as an empty file: a second failing summary where the test waited for a pass)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
 @pytest.fixture
 def solutions() -> Path:
     return SOLUTIONS

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.conftest import BROKEN, ROOT, SOLUTIONS, default_signals
+from tests.lab.conftest import BROKEN, ROOT, SOLUTIONS, default_signals, save
 
 
 def dojo(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -162,7 +162,7 @@ def test_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path: Path) -> None:
                 summaries.append(event)
                 if len(summaries) == 1:
                     time.sleep(0.05)  # make sure the mtime moves
-                    shutil.copyfile(SOLUTIONS / "correct.py", solution)
+                    save(solution, (SOLUTIONS / "correct.py").read_text())
         assert [s["passed"] for s in summaries] == [False, True]
         proc.send_signal(signal.SIGINT)
         # a bound, not a timing: the exit ends the child being prepared for the next save, whose

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from lab.grader.testing import reference_as_solution
-from tests.lab.conftest import default_signals
+from tests.lab.conftest import default_signals, save
 from tests.remote.loopback import REPO, Sshd, remote_install
 from trainer.cli import main
 from trainer.core.remote import parse_ping
@@ -400,7 +400,7 @@ def test_watch_grades_each_save_on_the_host_over_one_connection(
     try:
         first = next_summary()
         sessions = _sshd_sessions(sshd)
-        path.write_text(reference_as_solution("kv-bytes", tmp_path / "ref").read_text())
+        save(path, reference_as_solution("kv-bytes", tmp_path / "ref").read_text())
         second = next_summary()
         assert _sshd_sessions(sshd) == sessions  # the same connection graded the save
     finally:
