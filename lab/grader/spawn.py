@@ -109,6 +109,7 @@ class Prepared:
     thread: threading.Thread = field(init=False)
     imports: threading.Thread = field(init=False)
     reference_thread: threading.Thread | None = field(init=False, default=None)
+    closed: threading.Event = field(init=False, default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         # This process imports what the grading will (the grading module, the reference and
@@ -121,14 +122,17 @@ class Prepared:
     def _warm(self) -> None:
         with contextlib.suppress(Exception):  # a failed warm-up: the grading starts its own
             self.outcome = self.sandbox.prepare(self.device)
-        if self.outcome is not None and self.outcome.ok and self._has_timed_case():
+        if (self.outcome is not None and self.outcome.ok and not self.closed.is_set()
+                and self._has_timed_case()):
             self.reference = reference_sandbox(self.sandbox.solution, self.boundary,
                                                self.options)
             self.reference_thread = threading.Thread(target=self._warm_reference, daemon=True)
             self.reference_thread.start()
 
     def _has_timed_case(self) -> bool:
-        self.imports.join()
+        while self.imports.is_alive():  # a close meanwhile wants no reference child
+            if self.closed.wait(0.05):
+                return False
         if self.exercise is None or not self.options:
             return False
         try:
@@ -181,10 +185,16 @@ class Prepared:
         return self.thread.is_alive() or (self.outcome is not None and self.outcome.ok
                                           and self.sandbox.ready and self.sandbox.alive)
 
-    def close(self) -> None:
+    def close(self, *, leaving: bool = False) -> None:
         """Kill the child and remove its folder: a warm-up in flight (a torch import) is
-        killed first, so closing never waits for it."""
+        killed first, so closing never waits for it. `leaving`: this process is on its way out
+        (`dojo lab watch` stopped), so its own imports are not awaited either (a daemon thread;
+        at load they kept a Ctrl-C waiting 4-9 s); otherwise they are, as what comes next
+        imports the same modules."""
+        self.closed.set()
         self.sandbox.signal_kill()
-        self.wait()
+        self.thread.join()
+        if not leaving:
+            self.imports.join()
         self.sandbox.close()
         self.take_reference(use=False)

@@ -4,6 +4,7 @@ the next grading adopts it and only loads the learner's file, read at that momen
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from lab.exercises import load_exercise
 from lab.grader.events import CaseFailed
 from lab.grader.measure import Measurer
 from lab.grader.runner import GradeOptions, grade, prepare
+from lab.grader.spawn import Prepared
 from tests.lab.conftest import HERE, SOLUTIONS
 
 pytest.importorskip("torch")
@@ -189,3 +191,24 @@ def test_no_reference_child_is_prepared_for_levels_without_a_timed_case(tmp_path
     assert prepared.reference_thread is None and prepared.reference is None
     prepared.close()
     assert not prepared.sandbox.alive
+
+
+def test_closing_on_the_way_out_waits_for_the_child_not_for_this_processs_imports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dojo lab watch` stopped by Ctrl-C while the next grading is prepared (close(leaving=True)):
+    the child is killed and its folder removed, and the grader's own imports (torch,
+    transformers: 4-9 s at load) are left to their daemon thread instead of being awaited."""
+    release = threading.Event()
+    monkeypatch.setattr(Prepared, "_import", lambda self: release.wait(120))  # imports never end
+    prepared = prepare(TIMED, _stub(tmp_path / "timed_demo.py"),
+                       GradeOptions(device="cpu", confine=False))
+    assert prepared is not None
+    try:
+        closing = threading.Thread(target=prepared.close, kwargs={"leaving": True},
+                                   daemon=True)
+        closing.start()
+        closing.join(60)  # a bound: the child's kill and removal take well under a second
+        assert not closing.is_alive(), "close() waited for this process's imports"
+        assert prepared.imports.is_alive() and not prepared.sandbox.alive
+    finally:
+        release.set()

@@ -433,9 +433,9 @@ def _watch(lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str,
                 time.sleep(interval)
             if not as_json:
                 click.echo("\n── file changed, re-grading ──")
-    finally:
+    finally:  # only an exception (Ctrl-C, a stop) ends the loop: the process is leaving
         if prepared is not None:
-            prepared.close()
+            prepared.close(leaving=True)
         if link is not None:
             link.close()
 
