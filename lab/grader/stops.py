@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -78,6 +78,36 @@ def stopping() -> Iterator[None]:
         if not stopped:  # once stopped, the rest of the way out stays deaf to them
             for sig, old in previous.items():
                 signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def remembered_interrupts() -> Iterator[Callable[[], None]]:
+    """Within the block, Ctrl-C raises KeyboardInterrupt as usual and is also remembered: the
+    function it gives raises KeyboardInterrupt again once one came. A loop that calls it stops
+    even when library code swallowed the exception (a SIGINT landing in torch's pybind11 code
+    was lost there, and `dojo lab watch` went on watching). Only where SIGINT has Python's
+    own handler, in the main thread (an ignored Ctrl-C stays ignored); restored after."""
+    seen = False
+
+    def check() -> None:
+        if seen:
+            raise KeyboardInterrupt
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield check
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal seen
+        seen = True
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def say_stopped(stopped: Stopped) -> None:

@@ -175,6 +175,40 @@ def test_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_watch_stops_on_a_ctrl_c_that_library_code_swallowed(tmp_path: Path) -> None:
+    """A SIGINT landing in torch's pybind11 code was lost there (the KeyboardInterrupt never
+    reached the watch, which went on watching): here a grading swallows one on purpose."""
+    solution = tmp_path / "kv_bytes.py"
+    solution.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                        "    return 0\n")
+    code = (
+        "import os, signal, sys, time\n"
+        "import trainer.commands.lab as cli\n"
+        "real = cli._grade_once\n"
+        "def swallowing(*args, **kwargs):\n"
+        "    passed = real(*args, **kwargs)\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(30)\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('swallowed', flush=True)\n"
+        "    return passed\n"
+        "cli._grade_once = swallowing\n"
+        "from trainer.launch import main\n"
+        f"sys.argv = ['dojo', 'lab', 'watch', 'kv-bytes', '--level', '1', '--file', "
+        f"{str(solution)!r}, '--json', '--interval', '0.1']\n"
+        "main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60, preexec_fn=default_signals())
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "swallowed", lines  # one grading, then stopped: no second one
+    assert sum(json.loads(line)["event"] == "summary" for line in lines[:-1]) == 1
+
+
+@pytest.mark.slow
 def test_kv_bytes_never_loads_torch_in_the_grader_or_the_sandbox(tmp_path: Path) -> None:
     solution = tmp_path / "kv_bytes.py"
     solution.write_text(

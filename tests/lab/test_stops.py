@@ -75,6 +75,27 @@ def test_a_signal_ignored_at_the_start_stays_ignored() -> None:
     assert out.returncode == 0
 
 
+def test_a_ctrl_c_that_library_code_swallowed_is_still_seen() -> None:
+    out = _run("""
+        import os, signal, time
+        from lab.grader.stops import remembered_interrupts
+        with remembered_interrupts() as interrupted:
+            interrupted()  # nothing yet
+            try:  # library code that swallows the exception (torch's pybind11 code did)
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(30)
+            except KeyboardInterrupt:
+                print("swallowed")
+            try:
+                interrupted()
+                print("not seen")
+            except KeyboardInterrupt:
+                print("seen")
+        print("restored", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+        """)
+    assert out.stdout.splitlines() == ["swallowed", "seen", "restored True"], out.stderr
+
+
 def test_a_cleanup_that_hangs_is_cut_short_with_the_signals_status() -> None:
     out = _run("""
         import os, time

@@ -406,38 +406,42 @@ def _watch(lab: Lab, ex: Any, path: Path, levels: list[int] | None, device: str,
     """Grade, prepare the next grading's child (or keep the host's connection), wait for a
     save; again (until Ctrl-C)."""
     from lab.grader.runner import GradeOptions, UsageError, prepare
+    from lab.grader.stops import remembered_interrupts
     from trainer.core.remote import RemoteError, RemoteSession
 
     link = RemoteSession(host) if host is not None else None
     prepared = None
-    try:
-        while True:
-            stamp = _stamp(path)
-            try:
-                _grade_once(lab, ex, path, levels, device, seed, as_json, models, prepared,
-                            link, record=record)
-            except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next one
-                click.echo(f"Error: {exc}", err=True)
-            except RemoteError as exc:  # said once; the next save connects again
-                click.echo(f"Error: {exc}", err=True)
-                assert link is not None
+    with remembered_interrupts() as interrupted:  # a Ctrl-C a library swallowed still stops
+        try:
+            while True:
+                stamp = _stamp(path)
+                try:
+                    _grade_once(lab, ex, path, levels, device, seed, as_json, models, prepared,
+                                link, record=record)
+                except UsageError as exc:  # e.g. the file vanished mid-save: wait for the next
+                    click.echo(f"Error: {exc}", err=True)
+                except RemoteError as exc:  # said once; the next save connects again
+                    click.echo(f"Error: {exc}", err=True)
+                    assert link is not None
+                    link.close()
+                    link = RemoteSession(link.host)
+                interrupted()
+                # the next grading's child starts (torch imported) while you edit
+                if link is None:
+                    prepared = prepare(ex, path, GradeOptions(levels=levels, device=device,
+                                                              models=models))
+                if not as_json:
+                    click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
+                while _stamp(path) == stamp or _stamp(path) is None:
+                    interrupted()
+                    time.sleep(interval)
+                if not as_json:
+                    click.echo("\n── file changed, re-grading ──")
+        finally:  # only an exception (Ctrl-C, a stop) ends the loop: the process is leaving
+            if prepared is not None:
+                prepared.close(leaving=True)
+            if link is not None:
                 link.close()
-                link = RemoteSession(link.host)
-            # the next grading's child starts (torch imported) while you edit
-            if link is None:
-                prepared = prepare(ex, path, GradeOptions(levels=levels, device=device,
-                                                          models=models))
-            if not as_json:
-                click.echo(f"\nWatching {path} — save to re-grade, Ctrl-C to stop.")
-            while _stamp(path) == stamp or _stamp(path) is None:
-                time.sleep(interval)
-            if not as_json:
-                click.echo("\n── file changed, re-grading ──")
-    finally:  # only an exception (Ctrl-C, a stop) ends the loop: the process is leaving
-        if prepared is not None:
-            prepared.close(leaving=True)
-        if link is not None:
-            link.close()
 
 
 def _reply(reply: Any) -> None:
