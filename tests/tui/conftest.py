@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,24 @@ from trainer.core.session import Item
 FIXTURES = Path(__file__).parent / "fixtures"
 BANK = FIXTURES / "bank"
 BROKEN = FIXTURES / "broken"
+
+
+@pytest.fixture
+def held_store(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """The app's store (and bank) held from opening until the returned event is set (at most
+    10 s): what a slow disk or a large bank does, so a test sees what the home shows before the
+    store is open."""
+    import trainer.app as app_module
+
+    release = threading.Event()
+    real = app_module._default_factory
+
+    def held_factory():  # type: ignore[no-untyped-def]
+        release.wait(10)
+        return real()
+
+    monkeypatch.setattr(app_module, "_default_factory", held_factory)
+    return release
 
 
 @pytest.fixture

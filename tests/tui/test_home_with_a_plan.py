@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import trainer.app as app_module
 from tests.tui.conftest import text_of
 from tests.tui.fit import overflows
 from trainer.app import DojoApp
@@ -51,20 +50,14 @@ async def _wait(pilot: object, done: object) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 async def test_the_plan_is_on_home_before_the_store_opens(
-        dojo_home: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]) -> None:
+        dojo_home: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int],
+        held_store: threading.Event) -> None:
     from scheduler.plan_cache import CACHE_NAME
 
     _history(dojo_home)
     monkeypatch.setenv("DOJO_NOW", (START + dt.timedelta(days=4, hours=1)).replace(tzinfo=None)
                        .isoformat())
-    release = threading.Event()
-    real = app_module._default_factory
-
-    def held_factory():  # type: ignore[no-untyped-def]
-        release.wait(10)
-        return real()
-
-    monkeypatch.setattr(app_module, "_default_factory", held_factory)
+    release = held_store
     width = size[0]
     for start in ("the day's first start", "a later start"):
         assert (dojo_home / CACHE_NAME).exists() == (start == "a later start")

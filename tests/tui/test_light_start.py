@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,9 @@ def test_todays_counts_are_read_without_sqlalchemy() -> None:
 
 @pytest.mark.slow
 async def test_home_shows_todays_counts_before_the_store_opens(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_store: threading.Event
 ) -> None:
     """While the store and bank still load, Home already shows the day's counts."""
-    import threading
-
-    import trainer.app as app_module
     from scheduler.store import Store
     from tests.scheduler.conftest import at, grade
     from trainer.app import DojoApp
@@ -68,14 +66,7 @@ async def test_home_shows_todays_counts_before_the_store_opens(
         grade(store, "q-1", 1, at(1))
         queue = store.today_queue(at(2))
     assert (len(queue.reviews), len(queue.new)) == (2, 3)  # what a session would serve
-    release = threading.Event()
-    real = app_module._default_factory
-
-    def slow_factory():  # type: ignore[no-untyped-def]
-        release.wait(10)
-        return real()
-
-    monkeypatch.setattr(app_module, "_default_factory", slow_factory)
+    release = held_store
     app = DojoApp()
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(100):
@@ -90,15 +81,13 @@ async def test_home_shows_todays_counts_before_the_store_opens(
 
 @pytest.mark.slow
 async def test_the_whole_home_shows_before_the_store_opens_and_enter_waits_for_it(
-    monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, held_store: threading.Event
 ) -> None:
     """On the real bank with a history: charts and plan are on Home while the store and bank
     still load, the same as the store's view; Enter pressed then opens the session as soon as
     the store is open."""
     import datetime as dt
-    import threading
 
-    import trainer.app as app_module
     from tests.tui.conftest import text_of
     from trainer.app import DojoApp
     from trainer.core.services import Services
@@ -118,14 +107,7 @@ async def test_the_whole_home_shows_before_the_store_opens_and_enter_waits_for_i
     services.close()  # no backup made yet today: this start is the day's first
     monkeypatch.setenv("DOJO_NOW", (start + dt.timedelta(days=3)).replace(tzinfo=None)
                        .isoformat())
-    release = threading.Event()
-    real = app_module._default_factory
-
-    def slow_factory():  # type: ignore[no-untyped-def]
-        release.wait(10)
-        return real()
-
-    monkeypatch.setattr(app_module, "_default_factory", slow_factory)
+    release = held_store
     app = DojoApp()
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(200):
