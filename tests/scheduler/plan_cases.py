@@ -38,8 +38,7 @@ FSRS_LOW = (0.001, 0.001, 0.001, 0.001, 1.0, 0.001, 0.001, 0.001, 0.0, 0.0, 0.00
             0.001, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.1)
 FSRS_HIGH = (100.0, 100.0, 100.0, 100.0, 10.0, 4.0, 4.0, 0.75, 4.5, 0.8, 3.5, 5.0, 0.25, 0.9,
              4.0, 1.0, 6.0, 2.0, 2.0, 0.8, 0.8)
-FAST_SEEDS = range(12)  # the fast tier's cases
-SLOW_SEEDS = range(12, 64)  # the slow tier's
+SEEDS = range(64)
 BIG_SEEDS = range(60, 64)  # a bank's worth of cards, a month to the interview (as the bench's)
 
 
@@ -130,4 +129,4 @@ def as_data(forecast: Forecast) -> dict[str, Any]:
 
 if __name__ == "__main__":
     print(json.dumps({str(seed): as_data(case(seed).forecast())
-                      for seed in (*FAST_SEEDS, *SLOW_SEEDS)}, indent=None, sort_keys=True))
+                      for seed in SEEDS}, indent=None, sort_keys=True))
