@@ -48,10 +48,14 @@ def elapsed_days(now_ms: int, then_ms: int) -> int:
 
 
 class FsrsArith:
-    """One scheduler's weights and constants, read once; `step` and `recall` in floats."""
+    """One scheduler's weights and constants, read once; `step` and `recall` in floats. What
+    depends on the rating alone (a first answer's whole result, the same-day growth, the
+    hard/easy factor, the difficulty's move) is computed once per rating, by the same
+    expression fsrs evaluates each time: the same floats."""
 
-    __slots__ = ("_decay", "_easy_difficulty", "_factor", "_forget_short", "_interval_term",
-                 "_maximum_interval", "_recall_base", "_w")
+    __slots__ = ("_bonus", "_decay", "_delta", "_factor", "_first", "_forget_short",
+                 "_interval_term", "_kept", "_maximum_interval", "_recall_base", "_reverted",
+                 "_short_gain", "_w")
 
     def __init__(self, scheduler: Scheduler) -> None:
         if scheduler.enable_fuzzing or scheduler.learning_steps or scheduler.relearning_steps:
@@ -65,9 +69,24 @@ class FsrsArith:
         self._decay = float(scheduler._DECAY)
         self._interval_term = float((scheduler.desired_retention ** (1 / self._decay)) - 1)
         self._maximum_interval = int(scheduler.maximum_interval)
-        self._easy_difficulty = float(w[4] - (math.e ** (w[5] * (EASY - 1))) + 1)
         self._forget_short = float(math.e ** (w[17] * w[18]))
         self._recall_base = float(math.e ** (w[8]))
+        easy_difficulty = w[4] - (math.e ** (w[5] * (EASY - 1))) + 1
+        self._reverted = float(w[7] * easy_difficulty)  # mean reversion's first term
+        self._kept = 1 - w[7]  # and the weight of the damped difficulty
+        ratings = range(EASY + 1)  # indexed by rating; 0 unused
+        self._short_gain = tuple(float(math.e ** (w[17] * (r - 3 + w[18]))) for r in ratings)
+        # Recall stability's "* hard_penalty * easy_bonus": times 1 is exact, so one factor.
+        self._bonus = tuple(w[15] if r == HARD else w[16] if r == EASY else 1.0
+                            for r in ratings)
+        self._delta = tuple(float(-(w[6] * (r - 3))) for r in ratings)
+        first: list[tuple[float, float, int]] = [(0.0, 0.0, 0)]
+        for r in ratings[1:]:
+            stability = max(w[r - 1], STABILITY_MIN)
+            difficulty = min(max(w[4] - (math.e ** (w[5] * (r - 1))) + 1, MIN_DIFFICULTY),
+                             MAX_DIFFICULTY)
+            first.append((stability, float(difficulty), self.interval(stability)))
+        self._first = tuple(first)
 
     def recall(self, stability: float, days: int) -> float:
         """Predicted recall `days` whole days after the last review (below 0: as 0)."""
@@ -84,15 +103,12 @@ class FsrsArith:
         """(stability, difficulty, days to the next review) after an answer graded `quality`
         (0-5) `days` whole days after the last one; `stability` None: the card's first answer
         (`difficulty` and `days` unused)."""
-        w = self._w
         rating = _RATINGS[min(max(quality, 0), 5)]
         if stability is None:
-            stability = max(w[rating - 1], STABILITY_MIN)
-            difficulty = min(max(w[4] - (math.e ** (w[5] * (rating - 1))) + 1,
-                                 MIN_DIFFICULTY), MAX_DIFFICULTY)
-            return stability, difficulty, self.interval(stability)
+            return self._first[rating]
+        w = self._w
         if days < 1:
-            increase = (math.e ** (w[17] * (rating - 3 + w[18]))) * (stability ** -w[19])
+            increase = self._short_gain[rating] * (stability ** -w[19])
             if rating != AGAIN:
                 increase = max(increase, 1.0)
             stability = max(stability * increase, STABILITY_MIN)
@@ -103,14 +119,11 @@ class FsrsArith:
                              * (math.e ** ((1 - r) * w[14])))
                 stability = min(long_term, stability / self._forget_short)
             else:
-                hard_penalty = w[15] if rating == HARD else 1
-                easy_bonus = w[16] if rating == EASY else 1
                 stability = stability * (
                     1 + self._recall_base * (11 - difficulty) * (stability ** -w[9])
-                    * ((math.e ** ((1 - r) * w[10])) - 1) * hard_penalty * easy_bonus)
+                    * ((math.e ** ((1 - r) * w[10])) - 1) * self._bonus[rating])
             stability = max(stability, STABILITY_MIN)
-        delta = -(w[6] * (rating - 3))
-        reverted = w[7] * self._easy_difficulty + (1 - w[7]) * (
-            difficulty + (10.0 - difficulty) * delta / 9.0)
+        reverted = self._reverted + self._kept * (
+            difficulty + (10.0 - difficulty) * self._delta[rating] / 9.0)
         difficulty = min(max(reverted, MIN_DIFFICULTY), MAX_DIFFICULTY)
         return stability, difficulty, self.interval(stability)

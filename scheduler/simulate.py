@@ -127,30 +127,54 @@ class _Setting:
         return self.learner.answer_s / 60
 
 
-class _Run:
-    """One seeded run: each card's schedule and memory as the simulated learner answers, in
-    plain numbers by card index (cards in study order): the rule the store applies
-    (`scheduler.next_states.next_state`: SM-2's step, FSRS's interval under scheduler=fsrs,
-    FSRS's memory step on every answer) on what it reads. A card's lapses and leech flag are
-    left out: nothing the simulation queues or reports depends on them."""
+@dataclass(frozen=True)
+class _Cards:
+    """The cards as they stand today, in plain numbers by index (cards in study order)."""
 
-    def __init__(self, setting: _Setting, rng: random.Random, cards: Sequence[SimCard]) -> None:
-        self.setting, self.rng = setting, rng
-        self.fsrs_due = setting.settings.scheduler == "fsrs"
-        self.due: list[int | None] = []  # the due day's ordinal; None: never scheduled
-        self.sm2: list[tuple[int, int, int]] = []  # EF hundredths, repetitions, interval
-        self.stability: list[float | None] = []  # None: no memory yet
-        self.difficulty: list[float] = []
-        self.last_ms: list[int] = []  # the memory's last answer
+    due: list[int | None]  # the due day's ordinal; None: never scheduled
+    sm2: list[tuple[int, int, int]]  # EF hundredths, repetitions, interval
+    stability: list[float | None]  # None: no memory yet
+    difficulty: list[float]
+    last_ms: list[int]  # the memory's last answer (ms since the epoch)
+
+    @classmethod
+    def of(cls, cards: Sequence[SimCard]) -> _Cards:
+        out = cls([], [], [], [], [])
         for c in cards:
             s, m = c.scheduled, c.memory
-            self.due.append(None if s.due is None else s.due.toordinal())
-            self.sm2.append((s.state.ef_hundredths, s.state.repetitions, s.state.interval))
-            self.stability.append(None if m is None else m.stability)
-            self.difficulty.append(0.0 if m is None else m.difficulty)
-            self.last_ms.append(0 if m is None else ms_of(m.last_review))
+            out.due.append(None if s.due is None else s.due.toordinal())
+            out.sm2.append((s.state.ef_hundredths, s.state.repetitions, s.state.interval))
+            out.stability.append(None if m is None else m.stability)
+            out.difficulty.append(0.0 if m is None else m.difficulty)
+            out.last_ms.append(0 if m is None else ms_of(m.last_review))
+        return out
+
+
+class _Run:
+    """One seeded run: each card's schedule and memory as the simulated learner answers: the
+    rule the store applies (`scheduler.next_states.next_state`: SM-2's step, FSRS's interval
+    under scheduler=fsrs, FSRS's memory step on every answer) on what it reads. A card's
+    lapses and leech flag are left out, and under FSRS its SM-2 numbers: nothing the
+    simulation queues or reports depends on them."""
+
+    def __init__(self, setting: _Setting, rng: random.Random, cards: _Cards) -> None:
+        self.setting, self.rng = setting, rng
+        self.fsrs_due = setting.settings.scheduler == "fsrs"
+        self.due, self.sm2 = list(cards.due), list(cards.sm2)
+        self.stability, self.difficulty = list(cards.stability), list(cards.difficulty)
+        self.last_ms = list(cards.last_ms)
         self.new = [n for n, d in enumerate(self.due) if d is None]  # in study order
         self.intro_days: list[int] = []  # days that introduced a card
+        # The reviews due, oldest first (due day, then study order): those due by the day
+        # looked at last, and the later ones by due day. An answer schedules a card after its
+        # day, so each day adds the cards due that day behind the ones left over.
+        first = setting.days[0].toordinal() if setting.days else 0
+        self.waiting = sorted((d, n) for n, d in enumerate(self.due)
+                              if d is not None and d <= first)
+        self.later: dict[int, list[int]] = {}
+        for n, d in enumerate(self.due):
+            if d is not None and d > first:
+                self.later.setdefault(d, []).append(n)
 
     def study_day(self, i: int) -> tuple[int, float]:
         """Day `i`: the due reviews oldest first, then the plan's new cards, then the
@@ -158,8 +182,9 @@ class _Run:
         setting, settings = self.setting, self.setting.settings
         day = setting.days[i]
         today = day.toordinal()
-        due = sorted((d, n) for n, d in enumerate(self.due) if d is not None and d <= today)
-        due = due[:settings.review_limit]
+        if i:
+            self.waiting += [(today, n) for n in sorted(self.later.pop(today, ()))]
+        due = [n for _, n in self.waiting[:settings.review_limit]]
         paced = paced_new_limit(setting.plan, day, len(self.new))
         cap = settings.new_limit if paced is None else paced
         intro = self.new[:max(0, min(cap, settings.review_limit - len(due)))]
@@ -167,13 +192,14 @@ class _Run:
         first_right = setting.learner.first_right
         spent, given = 0.0, 0
         redrill: list[int] = []
-        for n in [n for _, n in due] + intro:
+        for n in due + intro:
             if not _fits(spent, per_answer, budget):
                 break
             if self._answer(n, True, i, today, first_right) < REDRILL_UNTIL:
                 redrill.append(n)
             spent += per_answer
             given += 1
+        del self.waiting[:min(given, len(due))]  # the reviews answered: a prefix of `due`
         introduced = max(0, given - len(due))  # the new cards answered: a prefix of `intro`
         if introduced:
             del self.new[:introduced]
@@ -200,11 +226,13 @@ class _Run:
                                                              grade)
         self.stability[n], self.last_ms[n] = stability, now
         if review:
-            ef, reps, interval = advance_numbers(*self.sm2[n], grade)
             if self.fsrs_due:
-                interval = fsrs_days
-            self.sm2[n] = (ef, reps, interval)
-            self.due[n] = today + interval
+                due = today + fsrs_days
+            else:
+                self.sm2[n] = ef_reps_interval = advance_numbers(*self.sm2[n], grade)
+                due = today + ef_reps_interval[2]
+            self.due[n] = due
+            self.later.setdefault(due, []).append(n)
         return grade
 
     def recall_by_topic(self, cards: Sequence[SimCard], at: dt.datetime) -> dict[str, list[float]]:
@@ -259,8 +287,9 @@ def simulate(
     for c in cards:
         sizes[c.topic] = sizes.get(c.topic, 0) + 1
     intro_total = 0.0
+    start = _Cards.of(cards)
     for n in range(runs):
-        run = _Run(setting, random.Random(seed * 1_000_003 + n), cards)
+        run = _Run(setting, random.Random(seed * 1_000_003 + n), start)
         for i in range(days):
             given, spent = run.study_day(i)
             answers[i] += given / runs
