@@ -39,8 +39,8 @@ CACHE_NAME = "plan-cache.json"
 FORMAT = 2  # of the file's content
 KEEP = 4  # entries kept, the latest first
 # The modules whose code decides the result (the simulation and everything it calls).
-_SOURCES = ("days", "feasibility", "fsrs_memory", "next_states", "plan", "plan_cache",
-            "readiness", "records", "simulate", "sm2", "transition")
+_SOURCES = ("days", "feasibility", "fsrs_arith", "fsrs_memory", "next_states", "plan",
+            "plan_cache", "readiness", "records", "simulate", "sm2", "transition")
 
 
 @functools.cache
