@@ -574,7 +574,8 @@ def run_app() -> None:
         if app.services is not None:
             from trainer.core.views import prepare_plans_ahead
 
-            # With answers since the home last showed the plan, the next start would
-            # simulate it again: keep today's and the next days' (a read when unchanged).
-            prepare_plans_ahead(app.services, first=0)
-            app.services.close()  # lands any answer still being written
+            try:  # with answers since the home last showed the plan, the next start would
+                # simulate it again: keep today's and the next days' (a read when unchanged)
+                prepare_plans_ahead(app.services, first=0)
+            finally:
+                app.services.close()  # lands any answer still being written
