@@ -111,6 +111,10 @@ class DojoApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     BINDINGS = [
         Binding("f1", "help", "Help", id="help", tooltip="Keys and what the app does"),
+        # `?` too, where a newcomer looks first; not a priority binding, so a focused Input
+        # (an answer, a search) still takes it as a character
+        Binding("question_mark", "help", "Help", show=False,
+                tooltip="Keys and what the app does"),
         Binding("ctrl+q", "quit", "Quit", id="quit", show=False, priority=True),
     ]
 
