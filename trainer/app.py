@@ -596,4 +596,10 @@ def run_app() -> None:
         app.run()
     finally:
         if app.services is not None:
-            app.services.close()  # lands any answer still being written
+            from trainer.core.views import prepare_plans_ahead
+
+            try:  # with answers since the home last showed the plan, the next start would
+                # simulate it again: keep today's and the next days' (a read when unchanged)
+                prepare_plans_ahead(app.services, first=0)
+            finally:
+                app.services.close()  # lands any answer still being written

@@ -105,10 +105,20 @@ void dojo_matmul(const float *x, int64_t m, int64_t k, int64_t n, const float *p
     }
 }
 
+/* The sum of the lanes as a tree (halves added, then their halves...): a lane-by-lane loop is
+ * a chain of 16 dependent adds (~64 cycles), and attention takes one per column and head. */
 static inline float hsum(v16 v) {
-    float sum = 0.f;
-    for (int i = 0; i < 16; i++) sum += v[i];
-    return sum;
+    typedef float v8 __attribute__((vector_size(32)));
+    typedef float v4 __attribute__((vector_size(16)));
+    v8 a, b;
+    memcpy(&a, &v, sizeof a);
+    memcpy(&b, (const char *)&v + sizeof a, sizeof b);
+    a += b;
+    v4 c, d;
+    memcpy(&c, &a, sizeof c);
+    memcpy(&d, (const char *)&a + sizeof c, sizeof d);
+    c += d;
+    return (c[0] + c[2]) + (c[1] + c[3]);
 }
 
 /* exp of each lane (Cephes' expf: 2^n times a degree-6 polynomial of the rest, ~1 ulp), the
@@ -151,14 +161,17 @@ static void rms(const float *x, const float *w, float eps, int64_t size, float *
         store16(out + i, load16(w + i) * (load16(x + i) * inv));
 }
 
-/* out [dim] = softmax(q . keys[c] * scale over c < seen) . values; dim a multiple of 16, at
- * most 256. p: room for `seen` floats. */
-static void attend(const float *q, const float *keys, const float *values, int64_t seen,
-                   int64_t dim, float scale, float *p, float *out) {
+/* out [16 * chunks] = softmax(q . keys[c] * scale over c < seen) . values. Inlined for a
+ * constant `chunks` (the head_dim / 16 of common models), so the accumulators stay in
+ * registers. p: room for `seen` floats. */
+static inline __attribute__((always_inline)) void attend_chunks(
+        const float *q, const float *keys, const float *values, int64_t seen, float scale,
+        float *p, float *out, const int chunks) {
+    const int64_t dim = 16 * chunks;
     float top = -INFINITY, total = 0.f;
     for (int64_t c = 0; c < seen; c++) {
         v16 acc = {0};
-        for (int64_t i = 0; i < dim; i += 16) acc += load16(q + i) * load16(keys + c * dim + i);
+        for (int i = 0; i < chunks; i++) acc += load16(q + 16 * i) * load16(keys + c * dim + 16 * i);
         p[c] = hsum(acc) * scale;
         top = p[c] > top ? p[c] : top;
     }
@@ -173,12 +186,23 @@ static void attend(const float *q, const float *keys, const float *values, int64
         total += p[c];
     }
     v16 acc[16];
-    for (int64_t i = 0; i < dim / 16; i++) acc[i] = (v16){0};
+    for (int i = 0; i < chunks; i++) acc[i] = (v16){0};
     for (int64_t col = 0; col < seen; col++) {
         float weight = p[col] / total;
-        for (int64_t i = 0; i < dim / 16; i++) acc[i] += weight * load16(values + col * dim + i * 16);
+        for (int i = 0; i < chunks; i++) acc[i] += weight * load16(values + col * dim + 16 * i);
     }
-    for (int64_t i = 0; i < dim / 16; i++) store16(out + i * 16, acc[i]);
+    for (int i = 0; i < chunks; i++) store16(out + 16 * i, acc[i]);
+}
+
+/* attend_chunks for a head_dim that is a multiple of 16, at most 256. */
+static void attend(const float *q, const float *keys, const float *values, int64_t seen,
+                   int64_t dim, float scale, float *p, float *out) {
+    switch (dim / 16) {
+    case 2: attend_chunks(q, keys, values, seen, scale, p, out, 2); break;
+    case 4: attend_chunks(q, keys, values, seen, scale, p, out, 4); break;
+    case 8: attend_chunks(q, keys, values, seen, scale, p, out, 8); break;
+    default: attend_chunks(q, keys, values, seen, scale, p, out, (int)(dim / 16)); break;
+    }
 }
 
 int64_t dojo_scratch_floats(const Model *m) {
