@@ -441,7 +441,20 @@ class ReviewScreen(DojoScreen):
             self.app.push_screen(SimScreen(item.question.sim))
 
     def action_finish(self) -> None:
+        self.save_checked()
         self.finish()
+
+    def save_checked(self) -> tuple[str, int, Future[Any]] | None:
+        """Grade an answer checked but not graded yet with Enter's grade, as Enter would, when
+        the learner leaves (Esc, or a quit from any screen): leaving threw it away, a worked
+        case study included, and asked the card afresh next time. Returns the card, the grade
+        and the write; None when no verdict is waiting."""
+        feedback, item = self.session.feedback, self.session.current
+        if feedback is None or item is None:
+            return None
+        write = self.session.grade(feedback.default_grade)
+        write.add_done_callback(self._written)
+        return item.question_id, feedback.default_grade, write
 
     def finish(self) -> None:
         from trainer.screens.summary import SummaryScreen
