@@ -318,6 +318,25 @@ def process_tree(pid: int) -> list[int]:
         return [pid]
 
 
+def _process_limit(tree: list[int]) -> None:
+    """Raise LimitExceeded when the tree holds more processes and threads than allowed."""
+    threads = sum(_threads(p) for p in tree)
+    if threads > limits.MAX_PROCESSES:
+        raise LimitExceeded("processes", (
+            f"your code started {threads} processes and threads, over the sandbox's limit "
+            f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (R, S, T for stopped...), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+        return stat[stat.rindex(")") + 2:].split(maxsplit=1)[0]
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
 def _threads(pid: int) -> int:
     """How many threads a process has (0 when it is gone)."""
     try:
@@ -679,17 +698,14 @@ class Sandbox:
             self.shared_mb = self._shared_mb(pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss + self.shared_mb)
         if rss + self.shared_mb > self.memory_mb:
+            _process_limit(process_tree(pid))  # a fork bomb's copies: said as what they are
             raise MemoryExceeded(rss + self.shared_mb, self.shared_mb)
 
     def _shared_mb(self, pid: int) -> float:
         """Shared memory held by the tree (see `_check_memory`); also checks its process count
         and, under Landlock, what its temporary folder holds on disk."""
         tree = process_tree(pid)
-        threads = sum(_threads(p) for p in tree)
-        if threads > limits.MAX_PROCESSES:
-            raise LimitExceeded("processes", (
-                f"your code started {threads} processes and threads, over the sandbox's limit "
-                f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+        _process_limit(tree)
         shared = memfd_mb(tree)
         inner = self.proc is not None and pid != self.proc.pid  # hello received: its root
         if inner and self.mode.startswith("namespaces"):
@@ -749,6 +765,26 @@ class Sandbox:
             todo.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
         return count
 
+    def _timed_out(self, timeout_s: float) -> ChildReply:
+        """What a request with no answer says: a limit the tree passed since its last count
+        first (processes, disk and shared memory are counted every 0.5 s: a fork bomb on a
+        loaded machine reached the deadline first and was called an infinite loop), then the
+        learner's process stopped by a signal of its own, then the timeout."""
+        pid = self.pid or (self.proc.pid if self.proc is not None else 0)
+        try:
+            self._shared_mb(pid)
+        except LimitExceeded as exc:
+            self.kill()
+            return ChildReply(False, kind=exc.kind, message=exc.message)
+        stopped = _state(pid) == "T"
+        self.kill()
+        if stopped:
+            return ChildReply(False, kind="timeout", message=(
+                f"no answer within {timeout_s:g} s: your code stopped its own process (a "
+                "SIGSTOP or SIGTSTP it sent), so it could not answer — ended"))
+        return ChildReply(False, kind="timeout",
+                          message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)")
+
     def _flood_message(self, printed: int) -> str:
         """What an output flood says: how much, and the first lines (they show what looped)."""
         self.capture.seek(0)
@@ -798,11 +834,7 @@ class Sandbox:
             if not isinstance(reply, dict):
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
-            self.kill()
-            outcome = ChildReply(
-                False, kind="timeout",
-                message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)",
-            )
+            outcome = self._timed_out(timeout_s)
         except MemoryExceeded as exc:
             self.kill()
             shared = (f", {exc.shared_mb:.0f} MiB of it shared memory (files in /tmp or "
