@@ -92,27 +92,88 @@ SHARED_EVERY = 25
 
 
 def memfd_mb(pids: list[int]) -> float:
-    """Anonymous shared-memory files (memfd_create) the processes hold open, in MiB: charged to
-    no process's RSS until mapped, so counted here against the memory cap (each file once)."""
+    """Anonymous shared-memory files (memfd_create, memfd_secret) the processes hold open, in
+    MiB: charged to no process's RSS until mapped, so counted here against the memory cap (each
+    file once)."""
     seen: set[tuple[int, int]] = set()
     total = 0
     for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            path = f"/proc/{pid}/fd/{fd}"
+        for path, target in _open_files(pid):
+            if not target.startswith(("/memfd:", "/secretmem")):
+                continue
             try:
-                if not os.readlink(path).startswith("/memfd:"):
-                    continue
                 st = os.stat(path)
             except OSError:
                 continue
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
+                # a secret memory file shows no blocks: its size is what it may hold
+                total += st.st_size if target.startswith("/secretmem") else st.st_blocks * 512
     return total / (1 << 20)
+
+
+def _open_files(pid: int) -> list[tuple[str, str]]:
+    """(/proc path, what it names) of each file descriptor a process holds."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    out = []
+    for fd in fds:
+        path = f"/proc/{pid}/fd/{fd}"
+        with contextlib.suppress(OSError):
+            out.append((path, os.readlink(path)))
+    return out
+
+
+def unlinked_mb(pids: list[int], devices: set[int]) -> dict[int, float]:
+    """MiB that files removed from their folder but still open or mapped by the processes hold
+    on each of `devices` (the workspace's and the temporary folder's file systems): no folder
+    count sees them, and a process holding 1024 of them at the 64 MiB file limit would fill
+    64 GiB of disk. An open one is measured exactly (its blocks); a mapped one with no
+    descriptor left through /proc/<pid>/map_files where this process may (root), else by the
+    span mapped."""
+    seen: set[tuple[int, int]] = set()
+    total: dict[int, float] = {}
+
+    def count(st: os.stat_result) -> None:
+        if st.st_dev in devices and st.st_nlink == 0 and st.st_blocks \
+                and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total[st.st_dev] = total.get(st.st_dev, 0.0) + st.st_blocks * 512 / (1 << 20)
+
+    for pid in pids:
+        for path, target in _open_files(pid):
+            if target.endswith(" (deleted)"):
+                with contextlib.suppress(OSError):
+                    count(os.stat(path))
+        for span, dev, inode in _deleted_mappings(pid, devices):
+            if (dev, inode) in seen:
+                continue
+            try:
+                count(os.stat(f"/proc/{pid}/map_files/{span}"))
+            except OSError:  # not ours to follow: the span mapped is what can be seen
+                start, end = (int(x, 16) for x in span.split("-"))
+                seen.add((dev, inode))
+                total[dev] = total.get(dev, 0.0) + (end - start) / (1 << 20)
+    return total
+
+
+def _deleted_mappings(pid: int, devices: set[int]) -> list[tuple[str, int, int]]:
+    """(address span, device, inode) of each mapping of a removed file on one of `devices`."""
+    wanted = {f"{os.major(d):02x}:{os.minor(d):02x}": d for d in devices}
+    out = []
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.rstrip().endswith("(deleted)"):
+                    continue
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[3] in wanted:
+                    out.append((fields[0], wanted[fields[3]], int(fields[4])))
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def folder_mb(folder: str, limit_entries: int = 10000) -> float:
@@ -254,6 +315,25 @@ def process_tree(pid: int) -> list[int]:
         return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
     except psutil.Error:
         return [pid]
+
+
+def _process_limit(tree: list[int]) -> None:
+    """Raise LimitExceeded when the tree holds more processes and threads than allowed."""
+    threads = sum(_threads(p) for p in tree)
+    if threads > limits.MAX_PROCESSES:
+        raise LimitExceeded("processes", (
+            f"your code started {threads} processes and threads, over the sandbox's limit "
+            f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (R, S, T for stopped...), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+        return stat[stat.rindex(")") + 2:].split(maxsplit=1)[0]
+    except (OSError, ValueError, IndexError):
+        return ""
 
 
 def _threads(pid: int) -> int:
@@ -619,17 +699,14 @@ class Sandbox:
             self.shared_mb = self._shared_mb(pid)
         self.peak_rss_mb = max(self.peak_rss_mb, rss + self.shared_mb)
         if rss + self.shared_mb > self.memory_mb:
+            _process_limit(process_tree(pid))  # a fork bomb's copies: said as what they are
             raise MemoryExceeded(rss + self.shared_mb, self.shared_mb)
 
     def _shared_mb(self, pid: int) -> float:
         """Shared memory held by the tree (see `_check_memory`); also checks its process count
         and, under Landlock, what its temporary folder holds on disk."""
         tree = process_tree(pid)
-        threads = sum(_threads(p) for p in tree)
-        if threads > limits.MAX_PROCESSES:
-            raise LimitExceeded("processes", (
-                f"your code started {threads} processes and threads, over the sandbox's limit "
-                f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+        _process_limit(tree)
         shared = memfd_mb(tree)
         inner = self.proc is not None and pid != self.proc.pid  # hello received: its root
         if inner and self.mode.startswith("namespaces"):
@@ -637,21 +714,37 @@ class Sandbox:
                 st = os.statvfs(f"/proc/{pid}/root/tmp")
                 if st.f_blocks * st.f_frsize <= (self.shm_mb + 1) << 20:  # that tmpfs, no other
                     shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
+        held = unlinked_mb(tree, self._disk_devices()) if inner else {}
         if self.workspace_mb >= 0 and inner:
             grown = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES) \
-                - self.workspace_mb
+                - self.workspace_mb + held.pop(self._device(str(self.solution.parent)), 0.0)
             if grown > limits.WORKSPACE_LIMIT_MB:
                 raise LimitExceeded("disk", (
                     f"your code wrote {limits.human_bytes(grown * (1 << 20))} to your "
                     f"workspace folder, over the sandbox's limit of "
                     f"{limits.WORKSPACE_LIMIT_MB} MiB — stopped"))
         if self.tmp_dir and not self.mode.startswith("namespaces"):
-            used = folder_mb(self.tmp_dir)
+            used = folder_mb(self.tmp_dir) + held.get(self._device(self.tmp_dir), 0.0)
             if used > self.shm_mb:
                 raise LimitExceeded("memory", (
                     f"your code wrote {limits.human_bytes(used * (1 << 20))} to its temporary "
                     f"folder, over the sandbox's limit of {self.shm_mb} MiB — stopped"))
         return shared
+
+    def _disk_devices(self) -> set[int]:
+        """The file systems the learner's code may write to on disk: the workspace's (when it
+        is writable) and, under Landlock, its temporary folder's (a host folder)."""
+        folders = [str(self.solution.parent)] if self.workspace_mb >= 0 else []
+        if self.tmp_dir and not self.mode.startswith("namespaces"):
+            folders.append(self.tmp_dir)
+        return {d for d in map(self._device, folders) if d >= 0}
+
+    @staticmethod
+    def _device(folder: str) -> int:
+        try:
+            return os.stat(folder).st_dev
+        except OSError:
+            return -1
 
     def _workspace_writable(self) -> bool:
         """Whether the child gets its workspace folder writable (see `root.build`)."""
@@ -672,6 +765,26 @@ class Sandbox:
             count += len(entries)
             todo.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
         return count
+
+    def _timed_out(self, timeout_s: float) -> ChildReply:
+        """What a request with no answer says: a limit the tree passed since its last count
+        first (processes, disk and shared memory are counted every 0.5 s: a fork bomb on a
+        loaded machine reached the deadline first and was called an infinite loop), then the
+        learner's process stopped by a signal of its own, then the timeout."""
+        pid = self.pid or (self.proc.pid if self.proc is not None else 0)
+        try:
+            self._shared_mb(pid)
+        except LimitExceeded as exc:
+            self.kill()
+            return ChildReply(False, kind=exc.kind, message=exc.message)
+        stopped = _state(pid) == "T"
+        self.kill()
+        if stopped:
+            return ChildReply(False, kind="timeout", message=(
+                f"no answer within {timeout_s:g} s: your code stopped its own process (a "
+                "SIGSTOP or SIGTSTP it sent), so it could not answer — ended"))
+        return ChildReply(False, kind="timeout",
+                          message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)")
 
     def _flood_message(self, printed: int) -> str:
         """What an output flood says: how much, and the first lines (they show what looped)."""
@@ -722,11 +835,7 @@ class Sandbox:
             if not isinstance(reply, dict):
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
-            self.kill()
-            outcome = ChildReply(
-                False, kind="timeout",
-                message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)",
-            )
+            outcome = self._timed_out(timeout_s)
         except MemoryExceeded as exc:
             self.kill()
             shared = (f", {exc.shared_mb:.0f} MiB of it shared memory (files in /tmp or "

@@ -240,3 +240,25 @@ def test_the_systems_time_zone_changed_gives_a_fresh_plan(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_feasibility_computed_by_the_caller_is_kept_not_computed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dojo plan` hands over the feasibility its table computed: it is kept (without its
+    forecast) under the same key, and the next start reads it."""
+    settings = BASE["settings"]
+    tz = resolve_timezone(settings.timezone)
+    full = feasibility(BASE["plan"], BASE["today"], BASE["cards"], BASE["pace"],
+                       lambda day: day_start(day, settings.rollover_hour, tz), settings,
+                       BASE["parameters"], BASE["lab_levels"])
+    assert full.forecast is not None
+
+    def never(*args: object, **kwargs: object) -> Feasibility:
+        raise AssertionError("simulated again")
+
+    monkeypatch.setattr(plan_cache, "feasibility", never)
+    kept = plan_feasibility(tmp_path, **BASE, computed=full)
+    assert kept == _fresh(BASE) and kept.forecast is None
+    assert plan_feasibility(tmp_path, **BASE) == kept
+    with pytest.raises(AssertionError, match="simulated again"):
+        plan_feasibility(tmp_path, **{**BASE, "today": BASE["today"] + dt.timedelta(days=1)})
