@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -549,6 +548,8 @@ class Sandbox:
     def _spawn(self) -> ChildReply:
         """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
+        if self.cancelled():  # asked to stop before there was a child: none is started
+            raise Cancelled()
         self.mode, self.shared_mb, self.polls = "", 0.0, 0
         # what the workspace holds now: the learner's code may add WORKSPACE_LIMIT_MB to it
         # (not watched when it holds more entries than can be counted every 0.1 s)
@@ -668,7 +669,7 @@ class Sandbox:
             os.close(self.lifeline)
             self.lifeline = -1
         if self.tmp_dir:
-            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            scratch.remove(self.tmp_dir)
             self.tmp_dir = ""
         if self.reader is not None:
             os.close(self.reader.fd)

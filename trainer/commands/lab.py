@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from questions.wording import plural
+from trainer.commands.lab_common import DEVICE_CHOICE, DEVICE_HELP, freeze_at_exit, opened
 from trainer.commands.lab_common import exercise as _exercise
-from trainer.commands.lab_common import freeze_at_exit, opened
 from trainer.commands.lab_common import usage_error as _usage_error
 
 if TYPE_CHECKING:
     from trainer.core.lab import Lab
 
-DEVICE_CHOICE = click.Choice(["auto", "cpu", "cuda"])
 
 
 class _LabGroup(click.Group):
@@ -251,7 +250,8 @@ GRADE_OPTIONS = [
     ),
     click.option("--record", is_flag=True, help="Record a --file grading as an attempt of "
                  "the level, like your workspace file's."),
-    click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True),
+    click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True,
+                 help=DEVICE_HELP),
     click.option("--seed", type=int, help="Replay the hidden cases of an earlier run."),
     click.option("--json", "as_json", is_flag=True, help="One JSON event per line."),
     click.option("--target", "target", metavar="PATH",
