@@ -686,8 +686,9 @@ def new(exercise_id: str, question: str | None) -> None:
         _usage_error(str(exc))
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"Then: pytest tests/lab/test_catalogue.py tests/lab/test_contracts.py; "
-               f"dojo lab start {exercise_id}; dojo lab grade {exercise_id}")
+    click.echo("Then: python -m pytest tests/lab/test_catalogue.py tests/lab/test_contracts.py "
+               f"tests/lab/test_concepts.py; dojo lab start {exercise_id}; "
+               f"dojo lab grade {exercise_id}")
 
 
 def _add_models_command() -> None:
