@@ -224,6 +224,26 @@ class DojoApp(App[None]):
     def on_unmount(self) -> None:
         gc.unfreeze()  # what the app froze can be collected again (tests run many apps)
 
+    async def action_quit(self) -> None:
+        """Quit; a verdict showing but not graded (on a review screen anywhere in the stack) is
+        saved first with Enter's grade, and the terminal says so after the app closes."""
+        from trainer.screens.review import ReviewScreen
+
+        notes = []
+        for screen in self.screen_stack:
+            saved = screen.save_checked() if isinstance(screen, ReviewScreen) else None
+            if saved is None:
+                continue
+            question_id, grade, write = saved
+            try:
+                write.result(timeout=30)
+            except Exception as exc:  # said, not raised: the app is closing
+                notes.append(f"Your answer to {question_id} was not saved: {exc}")
+            else:
+                notes.append(f"Saved your answer to {question_id} with grade {grade} (Enter's): "
+                             "it was checked but not graded when you quit.")
+        self.exit(message="\n".join(notes) or None)
+
     # -- navigation, shared by every screen and the command palette --------------------------
 
     def action_help(self) -> None:

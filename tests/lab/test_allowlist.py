@@ -376,3 +376,27 @@ def test_a_workspace_closed_to_the_sandbox_is_named(learner_dir: Path) -> None:
     assert failure["kind"] == "sandbox", failure
     assert f"your workspace folder {closed / 'ws'} cannot be opened from the sandbox " \
            "(Permission denied)" in failure["message"], failure["message"]
+
+
+
+@pytest.mark.parametrize("deny", MODES)
+def test_an_orphaned_process_is_still_counted(learner_dir: Path, deny: bool) -> None:
+    """A double-forked process whose parent is gone: under Landlock it reparents to the
+    waiter, not to the learner's process, and its 1100 threads were not counted (nor its
+    memory, CPU time, or stopping between requests: the same tree)."""
+    body = _kv("import threading, time\n"
+               "if os.fork() == 0:\n"
+               "    if os.fork() == 0:\n"
+               "        threading.stack_size(1 << 16)  # under the data limit\n"
+               "        for _ in range(1100):\n"
+               "            threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+               "        time.sleep(60)\n"
+               "    os._exit(0)\n"
+               "time.sleep(3)\n"
+               "return 32")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert failure["kind"] == "processes", failure
+    assert failure["message"].endswith(
+        f"over the sandbox's limit of {limits.MAX_PROCESSES} (a fork or thread bomb?) — "
+        "stopped"), failure["message"]
