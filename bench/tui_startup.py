@@ -239,10 +239,10 @@ def startup(runs: int, history: Path, cache: Path, now: dt.datetime,
             ) -> tuple[dict[str, object], dict[str, Runs], Runs]:
     """(the cold first run, the warm runs of each case, a bare Textual app's first paints),
     interleaved in an order that turns each round, each app run on a fresh copy of its
-    history. The cases (CASES): no interview
-    date; a date set, the day's first start with nothing kept (after three or more days away,
-    an upgrade, or a change the cache was not told of: the plan's simulation runs); the same after the app was used the
-    day before (its next days' plans computed ahead); a later start (the copy taken after one
+    history. The cases (CASES): no interview date; a date set, the day's first start with
+    nothing kept (after three or more days away, an upgrade, or a change the cache was not
+    told of: the plan's simulation runs); the same after the app was used the day before (its
+    next days' plans computed ahead); a later start (the copy taken after one
     start on it: what that start left in the data folder)."""
     warm: dict[str, Runs] = {case: [] for case in CASES}
     bare: Runs = []
