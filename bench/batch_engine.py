@@ -1,7 +1,7 @@
 """Benchmark the batch-engine reference on the shipped target (whatever device is present).
 
     python bench/batch_engine.py [--device auto|cpu|cuda] [--requests 32] [--tokens 32] [--quick]
-                                 [--no-compiled]
+                                 [--static-step native|compile] [--no-compiled]
 
 Prints, side by side:
 1. throughput at equal outputs: sequential generation (the engine at max_batch_size 1) vs the
@@ -9,9 +9,11 @@ Prints, side by side:
    same B: transformers' own continuous batching (`generate_batch`, small explicit paged-cache
    config) and `generate` on left-padded static batches of B prompts (the stronger peer on a
    CPU), all interleaved run by run, with the reference's speed-up over each at each B (both
-   reference modes, static and continuous, against it); on a CPU also the compiled decode step
+   reference modes, static and continuous, against it); on a CPU also a fixed-shape decode step
    (`lab.models.decode_runner`, opt-in: no engine or grading uses it) in static batches of B,
-   each prompt prefilled eagerly, built per B before the timing (--no-compiled skips it);
+   each prompt prefilled eagerly, built before the timing: the C step (`--static-step native`,
+   the default: one build, ~1 s) or inductor's (`compile`: a build per B, tens of seconds);
+   --no-compiled skips it;
    every output is checked against the sequential one (with equal output lengths static and
    continuous differ only by continuous mode's chunked prefill: a few extra steps, and steps
    where decoding rows share a call with a prompt chunk); each run is split into time inside
@@ -220,7 +222,9 @@ def _generate_padded(model: Any, prompts: list[list[int]], tokens: int, batch: i
 
 
 def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int,
-               target: str | None = None, compiled: bool = False) -> None:
+               target: str | None = None, static_mode: str = "") -> None:
+    """Section 1. static_mode: the DecodeRunner mode of the fixed-shape step's row ("native"
+    or "compile"; "" leaves the row out)."""
     prompts = _prompts(n, target=target)
     max_tokens = [tokens] * n
     print(f"\n## Throughput at equal outputs: {n} requests, prompts 8-24 tokens, "
@@ -239,7 +243,7 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
     seq = min((_run_engine(model, prompts, max_tokens, 1, False) for _ in range(repeats)),
               key=lambda r: r.seconds)
     row("sequential (engine, B=1)", seq, "baseline")
-    static = _static_steps(model, prompts, tokens, batches) if compiled else {}
+    static = _static_steps(model, prompts, tokens, batches, static_mode) if static_mode else {}
     runs, anchor_runs, padded_runs, static_runs = _batched_runs(model, prompts, tokens, batches,
                                                                 repeats, static)
 
@@ -270,7 +274,7 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
 
     anchor = peer("transformers generate_batch", anchor_runs, "paged, page 16")
     padded = peer("transformers generate, padded", padded_runs, "left-padded, static")
-    fixed = peer("static, compiled step", static_runs, "prefills eager")
+    fixed = peer(_static_label(static_mode), static_runs, "prefills eager")
 
     print("reference vs generate_batch (transformers' continuous batching) at the same max batch "
           "size, throughput ratio; goal >= 2x at B = 8 and 16:")
@@ -279,8 +283,9 @@ def throughput(model: Any, n: int, tokens: int, batches: list[int], repeats: int
           "throughput ratio:")
     print(_ratios(best, padded))
     if fixed:
-        print("the compiled decode step in static batches of B (lab.models.decode_runner: "
-              "opt-in, no engine or grading uses it) vs the reference, throughput ratio:")
+        print(f"the {_static_label(static_mode)} in static batches of B (lab.models."
+              "decode_runner: opt-in, no engine or grading uses it) vs the reference, "
+              "throughput ratio:")
         print("\n".join(f"   B={b:<3}{best[(b, False)].seconds / run.seconds:>6.2f}x wall "
                         f"{best[(b, False)].cpu_s / run.cpu_s:>6.2f}x CPU vs reference static"
                         for b, run in fixed.items()))
@@ -292,7 +297,7 @@ def _batched_runs(model: Any, prompts: list[list[int]], tokens: int, batches: li
                              dict[int, list[_Run | str]], dict[int, list[_Run | str]]]:
     """`repeats` rounds, interleaved so that a burst of load hits every engine alike: the
     reference static and continuous at each B, transformers' generate_batch and padded
-    generate, and the compiled decode step's static batches where `static` has a runner for B.
+    generate, and the fixed-shape decode step's static batches where `static` has a runner for B.
     Returns their runs (a peer's failure as its message)."""
     max_tokens = [tokens] * len(prompts)
     runs: dict[tuple[int, bool], list[_Run]] = {(b, c): [] for b in batches for c in (False, True)}
@@ -310,37 +315,41 @@ def _batched_runs(model: Any, prompts: list[list[int]], tokens: int, batches: li
     return runs, anchor_runs, padded_runs, static_runs
 
 
-def _static_steps(model: Any, prompts: list[list[int]], tokens: int, batches: list[int]
-                  ) -> dict[int, Any]:
-    """A compiled `DecodeRunner` per B (CPU: built here, outside the timing, by one warm-up
-    batch; the build time printed), or none where the target is not a plain Llama or the
-    build was given up (the reason printed)."""
+def _static_label(mode: str) -> str:
+    return f"static, {'C' if mode == 'native' else 'compiled'} step"
+
+
+def _static_steps(model: Any, prompts: list[list[int]], tokens: int, batches: list[int],
+                  mode: str) -> dict[int, Any]:
+    """A `DecodeRunner` in `mode` ("native" or "compile") per B (CPU: built here, outside the
+    timing, by one warm-up batch; the build time printed), or none where the target is not a
+    plain Llama or the build was given up (the reason printed)."""
     from lab.models.decode_runner import DecodeRunner, generate
 
+    label = _static_label(mode)
     if model.lean is None or model.device.type != "cpu":
-        print("static, compiled step: not run (needs a plain Llama on a CPU)")
+        print(f"{label}: not run (needs a plain Llama on a CPU)")
         return {}
     capacity = max(len(p) for p in prompts) + tokens
     runners: dict[int, Any] = {}
     for b in batches:
-        runner = DecodeRunner(model.lean, capacity, sizes=(b,), mode="compile",
-                              say=partial(_say_for, b))
+        runner = DecodeRunner(model.lean, capacity, sizes=(b,), mode=mode,
+                              say=partial(_say_for, f"{label} B={b}"))
         generate(runner, prompts[:b], tokens)
-        if runner.mode == "compile":
+        if runner.mode == mode:
             runners[b] = runner
-            print(f"static, compiled step B={b}: built in "
-                  f"{sum(runner.compile_seconds.values()):.1f} s")
+            print(f"{label} B={b}: built in {sum(runner.compile_seconds.values()):.1f} s")
     return runners
 
 
-def _say_for(b: int, line: str) -> None:
-    print(f"static, compiled step B={b}: {line}")
+def _say_for(name: str, line: str) -> None:
+    print(f"{name}: {line}")
 
 
 def _run_static(runner: Any, prompts: list[list[int]], tokens: int) -> _Run:
     """The prompts in static batches of the runner's size (the last one padded), `tokens`
-    greedy tokens each: every prompt prefilled alone by LeanLlama.step, then one compiled step
-    per token for the batch. All of it is model work (forward = the whole run)."""
+    greedy tokens each: every prompt prefilled alone by LeanLlama.step, then one fixed-shape
+    step per token for the batch. All of it is model work (forward = the whole run)."""
     from lab.models.decode_runner import generate
 
     b = runner.sizes[-1]
@@ -514,9 +523,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="B=1/8/16 only, fewer requests")
     parser.add_argument("--target", help="a local Hugging Face causal LM folder (default: the "
                         "shipped pycode target); prompts are encoded with its own tokenizer")
+    parser.add_argument("--static-step", choices=["native", "compile"], default="native",
+                        help="CPU: the fixed-shape decode step run in static batches: the C "
+                             "step (one build, ~1 s) or inductor's (a build of tens of seconds "
+                             "per B)")
     parser.add_argument("--no-compiled", action="store_true",
-                        help="skip the compiled decode step's static batches (CPU; a build of "
-                             "seconds per B)")
+                        help="skip the fixed-shape decode step's static batches")
     args = parser.parse_args(argv)
 
     import torch
@@ -536,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
           f"torch {torch.__version__}")
     n = 16 if args.quick else args.requests
     throughput(model, n, args.tokens, [1, 8, 16] if args.quick else [1, 4, 8, 16, 32],
-               1 if args.quick else args.repeats, args.target, compiled=not args.no_compiled)
+               1 if args.quick else args.repeats, args.target,
+               static_mode="" if args.no_compiled else args.static_step)
     gpu_like(200 if args.quick else 240, 1 if args.quick else 3, 32)
     load(model, 24 if args.quick else 40, 8, args.target)
     return 0

@@ -1,7 +1,8 @@
 """One decode step of the shipped target against the memory-bandwidth limit.
 
     python bench/decode_step.py [--device cpu|cuda] [--batches 1,8,16] [--context 64]
-                                [--threads 1] [--rounds 30] [--no-compile] [--no-graphs]
+                                [--threads 1] [--rounds 30] [--no-compile] [--no-native]
+                                [--no-graphs]
 
 A decode step reads every weight once and each row's cached keys and values once, and does
 little arithmetic per byte: its floor is (weight bytes + KV bytes read) / memory bandwidth. The
@@ -19,10 +20,13 @@ around it (mask and cache bookkeeping included), the static step (`lab.models.st
 fixed shapes, KV of fixed capacity = context + 1 columns written in place, a per-row length
 mask) eager and compiled by inductor (`lab.models.decode_runner`: 1-3 rows ahead of time with
 AOTInductor, 4+ through torch.compile; one build per B, its time printed; without a C++
-compiler the reason is printed and the row left out);
+compiler the reason is printed and the row left out), and the C step (`lab.models.native_step`:
+one C function built at run time, its own 8-row matmul tile; always one thread);
 beside them, the step's matmuls alone on inputs of the same shapes (the BLAS's floor: what the
-step costs with no per-operation overhead around them), and the same weight matrices merely
-summed (the core's read floor: the weights' bytes read once, with no matmul; it reads no KV).
+step costs with no per-operation overhead around them), the same matmuls through the C step's
+tile (so the C step minus them is what its norms, rotary, attention and KV write cost), and the
+same weight matrices merely summed (the core's read floor: the weights' bytes read once, with
+no matmul; it reads no KV).
 
 On CUDA: synchronised, timed with CUDA events; the static step eager and replayed from a CUDA
 graph captured per batch size (with and without; --no-graphs skips the capture), no compile. On
@@ -270,7 +274,9 @@ def _ratio_line(name: str, timing: Timing, copies: Timing, matmuls: Timing, cost
 
 
 STATIC = "static step"  # the row names of the static step in each mode
-MODE_ROWS = {"eager": STATIC, "compile": "static step, compiled", "graph": "static, CUDA graph"}
+MODE_ROWS = {"eager": STATIC, "compile": "static step, compiled", "graph": "static, CUDA graph",
+             "native": "static step, C"}
+NATIVE_PROJECTIONS = "projections alone, C"  # the C step's matmuls alone, through its tile
 
 
 def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
@@ -299,10 +305,13 @@ def run(model: Any, device: str, batches: list[int], context: int, rounds: int,
             if runner.mode != mode:  # a compile given up: the eager row already has it
                 continue
             calls[(b, MODE_ROWS[mode])] = call
+            if runner.native is not None:
+                calls[(b, NATIVE_PROJECTIONS)] = runner.native.projections(b)
             if runner.compile_seconds:
-                print(f"B={b}: static step compiled in "
+                print(f"B={b}: static step ({mode}) built in "
                       f"{sum(runner.compile_seconds.values()):.1f} s (wall, first call included)")
     names[1:1] = [MODE_ROWS[mode] for mode in modes]
+    names.insert(names.index("projections alone") + 1, NATIVE_PROJECTIONS)
     copies, matmuls, matmul = Timing([], []), Timing([], []), matmuler(device)
     timings = {key: Timing([], []) for key in calls}
     for fn in [*calls.values(), matmul]:  # warm-up: allocations, the rotary table, the weights
@@ -354,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-graphs", action="store_true", help="CUDA: skip graph capture")
     parser.add_argument("--no-compile", action="store_true",
                         help="CPU: skip compiling the static step (seconds per B)")
+    parser.add_argument("--no-native", action="store_true",
+                        help="CPU: skip the C step (built once, ~1 s; one thread)")
     args = parser.parse_args(argv)
     try:
         batches = [int(b) for b in args.batches.split(",")]
@@ -390,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         modes.append("graph")
     if args.device == "cpu" and not args.no_compile:
         modes.append("compile")
+    if args.device == "cpu" and not args.no_native:
+        modes.append("native")
     run(model, args.device, batches, args.context, args.rounds, modes)
     return 0
 

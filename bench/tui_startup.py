@@ -219,15 +219,15 @@ def with_plan(history: Path, now: dt.datetime, into: Path) -> None:
 
 def used_the_day_before(home: Path, now: dt.datetime) -> None:
     """What the home screen's fetch left in `home` the day before `now` with nothing answered
-    since: the next day's plan computed ahead (`trainer.core.plan.prepare_next_day`, run by
-    the home's worker after the day's plan is shown)."""
-    from trainer.core.plan import prepare_next_day
+    since: the next days' plans computed ahead (`trainer.core.plan.prepare_days_ahead`, run
+    by the home's worker after the day's plan is shown)."""
+    from trainer.core.plan import prepare_days_ahead
     from trainer.core.services import Services
 
     os.environ["DOJO_HOME"] = str(home)
     services = Services.open(now=now - dt.timedelta(days=1))
     try:
-        assert prepare_next_day(services.store, services.bank, services.now)
+        assert prepare_days_ahead(services.store, services.bank, services.now)
     finally:
         services.close()
 

@@ -81,7 +81,8 @@ def feasibility(
                     f"({'at your pace' if pace.lab_timed else 'stated defaults'}: {each} min "
                     f"each), spread over {_plural(spread, 'day')}")
     total = sum(forecast.answers)
-    cost = (f"about {total:.0f} answers at {pace.answer_s:.0f} s (re-drills included)"
+    # "in all": the whole plan's, not the busiest day's (a reader took 1850 answers for a day's)
+    cost = (f"about {total:.0f} answers in all at {pace.answer_s:.0f} s each (re-drills included)"
             f"{lab_note}")
     table = tuple(_row(b, run(max(0.0, b - lab_total / max(forecast.intro_days, 1))))
                   for b in budgets)
@@ -96,13 +97,13 @@ def feasibility(
     if peak <= plan.minutes:
         return Feasibility(
             True,
-            f"busiest day about {peak} min of your {plan.minutes}: {cost}; every card "
+            f"busiest day about {peak} min of your {plan.minutes}; {cost}; every card "
             f"introduced by {plan.intro_deadline()}, then review and a mock round",
             peak, new_per_day, forecast, table)
     enough = 5 * math.ceil(peak / 5)
     return Feasibility(
         False,
-        f"the busiest day needs about {peak} min: {cost}; at {enough} min/day it fits "
+        f"the busiest day needs about {peak} min; {cost}; at {enough} min/day it fits "
         "(the table of budgets shows the recall each leads to)",
         peak, new_per_day, forecast, table)
 

@@ -8,9 +8,10 @@ parameters, the lab levels still to pass, when each study day up to the intervie
 the caller's version and the source of the code that
 computes it (this package's modules and the `fsrs` package), so a changed input or a changed
 program gives a new key: a stale plan is never returned. The latest KEEP entries are kept (the
-plan as it stands, and the next study day's computed ahead by the home screen), as JSON in the
-data folder, replaced atomically; a file that cannot be read or written is a miss (a read-only
-folder recomputes every time).
+plan as it stands, and the next AHEAD_DAYS study days' computed ahead by the home screen and
+`dojo plan`, so a learner back after up to AHEAD_DAYS - 1 days away finds the plan kept), as
+JSON in the data folder, replaced atomically; a file that cannot be read or written is a miss
+(a read-only folder recomputes every time).
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ if TYPE_CHECKING:
 
 CACHE_NAME = "plan-cache.json"
 FORMAT = 2  # of the file's content
-KEEP = 4  # entries kept, the latest first
+AHEAD_DAYS = 3  # study days after today whose plan is computed ahead
+KEEP = AHEAD_DAYS + 3  # entries kept, the latest first: today's, the days ahead and a spare
 # The modules whose code decides the result (the simulation and everything it calls).
-_SOURCES = ("days", "feasibility", "fsrs_memory", "next_states", "plan", "plan_cache",
-            "readiness", "records", "simulate", "sm2", "transition")
+_SOURCES = ("days", "feasibility", "fsrs_arith", "fsrs_memory", "next_states", "plan",
+            "plan_cache", "readiness", "records", "simulate", "sm2", "transition")
 
 
 @functools.cache
@@ -86,11 +88,13 @@ def plan_key(plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
 
 def plan_feasibility(folder: Path | None, plan: Plan, today: dt.date, cards: Sequence[SimCard],
                      pace: Pace, settings: Settings, parameters: Sequence[float] | None,
-                     lab_levels: Sequence[int], version: str) -> Feasibility:
+                     lab_levels: Sequence[int], version: str, *,
+                     computed: Feasibility | None = None) -> Feasibility:
     """`feasibility` of the plan followed from `today` (study days start at the settings'
     rollover hour in their time zone), without its forecast or table: from the cache in
     `folder` when computed from the same inputs, else computed and kept there (None: no
-    cache)."""
+    cache). `computed`: the caller's own `feasibility` of these inputs (`dojo plan` computes
+    it for its table), kept instead of computing it again."""
     tz = resolve_timezone(settings.timezone)
 
     def start(day: dt.date) -> dt.datetime:
@@ -100,11 +104,12 @@ def plan_feasibility(folder: Path | None, plan: Plan, today: dt.date, cards: Seq
               for i in range(max(0, (plan.interview - today).days) + 1)]
     key = plan_key(plan, today, cards, pace, settings, parameters, lab_levels, version, starts)
     path = None if folder is None else folder / CACHE_NAME
-    found = _read(path, key)
+    found = None if computed is not None else _read(path, key)
     if found is not None:
         return found
 
-    fit = feasibility(plan, today, cards, pace, start, settings, parameters, lab_levels)
+    fit = computed or feasibility(plan, today, cards, pace, start, settings, parameters,
+                                  lab_levels)
     result = Feasibility(fit.feasible, fit.reason, fit.need_minutes, fit.new_per_day)
     _write(path, key, result)
     return result

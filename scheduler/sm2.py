@@ -100,14 +100,21 @@ def next_state(state: CardState, quality: int) -> CardState:
 
 def advance(state: CardState, quality: int) -> CardState:
     """`next_state` for a grade its caller has already checked (`transition.apply`)."""
+    return CardState(*advance_numbers(state.ef_hundredths, state.repetitions, state.interval,
+                                      quality))
+
+
+def advance_numbers(ef_hundredths: int, repetitions: int, interval: int,
+                    quality: int) -> tuple[int, int, int]:
+    """`advance` on a state's plain numbers (EF in hundredths, repetitions, interval), for a
+    checked grade: the plan's simulation steps thousands of cards without building states."""
     if quality < PASS_QUALITY:
-        return CardState(state.ef_hundredths, 0, 1)
-    reps = state.repetitions + 1
+        return ef_hundredths, 0, 1
+    reps = repetitions + 1
     if reps == 1:
         interval = 1
     elif reps == 2:
         interval = 6
     else:
-        interval = -(-state.interval * state.ef_hundredths // 100)  # ceil, in integers
-    ef = max(MIN_EF, state.ef_hundredths + _ef_delta(quality))
-    return CardState(ef, reps, interval)
+        interval = -(-interval * ef_hundredths // 100)  # ceil, in integers
+    return max(MIN_EF, ef_hundredths + _ef_delta(quality)), reps, interval

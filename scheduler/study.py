@@ -48,9 +48,14 @@ def select_cards(
         raise ValueError(f"custom study is one of {', '.join(KINDS)}, got {kind!r}")
     if days < 1 or limit < 1:
         raise ValueError("days and limit must be at least 1")
-    if kind == "ahead" and not topic:
-        raise ValueError("ahead of schedule needs a topic")
-    cards = {c.question_id: c for c in store.cards() if not c.retired and not c.suspended}
+    every = store.cards()
+    if kind == "ahead":
+        topics = sorted({c.topic for c in every})
+        if not topic:
+            raise ValueError(f"ahead of schedule needs a topic, one of: {', '.join(topics)}")
+        if topic not in topics:
+            raise ValueError(f"no topic {topic!r} in your cards; topics: {', '.join(topics)}")
+    cards = {c.question_id: c for c in every if not c.retired and not c.suspended}
     ask = _Ask(store, store.study_day(now), now, days, topic, limit)
     ids = _PICKERS[kind](ask, cards)
     title = TITLES[kind].format(days=days, topic=topic)

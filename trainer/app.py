@@ -111,6 +111,10 @@ class DojoApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses live elsewhere
     BINDINGS = [
         Binding("f1", "help", "Help", id="help", tooltip="Keys and what the app does"),
+        # `?` too, where a newcomer looks first; not a priority binding, so a focused Input
+        # (an answer, a search) still takes it as a character
+        Binding("question_mark", "help", "Help", show=False,
+                tooltip="Keys and what the app does"),
         Binding("ctrl+q", "quit", "Quit", id="quit", show=False, priority=True),
     ]
 
@@ -219,6 +223,26 @@ class DojoApp(App[None]):
 
     def on_unmount(self) -> None:
         gc.unfreeze()  # what the app froze can be collected again (tests run many apps)
+
+    async def action_quit(self) -> None:
+        """Quit; a verdict showing but not graded (on a review screen anywhere in the stack) is
+        saved first with Enter's grade, and the terminal says so after the app closes."""
+        from trainer.screens.review import ReviewScreen
+
+        notes = []
+        for screen in self.screen_stack:
+            saved = screen.save_checked() if isinstance(screen, ReviewScreen) else None
+            if saved is None:
+                continue
+            question_id, grade, write = saved
+            try:
+                write.result(timeout=30)
+            except Exception as exc:  # said, not raised: the app is closing
+                notes.append(f"Your answer to {question_id} was not saved: {exc}")
+            else:
+                notes.append(f"Saved your answer to {question_id} with grade {grade} (Enter's): "
+                             "it was checked but not graded when you quit.")
+        self.exit(message="\n".join(notes) or None)
 
     # -- navigation, shared by every screen and the command palette --------------------------
 
@@ -572,4 +596,10 @@ def run_app() -> None:
         app.run()
     finally:
         if app.services is not None:
-            app.services.close()  # lands any answer still being written
+            from trainer.core.views import prepare_plans_ahead
+
+            try:  # with answers since the home last showed the plan, the next start would
+                # simulate it again: keep today's and the next days' (a read when unchanged)
+                prepare_plans_ahead(app.services, first=0)
+            finally:
+                app.services.close()  # lands any answer still being written

@@ -17,7 +17,7 @@
    bits locked), `no_new_privs`, and a seccomp filter (libseccomp through `pyseccomp`) that
    refuses with EPERM the calls that could undo or escape the confinement (mount, umount2,
    pivot_root, chroot, unshare/setns and namespace clones, ptrace, process_vm_readv/writev,
-   keyctl, bpf, perf_event_open, userfaultfd, open_by_handle_at, kexec, personality...).
+   keyctl, bpf, perf_event_open, userfaultfd, open_by_handle_at, kexec, personality, io_uring...).
 The outer process ("waiter") only waits and mirrors the exit status; it is made non-dumpable and
 drops its capabilities too, so nothing the learner can reach holds more rights than the learner.
 
@@ -75,7 +75,14 @@ DENIED_SYSCALLS = (
     "swapoff", "acct", "quotactl", "lookup_dcookie", "syslog", "iopl", "ioperm", "uselib",
     "vhangup", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
     "setdomainname",
+    # io_uring's operations (openat, socket, connect...) never pass through a seccomp filter:
+    # with it the socket rules below could be walked around
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
 )
+# the sockets the learner's code may create under Landlock, which has no network namespace
+AF_INET, AF_INET6, AF_NETLINK = 2, 10, 16
+SOCK_STREAM, SOCK_DGRAM, SOCK_TYPE_MASK = 1, 2, 0xF
+IPPROTO_TCP = 6
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 PERSONALITY_QUERY = 0xFFFFFFFF
 
@@ -227,6 +234,16 @@ def build_root(libc: ctypes.CDLL, spec: RootSpec) -> None:
     reads = _open_sources(spec.read, spec.masks)
     masked = [(p, fd) for p, fd in reads if any(_inside(p, m) for m in spec.masks)]
     writes = _open_sources(spec.write)
+    for path in spec.write:  # the workspace: skipped, nothing of the learner's could run
+        if not any(_inside(path, kept) for kept, _ in writes):
+            try:
+                os.close(os.open(path, os.O_PATH))
+            except OSError as exc:
+                raise OSError(exc.errno, (
+                    f"your workspace folder {path} cannot be opened from the sandbox "
+                    f"({exc.strerror}): a folder on its path is closed to it, where even root "
+                    "has no rights over other users' files — grade a file in a folder your "
+                    "user owns")) from exc
     devices = _open_sources(spec.devices)
     try:
         _mount(libc, "tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
@@ -411,6 +428,7 @@ def _lock_init(libc: ctypes.CDLL, spec: RootSpec, workspace: str, flt: Any,
             missing.append(PROTECTIONS[6])
         else:
             _map_ids(uid, gid)
+        step = "entering the workspace folder"
         os.chdir(workspace)  # no handle on a covered directory stays open
         step = "dropping capabilities"
         _drop_capabilities(libc)
@@ -442,6 +460,8 @@ def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, wor
 
     set_child_subreaper()
     tmp = spec.tmp_dir or workspace
+    if flt is not None:
+        landlock_sockets(flt, network)
 
     def lock(missing: list[str]) -> None:
         step = "no_new_privs"
@@ -464,6 +484,39 @@ def _fork_landlocked(libc: ctypes.CDLL, result: Confinement, spec: RootSpec, wor
                                    f"{step}: {exc.strerror or exc}") from exc
 
     return _fork_confined(libc, result, lock)
+
+
+def landlock_sockets(flt: Any, network: bool) -> None:
+    """Under Landlock the sockets the learner's code may create are an allow-list: TCP over
+    IPv4 and IPv6 (which Landlock refuses, or lets reach the ranks' loopback with `network`:
+    then any IP socket and netlink, for gloo) and connected pairs of Unix sockets. Landlock
+    does not check a connect() to a Unix socket file: any socket of that family could reach
+    every one the user can (a tmux server, an SSH agent, the session bus: commands run outside
+    the sandbox), and so could a datagram pair sending to an address."""
+    import pyseccomp as sc
+
+    deny = sc.ERRNO(errno.EPERM)
+    _refuse_but(flt, deny, "socket", 0, (AF_INET, AF_INET6, AF_NETLINK) if network
+                else (AF_INET, AF_INET6))
+    if not network:
+        for kind in range(SOCK_TYPE_MASK + 1):
+            if kind != SOCK_STREAM:
+                flt.add_rule(deny, "socket", sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, kind))
+        _refuse_but(flt, deny, "socket", 2, (0, IPPROTO_TCP))
+    flt.add_rule(deny, "socketpair", sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, SOCK_DGRAM))
+
+
+def _refuse_but(flt: Any, deny: Any, call: str, arg: int, allowed: tuple[int, ...]) -> None:
+    """Refuse `call` unless its argument `arg` is one of `allowed` (rules OR together)."""
+    import pyseccomp as sc
+
+    low, high = min(allowed), max(allowed)
+    if low > 0:
+        flt.add_rule(deny, call, sc.Arg(arg, sc.LT, low))
+    flt.add_rule(deny, call, sc.Arg(arg, sc.GT, high))
+    for value in range(low + 1, high):
+        if value not in allowed:
+            flt.add_rule(deny, call, sc.Arg(arg, sc.EQ, value))
 
 
 def importable_only_if_readable() -> None:

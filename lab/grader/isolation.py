@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -93,27 +92,88 @@ SHARED_EVERY = 25
 
 
 def memfd_mb(pids: list[int]) -> float:
-    """Anonymous shared-memory files (memfd_create) the processes hold open, in MiB: charged to
-    no process's RSS until mapped, so counted here against the memory cap (each file once)."""
+    """Anonymous shared-memory files (memfd_create, memfd_secret) the processes hold open, in
+    MiB: charged to no process's RSS until mapped, so counted here against the memory cap (each
+    file once)."""
     seen: set[tuple[int, int]] = set()
     total = 0
     for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            path = f"/proc/{pid}/fd/{fd}"
+        for path, target in _open_files(pid):
+            if not target.startswith(("/memfd:", "/secretmem")):
+                continue
             try:
-                if not os.readlink(path).startswith("/memfd:"):
-                    continue
                 st = os.stat(path)
             except OSError:
                 continue
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
+                # a secret memory file shows no blocks: its size is what it may hold
+                total += st.st_size if target.startswith("/secretmem") else st.st_blocks * 512
     return total / (1 << 20)
+
+
+def _open_files(pid: int) -> list[tuple[str, str]]:
+    """(/proc path, what it names) of each file descriptor a process holds."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    out = []
+    for fd in fds:
+        path = f"/proc/{pid}/fd/{fd}"
+        with contextlib.suppress(OSError):
+            out.append((path, os.readlink(path)))
+    return out
+
+
+def unlinked_mb(pids: list[int], devices: set[int]) -> dict[int, float]:
+    """MiB that files removed from their folder but still open or mapped by the processes hold
+    on each of `devices` (the workspace's and the temporary folder's file systems): no folder
+    count sees them, and a process holding 1024 of them at the 64 MiB file limit would fill
+    64 GiB of disk. An open one is measured exactly (its blocks); a mapped one with no
+    descriptor left through /proc/<pid>/map_files where this process may (root), else by the
+    span mapped."""
+    seen: set[tuple[int, int]] = set()
+    total: dict[int, float] = {}
+
+    def count(st: os.stat_result) -> None:
+        if st.st_dev in devices and st.st_nlink == 0 and st.st_blocks \
+                and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total[st.st_dev] = total.get(st.st_dev, 0.0) + st.st_blocks * 512 / (1 << 20)
+
+    for pid in pids:
+        for path, target in _open_files(pid):
+            if target.endswith(" (deleted)"):
+                with contextlib.suppress(OSError):
+                    count(os.stat(path))
+        for span, dev, inode in _deleted_mappings(pid, devices):
+            if (dev, inode) in seen:
+                continue
+            try:
+                count(os.stat(f"/proc/{pid}/map_files/{span}"))
+            except OSError:  # not ours to follow: the span mapped is what can be seen
+                start, end = (int(x, 16) for x in span.split("-"))
+                seen.add((dev, inode))
+                total[dev] = total.get(dev, 0.0) + (end - start) / (1 << 20)
+    return total
+
+
+def _deleted_mappings(pid: int, devices: set[int]) -> list[tuple[str, int, int]]:
+    """(address span, device, inode) of each mapping of a removed file on one of `devices`."""
+    wanted = {f"{os.major(d):02x}:{os.minor(d):02x}": d for d in devices}
+    out = []
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.rstrip().endswith("(deleted)"):
+                    continue
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[3] in wanted:
+                    out.append((fields[0], wanted[fields[3]], int(fields[4])))
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def folder_mb(folder: str, limit_entries: int = 10000) -> float:
@@ -257,6 +317,25 @@ def process_tree(pid: int) -> list[int]:
         return [pid]
 
 
+def _process_limit(tree: list[int]) -> None:
+    """Raise LimitExceeded when the tree holds more processes and threads than allowed."""
+    threads = sum(_threads(p) for p in tree)
+    if threads > limits.MAX_PROCESSES:
+        raise LimitExceeded("processes", (
+            f"your code started {threads} processes and threads, over the sandbox's limit "
+            f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (R, S, T for stopped...), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+        return stat[stat.rindex(")") + 2:].split(maxsplit=1)[0]
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
 def _threads(pid: int) -> int:
     """How many threads a process has (0 when it is gone)."""
     try:
@@ -278,9 +357,11 @@ def _pss_mb(pid: int) -> float:
     return rss_mb(pid)
 
 
-def tree_rss_mb(pid: int) -> float:
+def tree_rss_mb(pid: int, reaper: bool = False) -> float:
     """Memory of the whole process tree in MiB: the main process's RSS (polled every 20 ms:
-    cheap), and when it has started others, the tree's proportional set size."""
+    cheap), and when it has started others, the tree's proportional set size. `reaper`: `pid`
+    is the subreaper the learner's orphans reparent to (Landlock's waiter), not one of
+    theirs: its descendants only."""
     if not _PROC_CHILDREN:
         import psutil
 
@@ -291,13 +372,13 @@ def tree_rss_mb(pid: int) -> float:
             except psutil.Error:
                 continue
         return total
-    tree = process_tree(pid)
+    tree = process_tree(pid)[1 if reaper else 0:]
     if len(tree) == 1:
-        return rss_mb(pid)
+        return rss_mb(tree[0])
     return sum(_pss_mb(p) for p in tree)
 
 
-def tree_cpu_s(pid: int) -> float:
+def tree_cpu_s(pid: int, reaper: bool = False) -> float:
     """CPU seconds charged to the whole tree: each live process's own and its reaped children's
     (`cpu_s`), so work handed to a forked worker is counted as the learner's."""
     if not _PROC_CHILDREN and not os.path.isdir(f"/proc/{pid}"):
@@ -311,13 +392,27 @@ def tree_cpu_s(pid: int) -> float:
             except psutil.Error:
                 continue
         return total
+    if reaper:  # its descendants', and those it reaped (the learner's orphans)
+        return reaped_cpu_s(pid) + sum(cpu_s(p) for p in process_tree(pid)[1:])
     return sum(cpu_s(p) for p in process_tree(pid))
 
 
-def signal_tree(pid: int, sig: int) -> list[int]:
-    """Send `sig` to every process of the tree, again until no new one appears (a fork between
-    the listing and the signal); returns the pids signalled."""
-    done: list[int] = []
+def reaped_cpu_s(pid: int) -> float:
+    """CPU seconds of the children a process has waited for (cutime + cstime)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(")") + 2:].split()
+        return sum(int(f) for f in fields[13:15]) / CLOCK_TICKS
+    except (OSError, ValueError):
+        return 0.0
+
+
+def signal_tree(pid: int, sig: int, reaper: bool = False) -> list[int]:
+    """Send `sig` to every process of the tree (with `reaper`, `pid`'s descendants only), again
+    until no new one appears (a fork between the listing and the signal); returns the pids
+    signalled."""
+    done: list[int] = [pid] if reaper else []
     for _ in range(8):
         new = [p for p in process_tree(pid) if p not in done]
         if not new:
@@ -326,7 +421,7 @@ def signal_tree(pid: int, sig: int) -> list[int]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(p, sig)
             done.append(p)
-    return done
+    return done[1:] if reaper else done
 
 
 def kill_tagged(var: str, token: str) -> int:
@@ -453,6 +548,8 @@ class Sandbox:
     def _spawn(self) -> ChildReply:
         """A fresh child that has said hello (confinement set up, nothing imported)."""
         self.close()
+        if self.cancelled():  # asked to stop before there was a child: none is started
+            raise Cancelled()
         self.mode, self.shared_mb, self.polls = "", 0.0, 0
         # what the workspace holds now: the learner's code may add WORKSPACE_LIMIT_MB to it
         # (not watched when it holds more entries than can be counted every 0.1 s)
@@ -572,7 +669,7 @@ class Sandbox:
             os.close(self.lifeline)
             self.lifeline = -1
         if self.tmp_dir:
-            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            scratch.remove(self.tmp_dir)
             self.tmp_dir = ""
         if self.reader is not None:
             os.close(self.reader.fd)
@@ -590,14 +687,16 @@ class Sandbox:
         runs while the grader is not asking (no work done ahead of a timed call, no waiting
         worker computing beside the reference). SIGSTOP cannot be caught or ignored."""
         if self.pid and self.alive:
-            self.frozen = signal_tree(self.pid, signal.SIGSTOP)
+            root, reaper = self._tree_root()
+            self.frozen = signal_tree(root, signal.SIGSTOP, reaper)
 
     def _thaw(self) -> None:
         if self.frozen:
             for pid in self.frozen:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGCONT)
-            signal_tree(self.pid, signal.SIGCONT)
+            root, _ = self._tree_root()
+            signal_tree(root, signal.SIGCONT, self._reaper)
             self.frozen = []
 
     def _check_memory(self) -> None:
@@ -611,46 +710,60 @@ class Sandbox:
         printed = os.fstat(self.capture.fileno()).st_size
         if printed > limits.OUTPUT_LIMIT_BYTES:
             raise LimitExceeded("output", self._flood_message(printed))
-        pid = self.pid or self.proc.pid
-        rss = tree_rss_mb(pid)
+        pid, reaper = self._tree_root()
+        rss = tree_rss_mb(pid, reaper)
         self.polls += 1
         if self.polls % SHARED_EVERY == 0:
-            self.shared_mb = self._shared_mb(pid)
+            self.shared_mb = self._shared_mb()
         self.peak_rss_mb = max(self.peak_rss_mb, rss + self.shared_mb)
         if rss + self.shared_mb > self.memory_mb:
+            _process_limit(self._tree())  # a fork bomb's copies: said as what they are
             raise MemoryExceeded(rss + self.shared_mb, self.shared_mb)
 
-    def _shared_mb(self, pid: int) -> float:
+    def _shared_mb(self) -> float:
         """Shared memory held by the tree (see `_check_memory`); also checks its process count
         and, under Landlock, what its temporary folder holds on disk."""
-        tree = process_tree(pid)
-        threads = sum(_threads(p) for p in tree)
-        if threads > limits.MAX_PROCESSES:
-            raise LimitExceeded("processes", (
-                f"your code started {threads} processes and threads, over the sandbox's limit "
-                f"of {limits.MAX_PROCESSES} (a fork or thread bomb?) — stopped"))
+        tree = self._tree()
+        _process_limit(tree)
         shared = memfd_mb(tree)
+        pid = self.pid
         inner = self.proc is not None and pid != self.proc.pid  # hello received: its root
         if inner and self.mode.startswith("namespaces"):
             with contextlib.suppress(OSError):  # the namespaces' private tmpfs (/tmp, /dev/shm)
                 st = os.statvfs(f"/proc/{pid}/root/tmp")
                 if st.f_blocks * st.f_frsize <= (self.shm_mb + 1) << 20:  # that tmpfs, no other
                     shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
+        held = unlinked_mb(tree, self._disk_devices()) if inner else {}
         if self.workspace_mb >= 0 and inner:
             grown = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES) \
-                - self.workspace_mb
+                - self.workspace_mb + held.pop(self._device(str(self.solution.parent)), 0.0)
             if grown > limits.WORKSPACE_LIMIT_MB:
                 raise LimitExceeded("disk", (
                     f"your code wrote {limits.human_bytes(grown * (1 << 20))} to your "
                     f"workspace folder, over the sandbox's limit of "
                     f"{limits.WORKSPACE_LIMIT_MB} MiB — stopped"))
         if self.tmp_dir and not self.mode.startswith("namespaces"):
-            used = folder_mb(self.tmp_dir)
+            used = folder_mb(self.tmp_dir) + held.get(self._device(self.tmp_dir), 0.0)
             if used > self.shm_mb:
                 raise LimitExceeded("memory", (
                     f"your code wrote {limits.human_bytes(used * (1 << 20))} to its temporary "
                     f"folder, over the sandbox's limit of {self.shm_mb} MiB — stopped"))
         return shared
+
+    def _disk_devices(self) -> set[int]:
+        """The file systems the learner's code may write to on disk: the workspace's (when it
+        is writable) and, under Landlock, its temporary folder's (a host folder)."""
+        folders = [str(self.solution.parent)] if self.workspace_mb >= 0 else []
+        if self.tmp_dir and not self.mode.startswith("namespaces"):
+            folders.append(self.tmp_dir)
+        return {d for d in map(self._device, folders) if d >= 0}
+
+    @staticmethod
+    def _device(folder: str) -> int:
+        try:
+            return os.stat(folder).st_dev
+        except OSError:
+            return -1
 
     def _workspace_writable(self) -> bool:
         """Whether the child gets its workspace folder writable (see `root.build`)."""
@@ -671,6 +784,45 @@ class Sandbox:
             count += len(entries)
             todo.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
         return count
+
+    @property
+    def _reaper(self) -> bool:
+        """Under Landlock the waiter (`proc`) is the subreaper the learner's orphans reparent
+        to (`lab.grader.confine`): a double-forked worker is its child, not the learner's
+        process's, so the learner's tree is read from the waiter (without it). In a PID
+        namespace they reparent to its init, the learner's process."""
+        return self.mode.lower().startswith("landlock") and self.proc is not None
+
+    def _tree_root(self) -> tuple[int, bool]:
+        """Where the learner's tree is read from, and whether that process is the reaper."""
+        if self._reaper and self.proc is not None:
+            return self.proc.pid, True
+        return self.pid or (self.proc.pid if self.proc is not None else 0), False
+
+    def _tree(self) -> list[int]:
+        """Every process of the learner's (see `_reaper`)."""
+        root, reaper = self._tree_root()
+        return process_tree(root)[1 if reaper else 0:]
+
+    def _timed_out(self, timeout_s: float) -> ChildReply:
+        """What a request with no answer says: a limit the tree passed since its last count
+        first (processes, disk and shared memory are counted every 0.5 s: a fork bomb on a
+        loaded machine reached the deadline first and was called an infinite loop), then the
+        learner's process stopped by a signal of its own, then the timeout."""
+        pid = self.pid or (self.proc.pid if self.proc is not None else 0)
+        try:
+            self._shared_mb()
+        except LimitExceeded as exc:
+            self.kill()
+            return ChildReply(False, kind=exc.kind, message=exc.message)
+        stopped = _state(pid) == "T"
+        self.kill()
+        if stopped:
+            return ChildReply(False, kind="timeout", message=(
+                f"no answer within {timeout_s:g} s: your code stopped its own process (a "
+                "SIGSTOP or SIGTSTP it sent), so it could not answer — ended"))
+        return ChildReply(False, kind="timeout",
+                          message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)")
 
     def _flood_message(self, printed: int) -> str:
         """What an output flood says: how much, and the first lines (they show what looped)."""
@@ -707,7 +859,7 @@ class Sandbox:
         self.capture.truncate(0)  # each request's output on its own; the file never grows
         if send:
             self._thaw()
-        cpu_start = tree_cpu_s(self.pid) if send else 0.0
+        cpu_start = tree_cpu_s(*self._tree_root()) if send else 0.0
         start = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         try:
@@ -715,17 +867,13 @@ class Sandbox:
                 protocol.send(self.wfd, msg)
             reply = self.reader.recv(deadline, poll=self._check_memory)
             elapsed = time.perf_counter() - start
-            cpu = tree_cpu_s(self.pid) - cpu_start if send else 0.0
+            cpu = tree_cpu_s(*self._tree_root()) - cpu_start if send else 0.0
             if send:  # (a hello comes from the outer process, before the learner's pid is known)
                 self._freeze()
             if not isinstance(reply, dict):
                 raise protocol.FrameError(f"a reply that is not a message: {type(reply)}")
         except protocol.ChannelTimeout:
-            self.kill()
-            outcome = ChildReply(
-                False, kind="timeout",
-                message=f"no answer within {timeout_s:g} s — an infinite loop? (stopped)",
-            )
+            outcome = self._timed_out(timeout_s)
         except MemoryExceeded as exc:
             self.kill()
             shared = (f", {exc.shared_mb:.0f} MiB of it shared memory (files in /tmp or "

@@ -8,6 +8,12 @@ next grading (any user's, any checkout's) removes the folders whose owner is no 
 process, and never one whose owner still runs. The start time tells a reused pid apart from the
 owner; a folder from another PID namespace (a container sharing the folder) is left alone.
 
+A folder is also removed when its process exits (normally, on an exception, or on SIGTERM or
+SIGHUP through `lab.grader.stops`), whichever object made it: `make` records it, and the first
+`make` registers the exit handler that removes every folder still recorded. From that moment on
+`make` refuses, so a thread still preparing a child while the process exits (`dojo lab serve`
+stopped during a prepare) cannot leave a folder made after the handler ran.
+
 Folders named before owners were recorded (`dojo-sandbox-XXXXXXXX`) are removed only when no
 live process names them in its command line or environment (a sandbox child carries its
 folder in its `--root` argument, a Triton cache in TRITON_CACHE_DIR) and they are older than
@@ -22,6 +28,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 
 PREFIXES = ("dojo-sandbox-", "dojo-triton-")
@@ -29,6 +36,14 @@ _OWNED = re.compile(r"^(dojo-(?:sandbox|triton)-)(\d+)-(\d+)-(\d+)-[A-Za-z0-9_]{
 _UNNAMED = re.compile(r"^dojo-(?:sandbox|triton)-[A-Za-z0-9_]{8}$")
 UNNAMED_AGE_S = 600.0  # an old-style folder this recent may still be between mkdtemp and use
 _swept = False
+_lock = threading.Lock()
+_made: dict[str, int] = {}  # folders not yet removed -> the pid that made them (a fork's
+_exiting = False            # child inherits this table, and must not remove its parent's)
+_registered = False
+
+
+class ScratchClosedError(OSError):
+    """`make` was called after this process began to exit."""
 
 
 def start_time(pid: int) -> int | None:
@@ -66,16 +81,50 @@ def owner_tag(pid: int | None = None) -> str:
     return f"{pid}-{start_time(pid) or 0}-{pid_namespace()}"
 
 
-def make(prefix: str, *, remove_at_exit: bool = False) -> str:
-    """A new private folder `<prefix><pid>-<start>-XXXXXXXX` in the temporary directory, owned
-    by this process (`sweep` leaves it alone while this process runs). `remove_at_exit`: also
-    removed when the interpreter exits normally (a folder nobody closes explicitly)."""
+def _forked() -> None:
+    """A fork's child gets a fresh lock (another thread may have held the parent's)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
+def make(prefix: str) -> str:
+    """A new private folder `<prefix><pid>-<start>-<ns>-XXXXXXXX` in the temporary directory,
+    owned by this process (`sweep` leaves it alone while this process runs) and removed when
+    this process exits, if `remove` has not removed it before."""
+    global _registered
     if prefix not in PREFIXES:
         raise ValueError(f"{prefix!r} is not a grading's folder prefix {PREFIXES}")
-    folder = tempfile.mkdtemp(prefix=f"{prefix}{owner_tag()}-")
-    if remove_at_exit:
-        atexit.register(shutil.rmtree, folder, True)
+    with _lock:
+        if _exiting:
+            raise ScratchClosedError(f"no new {prefix}* folder: this process is exiting")
+        if not _registered:
+            _registered = True
+            atexit.register(_remove_all)
+        folder = tempfile.mkdtemp(prefix=f"{prefix}{owner_tag()}-")
+        _made[folder] = os.getpid()
     return folder
+
+
+def remove(folder: str) -> None:
+    """Remove a folder `make` gave (and forget it: nothing left for the exit handler)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    with _lock:
+        _made.pop(folder, None)
+
+
+def _remove_all() -> None:
+    """At exit: no more folders, and this process's not removed yet are removed now."""
+    global _exiting
+    with _lock:
+        _exiting = True
+        left = sorted(f for f, pid in _made.items() if pid == os.getpid())
+        _made.clear()
+    for folder in left:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def owner_alive(name: str) -> bool | None:

@@ -112,6 +112,10 @@ class Prepared:
     closed: threading.Event = field(init=False, default_factory=threading.Event)
 
     def __post_init__(self) -> None:
+        # A close cuts the warm-up short (its request polls this between reads), so closing
+        # never waits for a child's torch import: `dojo lab serve` stopped by the app has 5 s
+        # before SIGKILL, and at load a warm-up outlasted them, leaving its folder.
+        self.sandbox.cancelled = self.closed.is_set
         # This process imports what the grading will (the grading module, the reference and
         # its drive: torch) while the child warms on the other core.
         self.imports = threading.Thread(target=self._import, daemon=True)
@@ -126,6 +130,7 @@ class Prepared:
                 and self._has_timed_case()):
             self.reference = reference_sandbox(self.sandbox.solution, self.boundary,
                                                self.options)
+            self.reference.cancelled = self.closed.is_set
             self.reference_thread = threading.Thread(target=self._warm_reference, daemon=True)
             self.reference_thread.start()
 

@@ -7,12 +7,15 @@ elementwise work fused into a few loops per layer, at B = 1 the whole step into 
 without them: ahead of time into a shared library (AOTInductor, no Dynamo guards per call) for
 1-3 rows, through torch.compile with its C++ wrapper for 4+ rows (their oneDNN-packed weights
 cannot go through torch.export). On a GPU a CUDA graph replays the whole step in one launch.
+On a CPU in fp32, "native" runs the step as one C function built at run time
+(`lab.models.native_step`: its own 8-row matmul tile, no dispatch between operations; one build
+for every batch size, ~1 s, and no padding, since nothing is compiled per shape).
 Both need fixed shapes and, for graphs, fixed addresses: the runner keeps one set of input
 buffers and KV stores for the largest size, and a step of b rows runs the graph of the smallest
 size >= b over the first rows of those buffers (rows b.. are padding: token 0 at position 0,
 written into column 0 of their own free rows, logits dropped).
 
-Opt-in only (a bench row): a compile takes seconds, and needs a C++ compiler
+Opt-in only (a bench row): a compile takes seconds, and needs a C++ (or, native, a C) compiler
 that a learner's machine may lack; without one, or when compiling fails, the runner says why in
 one line and runs the same module eagerly. torch is imported lazily.
 """
@@ -29,7 +32,7 @@ from lab.models.lean_llama import LeanLlama
 from lab.models.static_step import StaticStep
 
 SIZES = (1, 2, 4, 8, 16)  # batch sizes compiled or captured
-MODES = ("eager", "compile", "graph")
+MODES = ("eager", "compile", "graph", "native")
 COMPILERS = ("g++", "c++", "clang++")  # what inductor's CPU backend looks for (CXX first)
 
 
@@ -62,10 +65,10 @@ def _say(line: str) -> None:
 
 class DecodeRunner:
     """Decode steps of up to max(sizes) rows, `capacity` columns each, run as `mode` says:
-    "eager" (the static module as it is), "compile" (inductor per size: see the module's text) or
-    "graph" (a CUDA graph per size; CUDA only). `reason` is why a compile was given up ("" when
-    none was): the runner then runs eager. `capture` replaces CUDA graph capture (tests of the
-    padding and buffer bookkeeping on a CPU)."""
+    "eager" (the static module as it is), "compile" (inductor per size: see the module's text),
+    "graph" (a CUDA graph per size; CUDA only) or "native" (the C step, built now). `reason` is
+    why a build was given up ("" when none was): the runner then runs eager. `capture` replaces
+    CUDA graph capture (tests of the padding and buffer bookkeeping on a CPU)."""
 
     def __init__(self, lean: LeanLlama, capacity: int, sizes: Sequence[int] = SIZES,
                  mode: str = "eager", say: Callable[[str], None] = _say,
@@ -90,10 +93,37 @@ class DecodeRunner:
         self._runs: dict[tuple[int, int], Callable[[], Any]] = {}  # (size, span) -> a step
         self.compile_seconds: dict[tuple[int, int], float] = {}
         self._folder: Any = None  # a TemporaryDirectory for ahead-of-time builds, made on need
+        self.native: Any = None  # the NativeStep, in mode "native"
         if mode == "compile":
             missing = compiler_missing(device.type)
             if missing:
                 self._give_up(missing)
+        elif mode == "native":
+            self._build_native()
+
+    def _build_native(self) -> None:
+        """The C step over the static stores, built into the runner's folder (the model must
+        be on a CPU in fp32: else, or without a C compiler, or when the build fails, give up)."""
+        import tempfile
+        import time
+
+        from lab.models import native_step
+
+        start = time.perf_counter()
+        compiler, missing = native_step.c_compiler()
+        why = native_step.unsupported(self.static) or missing
+        if why:
+            self._give_up(why)
+            return
+        self._folder = tempfile.TemporaryDirectory(prefix="dojo-decode-")
+        try:
+            path = native_step.build(self._folder.name, compiler)
+            self.native = native_step.NativeStep(self.static, path)
+        except (OSError, RuntimeError, ValueError) as exc:
+            self._give_up(f"{type(exc).__name__}: {str(exc).strip()[:300]}")
+            return
+        self.compile_seconds[(self.sizes[-1], self.static.capacity)] = (
+            time.perf_counter() - start)
 
     def _give_up(self, why: str) -> None:
         self.reason = why
@@ -103,7 +133,7 @@ class DecodeRunner:
 
     def step(self, ids: Any, positions: Any, columns: Any, span: int | None = None) -> Any:
         """`StaticStep.step` of b = ids.shape[0] rows (rows [0, b) of the stores), padded to the
-        next prepared size: logits [b, V]."""
+        next prepared size (native: the b rows as they are): logits [b, V]."""
         import torch
 
         b = int(ids.shape[0])
@@ -111,6 +141,8 @@ class DecodeRunner:
         span = span or self.static.capacity
         if self.ids.device.type == "cpu":
             self.static.check_columns(columns, span)
+        if self.native is not None and self.mode == "native":  # any b rows, no padding
+            return self.native(ids, positions, columns, span)
         with torch.inference_mode():
             self.ids[:b].copy_(ids)
             self.positions[:b].copy_(positions)

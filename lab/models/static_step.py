@@ -110,6 +110,22 @@ class StaticStep:
             return decoder(*self.inputs(ids, positions, columns, span))
 
 
+def rotary_rows(lean: LeanLlama) -> tuple[Any, Any]:
+    """cos, sin [max_position_embeddings, head_dim]: the rotary rows of every position, as
+    LeanLlama's table holds them (sin's first half negated, so a rotation is x * cos +
+    x.roll(head_dim // 2) * sin), from the model's own rotary module."""
+    import torch
+
+    weight, model = lean._embed, lean.model
+    limit = int(model.config.max_position_embeddings)
+    with torch.inference_mode():
+        cos, sin = model.model.rotary_emb(weight.new_empty(0),
+                                          torch.arange(limit, device=weight.device)[None])
+        half = cos.shape[-1] // 2
+        return (cos[0].contiguous(),
+                torch.cat([-sin[0, :, :half], sin[0, :, half:]], -1).contiguous())
+
+
 def decoder_module(lean: LeanLlama, rows: int, fused: bool = False,
                    packed: dict[int, Any] | None = None) -> Any:
     """A `Decoder` (an nn.Module, so a compiler with freezing sees its weights as constants and
@@ -140,20 +156,13 @@ def decoder_module(lean: LeanLlama, rows: int, fused: bool = False,
 
         def __init__(self) -> None:
             super().__init__()
-            model = lean.model
             self.heads, self.kv_heads, self.dim = lean.heads, lean.kv_heads, lean.head_dim
             self.scales = [scaling for _, _, scaling in lean._layers]
             self.register_buffer("embed", lean._embed)
             weight = lean._embed
-            limit = int(model.config.max_position_embeddings)
-            with torch.inference_mode():
-                cos, sin = model.model.rotary_emb(weight.new_empty(0),
-                                                  torch.arange(limit, device=weight.device)[None])
-            half = cos.shape[-1] // 2
-            # the rotary rows of every position, as LeanLlama's table holds them: [positions, d]
-            self.register_buffer("cos", cos[0].contiguous())
-            self.register_buffer("sin", torch.cat([-sin[0, :, :half], sin[0, :, half:]],
-                                                  -1).contiguous())
+            cos, sin = rotary_rows(lean)
+            self.register_buffer("cos", cos)
+            self.register_buffer("sin", sin)
             self.register_buffer("size", torch.tensor(float(weight.shape[-1]),
                                                       dtype=torch.float32))
             self.packed = (weight.device.type == "cpu" and weight.dtype == torch.float32

@@ -240,37 +240,125 @@ def _with_store(db: Path, change: Callable[[Store], object]) -> None:
 
 
 @pytest.mark.slow
-def test_the_next_days_plan_is_computed_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the home computes ahead (`prepare_next_day`) is what the next day's first start
-    shows, read from the cache rather than simulated; nothing is computed without a plan or
-    once the interview is tomorrow."""
+def test_the_next_days_plans_are_computed_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the home computes ahead (`prepare_days_ahead`) is what the first start of each of
+    the next AHEAD_DAYS days shows, read from the cache rather than simulated (a learner back
+    after a day or two away); nothing is computed without a plan, nor for the interview day
+    or after it; the day after the last one computed simulates afresh."""
     import json
 
-    from scheduler.plan_cache import CACHE_NAME
-    from trainer.core.plan import prepare_next_day
+    from scheduler.plan_cache import AHEAD_DAYS, CACHE_NAME
+    from trainer.core.plan import prepare_days_ahead
 
+    assert AHEAD_DAYS == 3
     _history(12, lab_pass=False)
     home = Path(os.environ["DOJO_HOME"])
     db = home / "dojo.sqlite3"
     moment = START + dt.timedelta(days=12, hours=1)
     services = Services.open(now=moment)
     try:
-        assert not prepare_next_day(services.store, services.bank, moment)  # no plan
+        assert prepare_days_ahead(services.store, services.bank, moment) == 0  # no plan
         services.store.set_plan(Plan(moment.date() + dt.timedelta(days=1), 45))
-        assert not prepare_next_day(services.store, services.bank, moment)  # tomorrow is it
+        assert prepare_days_ahead(services.store, services.bank, moment) == 0  # tomorrow is it
+        services.store.set_plan(Plan(moment.date() + dt.timedelta(days=3), 45))
+        assert prepare_days_ahead(services.store, services.bank, moment) == 2  # days 1 and 2
+        (home / CACHE_NAME).unlink()
         services.store.set_plan(Plan(dt.date(2026, 10, 10), 45))
-        assert prepare_next_day(services.store, services.bank, moment)
+        assert prepare_days_ahead(services.store, services.bank, moment) == AHEAD_DAYS
     finally:
         services.close()
-    tomorrow = moment + dt.timedelta(days=1)
-    _pin(monkeypatch, tomorrow)
+    assert len(json.loads((home / CACHE_NAME).read_text())["entries"]) == AHEAD_DAYS
+    for ahead in (3, 1):  # back after two days away; the next day
+        later = moment + dt.timedelta(days=ahead)
+        _pin(monkeypatch, later)
+        view = quick_today_view()
+        assert view is not None and view.plan is not None
+        assert view.plan.today == later.date()
+        assert view.plan == _fresh_plan(db, later)
+        data = json.loads((home / CACHE_NAME).read_text())
+        assert len(data["entries"]) == AHEAD_DAYS  # read, not computed again
+    for entry in data["entries"]:
+        entry["reason"] = "STALE"
+    (home / CACHE_NAME).write_text(json.dumps(data))
+    view = quick_today_view()
+    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+    _pin(monkeypatch, moment + dt.timedelta(days=AHEAD_DAYS + 1))  # beyond: simulated
+    view = quick_today_view()
+    assert view is not None and view.plan is not None and view.plan.reason != "STALE"
+    assert len(json.loads((home / CACHE_NAME).read_text())["entries"]) == AHEAD_DAYS + 1
+
+
+@pytest.mark.slow
+def test_dojo_plan_keeps_todays_plan_and_the_days_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A date set from the CLI (`dojo plan --interview`) leaves today's plan and the next
+    AHEAD_DAYS days' in the cache, so the app's first start shows it without simulating; what
+    it keeps is the plan computed afresh."""
+    import json
+
+    from click.testing import CliRunner
+
+    from scheduler.plan_cache import AHEAD_DAYS, CACHE_NAME
+    from trainer.cli import main
+
+    _history(10, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    moment = START + dt.timedelta(days=10, hours=1)
+    _pin(monkeypatch, moment)
+    out = CliRunner().invoke(main, ["plan", "--interview", "2026-10-20", "--minutes", "40"])
+    assert out.exit_code == 0, out.output
+    data = json.loads((home / CACHE_NAME).read_text())
+    assert len(data["entries"]) == 1 + AHEAD_DAYS
+    for ahead in (0, 2):
+        later = moment + dt.timedelta(days=ahead)
+        _pin(monkeypatch, later)
+        view = quick_today_view()
+        assert view is not None and view.plan is not None
+        assert view.plan == _fresh_plan(home / "dojo.sqlite3", later)
+        assert ahead or view.plan.reason[:30] in out.output  # what `dojo plan` printed
+    assert json.loads((home / CACHE_NAME).read_text()) == data  # read, nothing computed
+    for entry in data["entries"]:
+        entry["reason"] = "STALE"
+    (home / CACHE_NAME).write_text(json.dumps(data))
+    view = quick_today_view()
+    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+
+
+@pytest.mark.slow
+def test_quitting_the_app_keeps_the_plan_of_its_last_answers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card answered and the app quit before the home showed the plan again (Ctrl+Q on a
+    card): the next start reads today's plan for that answer instead of simulating."""
+    import json
+
+    from scheduler.plan_cache import AHEAD_DAYS, CACHE_NAME
+    from trainer import app as app_module
+
+    _history(10, lab_pass=False)
+    home = Path(os.environ["DOJO_HOME"])
+    db = home / "dojo.sqlite3"
+    moment = START + dt.timedelta(days=10, hours=1)
+    with Store.open(db) as store:
+        store.set_plan(Plan(dt.date(2026, 10, 20), 40))
+    _pin(monkeypatch, moment)
+    before = _fresh_plan(db, moment)
+
+    def session(app: app_module.DojoApp) -> None:  # opened, one card answered, quit
+        app.services = Services.open(now=moment)
+        store = app.services.store
+        item = store.today_queue(moment).reviews[0]
+        store.answer(item.question_id, 1, correct=False, answer_text="x", response_ms=9000,
+                     now=moment)
+
+    monkeypatch.setattr(app_module.DojoApp, "run", session)
+    app_module.run_app()
+    data = json.loads((home / CACHE_NAME).read_text())
+    assert len(data["entries"]) == 1 + AHEAD_DAYS
     view = quick_today_view()
     assert view is not None and view.plan is not None
-    assert view.plan.today == tomorrow.date()
-    assert view.plan == _fresh_plan(db, tomorrow)
-    data = json.loads((home / CACHE_NAME).read_text())
-    assert len(data["entries"]) == 1  # read, not computed again
-    data["entries"][0]["reason"] = "STALE"
+    assert view.plan == _fresh_plan(db, moment) != before
+    assert json.loads((home / CACHE_NAME).read_text()) == data  # read, nothing computed
+    for entry in data["entries"]:
+        entry["reason"] = "STALE"
     (home / CACHE_NAME).write_text(json.dumps(data))
     view = quick_today_view()
     assert view is not None and view.plan is not None and view.plan.reason == "STALE"
@@ -281,7 +369,7 @@ def test_a_read_only_store_keeps_no_plan_cache() -> None:
     """Browsing a read-only database writes nothing beside it: its plan is computed, not kept."""
     from scheduler.plan_cache import CACHE_NAME
     from trainer.core.bank import load_study_bank
-    from trainer.core.plan import plan_report, prepare_next_day
+    from trainer.core.plan import plan_report, prepare_days_ahead
 
     _history(3, lab_pass=False)
     home = Path(os.environ["DOJO_HOME"])
@@ -292,7 +380,7 @@ def test_a_read_only_store_keeps_no_plan_cache() -> None:
     with Store.open(home / "dojo.sqlite3", read_only=True) as store:
         report = plan_report(store, bank, moment)
         assert report.plan is not None and "min" in report.reason
-        assert not prepare_next_day(store, bank, moment)
+        assert prepare_days_ahead(store, bank, moment) == 0
     assert not (home / CACHE_NAME).exists()
     with Store.open(home / "dojo.sqlite3") as store:  # a writable one keeps it
         assert plan_report(store, bank, moment) == report

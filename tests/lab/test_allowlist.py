@@ -286,3 +286,117 @@ def test_a_thread_bomb_is_stopped_at_the_process_limit(learner_dir: Path, deny: 
         f"over the sandbox's limit of {limits.MAX_PROCESSES} (a fork or thread bomb?) — "
         "stopped", "(a fork or thread bomb?) (kv_bytes.py:18, in kv_bytes_per_token)")), \
         failure["message"]
+
+
+@pytest.mark.parametrize("deny", MODES)
+def test_no_unix_socket_of_the_host_can_be_reached(learner_dir: Path, deny: bool) -> None:
+    """A tmux server, an SSH agent or the session bus listen on Unix socket files: reaching
+    one runs commands outside the sandbox. Landlock does not check a connect() to such a file,
+    so under it the only Unix sockets are connected pairs (not datagram ones, which could send
+    to an address); with namespaces the host's files are not even there."""
+    host = Path(tempfile.mkdtemp(prefix="dojo-host-"))
+    os.chmod(host, 0o755)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(host / "server.sock"))
+    server.listen()
+    server.setblocking(False)
+    os.chmod(host / "server.sock", 0o777)
+    probe = (f"PATH_ = {str(host / 'server.sock')!r}\n"
+             "import socket\n"
+             "def connect():\n"
+             "    with socket.socket(socket.AF_UNIX) as s:\n"
+             "        s.connect(PATH_)\n"
+             "        s.sendall(b'tmux send-keys')\n"
+             "def datagram():\n"
+             "    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+             "    a.sendto(b'to an address', PATH_)\n"
+             "def pair():\n"
+             "    a, b = socket.socketpair()\n"
+             "    a.sendall(b'ok')\n"
+             "    assert b.recv(2) == b'ok'\n"
+             "seen['connect'] = oserr(connect)\n"
+             "seen['datagram'] = oserr(datagram)\n"
+             "seen['pair'] = oserr(pair)\n")
+    try:
+        result, seen = grade_as_learner(learner_dir, probe, deny_userns=deny)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    finally:
+        server.close()
+        shutil.rmtree(host, ignore_errors=True)
+    assert result["passed"]
+    assert seen["connect"] in ("EPERM", "ENOENT") and seen["datagram"] in ("EPERM", "ENOENT"), \
+        seen
+    assert seen["pair"] == "ok"  # multiprocessing's pipes still work
+
+
+@pytest.mark.parametrize("how", ["open", "mapped"])
+@pytest.mark.parametrize("deny", MODES)
+def test_removed_files_still_held_count_against_the_workspace(learner_dir: Path, deny: bool,
+                                                              how: str) -> None:
+    """A file removed while open (or mapped) is in no folder, but holds its blocks: 1024 of
+    them at the 64 MiB file limit would fill 64 GiB of disk."""
+    hold = ("held.append(os.dup(f.fileno()))" if how == "open"
+            else "held.append(mmap.mmap(f.fileno(), 4096))")
+    body = _kv("import mmap, time\n"
+               "held = []\n"
+               "for i in range(8):\n"
+               "    with open(f'part{i}.bin', 'w+b') as f:\n"
+               "        for _ in range(64):\n"
+               "            f.write(b'x' * (1 << 20))\n"
+               "        f.flush()\n"
+               f"        {hold}\n"
+               "    os.unlink(f'part{i}.bin')\n"
+               "time.sleep(30)")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert failure["kind"] == "disk", failure
+    assert failure["message"].endswith(
+        f"to your workspace folder, over the sandbox's limit of {limits.WORKSPACE_LIMIT_MB} "
+        "MiB — stopped"), failure["message"]
+
+
+@AS_ROOT
+def test_a_workspace_closed_to_the_sandbox_is_named(learner_dir: Path) -> None:
+    """Root grading a file in another user's private folder: in the sandbox's user namespace
+    root has no rights over that user's files, so the workspace cannot be opened. The message
+    says so (it said "a nested user namespace (locked mounts): No such file or directory")."""
+    from tests.lab.test_confinement import GRADE, run_as_learner
+
+    closed = learner_dir / "closed"
+    (closed / "ws").mkdir(parents=True)
+    solution = closed / "ws" / "kv_bytes.py"
+    shutil.copy(ROOT / "tests" / "lab" / "solutions" / "correct.py", solution)
+    os.chown(closed, NOBODY, NOBODY)
+    os.chmod(closed, 0o700)
+    os.chmod(learner_dir, 0o755)
+    result = run_as_learner(learner_dir, GRADE, "kv-bytes", str(solution), "1",
+                            as_nobody=False)
+    failure = _failure(result)
+    assert failure["kind"] == "sandbox", failure
+    assert f"your workspace folder {closed / 'ws'} cannot be opened from the sandbox " \
+           "(Permission denied)" in failure["message"], failure["message"]
+
+
+
+@pytest.mark.parametrize("deny", MODES)
+def test_an_orphaned_process_is_still_counted(learner_dir: Path, deny: bool) -> None:
+    """A double-forked process whose parent is gone: under Landlock it reparents to the
+    waiter, not to the learner's process, and its 1100 threads were not counted (nor its
+    memory, CPU time, or stopping between requests: the same tree)."""
+    body = _kv("import threading, time\n"
+               "if os.fork() == 0:\n"
+               "    if os.fork() == 0:\n"
+               "        threading.stack_size(1 << 16)  # under the data limit\n"
+               "        for _ in range(1100):\n"
+               "            threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+               "        time.sleep(60)\n"
+               "    os._exit(0)\n"
+               "time.sleep(3)\n"
+               "return 32")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert failure["kind"] == "processes", failure
+    assert failure["message"].endswith(
+        f"over the sandbox's limit of {limits.MAX_PROCESSES} (a fork or thread bomb?) — "
+        "stopped"), failure["message"]

@@ -212,3 +212,36 @@ def test_closing_on_the_way_out_waits_for_the_child_not_for_this_processs_import
         assert prepared.imports.is_alive() and not prepared.sandbox.alive
     finally:
         release.set()
+
+
+def test_a_close_before_the_warm_up_started_its_child_does_not_wait_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app gives `dojo lab serve` 5 s after SIGTERM, then SIGKILLs it. A close that came
+    while the warm-up thread had not yet started its child found nothing to kill and waited
+    for the whole warm-up (a torch import: 3-10 s at load), was cut off, and left the child's
+    folder (a close once the child runs kills it: its warm-up request ends at once). Here
+    the warm-up's import never ends; close() must not wait for it, nor start the child."""
+    from lab.grader.isolation import Sandbox
+
+    warm = Sandbox.prepare
+    holder: list[Prepared] = []
+
+    def hanging(self: Sandbox, device: str | None = None) -> Any:
+        self.load = {**self.load, "drive": "tests.lab.fixtures.hanging_drive"}
+        self.read_also = [*self.read_also, str(HERE.parent)]  # the confined child sees tests/
+        while not (holder and holder[0].closed.is_set()):  # the close comes first
+            threading.Event().wait(0.01)
+        return warm(self, device)
+
+    monkeypatch.setattr(Sandbox, "prepare", hanging)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    prepared = prepare(TIMED, _stub(tmp_path / "timed_demo.py"), GradeOptions(device="cpu"))
+    assert prepared is not None
+    holder.append(prepared)
+    sandbox = prepared.sandbox
+    closing = threading.Thread(target=prepared.close, daemon=True)
+    closing.start()
+    closing.join(30)  # the warm-up's own limit is 120 s: a close that waits for it fails here
+    assert not closing.is_alive(), "close() waited for the warm-up"
+    assert not prepared.thread.is_alive() and sandbox.proc is None and sandbox.spawned == 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("dojo-")] == []

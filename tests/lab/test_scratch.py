@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -45,6 +47,8 @@ def test_make_names_this_process_and_the_sweep_keeps_it(tmp_path: Path,
     assert int(ns) == os.stat("/proc/self/ns/pid").st_ino
     assert scratch.sweep() == []
     assert made.is_dir()
+    scratch.remove(str(made))
+    assert not made.exists()
 
 
 def test_a_folder_whose_owner_ended_goes_and_a_live_owners_stays(tmp_path: Path) -> None:
@@ -99,3 +103,59 @@ def test_old_style_folders_go_only_when_old_and_named_by_no_live_process(
 def test_make_refuses_a_prefix_the_sweep_would_not_know() -> None:
     with pytest.raises(ValueError, match="'dojo-other-' is not a grading's folder prefix"):
         scratch.make("dojo-other-")
+
+
+def _exit_in_child(tmp_path: Path, body: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run `body` in a fresh interpreter whose temporary directory is `tmp_path`; return its
+    result and what grading folders it left there."""
+    code = "import atexit, os, sys, threading\nfrom lab.grader import scratch\n"
+    done = subprocess.run([sys.executable, "-c", code + textwrap.dedent(body)], text=True,
+                          capture_output=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+                          timeout=60)
+    return done, sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(scratch.PREFIXES))
+
+
+def test_a_folder_no_one_removed_goes_when_its_process_exits(tmp_path: Path) -> None:
+    """`dojo lab serve` stopped by SIGTERM while a prepare's thread was making its child's
+    folder left it behind, its processes all gone (the prepared object was not yet the
+    server's to close): a folder is the process's, not the object's."""
+    done, left = _exit_in_child(tmp_path, """
+        print(scratch.make("dojo-sandbox-"), scratch.make("dojo-triton-"))
+        sys.exit(3)
+    """)
+    assert done.returncode == 3, done.stderr
+    assert len(done.stdout.split()) == 2 and left == []
+
+
+def test_a_folder_asked_for_once_the_exit_began_is_refused(tmp_path: Path) -> None:
+    """A thread still preparing a child when the exit handler has run gets an error naming
+    why, and leaves nothing (the handler registered first runs last)."""
+    done, left = _exit_in_child(tmp_path, """
+        def late():
+            def make():
+                try:
+                    print("made", scratch.make("dojo-sandbox-"))
+                except OSError as exc:
+                    print("refused:", exc)
+            thread = threading.Thread(target=make)
+            thread.start()
+            thread.join()
+        atexit.register(late)
+        scratch.make("dojo-sandbox-")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "refused: no new dojo-sandbox-* folder: this process is exiting\n"
+    assert left == []
+
+
+def test_a_forked_child_leaving_does_not_remove_its_parents_folder(tmp_path: Path) -> None:
+    done, left = _exit_in_child(tmp_path, """
+        mine = scratch.make("dojo-sandbox-")
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # a normal exit: the child runs the inherited exit handlers
+        os.waitpid(pid, 0)
+        print(os.path.isdir(mine))
+    """)
+    assert done.stdout == "True\n", done.stderr
+    assert left == []  # and the parent's own exit removed it

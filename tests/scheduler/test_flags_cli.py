@@ -46,3 +46,11 @@ def test_flags_travel_in_the_export_and_import_once(flagged_db: None, tmp_path: 
     dojo("import", str(path))  # idempotent
     with Store.open(data_dir() / "dojo.sqlite3") as store:
         assert [f.note for f in store.flags()] == ["the 7B figure is for fp32, not fp16"]
+
+
+def test_clearing_a_question_that_has_no_flag_says_so(flagged_db: None) -> None:
+    """A mistyped id printed "Cleared 0 flags on kv-02." and exit 0, as if done."""
+    result = CliRunner().invoke(main, ["questions", "flagged", "--clear", "kv-02"])
+    assert result.exit_code == 2, result.output
+    assert "no flag on 'kv-02'" in result.output and "flagged: kv-002" in result.output
+    assert "kv-002" in dojo("questions", "flagged")  # nothing cleared

@@ -5,10 +5,11 @@ computation gives. Dropping any part from the key makes its case fail."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,9 +168,32 @@ def test_the_code_digest_covers_the_simulation_and_fsrs() -> None:
         plan_cache.code_digest()
     plan_cache.code_digest.cache_clear()
     for module in ("simulate", "feasibility", "next_states", "transition", "fsrs_memory",
-                   "sm2", "plan"):
+                   "fsrs_arith", "sm2", "plan"):
         assert f"scheduler/{module}.py" in names
     assert "fsrs/scheduler.py" in names
+
+
+def _imports_outside(sources: Sequence[str]) -> list[str]:
+    """'module -> imported' for each `scheduler` module that one of `sources` imports and
+    `sources` lacks."""
+    out: list[str] = []
+    for name in sources:
+        tree = ast.parse((Path(plan_cache.__file__).parent / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("scheduler"):
+                module = str(node.module)
+                found = ([module.split(".")[1]] if "." in module
+                         else [alias.name for alias in node.names])
+                out += [f"{name} -> {m}" for m in found if m not in sources]
+    return out
+
+
+def test_the_code_digest_covers_every_scheduler_module_the_plan_imports() -> None:
+    """A module the simulation imports and the digest left out would keep a stale plan after
+    a change of that module's code."""
+    assert _imports_outside(plan_cache._SOURCES) == []
+    without = tuple(m for m in plan_cache._SOURCES if m != "fsrs_arith")
+    assert _imports_outside(without) == ["simulate -> fsrs_arith"]
 
 
 def test_an_unreadable_or_unwritable_cache_is_a_miss(tmp_path: Path) -> None:
@@ -216,3 +240,25 @@ def test_the_systems_time_zone_changed_gives_a_fresh_plan(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_feasibility_computed_by_the_caller_is_kept_not_computed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dojo plan` hands over the feasibility its table computed: it is kept (without its
+    forecast) under the same key, and the next start reads it."""
+    settings = BASE["settings"]
+    tz = resolve_timezone(settings.timezone)
+    full = feasibility(BASE["plan"], BASE["today"], BASE["cards"], BASE["pace"],
+                       lambda day: day_start(day, settings.rollover_hour, tz), settings,
+                       BASE["parameters"], BASE["lab_levels"])
+    assert full.forecast is not None
+
+    def never(*args: object, **kwargs: object) -> Feasibility:
+        raise AssertionError("simulated again")
+
+    monkeypatch.setattr(plan_cache, "feasibility", never)
+    kept = plan_feasibility(tmp_path, **BASE, computed=full)
+    assert kept == _fresh(BASE) and kept.forecast is None
+    assert plan_feasibility(tmp_path, **BASE) == kept
+    with pytest.raises(AssertionError, match="simulated again"):
+        plan_feasibility(tmp_path, **{**BASE, "today": BASE["today"] + dt.timedelta(days=1)})

@@ -143,3 +143,21 @@ async def test_custom_study_from_today(make_app: Callable[..., DojoApp]) -> None
         await pilot.press("enter")  # "my recurring mistakes": none yet either
         await pilot.pause()
         assert not isinstance(app.screen, (ReviewScreen, StudyPicker))
+
+
+def test_dojo_study_ahead_names_an_unknown_topic(services: Services) -> None:
+    """A topic id that is not in the bank is refused with the ids that are (it listed
+    "kv ahead of schedule: 0 cards", exit 0), and one card is "1 card"."""
+    out = CliRunner().invoke(main, ["study", "ahead", "--topic", "kv"])
+    assert out.exit_code == 2, out.output
+    assert "no topic 'kv'" in out.output and "kv-cache" in out.output
+    out = CliRunner().invoke(main, ["study", "ahead"])
+    assert out.exit_code == 2 and "needs a topic" in out.output and "kv-cache" in out.output
+    session = services.start_session()
+    topic = str(_current(session).question.topic)
+    _answer_right(session)
+    session.grade(5)
+    services.flush()
+    out = CliRunner().invoke(main, ["study", "ahead", "--topic", topic])
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith(f"{topic} ahead of schedule: 1 card\n"), out.output

@@ -42,3 +42,24 @@ async def test_today_help_opens_with_its_own_keys(make_app: AppFactory) -> None:
         first = body.split("\n")[1]
         assert "Start" in first
         assert "scroll" not in body[:body.index("Everywhere")].lower()
+
+
+@pytest.mark.slow
+async def test_question_mark_opens_help_but_types_into_a_focused_input(
+    make_app: AppFactory,
+) -> None:
+    """`?` is where a newcomer looks for help first; inside an answer box it is a character."""
+    from textual.widgets import Input
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(app, pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen), type(app.screen).__name__
+        assert "f1, ?" in text_of(app, "#help-body")
+        await pilot.press("escape", "enter", "ctrl+b", "ctrl+b")  # a numeric card: Input focused
+        focused = app.focused
+        assert isinstance(focused, Input), type(focused).__name__
+        await pilot.press("1", "question_mark")
+        assert not isinstance(app.screen, HelpScreen)
+        assert focused.value == "1?"

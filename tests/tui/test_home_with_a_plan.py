@@ -52,7 +52,7 @@ async def _wait(pilot: object, done: object) -> None:
 async def test_the_plan_is_on_home_before_the_store_opens(
         dojo_home: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int],
         held_store: threading.Event) -> None:
-    from scheduler.plan_cache import CACHE_NAME
+    from scheduler.plan_cache import AHEAD_DAYS, CACHE_NAME
 
     _history(dojo_home)
     monkeypatch.setenv("DOJO_NOW", (START + dt.timedelta(days=4, hours=1)).replace(tzinfo=None)
@@ -87,6 +87,6 @@ async def test_the_plan_is_on_home_before_the_store_opens(
                 assert text_of(app, "#today-plan") == quick, start  # the store's fetch: the same
                 assert overflows(screen) == []
                 kept = json.loads((dojo_home / CACHE_NAME).read_text())["entries"]
-                assert len(kept) == 2  # today's plan, and the next day's computed ahead
+                assert len(kept) == 1 + AHEAD_DAYS  # today's plan, the next days' ahead
             finally:  # a failed check does not leave the factory held for 10 s
                 release.set()

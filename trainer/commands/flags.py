@@ -21,6 +21,11 @@ def flagged(as_json: bool, clear: str | None) -> None:
     with _open_store(browse=clear is None) as store:
         if clear is not None:
             removed = store.clear_flags(clear)
+            if not removed:  # a mistyped id read "Cleared 0 flags on kv-02.", as if done
+                ids = sorted({f.question_id for f in store.flags()})
+                raise click.UsageError(
+                    f"no flag on {clear!r}; "
+                    + (f"flagged: {', '.join(ids)}" if ids else "no question is flagged"))
             click.echo(f"Cleared {removed} flag{'' if removed == 1 else 's'} on {clear}.")
             return
         flags = store.flags()

@@ -15,6 +15,11 @@ import click
 if TYPE_CHECKING:
     from trainer.core.lab import Lab
 
+# `--device` of `dojo lab grade`/`watch` and `dojo mock grade`: what each choice does.
+DEVICE_CHOICE = click.Choice(["auto", "cpu", "cuda"])
+DEVICE_HELP = ("Where the grading runs: auto is cuda when torch sees a GPU, else cpu; cuda "
+               "refuses a machine without one (a pure-Python lab always runs on the CPU).")
+
 
 _FREEZE_AT_EXIT: list[bool] = []
 

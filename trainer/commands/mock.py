@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from trainer.commands.lab_common import DEVICE_CHOICE, DEVICE_HELP
 from trainer.core.mock import DEFAULT_MINUTES
 
 
@@ -142,8 +143,8 @@ def answer(text: tuple[str, ...]) -> None:
 
 
 @mock.command()
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-              show_default=True)
+@click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True,
+              help=DEVICE_HELP)
 @click.option("--on", "on", metavar="HOST", help="Grade on this SSH host (default: the "
               "lab_host setting; `--on local` grades here).")
 def grade(device: str, on: str | None) -> None:

@@ -41,7 +41,7 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
     Example: dojo plan --interview 2026-12-21 --minutes 45
     """
     from trainer.core.bank import load_study_bank, sync_bank
-    from trainer.core.plan import new_plan, plan_lines, plan_report
+    from trainer.core.plan import new_plan, plan_lines, plan_report, prepare_days_ahead
 
     if clear and (interview or minutes):
         raise click.UsageError("--clear takes no --interview or --minutes")
@@ -64,7 +64,9 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
             raise click.ClickException(f"could not load the question bank ({exc})") from exc
         if store.writable:
             _read(lambda: sync_bank(store, bank))  # every question has a card to plan
-        report = _read(lambda: plan_report(store, bank, table=True))
+        report = _read(lambda: plan_report(store, bank, table=True))  # keeps today's
+        if report.plan is not None:
+            _read(lambda: prepare_days_ahead(store, bank))  # the app's next days read them
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
         return

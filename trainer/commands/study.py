@@ -24,6 +24,7 @@ def study(kind: str, days: int, topic: str | None, limit: int, as_json: bool) ->
     Practise a set in the app (u on Today): it leaves the schedule untouched unless you switch
     on counting the cards due today as their review; every card comes with fresh numbers.
     """
+    from questions.wording import plural
     from trainer.core.scheduling import study_set
 
     with _open_store(browse=True) as store:
@@ -36,7 +37,7 @@ def study(kind: str, days: int, topic: str | None, limit: int, as_json: bool) ->
         click.echo(json.dumps({"kind": chosen.kind, "title": chosen.title,
                                "question_ids": chosen.question_ids}, indent=2))
         return
-    click.echo(f"{chosen.title}: {len(chosen.question_ids)} cards")
+    click.echo(f"{chosen.title}: {plural(len(chosen.question_ids), 'card')}")
     for qid in chosen.question_ids:
         due = cards[qid].due
         click.echo(f"  {qid}  [{cards[qid].topic}]" + (f"  due {due}" if due else ""))

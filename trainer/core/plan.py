@@ -143,25 +143,32 @@ def _cache_folder(store: Store) -> Path | None:
     return store.path.parent if store.writable else None
 
 
-def prepare_next_day(store: Store, bank: Bank, now: dt.datetime | None = None) -> bool:
-    """The next study day's plan computed ahead into the plan cache, from the data as it
-    stands (`scheduler.plan_cache`): the next day's first start reads it instead of simulating
-    when nothing changed in between (a learner back the next day). False when there is nothing
-    to compute (no plan, the interview day comes first, or a read-only store: nowhere to keep
-    it)."""
+def prepare_days_ahead(store: Store, bank: Bank, now: dt.datetime | None = None, *,
+                       first: int = 1) -> int:
+    """The plans of the study days `first` (0: today) to AHEAD_DAYS days after today, computed
+    into the plan cache from the data as it stands (`scheduler.plan_cache`): a first start on
+    one of those days reads its plan instead of simulating when nothing changed in between (a
+    learner back the next day, or after a day or two away). Returns the days computed: 0 with
+    no plan, a read-only store (nowhere to keep them) or once the interview is that close (a
+    day on or after it is not computed)."""
+    from scheduler.plan_cache import AHEAD_DAYS
     from scheduler.readiness import FSRS_PARAMETERS_KEY
 
     cfg = store.settings()
-    tomorrow = store.study_day(now, cfg) + dt.timedelta(days=1)
+    today = store.study_day(now, cfg)
     plan = store.plan()
-    if plan is None or tomorrow >= plan.interview:
-        return False
     folder = _cache_folder(store)
-    if folder is None:
-        return False
-    planned_report(cfg, tomorrow, plan, store.cards(), store.stored_value(FSRS_PARAMETERS_KEY),
-                   store.lab_levels_passed(), outline_of(bank), store.pace(), folder)
-    return True
+    if plan is None or folder is None:
+        return 0
+    days = [today + dt.timedelta(days=k) for k in range(first, AHEAD_DAYS + 1)]
+    days = [day for day in days if day < plan.interview]
+    if not days:
+        return 0
+    cards, params = store.cards(), store.stored_value(FSRS_PARAMETERS_KEY)
+    passed, outline, pace = store.lab_levels_passed(), outline_of(bank), store.pace()
+    for day in days:
+        planned_report(cfg, day, plan, cards, params, passed, outline, pace, folder)
+    return len(days)
 
 
 def planned_report(cfg: Settings, today: dt.date, plan: Plan, cards: Iterable[Card],
@@ -264,6 +271,9 @@ def _with_plan(cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime, cards
         return day_start(day, cfg.rollover_hour, tz)
 
     fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass)
+    # What the home shows of it, kept for the app's next start (no second simulation).
+    plan_feasibility(cache, plan, today, sim_cards, pace, cfg, params, to_pass, __version__,
+                     computed=fit)
     rows: tuple[BudgetRow, ...] = ()
     if fit.forecast is not None:
         budgets = _budgets(plan.minutes, 5 * math.ceil(fit.need_minutes / 5))

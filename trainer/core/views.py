@@ -151,16 +151,18 @@ def plan_report_or_none(services: Services) -> PlanReport | None:
         return None
 
 
-def prepare_next_day_plan(services: Services) -> None:
-    """Tomorrow's plan computed ahead (`trainer.core.plan.prepare_next_day`), on the home's
-    worker after today's is shown; a failure only costs tomorrow's first start the simulation."""
+def prepare_plans_ahead(services: Services, *, first: int = 1) -> None:
+    """The plans of the next days (`first` 0: today's too) computed ahead into the plan
+    cache (`trainer.core.plan.prepare_days_ahead`): on the home's worker after today's is
+    shown, and as the app quits (answers given since the home last showed the plan leave it
+    stale). A failure only costs those days' first start the simulation."""
     import contextlib
 
-    from trainer.core.plan import prepare_next_day
+    from trainer.core.plan import prepare_days_ahead
 
     # Today's plan already said what failed (`plan_report_or_none`).
     with contextlib.suppress(Exception):
-        prepare_next_day(services.store, services.bank, services.now)
+        prepare_days_ahead(services.store, services.bank, services.now, first=first)
 
 
 def _lab_reasons(items: tuple[QueueItem, ...]) -> tuple[str, ...]:

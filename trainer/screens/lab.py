@@ -262,13 +262,15 @@ class LabScreen(LabResultsScreen):
         ws = self.workspaces.get(row.exercise)
         self._show_for(row.exercise, row.level)
         self._tick()
-        # What changes as you work first (status, workspace, hints); the level's summary last,
-        # where a narrow panel may cut it (at 60 columns it pushed the path out of view).
+        # Where your file is first (shown nowhere else), then what changes as you work
+        # (status, hints); the level's summary last, where a narrow panel may cut it. At 60x20
+        # a passing level's status (4 rows) pushed the path out of the panel's 8; the status is
+        # also in the results' title.
         lines = [
             f"[b]{ex.title}[/] ({ex.id}) · level {row.level}: {level.title}",
-            _status_line(row),
             f"Workspace: {_short_path(ws)}" if ws else
             "Workspace: none yet — s creates it from the stub",
+            _status_line(row),
         ]
         with self.lab() as lab:
             shown, total, off = lab.hints(ex)

@@ -104,6 +104,12 @@ class LabResultsScreen(DojoScreen):
         if skipped:
             table.add_row("[dim]skipped[/]", f"{skipped} more", "", "",
                           Text("not run: they would fail the same way"))
+        seed = next((c["seed"] for c in last.cases if isinstance(c.get("seed"), int)), None)
+        if not last.passed:  # after a restart "FAIL … wrong" said nothing of why
+            self.write_log("This grading's messages are not kept: g grades again"
+                           + (f"; S {seed} here, or `dojo lab grade {exercise} --level {level} "
+                              f"--seed {seed}`, replays the same cases." if seed is not None
+                              else "."))
 
     def _on_event(self, ev: Event, table: DataTable[str | Text], bar: ProgressBar) -> None:
         title = self.query_one("#lab-results-title", Static)

@@ -109,6 +109,7 @@ class ReviewScreen(DojoScreen):
         # The collector waits from a grade until the next card is on screen (`_grade`).
         self._collector = CollectorHold()
         self._next_prompt: RenderedMarkdown | None = None  # made while this card is read
+        self._title: tuple[str, str] | None = None  # the title's head and topic, to fit
 
     def compose(self) -> ComposeResult:
         yield Static("", id="review-title", classes="titlebar")
@@ -129,6 +130,7 @@ class ReviewScreen(DojoScreen):
 
     def on_mount(self) -> None:
         self.show_card()
+        self.call_after_refresh(self._paint_title)  # fitted to the laid-out titlebar
         # The screen lives as long as the session: out of the collector's sight, as what the
         # app built at start (`DojoApp.on_services_ready`), so full collections between cards
         # walk only what the cards themselves leave.
@@ -158,11 +160,9 @@ class ReviewScreen(DojoScreen):
         pending = len(self.session.pending_redrill)
         label = ("Practice, schedule untouched" if self.practice
                  else "New card" if item.new else _MODE_LABEL[item.mode])
-        self.query_one("#review-title", Static).update(
-            f"{label}"
-            f" · {self.session.remaining} left{f' (+{pending} to re-drill)' if pending else ''}"
-            f" · {escape(topic)}"
-        )
+        self._title = (f"{label} · {self.session.remaining} left"
+                       f"{f' (+{pending} to re-drill)' if pending else ''}", topic)
+        self._paint_title()
         self.query_one("#prompt", Static).update(self._prompt(inst.prompt))
         choices = self.query_one("#choices", OptionList)
         numeric = self.query_one("#numeric")
@@ -305,6 +305,36 @@ class ReviewScreen(DojoScreen):
             return
         self._scroll_to_feedback()
 
+    def on_resize(self) -> None:
+        self._paint_title()
+
+    def _paint_title(self) -> None:
+        if self._title is not None:
+            self.query_one("#review-title", Static).update(self._fit_title(*self._title))
+
+    def _fit_title(self, head: str, topic: str, rows: int = 2) -> str:
+        """`head · topic` as markup that wraps to at most the titlebar's `rows` at its width:
+        a topic's title too long for them is cut with "…" (at 60 columns the bar's last row
+        ended mid-title with no sign of it). Before the first layout the width is the
+        screen's less the padding; `on_mount` fits it again once laid out."""
+        title = self.query_one("#review-title", Static)
+        width = title.content_region.width or self.app.size.width - 2
+
+        def fits(text: str) -> bool:
+            return len(Text(text).wrap(self.app.console, width)) <= rows
+
+        whole = f"{head} · {topic}"
+        if width <= 0 or fits(whole):
+            return escape(whole)
+        low, high = 0, len(topic)  # the longest cut of the topic that fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            if fits(f"{head} · {topic[:mid].rstrip()}…"):
+                low = mid
+            else:
+                high = mid - 1
+        return escape(f"{head} · {topic[:low].rstrip()}…")
+
     def action_default_grade(self) -> None:
         if self.session.feedback is not None:
             self._grade(self.session.feedback.default_grade)
@@ -441,7 +471,20 @@ class ReviewScreen(DojoScreen):
             self.app.push_screen(SimScreen(item.question.sim))
 
     def action_finish(self) -> None:
+        self.save_checked()
         self.finish()
+
+    def save_checked(self) -> tuple[str, int, Future[Any]] | None:
+        """Grade an answer checked but not graded yet with Enter's grade, as Enter would, when
+        the learner leaves (Esc, or a quit from any screen): leaving threw it away, a worked
+        case study included, and asked the card afresh next time. Returns the card, the grade
+        and the write; None when no verdict is waiting."""
+        feedback, item = self.session.feedback, self.session.current
+        if feedback is None or item is None:
+            return None
+        write = self.session.grade(feedback.default_grade)
+        write.add_done_callback(self._written)
+        return item.question_id, feedback.default_grade, write
 
     def finish(self) -> None:
         from trainer.screens.summary import SummaryScreen

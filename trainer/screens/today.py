@@ -183,9 +183,9 @@ class TodayScreen(DojoScreen):
         report = plan_report_or_none(services)
         self.app.call_from_thread(self._show_plan_report, report, number)
         if report is not None and report.plan is not None:
-            from trainer.core.views import prepare_next_day_plan
+            from trainer.core.views import prepare_plans_ahead
 
-            prepare_next_day_plan(services)  # tomorrow's first start reads it
+            prepare_plans_ahead(services)  # the next days' first starts read them
 
     def _show_plan_report(self, report: PlanReport | None, number: int) -> None:
         if number != self._fetches or self.view is None:

@@ -30,7 +30,7 @@ if INTERPRETED:  # before the learner's file imports triton
     os.environ["TRITON_INTERPRET"] = "1"
 # named for this process and removed at its exit (the grader imports this module too: each
 # grading left an empty dojo-triton-* folder in /tmp); a killed one's is swept by the next
-os.environ["TRITON_CACHE_DIR"] = scratch.make("dojo-triton-", remove_at_exit=True)
+os.environ["TRITON_CACHE_DIR"] = scratch.make("dojo-triton-")
 
 BF16_REFUSED = ("bfloat16 is not graded under Triton's interpreter: it computes bf16 silently "
                 "wrong there (1 + 1 is stored as 1.7e38, no error); bf16 is graded on CUDA")
