@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +75,14 @@ def default_level_minutes(level: int) -> float:
     return DEFAULT_LEVEL_MINUTES.get(level, DEFAULT_DEEPER_LEVEL_MINUTES)
 
 
+def _median(values: Sequence[float]) -> float:
+    """`statistics.median`'s value (the middle one, or the mean of the middle two), without
+    importing `statistics` (with `decimal` and `fractions`) on the home's start."""
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
 @dataclass(frozen=True)
 class Pace:
     """The learner's own speed: seconds per answer, the share of new cards answered right the
@@ -110,9 +117,9 @@ class Pace:
                   if s is not None and s >= MIN_TIMED_PASS_S]
         low, high = LAB_FACTOR_RANGE
         return cls(
-            answer_s=statistics.median(times) / 1000 if times else DEFAULT_ANSWER_S,
+            answer_s=_median(times) / 1000 if times else DEFAULT_ANSWER_S,
             first_right=sum(first) / len(first) if first else 0.6,
-            lab_factor=min(high, max(low, statistics.median(ratios))) if ratios else 1.0,
+            lab_factor=min(high, max(low, _median(ratios))) if ratios else 1.0,
             lab_timed=len(ratios),
         )
 

@@ -49,13 +49,14 @@ _SOURCES = ("days", "feasibility", "fsrs_arith", "fsrs_memory", "next_states", "
 def code_digest() -> str:
     """A digest of the source that computes the plan: this package's modules above and every
     module of the installed `fsrs` package."""
-    import importlib.util
-
     here = Path(__file__).parent
     files = [here / f"{name}.py" for name in _SOURCES]
-    spec = importlib.util.find_spec("fsrs")
-    if spec is not None and spec.origin is not None:
-        files += sorted(Path(spec.origin).parent.glob("*.py"))
+    try:
+        import fsrs  # imported already: the readiness beside the plan reads it
+    except ImportError:
+        pass
+    else:
+        files += sorted(Path(fsrs.__file__).parent.glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -22,6 +22,7 @@ The figures are means over a few seeded runs, so the same data always gives the 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -105,11 +106,6 @@ class Forecast:
         return topic, share[topic]
 
 
-def _fits(spent: float, per_answer: float, budget: float | None) -> bool:
-    """Whether one more answer fits the day's budget."""
-    return budget is None or spent + per_answer <= budget + 1e-9
-
-
 @dataclass(frozen=True)
 class _Setting:
     """What every simulated day shares: the plan, the rules, the learner and the budget."""
@@ -158,7 +154,7 @@ class _Run:
     simulation queues or reports depends on them."""
 
     def __init__(self, setting: _Setting, rng: random.Random, cards: _Cards) -> None:
-        self.setting, self.rng = setting, rng
+        self.setting, self.fsrs, self.random = setting, setting.fsrs, rng.random
         self.fsrs_due = setting.settings.scheduler == "fsrs"
         self.due, self.sm2 = list(cards.due), list(cards.sm2)
         self.stability, self.difficulty = list(cards.stability), list(cards.difficulty)
@@ -181,21 +177,23 @@ class _Run:
         re-drills, while the budget lasts. Returns (answers given, minutes spent)."""
         setting, settings = self.setting, self.setting.settings
         day = setting.days[i]
-        today = day.toordinal()
+        today, now = day.toordinal(), setting.starts_ms[i]
         if i:
             self.waiting += [(today, n) for n in sorted(self.later.pop(today, ()))]
         due = [n for _, n in self.waiting[:settings.review_limit]]
         paced = paced_new_limit(setting.plan, day, len(self.new))
         cap = settings.new_limit if paced is None else paced
         intro = self.new[:max(0, min(cap, settings.review_limit - len(due)))]
-        per_answer, budget = setting.per_answer, setting.budget
-        first_right = setting.learner.first_right
+        per_answer = setting.per_answer
+        # one more answer fits while spent + per_answer <= budget (+ a float margin)
+        limit = math.inf if setting.budget is None else setting.budget + 1e-9
+        first_right, answer = setting.learner.first_right, self._answer
         spent, given = 0.0, 0
         redrill: list[int] = []
         for n in due + intro:
-            if not _fits(spent, per_answer, budget):
+            if spent + per_answer > limit:
                 break
-            if self._answer(n, True, i, today, first_right) < REDRILL_UNTIL:
+            if answer(n, True, now, today, first_right) < REDRILL_UNTIL:
                 redrill.append(n)
             spent += per_answer
             given += 1
@@ -204,27 +202,26 @@ class _Run:
         if introduced:
             del self.new[:introduced]
             self.intro_days.append(i)
-        while redrill and _fits(spent, per_answer, budget):
+        while redrill and spent + per_answer <= limit:
             n = redrill.pop(0)
-            if self._answer(n, False, i, today, 1.0) < REDRILL_UNTIL:
+            if answer(n, False, now, today, 1.0) < REDRILL_UNTIL:
                 redrill.append(n)
             spent += per_answer
             given += 1
         return given, spent
 
-    def _answer(self, n: int, review: bool, i: int, today: int, unseen: float) -> int:
-        """Answer card `n` on day `i` (`today`: its ordinal), as a scheduled review or a
-        re-drill: right with its recall then (`unseen` for a card with no memory yet); its
-        state moves on. Returns the grade."""
-        now = self.setting.starts_ms[i]
+    def _answer(self, n: int, review: bool, now: int, today: int, unseen: float) -> int:
+        """Answer card `n` at `now` (ms) on the day `today` (its ordinal), as a scheduled
+        review or a re-drill: right with its recall then (`unseen` for a card with no memory
+        yet); its state moves on. Returns the grade."""
         stability = self.stability[n]
         days = (now - self.last_ms[n]) // MS_PER_DAY  # elapsed_days, inline
-        fsrs = self.setting.fsrs
+        fsrs = self.fsrs
         p = unseen if stability is None else fsrs.recall(stability, days)
-        grade = RIGHT_GRADE if self.rng.random() < p else WRONG_GRADE
-        stability, self.difficulty[n], fsrs_days = fsrs.step(stability, self.difficulty[n], days,
-                                                             grade)
-        self.stability[n], self.last_ms[n] = stability, now
+        grade = RIGHT_GRADE if self.random() < p else WRONG_GRADE
+        self.stability[n], self.difficulty[n], fsrs_days = fsrs.step(
+            stability, self.difficulty[n], days, grade)
+        self.last_ms[n] = now
         if review:
             if self.fsrs_due:
                 due = today + fsrs_days

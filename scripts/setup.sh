@@ -18,6 +18,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     # -qq: keep pip's per-index warnings out of the way; errors still print
     .venv/bin/python -m pip install -qq -e '.[dev]'
     echo "$want" > "$stamp"
+    # shown again once the app closes (it draws on the terminal's alternate screen)
+    echo "Installed. The dojo command is .venv/bin/dojo (or run 'source .venv/bin/activate'," \
+         "then dojo); the app's and the CLI's messages call it dojo." >&2
 fi
 # tests/remote grade over a real OpenSSH server on loopback: install it where it is missing and
 # this can (root with apt, as CI runs); elsewhere those tests skip and say why.

@@ -109,7 +109,7 @@ def test_the_lab_host_setting_is_the_default_and_on_local_overrides_it(
     assert grade("--level", "1", "--file", str(path), "--record", "--on", "local").exit_code == 0
     assert [a.metrics.get("host") for a in attempts()] == [on_host, None]
     shown = CliRunner().invoke(main, ["settings", "lab_host=local"]).stdout
-    assert "lab_host       local" in shown
+    assert "lab_host           local" in shown
     bad = CliRunner().invoke(main, ["settings", "lab_host=-oProxyCommand=x"])
     assert bad.exit_code == 2 and "lab_host must be an ssh destination" in bad.output
 

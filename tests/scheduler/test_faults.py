@@ -175,5 +175,5 @@ def test_a_mid_day_timezone_change_is_explained_by_dojo_settings(
     monkeypatch.setenv("DOJO_NOW", "2026-03-01T16:00:00+00:00")
     code, out = run("settings", "timezone=Pacific/Kiritimati")
     assert code == 0, out
-    assert "timezone       Pacific/Kiritimati" in out
+    assert "timezone           Pacific/Kiritimati" in out
     assert "keeps the previous time zone/rollover until 2026-03-02 04:00 UTC" in out

@@ -48,7 +48,7 @@ def test_a_bad_scheduler_is_refused(store: Store) -> None:
     out = CliRunner().invoke(main, ["settings", "scheduler=anki"])
     assert out.exit_code == 2 and "sm2, fsrs" in out.output
     out = CliRunner().invoke(main, ["settings", "scheduler=FSRS"])
-    assert out.exit_code == 0 and "scheduler      fsrs" in out.output
+    assert out.exit_code == 0 and "scheduler          fsrs" in out.output
 
 
 def _import(tmp_path: Path, days: int, topics: dict[str, list[str]] | None = None) -> None:

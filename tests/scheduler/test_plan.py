@@ -200,3 +200,20 @@ def test_lab_levels_spread_over_the_days_that_introduce_cards() -> None:
     lab_days = [i for i, x in enumerate(fit.forecast.lab_minutes) if x]
     assert lab_days == list(range(20))
     assert fit.need_minutes >= 6 + 1  # 120 min / 20 days + at least one answer
+
+
+def test_the_paces_median_is_statistics_median() -> None:
+    """`Pace` takes medians without importing `statistics`: the same values, ints and floats,
+    odd and even counts (a median of the lower middle alone would differ on even counts)."""
+    import random
+    import statistics
+
+    from scheduler.plan import _median
+
+    rng = random.Random(5)
+    for n in range(1, 120):
+        ints = [rng.randrange(0, 60_000) for _ in range(n)]
+        floats = [rng.uniform(0.1, 5.0) for _ in range(n)]
+        assert _median(ints) == statistics.median(ints)
+        assert _median(floats) == statistics.median(floats)
+    assert _median([1, 2]) == 1.5 != sorted([1, 2])[0]

@@ -263,6 +263,9 @@ GRADE_OPTIONS = [
                  help="Grade on this SSH host (set up with `dojo remote setup HOST`; only the "
                  "file is sent, the attempt is recorded here); default: the lab_host setting; "
                  "`--on local` grades here."),
+    click.option("--unconfined", is_flag=True,
+                 help="Run your code without the sandbox (where neither user namespaces nor "
+                 "Landlock can confine it, e.g. macOS); the attempt is recorded as unconfined."),
 ]
 
 
@@ -297,9 +300,6 @@ def _grade_options(fn: Any) -> Any:
 @lab.command("grade")
 @click.argument("exercise_id")
 @_grade_options
-@click.option("--unconfined", is_flag=True,
-              help="Run your code without the sandbox (where neither user namespaces nor "
-              "Landlock can confine it, e.g. macOS); the attempt is recorded as unconfined.")
 def grade_cmd(
     exercise_id: str,
     level: int | None,
@@ -316,18 +316,13 @@ def grade_cmd(
     """Grade your solution: exit 0 if every required case passes, 1 if any fails, 2 on a usage
     error, 3 when the host (--on) could not grade it (nothing is recorded then); 130, 143 or
     129 when stopped by Ctrl-C, SIGTERM or SIGHUP (its sandbox removed either way)."""
-    from lab.grader.plan import NO_CONFINE_VAR
     from lab.grader.runner import UsageError
     from trainer.core.remote import RemoteError
 
-    if unconfined:  # what GradeOptions.confine defaults to (lab.grader.plan)
-        os.environ[NO_CONFINE_VAR] = "1"
     with opened() as lab:
         ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
         host = _host(lab, on, models)
-        if host is not None and unconfined:
-            _usage_error(f"--unconfined switches off this machine's sandbox; {host} grades in "
-                         "its own (use --on local to grade here unconfined)")
+        _unconfine(unconfined, host)
         try:
             passed = _grade_once(lab, ex, path, levels, device, seed, as_json, models,
                                  host=host, record=record)
@@ -353,6 +348,19 @@ def _host(lab: Lab, on: str | None, models: dict[str, str]) -> str | None:
         _usage_error(f"--target/--draft name folders on this machine; they cannot be graded "
                      f"on {host} (use --on local)")
     return host
+
+
+def _unconfine(unconfined: bool, host: str | None) -> None:
+    """--unconfined (grade and watch): what GradeOptions.confine defaults to
+    (lab.grader.plan); exit 2 with a host, which grades in its own sandbox."""
+    from lab.grader.plan import NO_CONFINE_VAR
+
+    if not unconfined:
+        return
+    if host is not None:
+        _usage_error(f"--unconfined switches off this machine's sandbox; {host} grades in "
+                     "its own (use --on local to grade here unconfined)")
+    os.environ[NO_CONFINE_VAR] = "1"
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -384,6 +392,7 @@ def watch(
     target: str | None,
     draft: str | None,
     on: str | None,
+    unconfined: bool,
     interval: float,
 ) -> None:
     """Re-grade every time you save (Ctrl-C to stop); with a host (--on, lab_host) one
@@ -391,6 +400,7 @@ def watch(
     with opened() as lab:
         ex, path, levels, models = _setup(lab, exercise_id, level, file, target, draft)
         host = _host(lab, on, models)
+        _unconfine(unconfined, host)
         try:
             _watch(lab, ex, path, levels, device, seed, as_json, models, interval, host,
                    record)
@@ -686,8 +696,9 @@ def new(exercise_id: str, question: str | None) -> None:
         _usage_error(str(exc))
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"Then: pytest tests/lab/test_catalogue.py tests/lab/test_contracts.py; "
-               f"dojo lab start {exercise_id}; dojo lab grade {exercise_id}")
+    click.echo("Then: python -m pytest tests/lab/test_catalogue.py tests/lab/test_contracts.py "
+               f"tests/lab/test_concepts.py; dojo lab start {exercise_id}; "
+               f"dojo lab grade {exercise_id}")
 
 
 def _add_models_command() -> None:

@@ -367,9 +367,11 @@ def settings(assignments: tuple[str, ...]) -> None:
         raise click.UsageError(str(exc)) from exc
     finally:
         store.close()
-    for key, value in asdict(current).items():
-        shown = "local" if key in ("timezone", "lab_host") and value is None else value
-        click.echo(f"{key:<14} {shown}")
+    shown = asdict(current)
+    width = max(map(len, shown))  # desired_retention (17) stood out of a 14-wide column
+    for key, value in shown.items():
+        value = "local" if key in ("timezone", "lab_host") and value is None else value
+        click.echo(f"{key:<{width}}  {value}")
     held = store.day_rule_held_until()
     if held is not None:
         click.echo(f"note: today's study day keeps the previous time zone/rollover until "
