@@ -66,7 +66,16 @@ def parse_file(path: Path, exercises: Mapping[str, int] | None,
                 "several topic files)")))
             return parsed
         text = content.decode("utf-8-sig")  # a Windows editor may save a BOM
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        parsed = ParsedFile(path, LineIndex(""))
+        utf16 = content.startswith((b"\xff\xfe", b"\xfe\xff"))
+        parsed.problems.append(Problem(
+            path, content.count(b"\n", 0, exc.start) + 1, "file",
+            "not UTF-8: " + ("a UTF-16 file (its byte-order mark); " if utf16 else
+                             f"byte {content[exc.start]:#04x} at offset {exc.start:,}; ")
+            + "save the file as UTF-8"))
+        return parsed
+    except OSError as exc:
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
         return parsed
@@ -77,6 +86,13 @@ def parse_file(path: Path, exercises: Mapping[str, int] | None,
         found = re.search(r"line (\d+)", str(exc))
         line = int(found.group(1)) if found else 1
         parsed.problems.append(Problem(path, line, "toml", f"not valid TOML: {exc}"))
+        return parsed
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        rows = text.splitlines() or [""]
+        deep = 1 + max(range(len(rows)), key=lambda n: rows[n].count("[") + rows[n].count("{"))
+        parsed.problems.append(Problem(path, deep, "toml", (
+            "not valid TOML here: arrays or inline tables nested too deep for the parser "
+            "(a question file needs a few levels)")))
         return parsed
     for key in sorted(set(data) - {"topic", "question"}):
         parsed.problems.append(
