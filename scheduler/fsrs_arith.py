@@ -90,7 +90,8 @@ class FsrsArith:
 
     def recall(self, stability: float, days: int) -> float:
         """Predicted recall `days` whole days after the last review (below 0: as 0)."""
-        value: float = (1 + self._factor * max(0, days) / stability) ** self._decay
+        elapsed = days if days > 0 else 0  # max(0, days): see `step`
+        value: float = (1 + self._factor * elapsed / stability) ** self._decay
         return value
 
     def interval(self, stability: float) -> int:
