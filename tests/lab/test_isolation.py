@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.grader.testing import assert_fails, assert_passes, confined, grade_file
+from lab.grader.testing import assert_fails, assert_passes, confined, grade_file, only_cases
 from tests.lab.conftest import SOLUTIONS
 
 
@@ -275,3 +275,18 @@ def test_a_forked_copy_that_returns_does_not_answer_for_the_learner(tmp_path: Pa
         "    os.fork()  # a worker never ended: both copies return\n"
         "    return _kv_bytes(config, dtype, tensor_parallel)\n"))
     assert_passes("kv-bytes", path, level=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", ["ValueError", "RuntimeError"])
+def test_a_huge_exception_message_is_cut_like_output(tmp_path: Path, error: str) -> None:
+    """An exception's message is the learner's text: 5 MB of it came back whole in the
+    failure's message (a 140 MB one: 280 MB printed on the terminal, 3 minutes of grading)."""
+    path = tmp_path / "kv_bytes.py"
+    path.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                    f"    raise {error}('PASSED ' * 700_000)\n")
+    run = grade_file(only_cases("kv-bytes", "tiny-one-layer"), path, 1)
+    failure = run.failures[0]
+    for text in (failure["message"], failure["traceback"]):
+        assert len(text) < 4200, len(text)
+    assert "characters not shown) …" in failure["message"], failure["message"][-300:]
