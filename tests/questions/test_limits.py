@@ -231,3 +231,25 @@ def test_a_file_not_in_utf8_names_the_line_and_the_encoding(tmp_path: Path) -> N
         f"{latin}:11:file: not UTF-8: byte 0xe9 at offset {text.index('Caf') + 3}; "
         "save the file as UTF-8",
         f"{utf16}:1:file: not UTF-8: a UTF-16 file (its byte-order mark); save the file as UTF-8"]
+
+
+def test_terminal_controls_and_bidi_overrides_are_refused_at_their_field(
+        tmp_path: Path) -> None:
+    """A TOML escape puts any character in a string: ESC reached the learner's terminal as is
+    through `dojo questions show` (colours, clearing the screen), and U+202E made a prompt read
+    backwards; both passed check and import before. Tab and newline stay allowed."""
+    pack = tmp_path / "ctl.toml"
+    pack.write_text(HEAD.format(title="t", note="n") + _mcq("ctl-001", prompt="x\\u001b[2J")
+                    + _mcq("ctl-002", choice0="al\u202epha") + _mcq("ctl-003", prompt="a\\tb\\nc"))
+    note = tmp_path / "note.toml"
+    note.write_text(HEAD.format(title="t", note="a\\u0007b").replace('"lim"', '"lim2"')
+                    + _mcq("note-001"))
+    report = validate_files([pack, note], exercises=EXERCISES)
+    assert [str(p) for p in report.problems] == [
+        f"{pack}:11:ctl-001.prompt: holds U+001B (a control character): a terminal control or "
+        "bidirectional character would reach the learner's terminal as is; remove it",
+        f"{pack}:24:ctl-002.choices[0]: holds U+202E (RIGHT-TO-LEFT OVERRIDE): a terminal "
+        "control or bidirectional character would reach the learner's terminal as is; remove it",
+        f"{note}:4:topic.note: holds U+0007 (a control character): a terminal control or "
+        "bidirectional character would reach the learner's terminal as is; remove it"]
+    assert [q.id for q in report.questions] == ["ctl-003"]
