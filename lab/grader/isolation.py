@@ -195,7 +195,7 @@ def folder_mb(folder: str, limit_entries: int = 10000) -> float:
             total += st.st_blocks * 512
             if entry.is_dir(follow_symlinks=False):
                 todo.append(entry.path)
-    return total / (1 << 20)
+    return -1.0 if todo else total / (1 << 20)
 
 
 # ESC-introduced sequences (CSI "ESC [ ... final", OSC/DCS/APC/PM "... BEL or ESC \\", two-byte
@@ -315,6 +315,16 @@ def process_tree(pid: int) -> list[int]:
         return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
     except psutil.Error:
         return [pid]
+
+
+def _countable(mb: float, where: str, entries: int) -> None:
+    """Raise LimitExceeded when a folder the learner's code writes to could not be counted to
+    its end (`folder_mb` gave -1): 2,500 empty files made beside a subfolder switched the count
+    off, and 512 MiB written into the subfolder were never seen."""
+    if mb < 0:
+        raise LimitExceeded("disk", (
+            f"your code made more than {entries:,} files and folders in {where}, more than "
+            "the sandbox can watch — stopped"))
 
 
 def _process_limit(tree: list[int]) -> None:
@@ -735,15 +745,19 @@ class Sandbox:
                     shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
         held = unlinked_mb(tree, self._disk_devices()) if inner else {}
         if self.workspace_mb >= 0 and inner:
-            grown = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES) \
-                - self.workspace_mb + held.pop(self._device(str(self.solution.parent)), 0.0)
+            now = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES)
+            _countable(now, "your workspace folder", limits.WATCHED_ENTRIES)
+            grown = now - self.workspace_mb + held.pop(self._device(str(self.solution.parent)),
+                                                       0.0)
             if grown > limits.WORKSPACE_LIMIT_MB:
                 raise LimitExceeded("disk", (
                     f"your code wrote {limits.human_bytes(grown * (1 << 20))} to your "
                     f"workspace folder, over the sandbox's limit of "
                     f"{limits.WORKSPACE_LIMIT_MB} MiB — stopped"))
         if self.tmp_dir and not self.mode.startswith("namespaces"):
-            used = folder_mb(self.tmp_dir) + held.get(self._device(self.tmp_dir), 0.0)
+            used = folder_mb(self.tmp_dir, limits.TMP_WATCHED_ENTRIES)
+            _countable(used, "its temporary folder", limits.TMP_WATCHED_ENTRIES)
+            used += held.get(self._device(self.tmp_dir), 0.0)
             if used > self.shm_mb:
                 raise LimitExceeded("memory", (
                     f"your code wrote {limits.human_bytes(used * (1 << 20))} to its temporary "

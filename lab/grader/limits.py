@@ -21,6 +21,7 @@ CPU_SECONDS = 3600  # CPU time of one child process, all requests together
 OUTPUT_LIMIT_BYTES = 4 << 20  # what the learner's code may print during one request
 WORKSPACE_LIMIT_MB = 256  # what the learner's code may add to its workspace folder, all files
 WATCHED_ENTRIES = 2000  # a workspace with more entries than this is not watched (too slow)
+TMP_WATCHED_ENTRIES = 10000  # the same for Landlock's temporary folder (a host folder)
 MAX_PROCESSES = 1024  # processes and threads in the learner's tree (counted by the grader)
 MESSAGE_LIMIT_CHARS = 4000  # what a failure's message or traceback shows of itself
 
