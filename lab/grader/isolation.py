@@ -264,9 +264,15 @@ def cpu_s(pid: int) -> float:
         return 0.0
 
 
+PIPE_MESSAGE = ("your code closed or replaced the sandbox's result pipe (a file descriptor it "
+                "did not open), so no answer could be sent — leave those alone")
+
+
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "the process stopped answering"
+    if returncode == protocol.PIPE_LOST:
+        return PIPE_MESSAGE
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -523,6 +529,7 @@ class Sandbox:
         self.polls = 0
         self.shared_mb = 0.0
         self.workspace_mb = -1.0
+        self.child_wfd = -1
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> ChildReply:
@@ -616,6 +623,7 @@ class Sandbox:
         self.spawned += 1
         self.wfd = to_child_w
         self.reader = protocol.Reader(from_child_r)
+        self.child_wfd = from_child_w  # the number the child writes its answers to
         self.pid = self.proc.pid
         return self.request({"op": "hello"}, self.load_timeout_s, send=False)
 
@@ -818,6 +826,22 @@ class Sandbox:
         root, reaper = self._tree_root()
         return process_tree(root)[1 if reaper else 0:]
 
+    def _holds_result_pipe(self, pid: int) -> bool:
+        """Whether the learner's process still holds the pipe this process reads answers from
+        at the number it was given (True when that cannot be read)."""
+        if self.reader is None or self.child_wfd < 0 or _state(pid) in ("", "Z", "X"):
+            return True
+        try:
+            ours = f"pipe:[{os.fstat(self.reader.fd).st_ino}]"
+            return os.readlink(f"/proc/{pid}/fd/{self.child_wfd}") == ours
+        except FileNotFoundError:  # that number closed: by the learner's code, or every file
+            try:  # of a process on its way out (a crash: said as one)
+                return not os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                return True
+        except OSError:
+            return True
+
     def _timed_out(self, timeout_s: float) -> ChildReply:
         """What a request with no answer says: a limit the tree passed since its last count
         first (processes, disk and shared memory are counted every 0.5 s: a fork bomb on a
@@ -830,7 +854,10 @@ class Sandbox:
             self.kill()
             return ChildReply(False, kind=exc.kind, message=exc.message)
         stopped = _state(pid) == "T"
+        pipe_lost = not self._holds_result_pipe(pid)
         self.kill()
+        if pipe_lost:
+            return ChildReply(False, kind="crash", message=PIPE_MESSAGE)
         if stopped:
             return ChildReply(False, kind="timeout", message=(
                 f"no answer within {timeout_s:g} s: your code stopped its own process (a "
@@ -901,11 +928,16 @@ class Sandbox:
             self.kill()
             outcome = ChildReply(False, kind=exc.kind, message=exc.message)
         except (protocol.ChannelClosed, BrokenPipeError):
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.kill()
-            outcome = ChildReply(False, kind="crash", message=describe_exit(self.proc.returncode))
+            if self.alive and self.pid and not self._holds_result_pipe(self.pid):
+                self.kill()  # alive, but its answers now go elsewhere (dup2 over the pipe)
+                outcome = ChildReply(False, kind="crash", message=PIPE_MESSAGE)
+            else:
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.kill()
+                outcome = ChildReply(False, kind="crash",
+                                     message=describe_exit(self.proc.returncode))
         except protocol.FrameError as exc:
             self.kill()
             outcome = ChildReply(
