@@ -7,13 +7,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainer.core.stats import RecurringMistake, collect, rehearsal_line
-
 if TYPE_CHECKING:
     from lab.rebuild import DueRebuild
     from scheduler.records import Card, LabAttempt, QueueItem
     from trainer.core.plan import PlanReport
     from trainer.core.services import Services
+    from trainer.core.stats import RecurringMistake
 
 
 @dataclass(frozen=True)
@@ -286,6 +285,8 @@ class StatsView:
 
 
 def stats_view(services: Services) -> StatsView:
+    from trainer.core.stats import collect, rehearsal_line  # not on the home's start
+
     store, now = services.store, services.now
     report = collect(store, 365, now, services.bank)
     retention = []
