@@ -43,7 +43,8 @@ class ChildReply:
     """What one request produced: a value, or a failure `kind` with a message for the learner.
 
     kinds: exception, not_implemented, exit, memory, timeout, crash, forbidden_import, protocol,
-    unsendable (the result is not plain data).
+    unsendable (the result is not plain data), checkpoint (a learner's --target/--draft folder
+    whose weights loaded with tensors missing or unused: the grading stops, exit 2).
     """
 
     ok: bool

@@ -152,6 +152,8 @@ class _Run:
                                          self.case_ctx(case))
             if out.ok:
                 return True, out.value
+            if out.kind == "checkpoint":
+                raise UsageError(out.message)
             return False, OwnModelFault(self.own_models, out, self.memory_mb)
         kept = self.cache is not None and case_key(case) in self.fixed
         if kept:
@@ -236,6 +238,8 @@ class _Run:
         if refused is not None:
             return refused
         call = self._learners_call(case, gate)
+        if call.out.kind == "checkpoint":  # the learner's own folder loads broken: exit 2
+            raise UsageError(call.out.message)
         failed = self._failed_call(case, call)
         if failed is not None:
             return failed

@@ -207,6 +207,10 @@ class Child:
             return {"ok": False, "kind": "exit", "traceback": tb,
                     "message": f"your code called sys.exit({exc.code!r}){where} — "
                                "return a value instead of exiting"}
+        loading = sys.modules.get("lab.models.loading")  # loaded if it can have raised
+        if loading is not None and isinstance(exc, loading.WeightsError):
+            # a --target/--draft folder that loads broken: the grading stops with exit 2
+            return {"ok": False, "kind": "checkpoint", "traceback": "", "message": str(exc)}
         limit = limits.explain(exc)
         if limit is not None:
             return {"ok": False, "kind": "limit", "traceback": tb, "message": limit + where}

@@ -32,6 +32,11 @@ class ModelLoadError(FileNotFoundError):
     """A model folder is missing or is not a Hugging Face checkpoint."""
 
 
+class WeightsError(ModelLoadError):
+    """A folder whose weights load with tensors missing or left over: the grading stops on it
+    (exit 2) rather than run on a model with random weights."""
+
+
 class IncompatiblePairError(ValueError):
     """Draft and target cannot be paired: their tokenizers or vocabularies disagree."""
 
@@ -165,12 +170,45 @@ def _load(path: Path, dev: str, torch_dtype: Any) -> Any:
     from transformers import AutoModelForCausalLM
 
     try:
-        model: Any = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype, local_files_only=True
+        loaded: Any = AutoModelForCausalLM.from_pretrained(
+            path, dtype=torch_dtype, local_files_only=True, output_loading_info=True
         )
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load a causal LM from {path}: {exc}") from exc
+    except RuntimeError as exc:  # e.g. a converted family (MoE experts) missing one tensor
+        raise _weights_refused(path, [], [], f"transformers could not convert them "
+                                            f"({' '.join(str(exc).split())[:300]})") from exc
+    model, info = loaded
+    if info["missing_keys"] or info["unexpected_keys"]:
+        raise _weights_refused(path, info["missing_keys"], info["unexpected_keys"])
     return model.to(dev).eval()
+
+
+def _weights_refused(folder: Path, missing: list[str], unexpected: list[str],
+                     cause: str = "") -> WeightsError:
+    """The refusal of a folder whose weights transformers loaded with tensors missing or left
+    over (`output_loading_info`: names after its own renaming, e.g. GPT-NeoX's embed_out or
+    MoE experts; tied weights are not missing): loading would go on with the missing ones at
+    random, silently. Names the weight files and the first few tensors."""
+    files = sorted(p.name for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
+    missing, unexpected = sorted(missing), sorted(unexpected)
+    parts = []
+    if missing:
+        one = len(missing) == 1
+        parts.append(f"tensor{'' if one else 's'} {_few(missing)} that config.json's model "
+                     f"needs {'is' if one else 'are'} not in the weights")
+    if unexpected:
+        parts.append(f"found {_few(unexpected)} that it does not use")
+    if cause:
+        parts.append(cause)
+    return WeightsError(f"{folder}: {', '.join(files) or 'its weights'}: {'; '.join(parts)}. "
+                        "The weights were saved from another model or edited: save the model "
+                        "again (save_pretrained) with this config.json")
+
+
+def _few(names: list[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(repr(n) for n in names[:shown]) + more
 
 
 def load_tokenizer(path_or_name: str | Path) -> Any:

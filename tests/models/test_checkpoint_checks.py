@@ -418,3 +418,75 @@ def test_symlink_loops_and_unreadable_folders_name_the_path(tmp_path: Path,
     with pytest.raises(CheckpointError, match=r"config\.json: cannot be read \(Permission "
                                               r"denied\)"):
         check(folder)
+
+
+def _renamed(folder: Path, old: str, new: str) -> Path:
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    tensors = load_file(weights)
+    tensors[new] = tensors.pop(old)
+    save_file(tensors, weights, metadata={"format": "pt"})
+    return folder
+
+
+def _neox(folder: Path) -> Path:
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(0)
+    GPTNeoXForCausalLM(GPTNeoXConfig(vocab_size=256, hidden_size=32, intermediate_size=64,
+                                     num_hidden_layers=1, num_attention_heads=4)
+                       ).save_pretrained(folder)
+    return folder
+
+
+UP = "model.layers.0.mlp.up_proj.weight"
+
+
+@pytest.mark.slow
+def test_loading_refuses_a_renamed_tensor_and_takes_intact_families(good: Path,
+                                                                      tmp_path: Path) -> None:
+    """transformers' own loading info, after its renaming: a tied head and GPT-NeoX's
+    embed_out (loaded as lm_head) load; one renamed tensor is refused naming both names."""
+    from lab.models.loading import WeightsError, load_model
+
+    assert load_model(good, device="cpu") is not None
+    assert load_model(_tiny(tmp_path / "tied", tie_word_embeddings=True), device="cpu")
+    assert load_model(_neox(tmp_path / "neox"), device="cpu") is not None
+    folder = _renamed(_copy(good, tmp_path), UP, UP.replace("up_proj", "up_projX"))
+    with pytest.raises(WeightsError) as info:
+        load_model(folder, device="cpu")
+    assert str(info.value).startswith(
+        f"{folder}: model.safetensors: tensor {UP!r} that config.json's model needs is not in "
+        f"the weights; found {UP.replace('up_proj', 'up_projX')!r} that it does not use")
+    neox = _renamed(_neox(tmp_path / "neox-renamed"), "embed_out.weight", "embed_outX.weight")
+    with pytest.raises(WeightsError, match=r"tensor 'lm_head.weight' .* found 'embed_outX"):
+        load_model(neox, device="cpu")
+
+
+def test_the_sandbox_reports_a_refused_load_as_a_checkpoint_fault() -> None:
+    """Raised inside a sandboxed child, the refusal comes back as kind `checkpoint` with its
+    own words (the runner stops the grading on it with exit 2), not as the learner's
+    exception."""
+    from lab.grader.sandbox import Child
+    from lab.models.loading import WeightsError
+
+    reply = Child().error(WeightsError("/m: model.safetensors: tensor 'x' ..."))
+    assert reply == {"ok": False, "kind": "checkpoint", "traceback": "",
+                     "message": "/m: model.safetensors: tensor 'x' ..."}
+    assert Child().error(ValueError("x"))["kind"] == "exception"
+
+
+@pytest.mark.slow
+def test_grading_on_a_target_with_a_renamed_tensor_exits_2_naming_it(good: Path,
+                                                                      tmp_path: Path) -> None:
+    solution = tmp_path / "sv.py"
+    shutil.copy(ROOT / "lab" / "reference" / "spec_verify.py", solution)
+    target = _renamed(_copy(good, tmp_path, "target"), UP, UP + "X")
+    result = CliRunner().invoke(main, ["lab", "grade", "spec-verify", "--level", "4", "--file",
+                                       str(solution), "--target", str(target),
+                                       "--draft", str(good)])
+    assert result.exit_code == 2, result.output
+    assert (f"Error: {target}: model.safetensors: tensor {UP!r} that config.json's model needs "
+            f"is not in the weights; found {UP + 'X'!r}") in result.output
