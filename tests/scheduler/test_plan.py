@@ -222,3 +222,21 @@ def test_the_paces_median_is_statistics_median() -> None:
         assert _median(ints) == statistics.median(ints)
         assert _median(floats) == statistics.median(floats)
     assert _median([1, 2]) == 1.5 != sorted([1, 2])[0]
+
+
+@pytest.mark.parametrize(("typed", "says"), [
+    ("2026-13-01", "'2026-13-01': month must be 1-12, not 13"),
+    ("2026-00-10", "'2026-00-10': month must be 1-12, not 0"),
+    ("2027-02-29", "'2027-02-29': day must be 1-28 in February 2027, not 29"),
+    ("2026-04-31", "'2026-04-31': day must be 1-30 in April 2026, not 31"),
+    ("0000-05-01", "'0000-05-01': year must be 0001-9999, not 0000"),
+    ("21/12/2026", "'21/12/2026' is not a date YYYY-MM-DD"),
+])
+def test_dojo_plan_names_the_bad_part_of_a_date(dojo_home: Path, typed: str, says: str) -> None:
+    """`dojo plan --interview` says which part of a date is wrong (month 13, 31 April), not
+    only that the text is not a date; nothing is stored."""
+    out = CliRunner().invoke(main, ["plan", "--interview", typed])
+    assert out.exit_code == 2, out.output
+    assert f"Invalid value for --interview: {says}" in " ".join(out.output.split())
+    with Store.open(dojo_home / "dojo.sqlite3") as store:
+        assert store.plan() is None

@@ -13,10 +13,12 @@ DEFAULT_MINUTES = 30
 
 
 def _date(value: str) -> dt.date:
+    from scheduler.plan import parse_day
+
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"expected a date YYYY-MM-DD, got {value!r}") from None
+        return parse_day(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--interview") from None
 
 
 @click.command()
