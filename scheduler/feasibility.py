@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scheduler.plan import INTRO_LEAD_DAYS, Pace, Plan, intro_days
+from scheduler.plan import INTRO_LEAD_DAYS, Pace, Plan, intro_days, paced_new_limit
 from scheduler.simulate import Forecast, Learner, SimCard, simulate
 
 if TYPE_CHECKING:
@@ -51,23 +51,25 @@ def feasibility(
     plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
     day_start: Callable[[dt.date], dt.datetime], settings: Settings,
     parameters: Sequence[float] | None = None, lab_levels: Sequence[int] = (),
-    budgets: Sequence[int] = (), runs: int = 3,
+    budgets: Sequence[int] = (), runs: int = 3, introduced_today: int = 0,
 ) -> Feasibility:
     """Whether the plan fits: the busiest day of the simulated plan (`scheduler.simulate`)
     within the budget, the lab levels still to pass (`lab_levels`: the level number of each)
-    included; why, and, with `budgets`, the workload-vs-recall table."""
+    included; why, and, with `budgets`, the workload-vs-recall table. `introduced_today`: new
+    cards introduced earlier today; the pace shown is today's limit, as the queue counts it
+    (the cards new at the day's start over the days left to introduce them)."""
     days_left = (plan.interview - today).days
     if days_left < 0:
         return Feasibility(False, f"the interview day ({plan.interview}) has passed", 0, 0)
     remaining = sum(1 for c in cards if c.scheduled.due is None)
     days = intro_days(plan, today)
-    new_per_day = math.ceil(remaining / days) if days else 0
+    new_per_day = paced_new_limit(plan, today, remaining + introduced_today) or 0
     lab_total = sum(pace.lab_level_minutes(level) for level in lab_levels)
     learner = Learner(pace.answer_s, pace.first_right)
 
     def run(budget: float | None) -> Forecast:
         return simulate(cards, plan, today, day_start, settings, parameters, learner,
-                        lab_total, budget, runs=runs)
+                        lab_total, budget, runs=runs, introduced_today=introduced_today)
 
     forecast = run(None)
     peak = math.ceil(max(forecast.minutes, default=0.0) - 1e-9)

@@ -118,6 +118,7 @@ class _Setting(NamedTuple):
     budget: float | None  # minutes a day at most; None: as long as the queue takes
     days: list[dt.date]  # from today to the day before the interview
     starts_ms: list[int]  # per day: when its answers are given (ms since the epoch)
+    introduced_today: int  # new cards already introduced on the first day (today)
 
     @property
     def per_answer(self) -> float:
@@ -181,8 +182,10 @@ class _Run:
         if i:
             self.waiting += [(today, n) for n in sorted(self.later.pop(today, ()))]
         due = [n for _, n in self.waiting[:settings.review_limit]]
-        paced = paced_new_limit(setting.plan, day, len(self.new))
-        cap = settings.new_limit if paced is None else paced
+        # today's cards introduced before now count against today's limit, as in the queue
+        before = setting.introduced_today if i == 0 else 0
+        paced = paced_new_limit(setting.plan, day, len(self.new) + before)
+        cap = max(0, (settings.new_limit if paced is None else paced) - before)
         intro = self.new[:max(0, min(cap, settings.review_limit - len(due)))]
         per_answer = setting.per_answer
         # one more answer fits while spent + per_answer <= budget (+ a float margin)
@@ -262,19 +265,21 @@ def simulate(
     day_start: Callable[[dt.date], dt.datetime], settings: Settings,
     parameters: Sequence[float] | None,
     learner: Learner, lab_minutes_total: float = 0.0, budget: float | None = None,
-    runs: int = 3, seed: int = 0,
+    runs: int = 3, seed: int = 0, introduced_today: int = 0,
 ) -> Forecast:
     """Follow the plan from `today` to the interview, `runs` times; `cards` in study order (the
     never-answered ones are introduced in that order); `day_start(day)`: when a study day
     begins (UTC). `budget`: minutes a day the learner studies at most (None: as long as the
-    queue takes)."""
+    queue takes). `introduced_today`: new cards already introduced today, which today's paced
+    limit counts as the queue does (`scheduler.queue`)."""
     days = max(0, (plan.interview - today).days)
     interview_start = day_start(plan.interview)
     setting = _Setting(
         plan, settings,
         FsrsArith(fsrs_memory.make_scheduler(parameters, settings.desired_retention)),
         learner, budget, [today + dt.timedelta(days=i) for i in range(days)],
-        [ms_of(t) for t in _answer_times(plan, today, day_start, settings)])
+        [ms_of(t) for t in _answer_times(plan, today, day_start, settings)],
+        introduced_today)
     answers = [0.0] * days
     card_minutes = [0.0] * days
     lab = [0.0] * days

@@ -142,17 +142,22 @@ def test_a_simulated_learner_meets_the_plan(
     left = sum(t["cards"] - t["introduced"] for t in topics)
     assert report["new_per_day"] == -(-left // 15)  # today to the 14th day, 15 days
     with Store.open(dojo_home / "dojo.sqlite3") as store:
-        introduced = 0
+        introduced = last = 0
         for i in range(15):
             on(D0 + dt.timedelta(days=i))
-            introduced += _study_day(store, rng, (12, 28))
+            last = _study_day(store, rng, (12, 28))
+            introduced += last
         assert introduced == left
         on(D0 + dt.timedelta(days=15))
         assert not store.today_queue().new  # the last week is for review
     on(D0 + dt.timedelta(days=14))
     day14 = plan_json()
     assert all(t["introduced"] == t["cards"] > 0 for t in day14["topics"]), day14["topics"]
-    assert day14["new_per_day"] == 0  # no card left to introduce
+    # the day's pace, as Today counts it: the cards new at its start (all introduced since)
+    assert day14["new_per_day"] == last > 0
+    on(D0 + dt.timedelta(days=15))
+    assert plan_json()["new_per_day"] == 0  # no card left to introduce
+    on(D0 + dt.timedelta(days=14))
     assert f"{levels} lab levels" in str(day14["reason"])  # none passed yet
     assert all(0 < t["recall_on_day"] <= 1 for t in day14["topics"])
     with Store.open(dojo_home / "dojo.sqlite3") as store:  # one level passed in 12 min

@@ -113,7 +113,7 @@ def quick_today_view() -> TodayView | None:
         try:
             plan = planned_report(home.settings, queue.day, home.plan, home.cards,
                                   home.fsrs_parameters, home.labs_passed, outline, home.pace,
-                                  folder)
+                                  folder, introduced_today=queue.introduced)
         except Exception:  # e.g. fsrs missing from a broken install: the full path warns
             return None
     view = TodayView(
