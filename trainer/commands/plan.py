@@ -13,7 +13,7 @@ DEFAULT_MINUTES = 30
 
 
 def _date(value: str) -> dt.date:
-    from scheduler.plan import parse_day
+    from trainer.core.plan import parse_day
 
     try:
         return parse_day(value)

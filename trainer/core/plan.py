@@ -111,6 +111,14 @@ def new_plan(interview: dt.date, minutes: int) -> Plan:
     return Plan(interview, minutes)
 
 
+def parse_day(text: str) -> dt.date:
+    """A plan's date typed as YYYY-MM-DD; ValueError names the bad part
+    (`scheduler.plan.parse_day`)."""
+    from scheduler.plan import parse_day as parse
+
+    return parse(text)
+
+
 def _budgets(minutes: int, need: int) -> list[int]:
     """A few daily budgets around the plan's: half, the plan's, 1.5x, 2x, and what fits."""
     out = {minutes, need}

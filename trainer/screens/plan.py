@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from scheduler.plan import parse_day
+from trainer.core.plan import parse_day
 
 DEFAULT_MINUTES = 30
 
