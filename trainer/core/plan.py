@@ -70,7 +70,8 @@ class PlanReport:
             "table": [{"minutes_per_day": r.minutes, "mean_recall": round(r.mean_recall, 4),
                        "weakest_topic": None if r.weakest is None else r.weakest[0],
                        "weakest_recall": None if r.weakest is None else round(r.weakest[1], 4),
-                       "answers": round(r.answers)}
+                       "answers": round(r.answers),
+                       "lab_minutes_per_day": round(r.lab_minutes, 1)}
                       for r in self.table],
         }
 
@@ -312,11 +313,17 @@ def table_lines(report: PlanReport) -> list[str]:
     weakest topic) for no further study and for a few daily budgets followed exactly."""
     if not report.table:
         return []
-    out = ["If followed (lab levels take their share of each budget first; a card not yet",
-           "introduced counts as forgotten): min/day, answers, recall on the day (mean ·",
+    labs = max(r.lab_minutes for r in report.table)
+    share = f"about {labs:.0f} min" if labs else "their share"
+    out = [f"If followed (lab levels take {share} of each budget first; a card not yet "
+           "introduced counts as forgotten): min/day, answers, recall on the day (mean · "
            "weakest topic)"]
     for r in report.table:
         label = "no more study" if r.minutes is None else f"{r.minutes:>4} min/day"
+        if r.labs_take_all:  # not "0 answers, 0%": the budget never reaches the cards
+            out.append(f"  {label:<14} labs alone take {r.lab_minutes:.0f} min/day: "
+                       "no time left for cards")
+            continue
         weakest = "" if r.weakest is None else f" · {r.weakest[1]:.0%} {r.weakest[0]}"
         out.append(f"  {label:<14} {r.answers:>7.0f}   {r.mean_recall:>4.0%}{weakest}")
     return out
