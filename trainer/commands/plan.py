@@ -36,9 +36,10 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
     seconds per answer, re-drills, the reviews already scheduled, the lab levels still to
     pass); if the busiest day does not fit your budget the plan says what would. A table
     shows the recall on the day (mean and weakest topic) for a few daily budgets beside no
-    further study; a budget the lab levels alone fill says so. Each topic's readiness is its cards' predicted recall (FSRS) at the start
-    of the interview day, weakest first, beside the lab levels passed (docs/readiness.md
-    shows how to recompute it from `dojo export`).
+    further study; a budget the lab levels alone fill says so. Each topic's readiness is its
+    cards' predicted recall (FSRS) at the start of the interview day, weakest first, beside
+    the cards begun and the lab levels passed (docs/readiness.md shows how to recompute it
+    from `dojo export`).
 
     Example: dojo plan --interview 2026-12-21 --minutes 45
     """
