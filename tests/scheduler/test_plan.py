@@ -272,3 +272,21 @@ def test_the_table_says_when_labs_take_the_whole_budget(
     for r in left:
         row = [x for x in lines if x.strip().startswith(f"{r['minutes_per_day']} min/day")]
         assert len(row) == 1 and f"{r['answers']:>7}   {r['mean_recall']:>4.0%}" in row[0], row
+
+
+@pytest.mark.slow
+def test_dojo_plan_says_cards_begun_in_words(dojo_home: Path) -> None:
+    """Each topic line says "N/M cards begun" (answered at least once), not a bare "N/M in",
+    with the same counts as --json, under a heading that says what "labs" counts."""
+    import re
+
+    runner = CliRunner()
+    out = runner.invoke(main, ["plan"])
+    assert out.exit_code == 0, out.output
+    topics = json.loads(runner.invoke(main, ["plan", "--json"]).output)["topics"]
+    assert "weakest first (labs = levels passed):" in " ".join(out.output.split())
+    shown = [m.groups() for m in re.finditer(
+        r" (\d+)/(\d+) cards begun · labs (\d+)/(\d+)$", out.output, re.MULTILINE)]
+    assert shown == [(str(t["introduced"]), str(t["cards"]), str(t["labs_passed"]),
+                      str(t["labs_total"])) for t in topics]
+    assert len(shown) > 10 and " in · labs " not in out.output

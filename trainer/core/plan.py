@@ -331,13 +331,14 @@ def table_lines(report: PlanReport) -> list[str]:
 
 def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) -> list[str]:
     """Plain-text lines: the plan headline, then one line a topic (weakest first): a recall
-    bar, the share, the title, cards introduced and labs passed, fitted to `width`."""
+    bar, the share, the title, the cards begun (answered at least once) of the topic's and the
+    lab levels passed, fitted to `width`."""
     from questions.wording import plural
 
     lines = []
     if report.plan is None:
         lines.append("No interview date set (p on Today, or dojo plan --interview DATE).")
-        lines.append(f"Recall {report.horizon}, weakest first (labs passed):")
+        lines.append(f"Recall {report.horizon}, weakest first (labs = levels passed):")
     else:
         left = report.days_left or 0
         when = (f"{plural(left, 'day')} left" if left > 0 else "today" if left == 0
@@ -348,15 +349,16 @@ def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) ->
             f"{report.plan.minutes} min/day · {report.new_per_day} new/day · {verdict}")
         lines.append(report.reason)
         lines += table_lines(report)
-        lines.append("Recall on the day, weakest first (labs passed):")
+        lines.append("Recall on the day, weakest first (labs = levels passed):")
     import textwrap
 
     lines = [part for line in lines for part in textwrap.wrap(line, width) or [""]]
     shown = report.topics if limit is None else report.topics[:limit]
     bar = 10 if width >= 70 else 6
+    begun = {t.topic: f"{t.introduced}/{t.cards}" for t in shown}  # answered at least once
+    wide = max((len(b) for b in begun.values()), default=0)
     for t in shown:
-        tail = (f" {t.introduced:>3}/{t.cards:<3} in · labs "
-                f"{t.labs_passed}/{t.labs_total}")
+        tail = f" {begun[t.topic]:>{wide}} cards begun · labs {t.labs_passed}/{t.labs_total}"
         room = max(8, width - bar - 6 - len(tail))
         title = t.title if len(t.title) <= room else t.title[:room - 1] + "…"
         lines.append(f"{recall_bar(t.recall_on_day, bar)} {t.recall_on_day:>4.0%} "
