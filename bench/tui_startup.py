@@ -11,7 +11,7 @@ shared: wall time is printed beside it but load inflates it):
   so both see the same machine; and whether torch, transformers or sqlalchemy were imported
   before the first paint and before the whole home. Four cases: no interview date; a date
   set, the day's first start with nothing kept (the plan's simulation runs); the same after
-  the app was used the day before (the home computed the next day's plan ahead); a later
+  the app was used the day before (the home computed the next days' plans ahead); a later
   start (the plan cache in the data folder, `scheduler.plan_cache`, left by a start before);
 * answer → next card: p95 ≤ 30 ms of CPU in the app, over `--answers` answers on a history of
   `--history` answers, under SM-2 and under FSRS;
@@ -239,10 +239,10 @@ def startup(runs: int, history: Path, cache: Path, now: dt.datetime,
             ) -> tuple[dict[str, object], dict[str, Runs], Runs]:
     """(the cold first run, the warm runs of each case, a bare Textual app's first paints),
     interleaved in an order that turns each round, each app run on a fresh copy of its
-    history. The cases (CASES): no interview
-    date; a date set, the day's first start with nothing kept (the first start after setting
-    it, or after a day away: the plan's simulation runs); the same after the app was used the
-    day before (its next-day plan computed ahead); a later start (the copy taken after one
+    history. The cases (CASES): no interview date; a date set, the day's first start with
+    nothing kept (after three or more days away, an upgrade, or a change the cache was not
+    told of: the plan's simulation runs); the same after the app was used the day before (its
+    next days' plans computed ahead); a later start (the copy taken after one
     start on it: what that start left in the data folder)."""
     warm: dict[str, Runs] = {case: [] for case in CASES}
     bare: Runs = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Collection, Mapping
+import unicodedata
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,16 @@ def parse_file(path: Path, exercises: Mapping[str, int] | None,
                 "several topic files)")))
             return parsed
         text = content.decode("utf-8-sig")  # a Windows editor may save a BOM
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        parsed = ParsedFile(path, LineIndex(""))
+        utf16 = content.startswith((b"\xff\xfe", b"\xfe\xff"))
+        parsed.problems.append(Problem(
+            path, content.count(b"\n", 0, exc.start) + 1, "file",
+            "not UTF-8: " + ("a UTF-16 file (its byte-order mark); " if utf16 else
+                             f"byte {content[exc.start]:#04x} at offset {exc.start:,}; ")
+            + "save the file as UTF-8"))
+        return parsed
+    except OSError as exc:
         parsed = ParsedFile(path, LineIndex(""))
         parsed.problems.append(Problem(path, 1, "file", f"cannot read: {exc}"))
         return parsed
@@ -78,11 +88,19 @@ def parse_file(path: Path, exercises: Mapping[str, int] | None,
         line = int(found.group(1)) if found else 1
         parsed.problems.append(Problem(path, line, "toml", f"not valid TOML: {exc}"))
         return parsed
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        rows = text.splitlines() or [""]
+        deep = 1 + max(range(len(rows)), key=lambda n: rows[n].count("[") + rows[n].count("{"))
+        parsed.problems.append(Problem(path, deep, "toml", (
+            "not valid TOML here: arrays or inline tables nested too deep for the parser "
+            "(a question file needs a few levels)")))
+        return parsed
     for key in sorted(set(data) - {"topic", "question"}):
         parsed.problems.append(
             Problem(path, 1, key, "unknown top-level key (expected [topic] and [[question]])")
         )
-    parsed.topic = _topic(parsed, data.get("topic"))
+    parsed.topic = (_topic(parsed, data.get("topic"))
+                    if _printable(parsed, data.get("topic"), parsed.index.topic, "topic") else None)
     raw_questions = data.get("question")
     if not isinstance(raw_questions, list) or not raw_questions:
         parsed.problems.append(
@@ -98,10 +116,47 @@ def parse_file(path: Path, exercises: Mapping[str, int] | None,
     topic_id = parsed.topic.id if parsed.topic else ""
     for i, raw in enumerate(raw_questions):
         block = parsed.index.questions[i] if i < len(parsed.index.questions) else None
+        label = raw.get("id") if isinstance(raw, dict) else None
+        if not _printable(parsed, raw, block, label if isinstance(label, str) else
+                          f"question[{i + 1}]"):
+            continue
         question = _QuestionReader(parsed, block, raw, i, topic_id, exercises, sims).read()
         if question is not None:
             parsed.questions.append(question)
     return parsed
+
+
+# Characters a pack's text may not hold: C0/C1 controls (ESC starts the terminal's escape
+# sequences: colours, clearing the screen, setting the clipboard) but newline and tab, and the
+# bidirectional overrides and isolates, which make text read other than it is stored.
+_BIDI = frozenset(map(chr, [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]))
+
+
+def _printable(parsed: ParsedFile, raw: object, block: Block | None, label: str) -> bool:
+    """No string in `raw` (a question's table, or the [topic]) holds a terminal control or
+    bidirectional character; each one that does is a problem at its field."""
+    found = list(_unprintable(raw, ""))
+    for field_path, char in found:
+        name = unicodedata.name(char, "a control character")
+        parsed.problem(block, field_path, label, (
+            f"holds U+{ord(char):04X} ({name}): a terminal control or bidirectional "
+            "character would reach the learner's terminal as is; remove it"))
+    return not found
+
+
+def _unprintable(value: object, path: str) -> Iterator[tuple[str, str]]:
+    """(field path, first bad character) for each string under `value` that holds one."""
+    if isinstance(value, str):
+        bad = next((c for c in value if c in _BIDI
+                    or (unicodedata.category(c) == "Cc" and c not in "\n\t")), None)
+        if bad is not None:
+            yield path, bad
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _unprintable(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _unprintable(item, f"{path}[{i}]")
 
 
 def _topic(parsed: ParsedFile, raw: object) -> Topic | None:

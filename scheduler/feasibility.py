@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from scheduler.plan import INTRO_LEAD_DAYS, Pace, Plan, intro_days
+from scheduler.plan import INTRO_LEAD_DAYS, Pace, Plan, intro_days, paced_new_limit
 from scheduler.simulate import Forecast, Learner, SimCard, simulate
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ class BudgetRow:
     mean_recall: float  # mean over topics of the share of cards recalled on the day (new: 0)
     weakest: tuple[str, float] | None  # the weakest topic and its share
     answers: float  # answers until the interview
+    lab_minutes: float = 0.0  # the labs' share of each budgeted day, taken before any card
+
+    @property
+    def labs_take_all(self) -> bool:
+        """The labs' share fills the budget: no card is answered, so its recall is the
+        no-study one whatever the budget (a row the table says in words, not as 0 answers)."""
+        return self.minutes is not None and self.lab_minutes >= self.minutes
 
 
 @dataclass(frozen=True)
@@ -51,23 +58,25 @@ def feasibility(
     plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
     day_start: Callable[[dt.date], dt.datetime], settings: Settings,
     parameters: Sequence[float] | None = None, lab_levels: Sequence[int] = (),
-    budgets: Sequence[int] = (), runs: int = 3,
+    budgets: Sequence[int] = (), runs: int = 3, introduced_today: int = 0,
 ) -> Feasibility:
     """Whether the plan fits: the busiest day of the simulated plan (`scheduler.simulate`)
     within the budget, the lab levels still to pass (`lab_levels`: the level number of each)
-    included; why, and, with `budgets`, the workload-vs-recall table."""
+    included; why, and, with `budgets`, the workload-vs-recall table. `introduced_today`: new
+    cards introduced earlier today; the pace shown is today's limit, as the queue counts it
+    (the cards new at the day's start over the days left to introduce them)."""
     days_left = (plan.interview - today).days
     if days_left < 0:
         return Feasibility(False, f"the interview day ({plan.interview}) has passed", 0, 0)
     remaining = sum(1 for c in cards if c.scheduled.due is None)
     days = intro_days(plan, today)
-    new_per_day = math.ceil(remaining / days) if days else 0
+    new_per_day = paced_new_limit(plan, today, remaining + introduced_today) or 0
     lab_total = sum(pace.lab_level_minutes(level) for level in lab_levels)
     learner = Learner(pace.answer_s, pace.first_right)
 
     def run(budget: float | None) -> Forecast:
         return simulate(cards, plan, today, day_start, settings, parameters, learner,
-                        lab_total, budget, runs=runs)
+                        lab_total, budget, runs=runs, introduced_today=introduced_today)
 
     forecast = run(None)
     peak = math.ceil(max(forecast.minutes, default=0.0) - 1e-9)
@@ -84,8 +93,8 @@ def feasibility(
     # "in all": the whole plan's, not the busiest day's (a reader took 1850 answers for a day's)
     cost = (f"about {total:.0f} answers in all at {pace.answer_s:.0f} s each (re-drills included)"
             f"{lab_note}")
-    table = tuple(_row(b, run(max(0.0, b - lab_total / max(forecast.intro_days, 1))))
-                  for b in budgets)
+    lab_day = lab_total / max(forecast.intro_days, 1)  # each budgeted day's lab share
+    table = tuple(_row(b, run(max(0.0, b - lab_day)), lab_day) for b in budgets)
     if remaining and not days:
         return Feasibility(
             False,
@@ -108,6 +117,6 @@ def feasibility(
         peak, new_per_day, forecast, table)
 
 
-def _row(budget: int, forecast: Forecast) -> BudgetRow:
+def _row(budget: int, forecast: Forecast, lab_minutes: float) -> BudgetRow:
     return BudgetRow(budget, forecast.mean_share, forecast.weakest_share,
-                     sum(forecast.answers))
+                     sum(forecast.answers), lab_minutes)

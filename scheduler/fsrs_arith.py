@@ -90,40 +90,46 @@ class FsrsArith:
 
     def recall(self, stability: float, days: int) -> float:
         """Predicted recall `days` whole days after the last review (below 0: as 0)."""
-        value: float = (1 + self._factor * max(0, days) / stability) ** self._decay
+        elapsed = days if days > 0 else 0  # max(0, days): see `step`
+        value: float = (1 + self._factor * elapsed / stability) ** self._decay
         return value
 
     def interval(self, stability: float) -> int:
         """Days until recall falls to the desired retention (1 to the maximum interval)."""
         days: int = round((stability / self._factor) * self._interval_term)
-        return min(max(days, 1), self._maximum_interval)
+        days = 1 if days < 1 else days  # max(days, 1): see `step`
+        return self._maximum_interval if self._maximum_interval < days else days
 
     def step(self, stability: float | None, difficulty: float, days: int,
              quality: int) -> tuple[float, float, int]:
         """(stability, difficulty, days to the next review) after an answer graded `quality`
         (0-5) `days` whole days after the last one; `stability` None: the card's first answer
-        (`difficulty` and `days` unused)."""
-        rating = _RATINGS[min(max(quality, 0), 5)]
+        (`difficulty` and `days` unused). fsrs's `max(a, b)` and `min(a, b)` are written out
+        as `b if a < b else a` and `b if a > b else a` (what the builtins return for two
+        arguments, NaN included), which skip a call each."""
+        rating = _RATINGS[quality] if 0 <= quality <= 5 else AGAIN if quality < 0 else EASY
         if stability is None:
             return self._first[rating]
         w = self._w
         if days < 1:
             increase = self._short_gain[rating] * (stability ** -w[19])
             if rating != AGAIN:
-                increase = max(increase, 1.0)
-            stability = max(stability * increase, STABILITY_MIN)
+                increase = 1.0 if increase < 1.0 else increase
+            stability = stability * increase
         else:
             r = (1 + self._factor * days / stability) ** self._decay
             if rating == AGAIN:
                 long_term = (w[11] * (difficulty ** -w[12]) * (((stability + 1) ** (w[13])) - 1)
                              * (math.e ** ((1 - r) * w[14])))
-                stability = min(long_term, stability / self._forget_short)
+                short_term = stability / self._forget_short
+                stability = short_term if short_term < long_term else long_term
             else:
                 stability = stability * (
                     1 + self._recall_base * (11 - difficulty) * (stability ** -w[9])
                     * ((math.e ** ((1 - r) * w[10])) - 1) * self._bonus[rating])
-            stability = max(stability, STABILITY_MIN)
+        stability = STABILITY_MIN if stability < STABILITY_MIN else stability
         reverted = self._reverted + self._kept * (
             difficulty + (10.0 - difficulty) * self._delta[rating] / 9.0)
-        difficulty = min(max(reverted, MIN_DIFFICULTY), MAX_DIFFICULTY)
+        difficulty = MIN_DIFFICULTY if reverted < MIN_DIFFICULTY else reverted
+        difficulty = MAX_DIFFICULTY if difficulty > MAX_DIFFICULTY else difficulty
         return stability, difficulty, self.interval(stability)

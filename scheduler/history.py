@@ -156,13 +156,25 @@ class _Checker:
 
 # One check of a list entry: (checker, the entry, where it is, the keys seen so far per list).
 Check = Callable[[_Checker, dict[str, Any], str, dict[str, set[Any]]], None]
-ANY_INT = -(2**62)  # timestamps and positions: any 63-bit integer
+ANY_INT = -(2**62)  # positions and levels: any 63-bit integer
+MAX_INT = 2**62  # what SQLite's 64-bit INTEGER stores (past it the insert raised OverflowError)
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the last instant a datetime holds
+# An SM-2 state the scheduler can step from: its next interval (interval x EF) must stay a date
+# (a file with EF 10,000,000 imported, and the card's third review raised OverflowError).
+# Anki's largest interval and an EF far above any history's (+0.10 per perfect answer).
+MAX_INTERVAL = 36_500
+MAX_EF = 1_000
 
 
-def _int(key: str, low: int = 0, high: int | None = None, nullable: bool = False) -> Check:
+def _int(key: str, low: int = 0, high: int | None = MAX_INT, nullable: bool = False) -> Check:
     def check(c: _Checker, v: dict[str, Any], where: str, seen: dict[str, set[Any]]) -> None:
         c.int_(v, key, where, low, high, nullable)
     return check
+
+
+def _ms(key: str, nullable: bool = False) -> Check:
+    """A timestamp in ms since 1970 that a datetime can hold."""
+    return _int(key, low=0, high=MAX_MS, nullable=nullable)
 
 
 def _str(key: str, empty: bool = True) -> Check:
@@ -226,7 +238,8 @@ def _is_number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float)
 
 
-_STATE = (_int("ef_hundredths", low=MIN_EF), _int("repetitions"), _int("interval"),
+_STATE = (_int("ef_hundredths", low=MIN_EF, high=MAX_EF), _int("repetitions"),
+          _int("interval", high=MAX_INTERVAL),
           _int("lapses"), _bool("leech"), _date("due"))
 # Every list of the document and the checks of each entry, in the order they are reported.
 _SECTIONS: dict[str, tuple[Check, ...]] = {
@@ -235,19 +248,19 @@ _SECTIONS: dict[str, tuple[Check, ...]] = {
         _unique("card", lambda v: v["question_id"], "question_id",
                 lambda q: f"duplicate card {q!r}"),
         _str("topic"), _int("position", low=ANY_INT), *_STATE, _bool("suspended"),
-        _bool("retired"), _date("buried_until"), _int("created_ms", low=ANY_INT),
-        _int("last_reviewed_ms", low=ANY_INT, nullable=True),
+        _bool("retired"), _date("buried_until"), _ms("created_ms"),
+        _ms("last_reviewed_ms", nullable=True),
     ),
     "reviews": (
         _str("uid", empty=False),
         _unique("review", lambda v: v["uid"], "uid", lambda u: f"duplicate uid {u!r}"),
         _str("question_id", empty=False),
         _known("question_id", "card", "{!r} has no entry in cards"),
-        _int("reviewed_ms", low=ANY_INT), _date("study_day", nullable=False),
+        _ms("reviewed_ms"), _date("study_day", nullable=False),
         _rule("mode", lambda m: m in MODES, f"expected one of {MODES}, got {{!r}}", optional=True),
         _int("quality", high=5), _bool("correct"), _str("answer_text"), _int("response_ms"),
         _rule("params", lambda p: p is None or isinstance(p, dict), "expected an object or null"),
-        _object("before", *_STATE, _int("last_reviewed_ms", low=ANY_INT, nullable=True)),
+        _object("before", *_STATE, _ms("last_reviewed_ms", nullable=True)),
         _object("after", *_STATE),
         # Added in schema v3; a file exported before has neither (no mistake, not overridden).
         _rule("mistake_id", lambda m: m is None or (isinstance(m, str) and bool(m)),
@@ -264,29 +277,29 @@ _SECTIONS: dict[str, tuple[Check, ...]] = {
               "expected a list of objects"),
         _object("metrics"),
         _rule("duration_s", _is_number, "expected a number, got {!r}"),
-        _int("created_ms", low=ANY_INT),
+        _ms("created_ms"),
     ),
     "flags": (
         _str("question_id", empty=False),
         _known("question_id", "card", "no card {!r} in this file"),
-        _str("note", empty=False), _int("created_ms", low=ANY_INT),
+        _str("note", empty=False), _ms("created_ms"),
     ),
     "lab_cards": (
         _str("exercise", empty=False), _int("level", low=ANY_INT),
         _unique("lab card", lambda v: (v["exercise"], v["level"]), "level",
                 lambda k: f"duplicate lab card {k[0]} L{k[1]}"),
-        *_STATE, _int("created_ms", low=ANY_INT),
-        _int("last_reviewed_ms", low=ANY_INT, nullable=True),
-        _int("last_passed_ms", low=ANY_INT, nullable=True), _date("last_reviewed_day"),
+        *_STATE, _ms("created_ms"),
+        _ms("last_reviewed_ms", nullable=True),
+        _ms("last_passed_ms", nullable=True), _date("last_reviewed_day"),
         _int("last_pass_gradings", nullable=True),
         _rule("last_pass_s", lambda x: x is None or (_is_number(x) and x >= 0),
               "expected seconds >= 0 or null, got {!r}"),
     ),
     "mock_rounds": (
-        _int("started_ms", low=ANY_INT),
+        _ms("started_ms"),
         _unique("mock round", lambda v: v["started_ms"], "started_ms",
                 lambda t: f"duplicate mock round started at {t}"),
-        _int("finished_ms", low=ANY_INT, nullable=True), _int("minutes", low=1),
+        _ms("finished_ms", nullable=True), _int("minutes", low=1),
         _rule("score", lambda x: x is None or (_is_number(x) and 0 <= x <= 1),
               "expected a number 0..1 or null, got {!r}"),
         _object("state"),

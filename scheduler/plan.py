@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,26 @@ from typing import Any
 INTRO_LEAD_DAYS = 7  # every card introduced at least this many days before the interview
 DEFAULT_ANSWER_S = 30.0  # before the learner has answered anything
 PLAN_KEY = "plan"  # settings-table key: {"interview": "YYYY-MM-DD", "minutes": N}
+
+
+def parse_day(text: str) -> dt.date:
+    """A plan's date typed as YYYY-MM-DD (`dojo plan --interview`, the app's plan screen).
+    Raises ValueError naming the bad part (month 13, 30 February) rather than only the shape."""
+    import re  # not on the home's start path
+
+    shape = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text.strip())
+    if shape is None:
+        raise ValueError(f"{text!r} is not a date YYYY-MM-DD")
+    year, month, day = (int(part) for part in shape.groups())
+    if year < 1:
+        raise ValueError(f"{text!r}: year must be 0001-9999, not {shape[1]}")
+    if not 1 <= month <= 12:
+        raise ValueError(f"{text!r}: month must be 1-12, not {month}")
+    first = dt.date(year, month, 1)
+    last = 31 if month == 12 else (dt.date(year, month + 1, 1) - first).days
+    if not 1 <= day <= last:
+        raise ValueError(f"{text!r}: day must be 1-{last} in {first:%B %Y}, not {day}")
+    return dt.date(year, month, day)
 
 
 @dataclass(frozen=True)
@@ -76,6 +95,14 @@ def default_level_minutes(level: int) -> float:
     return DEFAULT_LEVEL_MINUTES.get(level, DEFAULT_DEEPER_LEVEL_MINUTES)
 
 
+def _median(values: Sequence[float]) -> float:
+    """`statistics.median`'s value (the middle one, or the mean of the middle two), without
+    importing `statistics` (with `decimal` and `fractions`) on the home's start."""
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
 @dataclass(frozen=True)
 class Pace:
     """The learner's own speed: seconds per answer, the share of new cards answered right the
@@ -110,9 +137,9 @@ class Pace:
                   if s is not None and s >= MIN_TIMED_PASS_S]
         low, high = LAB_FACTOR_RANGE
         return cls(
-            answer_s=statistics.median(times) / 1000 if times else DEFAULT_ANSWER_S,
+            answer_s=_median(times) / 1000 if times else DEFAULT_ANSWER_S,
             first_right=sum(first) / len(first) if first else 0.6,
-            lab_factor=min(high, max(low, statistics.median(ratios))) if ratios else 1.0,
+            lab_factor=min(high, max(low, _median(ratios))) if ratios else 1.0,
             lab_timed=len(ratios),
         )
 

@@ -49,13 +49,14 @@ _SOURCES = ("days", "feasibility", "fsrs_arith", "fsrs_memory", "next_states", "
 def code_digest() -> str:
     """A digest of the source that computes the plan: this package's modules above and every
     module of the installed `fsrs` package."""
-    import importlib.util
-
     here = Path(__file__).parent
     files = [here / f"{name}.py" for name in _SOURCES]
-    spec = importlib.util.find_spec("fsrs")
-    if spec is not None and spec.origin is not None:
-        files += sorted(Path(spec.origin).parent.glob("*.py"))
+    try:
+        import fsrs  # imported already: the readiness beside the plan reads it
+    except ImportError:
+        pass
+    else:
+        files += sorted(Path(fsrs.__file__).parent.glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -64,7 +65,7 @@ def code_digest() -> str:
 
 def plan_key(plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
              settings: Settings, parameters: Sequence[float] | None, lab_levels: Sequence[int],
-             version: str, day_starts: Sequence[dt.datetime]) -> str:
+             version: str, day_starts: Sequence[dt.datetime], introduced_today: int = 0) -> str:
     """The digest of everything `feasibility` is computed from (see the module's docstring);
     `day_starts`: when each study day from today to the interview day begins (UTC), what the
     simulation reads of the clock (with no time zone set, the system's: it can change)."""
@@ -81,6 +82,7 @@ def plan_key(plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
         "pace": asdict(pace), "settings": asdict(settings),
         "parameters": None if parameters is None else list(parameters),
         "lab_levels": list(lab_levels), "day_starts": [t.isoformat() for t in day_starts],
+        "introduced_today": introduced_today,
     }
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -89,12 +91,14 @@ def plan_key(plan: Plan, today: dt.date, cards: Sequence[SimCard], pace: Pace,
 def plan_feasibility(folder: Path | None, plan: Plan, today: dt.date, cards: Sequence[SimCard],
                      pace: Pace, settings: Settings, parameters: Sequence[float] | None,
                      lab_levels: Sequence[int], version: str, *,
-                     computed: Feasibility | None = None) -> Feasibility:
+                     computed: Feasibility | None = None,
+                     introduced_today: int = 0) -> Feasibility:
     """`feasibility` of the plan followed from `today` (study days start at the settings'
     rollover hour in their time zone), without its forecast or table: from the cache in
     `folder` when computed from the same inputs, else computed and kept there (None: no
     cache). `computed`: the caller's own `feasibility` of these inputs (`dojo plan` computes
-    it for its table), kept instead of computing it again."""
+    it for its table), kept instead of computing it again. `introduced_today`: as
+    `feasibility` takes it."""
     tz = resolve_timezone(settings.timezone)
 
     def start(day: dt.date) -> dt.datetime:
@@ -102,14 +106,15 @@ def plan_feasibility(folder: Path | None, plan: Plan, today: dt.date, cards: Seq
 
     starts = [start(today + dt.timedelta(days=i))
               for i in range(max(0, (plan.interview - today).days) + 1)]
-    key = plan_key(plan, today, cards, pace, settings, parameters, lab_levels, version, starts)
+    key = plan_key(plan, today, cards, pace, settings, parameters, lab_levels, version, starts,
+                   introduced_today)
     path = None if folder is None else folder / CACHE_NAME
     found = None if computed is not None else _read(path, key)
     if found is not None:
         return found
 
     fit = computed or feasibility(plan, today, cards, pace, start, settings, parameters,
-                                  lab_levels)
+                                  lab_levels, introduced_today=introduced_today)
     result = Feasibility(fit.feasible, fit.reason, fit.need_minutes, fit.new_per_day)
     _write(path, key, result)
     return result

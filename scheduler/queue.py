@@ -62,6 +62,7 @@ def read_queue(conn: sqlite3.Connection, day: dt.date, new_cap: int, review_cap:
         redrill=tuple(QueueItem(q, redrill_topics[q], "redrill", None) for q in failing
                       if q in redrill_topics and q not in due_ids and q not in recalled),
         lab=lab_items,
+        introduced=introduced,
     )
 
 

@@ -100,6 +100,7 @@ class Queue:
     new: tuple[QueueItem, ...]
     redrill: tuple[QueueItem, ...]
     lab: tuple[QueueItem, ...] = ()  # brought back by a failed lab case (lab.concepts)
+    introduced: int = 0  # new cards already introduced today (the plan's pace counts them)
 
     @property
     def items(self) -> tuple[QueueItem, ...]:

@@ -22,10 +22,11 @@ The figures are means over a few seeded runs, so the same data always gives the 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from scheduler import fsrs_memory
 from scheduler.fsrs_arith import MS_PER_DAY, FsrsArith, elapsed_days, ms_of
@@ -105,14 +106,10 @@ class Forecast:
         return topic, share[topic]
 
 
-def _fits(spent: float, per_answer: float, budget: float | None) -> bool:
-    """Whether one more answer fits the day's budget."""
-    return budget is None or spent + per_answer <= budget + 1e-9
-
-
-@dataclass(frozen=True)
-class _Setting:
-    """What every simulated day shares: the plan, the rules, the learner and the budget."""
+class _Setting(NamedTuple):
+    """What every simulated day shares: the plan, the rules, the learner and the budget. (The
+    two internal records are named tuples: a frozen dataclass costs ~0.5 ms to define, on the
+    home's first start.)"""
 
     plan: Plan
     settings: Settings
@@ -121,14 +118,14 @@ class _Setting:
     budget: float | None  # minutes a day at most; None: as long as the queue takes
     days: list[dt.date]  # from today to the day before the interview
     starts_ms: list[int]  # per day: when its answers are given (ms since the epoch)
+    introduced_today: int  # new cards already introduced on the first day (today)
 
     @property
     def per_answer(self) -> float:
         return self.learner.answer_s / 60
 
 
-@dataclass(frozen=True)
-class _Cards:
+class _Cards(NamedTuple):
     """The cards as they stand today, in plain numbers by index (cards in study order)."""
 
     due: list[int | None]  # the due day's ordinal; None: never scheduled
@@ -158,7 +155,7 @@ class _Run:
     simulation queues or reports depends on them."""
 
     def __init__(self, setting: _Setting, rng: random.Random, cards: _Cards) -> None:
-        self.setting, self.rng = setting, rng
+        self.setting, self.fsrs, self.random = setting, setting.fsrs, rng.random
         self.fsrs_due = setting.settings.scheduler == "fsrs"
         self.due, self.sm2 = list(cards.due), list(cards.sm2)
         self.stability, self.difficulty = list(cards.stability), list(cards.difficulty)
@@ -181,21 +178,25 @@ class _Run:
         re-drills, while the budget lasts. Returns (answers given, minutes spent)."""
         setting, settings = self.setting, self.setting.settings
         day = setting.days[i]
-        today = day.toordinal()
+        today, now = day.toordinal(), setting.starts_ms[i]
         if i:
             self.waiting += [(today, n) for n in sorted(self.later.pop(today, ()))]
         due = [n for _, n in self.waiting[:settings.review_limit]]
-        paced = paced_new_limit(setting.plan, day, len(self.new))
-        cap = settings.new_limit if paced is None else paced
+        # today's cards introduced before now count against today's limit, as in the queue
+        before = setting.introduced_today if i == 0 else 0
+        paced = paced_new_limit(setting.plan, day, len(self.new) + before)
+        cap = max(0, (settings.new_limit if paced is None else paced) - before)
         intro = self.new[:max(0, min(cap, settings.review_limit - len(due)))]
-        per_answer, budget = setting.per_answer, setting.budget
-        first_right = setting.learner.first_right
+        per_answer = setting.per_answer
+        # one more answer fits while spent + per_answer <= budget (+ a float margin)
+        limit = math.inf if setting.budget is None else setting.budget + 1e-9
+        first_right, answer = setting.learner.first_right, self._answer
         spent, given = 0.0, 0
         redrill: list[int] = []
         for n in due + intro:
-            if not _fits(spent, per_answer, budget):
+            if spent + per_answer > limit:
                 break
-            if self._answer(n, True, i, today, first_right) < REDRILL_UNTIL:
+            if answer(n, True, now, today, first_right) < REDRILL_UNTIL:
                 redrill.append(n)
             spent += per_answer
             given += 1
@@ -204,27 +205,26 @@ class _Run:
         if introduced:
             del self.new[:introduced]
             self.intro_days.append(i)
-        while redrill and _fits(spent, per_answer, budget):
+        while redrill and spent + per_answer <= limit:
             n = redrill.pop(0)
-            if self._answer(n, False, i, today, 1.0) < REDRILL_UNTIL:
+            if answer(n, False, now, today, 1.0) < REDRILL_UNTIL:
                 redrill.append(n)
             spent += per_answer
             given += 1
         return given, spent
 
-    def _answer(self, n: int, review: bool, i: int, today: int, unseen: float) -> int:
-        """Answer card `n` on day `i` (`today`: its ordinal), as a scheduled review or a
-        re-drill: right with its recall then (`unseen` for a card with no memory yet); its
-        state moves on. Returns the grade."""
-        now = self.setting.starts_ms[i]
+    def _answer(self, n: int, review: bool, now: int, today: int, unseen: float) -> int:
+        """Answer card `n` at `now` (ms) on the day `today` (its ordinal), as a scheduled
+        review or a re-drill: right with its recall then (`unseen` for a card with no memory
+        yet); its state moves on. Returns the grade."""
         stability = self.stability[n]
         days = (now - self.last_ms[n]) // MS_PER_DAY  # elapsed_days, inline
-        fsrs = self.setting.fsrs
+        fsrs = self.fsrs
         p = unseen if stability is None else fsrs.recall(stability, days)
-        grade = RIGHT_GRADE if self.rng.random() < p else WRONG_GRADE
-        stability, self.difficulty[n], fsrs_days = fsrs.step(stability, self.difficulty[n], days,
-                                                             grade)
-        self.stability[n], self.last_ms[n] = stability, now
+        grade = RIGHT_GRADE if self.random() < p else WRONG_GRADE
+        self.stability[n], self.difficulty[n], fsrs_days = fsrs.step(
+            stability, self.difficulty[n], days, grade)
+        self.last_ms[n] = now
         if review:
             if self.fsrs_due:
                 due = today + fsrs_days
@@ -265,19 +265,21 @@ def simulate(
     day_start: Callable[[dt.date], dt.datetime], settings: Settings,
     parameters: Sequence[float] | None,
     learner: Learner, lab_minutes_total: float = 0.0, budget: float | None = None,
-    runs: int = 3, seed: int = 0,
+    runs: int = 3, seed: int = 0, introduced_today: int = 0,
 ) -> Forecast:
     """Follow the plan from `today` to the interview, `runs` times; `cards` in study order (the
     never-answered ones are introduced in that order); `day_start(day)`: when a study day
     begins (UTC). `budget`: minutes a day the learner studies at most (None: as long as the
-    queue takes)."""
+    queue takes). `introduced_today`: new cards already introduced today, which today's paced
+    limit counts as the queue does (`scheduler.queue`)."""
     days = max(0, (plan.interview - today).days)
     interview_start = day_start(plan.interview)
     setting = _Setting(
         plan, settings,
         FsrsArith(fsrs_memory.make_scheduler(parameters, settings.desired_retention)),
         learner, budget, [today + dt.timedelta(days=i) for i in range(days)],
-        [ms_of(t) for t in _answer_times(plan, today, day_start, settings)])
+        [ms_of(t) for t in _answer_times(plan, today, day_start, settings)],
+        introduced_today)
     answers = [0.0] * days
     card_minutes = [0.0] * days
     lab = [0.0] * days

@@ -11,12 +11,15 @@ protections that could not be set up.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import uuid
 from collections.abc import Callable
@@ -195,7 +198,7 @@ def folder_mb(folder: str, limit_entries: int = 10000) -> float:
             total += st.st_blocks * 512
             if entry.is_dir(follow_symlinks=False):
                 todo.append(entry.path)
-    return total / (1 << 20)
+    return -1.0 if todo else total / (1 << 20)
 
 
 # ESC-introduced sequences (CSI "ESC [ ... final", OSC/DCS/APC/PM "... BEL or ESC \\", two-byte
@@ -264,9 +267,16 @@ def cpu_s(pid: int) -> float:
         return 0.0
 
 
+READ_SYSCALL = {"x86_64": 0, "aarch64": 63}  # read(2)'s number, as /proc/<pid>/syscall shows it
+PIPE_MESSAGE = ("your code closed or replaced the sandbox's result pipe (a file descriptor it "
+                "did not open), so no answer could be sent — leave those alone")
+
+
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "the process stopped answering"
+    if returncode == protocol.PIPE_LOST:
+        return PIPE_MESSAGE
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -315,6 +325,16 @@ def process_tree(pid: int) -> list[int]:
         return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
     except psutil.Error:
         return [pid]
+
+
+def _countable(mb: float, where: str, entries: int) -> None:
+    """Raise LimitExceeded when a folder the learner's code writes to could not be counted to
+    its end (`folder_mb` gave -1): 2,500 empty files made beside a subfolder switched the count
+    off, and 512 MiB written into the subfolder were never seen."""
+    if mb < 0:
+        raise LimitExceeded("disk", (
+            f"your code made more than {entries:,} files and folders in {where}, more than "
+            "the sandbox can watch — stopped"))
 
 
 def _process_limit(tree: list[int]) -> None:
@@ -513,6 +533,7 @@ class Sandbox:
         self.polls = 0
         self.shared_mb = 0.0
         self.workspace_mb = -1.0
+        self.child_wfd = self.child_rfd = -1
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> ChildReply:
@@ -606,6 +627,8 @@ class Sandbox:
         self.spawned += 1
         self.wfd = to_child_w
         self.reader = protocol.Reader(from_child_r)
+        self.child_wfd = from_child_w  # the number the child writes its answers to
+        self.child_rfd = to_child_r  # and the one it reads requests from
         self.pid = self.proc.pid
         return self.request({"op": "hello"}, self.load_timeout_s, send=False)
 
@@ -735,15 +758,19 @@ class Sandbox:
                     shared += (st.f_blocks - st.f_bfree) * st.f_frsize / (1 << 20)
         held = unlinked_mb(tree, self._disk_devices()) if inner else {}
         if self.workspace_mb >= 0 and inner:
-            grown = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES) \
-                - self.workspace_mb + held.pop(self._device(str(self.solution.parent)), 0.0)
+            now = folder_mb(str(self.solution.parent), limits.WATCHED_ENTRIES)
+            _countable(now, "your workspace folder", limits.WATCHED_ENTRIES)
+            grown = now - self.workspace_mb + held.pop(self._device(str(self.solution.parent)),
+                                                       0.0)
             if grown > limits.WORKSPACE_LIMIT_MB:
                 raise LimitExceeded("disk", (
                     f"your code wrote {limits.human_bytes(grown * (1 << 20))} to your "
                     f"workspace folder, over the sandbox's limit of "
                     f"{limits.WORKSPACE_LIMIT_MB} MiB — stopped"))
         if self.tmp_dir and not self.mode.startswith("namespaces"):
-            used = folder_mb(self.tmp_dir) + held.get(self._device(self.tmp_dir), 0.0)
+            used = folder_mb(self.tmp_dir, limits.TMP_WATCHED_ENTRIES)
+            _countable(used, "its temporary folder", limits.TMP_WATCHED_ENTRIES)
+            used += held.get(self._device(self.tmp_dir), 0.0)
             if used > self.shm_mb:
                 raise LimitExceeded("memory", (
                     f"your code wrote {limits.human_bytes(used * (1 << 20))} to its temporary "
@@ -804,6 +831,38 @@ class Sandbox:
         root, reaper = self._tree_root()
         return process_tree(root)[1 if reaper else 0:]
 
+    def _request_taken(self, pid: int) -> bool:
+        """Whether the learner's process still waits for the request already sent: its main
+        thread (the sandbox's loop) reads the request pipe, and the pipe is empty (a thread of
+        the learner's read it). False when that cannot be read."""
+        read = READ_SYSCALL.get(os.uname().machine)
+        if read is None or self.child_rfd < 0 or self.wfd < 0:
+            return False
+        try:
+            with open(f"/proc/{pid}/syscall", encoding="ascii") as fh:
+                fields = fh.read().split()
+            pending = struct.unpack("i", fcntl.ioctl(self.wfd, termios.FIONREAD, b"\0" * 4))[0]
+            return (fields[0] == str(read) and int(fields[1], 16) == self.child_rfd
+                    and pending == 0)
+        except (OSError, ValueError, IndexError):
+            return False
+
+    def _holds_result_pipe(self, pid: int) -> bool:
+        """Whether the learner's process still holds the pipe this process reads answers from
+        at the number it was given (True when that cannot be read)."""
+        if self.reader is None or self.child_wfd < 0 or _state(pid) in ("", "Z", "X"):
+            return True
+        try:
+            ours = f"pipe:[{os.fstat(self.reader.fd).st_ino}]"
+            return os.readlink(f"/proc/{pid}/fd/{self.child_wfd}") == ours
+        except FileNotFoundError:  # that number closed: by the learner's code, or every file
+            try:  # of a process on its way out (a crash: said as one)
+                return not os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                return True
+        except OSError:
+            return True
+
     def _timed_out(self, timeout_s: float) -> ChildReply:
         """What a request with no answer says: a limit the tree passed since its last count
         first (processes, disk and shared memory are counted every 0.5 s: a fork bomb on a
@@ -816,7 +875,16 @@ class Sandbox:
             self.kill()
             return ChildReply(False, kind=exc.kind, message=exc.message)
         stopped = _state(pid) == "T"
+        pipe_lost = not self._holds_result_pipe(pid)
+        taken = self._request_taken(pid)
         self.kill()
+        if pipe_lost:
+            return ChildReply(False, kind="crash", message=PIPE_MESSAGE)
+        if taken:
+            return ChildReply(False, kind="protocol", message=(
+                f"no answer within {timeout_s:g} s: your code read the grader's request from "
+                "the sandbox's request pipe (a file descriptor it did not open), so the "
+                "sandbox never saw it — leave those alone"))
         if stopped:
             return ChildReply(False, kind="timeout", message=(
                 f"no answer within {timeout_s:g} s: your code stopped its own process (a "
@@ -887,11 +955,16 @@ class Sandbox:
             self.kill()
             outcome = ChildReply(False, kind=exc.kind, message=exc.message)
         except (protocol.ChannelClosed, BrokenPipeError):
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.kill()
-            outcome = ChildReply(False, kind="crash", message=describe_exit(self.proc.returncode))
+            if self.alive and self.pid and not self._holds_result_pipe(self.pid):
+                self.kill()  # alive, but its answers now go elsewhere (dup2 over the pipe)
+                outcome = ChildReply(False, kind="crash", message=PIPE_MESSAGE)
+            else:
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.kill()
+                outcome = ChildReply(False, kind="crash",
+                                     message=describe_exit(self.proc.returncode))
         except protocol.FrameError as exc:
             self.kill()
             outcome = ChildReply(
@@ -919,8 +992,8 @@ class Sandbox:
                 reply.get("ok") is True,
                 value=reply.get("value"),
                 kind=str(reply.get("kind", "")),
-                message=clean_text(str(reply.get("message", ""))),
-                traceback=clean_text(str(reply.get("traceback", ""))),
+                message=clean_text(limits.cut(str(reply.get("message", "")))),
+                traceback=clean_text(limits.cut(str(reply.get("traceback", "")))),
                 elapsed_s=elapsed,
                 cpu_s=max(0.0, cpu),
                 values=values if isinstance(values, list) else [],

@@ -21,7 +21,9 @@ CPU_SECONDS = 3600  # CPU time of one child process, all requests together
 OUTPUT_LIMIT_BYTES = 4 << 20  # what the learner's code may print during one request
 WORKSPACE_LIMIT_MB = 256  # what the learner's code may add to its workspace folder, all files
 WATCHED_ENTRIES = 2000  # a workspace with more entries than this is not watched (too slow)
+TMP_WATCHED_ENTRIES = 10000  # the same for Landlock's temporary folder (a host folder)
 MAX_PROCESSES = 1024  # processes and threads in the learner's tree (counted by the grader)
+MESSAGE_LIMIT_CHARS = 4000  # what a failure's message or traceback shows of itself
 
 
 def apply() -> None:
@@ -61,3 +63,15 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} GB"
+
+
+def cut(text: str, limit: int = MESSAGE_LIMIT_CHARS) -> str:
+    """`text` with its middle left out past `limit` characters: a message or traceback that
+    carries the learner's text (an exception's message, a value in a check's message) is
+    bounded like their output, or a 140 MB exception message was printed whole (280 MB on the
+    terminal) and took minutes to clean."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return (f"{text[:half]}… ({len(text) - 2 * half:,} characters not shown) …"
+            f"{text[-half:]}")

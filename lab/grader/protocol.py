@@ -18,6 +18,7 @@ from lab.grader import codec
 
 _HEADER = struct.Struct("!Q")
 MAX_FRAME = codec.MAX_MESSAGE_BYTES + (1 << 20)
+PIPE_LOST = 97  # the sandbox child's exit status when its result pipe is gone
 
 
 class ChannelClosed(Exception):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.exercises import Exercise
-from lab.grader import codec, events
+from lab.grader import codec, events, limits
 from lab.grader.api import Case, RunContext, Verdict
 from lab.grader.children import Children
 from lab.grader.expected_cache import ExpectedCache, case_key, fixed_cases, usable_folder
@@ -341,7 +341,7 @@ class _Run:
                                      f"({type(exc).__name__}: {exc}); got "
                                      f"{events.short_repr(out.value, 200)}")
         return CaseResult(case, verdict.passed, kind="" if verdict.passed else "wrong",
-                          message=verdict.message, output=out.output,
+                          message=limits.cut(verdict.message), output=out.output,
                           expected=_shown(expected),
                           got=events.short_repr(out.value), metrics=dict(verdict.metrics))
 

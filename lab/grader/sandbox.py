@@ -431,7 +431,10 @@ def main(argv: list[str] | None = None) -> int:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # the learner may have closed the stream
                 stream.flush()
-        protocol.send_bytes(args.wfd, frame)
+        try:
+            protocol.send_bytes(args.wfd, frame)
+        except OSError:  # the learner's code closed the result pipe (or put another file there)
+            os._exit(protocol.PIPE_LOST)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 """A learner's own checkpoint folder (`--target/--draft`), checked before any case runs.
 
-Everything here reads files, never builds a model: the grader refuses a broken folder up front,
-naming the file and the fault, instead of each model case failing on it later and being
-reported as a grader bug. Read: `config.json`, the headers of the weight files transformers
+Everything here reads files and builds the config's model on the meta device only (no memory for
+its tensors, to compare the stored tensors' names and shapes with it): the grader refuses a broken
+folder up front, naming the file and the fault, instead of each model case failing on it later and
+being reported as a grader bug. Read: `config.json`, the headers of the weight files transformers
 would load (safetensors: 8-byte length + JSON; a pickle checkpoint: its zip directory and
-`torch.load(weights_only=True, mmap=True)`, which maps the tensors without reading them),
-and `tokenizer.json`; a weight file's allocated blocks against the bytes its tensors declare (a
-sparse file is refused). The checks' own memory stays small whatever the folder declares or holds
-(a file is read whole only under a size a real checkpoint's stays under: MAX_JSON, MAX_HEADER,
+`torch.load(weights_only=True, mmap=True)`, which maps the tensors without reading them), and
+`tokenizer.json`; a weight file's allocated blocks against the bytes its tensors declare (a sparse
+file is refused). The checks' own memory stays small whatever the folder declares or holds (a file
+is read whole only under a size a real checkpoint's stays under: MAX_JSON, MAX_HEADER,
 MAX_PICKLE_STREAM), and the sandbox's allowance is sized from the bytes the loaded weight files
-really occupy on disk, so a sparse file cannot inflate it. The models themselves are loaded
-only in sandboxes (the learner's child, and the grader's models child for expected values).
+really occupy on disk, so a sparse file cannot inflate it. The models themselves are loaded only in
+sandboxes (the learner's child, and the grader's models child for expected values).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ MAX_PICKLE_STREAM = 16 << 20  # a pickle checkpoint's data.pkl (its tensors are 
 # that compress or store small files inline.
 SPARSE_FRACTION = 2
 SPARSE_SLACK = 1 << 20
+MAX_LAYERS = 1024  # a config's layers, at most: the meta model built from it costs per layer
 PARAM_SLACK = 8  # the config may imply this many times the parameters the weights hold
 PARAM_FLOOR = 10_000_000  # ... plus this many (estimates of small models are rough)
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
@@ -61,21 +63,35 @@ class Checkpoint:
 
 def check(path: str | Path, *, tokenizer: bool = True) -> Checkpoint:
     """Check one folder; `tokenizer`: whether it must bring its own tokenizer.json."""
-    folder = Path(path).expanduser().resolve()
+    try:
+        return _check(path, tokenizer)
+    except OSError as exc:  # a folder or file this user may not search or read
+        raise CheckpointError(f"{exc.filename or path}: cannot be read "
+                              f"({exc.strerror or exc})") from exc
+
+
+def _check(path: str | Path, tokenizer: bool) -> Checkpoint:
+    try:
+        folder = Path(path).expanduser().resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise CheckpointError(f"{path}: cannot be opened ({exc})") from exc
     config = _config(folder)
     _architecture(folder, config)
     files = _weight_files(folder)
     parameters = 0
+    shapes: dict[str, tuple[Path, list[int]]] = {}  # tensor name -> its file, its shape
     for file in files:
-        elements, declared = _parameters(file)
+        elements, declared, names = _parameters(file)
         _not_sparse(file, declared)
         parameters += elements
+        shapes.update((name, (file, shape)) for name, shape in names.items())
     implied = implied_parameters(config)
     if implied > PARAM_SLACK * parameters + PARAM_FLOOR:
         raise CheckpointError(
             f"{folder / 'config.json'}: declares a model of about {implied:.1e} parameters, but "
             f"its weight files hold {parameters:.1e}: loading it would allocate the rest at "
             "random. Point --target/--draft at the folder the weights were saved with")
+    _weights_fit_config(folder, files, shapes)
     disk = sum(_allocated(f) for f in files)
     return Checkpoint(folder, config, files, parameters, disk, _vocab(folder, tokenizer))
 
@@ -102,6 +118,7 @@ def mixed_windows(checkpoint: Checkpoint) -> str | None:
 
 def _config(folder: Path) -> dict[str, Any]:
     file = folder / "config.json"
+    _no_dangling_link(file)
     if not file.is_file():
         raise CheckpointError(f"{folder}: not a local Hugging Face model folder (no "
                               "config.json); nothing is downloaded")
@@ -112,6 +129,20 @@ def _config(folder: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CheckpointError(f"{file}: not a JSON object")
     return data
+
+
+def _no_dangling_link(file: Path) -> None:
+    """A symlink that leads nowhere (a loop, a missing target) is named as such, not taken for
+    a file that is not there."""
+    if file.is_symlink() and not file.exists():
+        try:
+            file.resolve(strict=True)
+            cause = "its target is missing"
+        except RuntimeError:
+            cause = "a symlink loop"
+        except OSError as exc:
+            cause = exc.strerror or str(exc)
+        raise CheckpointError(f"{file}: a symlink that cannot be followed ({cause})")
 
 
 def _bounded(file: Path) -> str:
@@ -143,6 +174,8 @@ def _weight_files(folder: Path) -> tuple[Path, ...]:
     pytorch_model.bin)."""
     for index, single in (("model.safetensors.index.json", "model.safetensors"),
                           ("pytorch_model.bin.index.json", "pytorch_model.bin")):
+        _no_dangling_link(folder / index)
+        _no_dangling_link(folder / single)
         if (folder / index).is_file():
             try:
                 shards = json.loads(_bounded(folder / index))["weight_map"]
@@ -162,8 +195,9 @@ def _weight_files(folder: Path) -> tuple[Path, ...]:
                           "their sharded index)")
 
 
-def _parameters(file: Path) -> tuple[int, int]:
-    """Elements in a weight file's tensors, and the bytes the file must hold for them."""
+def _parameters(file: Path) -> tuple[int, int, dict[str, list[int]]]:
+    """Elements in a weight file's tensors, the bytes the file must hold for them, and each
+    tensor's shape by name."""
     return _safetensors(file) if file.suffix == ".safetensors" else _pickle(file)
 
 
@@ -179,7 +213,7 @@ def _not_sparse(file: Path, declared: int) -> None:
             "Copy the complete weights")
 
 
-def _safetensors(file: Path) -> tuple[int, int]:
+def _safetensors(file: Path) -> tuple[int, int, dict[str, list[int]]]:
     """Elements in a safetensors file and the bytes its header and tensors span, after checking
     that its header fits and every tensor's bytes lie inside the file (a truncated copy fails
     here)."""
@@ -200,6 +234,7 @@ def _safetensors(file: Path) -> tuple[int, int]:
         raise CheckpointError(f"{file}: corrupt header ({exc})") from exc
     data = size - 8 - n
     elements = spanned = 0
+    shapes: dict[str, list[int]] = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
@@ -220,10 +255,11 @@ def _safetensors(file: Path) -> tuple[int, int]:
                                   f"{info['dtype']} spans {end - begin} bytes")
         elements += count
         spanned = max(spanned, end)
-    return elements, 8 + n + spanned
+        shapes[name] = shape
+    return elements, 8 + n + spanned, shapes
 
 
-def _pickle(file: Path) -> tuple[int, int]:
+def _pickle(file: Path) -> tuple[int, int, dict[str, list[int]]]:
     """Elements in a pickle checkpoint, read as transformers reads it: torch.load with
     weights_only=True (tensors and plain containers only), memory-mapped; and the bytes of its
     zip entries (torch.save stores them uncompressed)."""
@@ -252,7 +288,68 @@ def _pickle(file: Path) -> tuple[int, int]:
             "weights_only. Save the model with safetensors (save_pretrained's default)") from exc
     if not isinstance(state, dict):
         raise CheckpointError(f"{file}: holds a {type(state).__name__}, not a state dict")
-    return sum(int(t.numel()) for t in state.values() if isinstance(t, torch.Tensor)), stored
+    tensors = {str(k): t for k, t in state.items() if isinstance(t, torch.Tensor)}
+    return (sum(int(t.numel()) for t in tensors.values()), stored,
+            {k: list(t.shape) for k, t in tensors.items()})
+
+
+def _weights_fit_config(folder: Path, files: tuple[Path, ...],
+                        shapes: dict[str, tuple[Path, list[int]]]) -> None:
+    """The weights against the model config.json describes, built on the meta device (no
+    memory for its tensors): a config transformers refuses (a field of the wrong type), a
+    tensor whose shape differs from the config's, or tensors the config needs that no loaded
+    file holds would each load as an error or as random weights inside a case, reported
+    there as the reference failing. Missing tensors are only judged when every stored name is
+    one of the model's own: a family whose checkpoints use other names (converted while
+    loading, e.g. Mixtral's experts) is left to transformers."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.utils import logging
+
+    config_file = folder / "config.json"
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+        layers = int(getattr(config.get_text_config(), "num_hidden_layers", 0) or 0)
+        if layers > MAX_LAYERS:
+            raise CheckpointError(f"{config_file}: num_hidden_layers = {layers}, over the "
+                                  f"{MAX_LAYERS} any real model stays under")
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
+    except CheckpointError:
+        raise
+    except Exception as exc:  # transformers' own refusal names the field
+        raise CheckpointError(f"{config_file}: transformers refuses it "
+                              f"({type(exc).__name__}: {_first_lines(exc)})") from exc
+    finally:
+        logging.set_verbosity(verbosity)
+    expected = {k: list(v.shape) for k, v in model.state_dict().items()}
+    for name, (file, shape) in shapes.items():
+        if name in expected and expected[name] != shape:
+            raise CheckpointError(
+                f"{file}: tensor {name!r} is {shape}, but {config_file.name} makes it "
+                f"{expected[name]}: the weights were saved with another config")
+    if set(shapes) - set(expected):
+        return
+    tied: dict[int, set[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        tied.setdefault(id(param), set()).add(name)
+    aliases = {name: group for group in tied.values() for name in group}
+    missing = sorted(k for k in expected if not (aliases.get(k, {k}) & shapes.keys()))
+    if missing:
+        sharded = files[0].name not in ("model.safetensors", "pytorch_model.bin")
+        index = folder / ("model.safetensors.index.json" if files[0].suffix == ".safetensors"
+                          else "pytorch_model.bin.index.json")
+        where, held = (index, "the shards it lists") if sharded else (files[0], "it")
+        raise CheckpointError(
+            f"{where}: {len(missing)} of the {len(expected)} tensors {config_file.name} "
+            f"describes are in none of {held} (e.g. {missing[0]!r}): transformers would fill "
+            "them with random values. Copy every shard, and list each in the index")
+
+
+def _first_lines(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 def _allocated(file: Path) -> int:
@@ -271,15 +368,18 @@ def _vocab(folder: Path, required: bool) -> dict[str, int] | None:
                                               "tokenizer's extra packages to convert)"
                                               if other else "")
             + ": save the model's fast tokenizer beside it (tokenizer.save_pretrained)")
-    try:
-        data = json.loads(_bounded(file))
-        vocab = dict(data["model"]["vocab"])
-        for added in data.get("added_tokens", []):
-            vocab[added["content"]] = int(added["id"])
+    from tokenizers import Tokenizer
+
+    try:  # parsed by the library that will load it: valid JSON it cannot build is refused too
+        vocab: dict[str, int] = Tokenizer.from_str(_bounded(file)).get_vocab(
+            with_added_tokens=True)
     except CheckpointError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:  # tokenizers raises its own Exception subclass
+        raise CheckpointError(f"{file}: not a tokenizer the `tokenizers` library can load "
+                              f"({_first_lines(exc)})") from exc
     return vocab
 
 

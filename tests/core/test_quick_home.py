@@ -239,6 +239,21 @@ def _with_store(db: Path, change: Callable[[Store], object]) -> None:
         change(store)
 
 
+def _shows_the_kept_plan(home: Path) -> None:
+    """The start reads the plan cache: every kept entry's reason changed, the home shows the
+    change (a plan simulated again would not)."""
+    import json
+
+    from scheduler.plan_cache import CACHE_NAME
+
+    data = json.loads((home / CACHE_NAME).read_text())
+    for entry in data["entries"]:
+        entry["reason"] = "STALE"
+    (home / CACHE_NAME).write_text(json.dumps(data))
+    view = quick_today_view()
+    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+
+
 @pytest.mark.slow
 def test_the_next_days_plans_are_computed_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the home computes ahead (`prepare_days_ahead`) is what the first start of each of
@@ -277,11 +292,7 @@ def test_the_next_days_plans_are_computed_ahead(monkeypatch: pytest.MonkeyPatch)
         assert view.plan == _fresh_plan(db, later)
         data = json.loads((home / CACHE_NAME).read_text())
         assert len(data["entries"]) == AHEAD_DAYS  # read, not computed again
-    for entry in data["entries"]:
-        entry["reason"] = "STALE"
-    (home / CACHE_NAME).write_text(json.dumps(data))
-    view = quick_today_view()
-    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+    _shows_the_kept_plan(home)
     _pin(monkeypatch, moment + dt.timedelta(days=AHEAD_DAYS + 1))  # beyond: simulated
     view = quick_today_view()
     assert view is not None and view.plan is not None and view.plan.reason != "STALE"
@@ -316,11 +327,7 @@ def test_dojo_plan_keeps_todays_plan_and_the_days_ahead(monkeypatch: pytest.Monk
         assert view.plan == _fresh_plan(home / "dojo.sqlite3", later)
         assert ahead or view.plan.reason[:30] in out.output  # what `dojo plan` printed
     assert json.loads((home / CACHE_NAME).read_text()) == data  # read, nothing computed
-    for entry in data["entries"]:
-        entry["reason"] = "STALE"
-    (home / CACHE_NAME).write_text(json.dumps(data))
-    view = quick_today_view()
-    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+    _shows_the_kept_plan(home)
 
 
 @pytest.mark.slow
@@ -357,11 +364,7 @@ def test_quitting_the_app_keeps_the_plan_of_its_last_answers(
     assert view is not None and view.plan is not None
     assert view.plan == _fresh_plan(db, moment) != before
     assert json.loads((home / CACHE_NAME).read_text()) == data  # read, nothing computed
-    for entry in data["entries"]:
-        entry["reason"] = "STALE"
-    (home / CACHE_NAME).write_text(json.dumps(data))
-    view = quick_today_view()
-    assert view is not None and view.plan is not None and view.plan.reason == "STALE"
+    _shows_the_kept_plan(home)
 
 
 @pytest.mark.slow

@@ -400,3 +400,35 @@ def test_an_orphaned_process_is_still_counted(learner_dir: Path, deny: bool) -> 
     assert failure["message"].endswith(
         f"over the sandbox's limit of {limits.MAX_PROCESSES} (a fork or thread bomb?) — "
         "stopped"), failure["message"]
+
+
+@pytest.mark.parametrize("deny", MODES)
+def test_making_the_workspace_too_large_to_count_is_stopped(learner_dir: Path,
+                                                            deny: bool) -> None:
+    """The workspace is counted up to 2,000 entries: 2,500 empty files beside a subfolder
+    switched the count off, and 512 MiB written into the subfolder went unseen."""
+    body = _kv("import time\n"
+               "os.makedirs('deep', exist_ok=True)  # where the rest would go, never counted\n"
+               "for i in range(2100):\n"
+               "    open(f'empty{i}', 'w').close()\n"
+               "time.sleep(3)\n"
+               "return 32")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert (failure["kind"], failure["message"]) == ("disk", (
+        f"your code made more than {limits.WATCHED_ENTRIES:,} files and folders in your "
+        "workspace folder, more than the sandbox can watch — stopped")), failure
+
+
+@pytest.mark.parametrize("deny", MODES[1:])
+def test_a_process_killed_by_sigkill_is_said_so(learner_dir: Path, deny: bool) -> None:
+    """The waiter mirrors how the learner's process ended; a SIGKILL (the kernel's OOM
+    killer's, or the code's own) came out as 'the process exited with status 1 without
+    answering (os._exit or a native abort?)'. (With namespaces the learner's process is its
+    PID namespace's init, which its own SIGKILL does not end.)"""
+    body = _kv("import signal\n"
+               "os.kill(os.getpid(), signal.SIGKILL)")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert (failure["kind"], failure["message"]) == (
+        "crash", "your code crashed the process (SIGKILL, killed — out of memory?)"), failure

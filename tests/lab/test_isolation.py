@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.grader.testing import assert_fails, assert_passes, confined, grade_file
+from lab.grader.testing import assert_fails, assert_passes, confined, grade_file, only_cases
 from tests.lab.conftest import SOLUTIONS
 
 
@@ -275,3 +275,48 @@ def test_a_forked_copy_that_returns_does_not_answer_for_the_learner(tmp_path: Pa
         "    os.fork()  # a worker never ended: both copies return\n"
         "    return _kv_bytes(config, dtype, tensor_parallel)\n"))
     assert_passes("kv-bytes", path, level=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", ["ValueError", "RuntimeError"])
+def test_a_huge_exception_message_is_cut_like_output(tmp_path: Path, error: str) -> None:
+    """An exception's message is the learner's text: 5 MB of it came back whole in the
+    failure's message (a 140 MB one: 280 MB printed on the terminal, 3 minutes of grading)."""
+    path = tmp_path / "kv_bytes.py"
+    path.write_text("def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                    f"    raise {error}('PASSED ' * 700_000)\n")
+    run = grade_file(only_cases("kv-bytes", "tiny-one-layer"), path, 1)
+    failure = run.failures[0]
+    for text in (failure["message"], failure["traceback"]):
+        assert len(text) < 4200, len(text)
+    assert "characters not shown) …" in failure["message"], failure["message"][-300:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["os.close(fd)", "os.dup2(os.open(os.devnull, os.O_WRONLY), fd)"])
+def test_closing_the_result_pipe_is_named(tmp_path: Path, how: str) -> None:
+    """Was 'the process exited with status 1 without answering (os._exit or a native
+    abort?)' (closed) or, 5 s later, 'your code crashed the process (SIGKILL, killed — out of
+    memory?)' (replaced by /dev/null)."""
+    path = tmp_path / "kv_bytes.py"
+    path.write_text("import os, sys\n"
+                    "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                    "    fd = int(sys.argv[sys.argv.index('--wfd') + 1])\n"
+                    f"    {how}\n"
+                    "    return 32\n")
+    assert_fails(only_cases("kv-bytes", "tiny-one-layer"), path, 1, kind="crash",
+                 match=r"your code closed or replaced the sandbox's result pipe")
+
+
+@pytest.mark.slow
+def test_reading_the_request_pipe_is_named(tmp_path: Path) -> None:
+    """The learner's code reads the sandbox's request pipe (a thread of theirs doing so
+    steals the next request): was 'no answer within 5 s — an infinite loop? (stopped)'."""
+    path = tmp_path / "kv_bytes.py"
+    path.write_text("import os, sys\n"
+                    "def kv_bytes_per_token(config, dtype, tensor_parallel=1):\n"
+                    "    os.read(int(sys.argv[sys.argv.index('--rfd') + 1]), 4096)\n"
+                    "    return 32\n")
+    assert_fails(only_cases("kv-bytes", "tiny-one-layer"), path, 1, kind="protocol",
+                 case_timeout_s=2,
+                 match=r"your code read the grader's request from the sandbox's request pipe")

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from trainer.cli import main
 
 
+@pytest.mark.slow
 def test_watch_takes_unconfined_as_grade_does(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from lab.grader.plan import NO_CONFINE_VAR

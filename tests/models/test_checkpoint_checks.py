@@ -323,3 +323,98 @@ def test_a_model_folder_that_holds_the_app_or_the_data_folder_is_refused(
     with pytest.raises(UsageError, match=r"this folder holds your data folder"):
         check_models(exercise, {"target": str(home)})
 
+
+
+def _edit_config(folder: Path, **fields: object) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config.update(fields)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.slow
+def test_weights_that_disagree_with_the_config_are_refused_naming_the_tensor(
+        good: Path, tmp_path: Path) -> None:
+    """Before, each of these passed the checks and failed inside the cases as the reference's
+    fault (exit 1): transformers' mismatched-size error in the models child, or random values
+    for what no file held."""
+    folder = _copy(good, tmp_path)
+    _edit_config(folder, intermediate_size=96)
+    _refused(folder, r"model\.safetensors: tensor 'model\.layers\.0\.mlp\.down_proj\.weight' is "
+                     r"\[32, 64\], but config\.json makes it \[32, 96\]")
+    _edit_config(folder, intermediate_size=64, hidden_size="32")
+    _refused(folder, r"config\.json: transformers refuses it .*field 'hidden_size'.* expected "
+                     r"int, got str")
+    _edit_config(folder, hidden_size=4, intermediate_size=4, num_attention_heads=1,
+                 num_key_value_heads=1, head_dim=4, num_hidden_layers=5000)  # ~0.6M implied
+    _refused(folder, r"config\.json: num_hidden_layers = 5000, over the 1024")
+    del_vocab = json.loads((good / "config.json").read_text())
+    del del_vocab["vocab_size"]  # the class default (32,000) is not what the weights hold
+    (folder / "config.json").write_text(json.dumps(del_vocab))
+    _refused(folder, r"tensor '(lm_head|model\.embed_tokens)\.weight' is \[4096, 32\], but "
+                     r"config\.json makes it \[32000, 32\]")
+
+
+@pytest.mark.slow
+def test_a_shard_the_index_leaves_out_is_refused(good: Path, tmp_path: Path) -> None:
+    """Two shards and an index: dropping one shard's entries from the index leaves its tensors
+    to random initialisation; a tied head (no lm_head.weight stored) is not missing."""
+    from safetensors.torch import load_file, save_file
+
+    folder = _copy(good, tmp_path)
+    state = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    names = sorted(state)
+    shards = {"model-00001-of-00002.safetensors": names[:len(names) // 2],
+              "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+    for file, keys in shards.items():
+        save_file({k: state[k] for k in keys}, folder / file, metadata={"format": "pt"})
+    index = folder / "model.safetensors.index.json"
+    weight_map = {k: file for file, keys in shards.items() for k in keys}
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    assert check(folder).parameters == sum(t.numel() for t in state.values())
+    kept = {k: f for k, f in weight_map.items() if f.startswith("model-00001")}
+    index.write_text(json.dumps({"metadata": {}, "weight_map": kept}))
+    _refused(folder, r"model\.safetensors\.index\.json: "
+                     rf"{len(names) - len(kept)} of the {len(names)} tensors config\.json "
+                     r"describes are in none of the shards it lists")
+    tied = _tiny(tmp_path / "tied", tie_word_embeddings=True)
+    assert "lm_head.weight" not in load_file(tied / "model.safetensors")
+    check(tied)
+
+
+@pytest.mark.slow
+def test_a_tokenizer_json_that_tokenizers_cannot_build_is_refused(good: Path,
+                                                                  tmp_path: Path) -> None:
+    folder = _copy(good, tmp_path)
+    data = json.loads((folder / "tokenizer.json").read_text())
+    data["model"]["type"] = "NoSuchModel"  # valid JSON, read before as a plain vocab
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    _refused(folder, r"tokenizer\.json: not a tokenizer the `tokenizers` library can load")
+
+
+def test_symlink_loops_and_unreadable_folders_name_the_path(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A folder that is a symlink loop crashed the CLI with RuntimeError; a config.json that is
+    one was reported as missing; a folder this user may not search raised PermissionError
+    (checked by hand as `nobody` on a 0644 folder: the same message)."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(CheckpointError, match=rf"{loop}: cannot be opened \(Symlink loop"):
+        check(loop)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").symlink_to("config.json")
+    with pytest.raises(CheckpointError, match=r"config\.json: a symlink that cannot be "
+                                              r"followed \(a symlink loop\)"):
+        check(folder)
+    (folder / "config.json").unlink()
+    (folder / "config.json").write_text("{}")
+
+    def denied(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "is_file", denied)
+    with pytest.raises(CheckpointError, match=r"config\.json: cannot be read \(Permission "
+                                              r"denied\)"):
+        check(folder)

@@ -52,6 +52,14 @@ def test_check_as_a_real_process_sets_the_exit_status() -> None:
     assert "toml-syntax.toml:5:toml: not valid TOML" in bad.stdout
 
 
+def test_check_of_a_folder_without_question_files_fails(tmp_path: Path) -> None:
+    """Before: 'no question files to check' and exit 0, as if the folder had passed."""
+    folder = tmp_path / "pack.toml"
+    folder.mkdir()
+    code, out = dojo("questions", "check", str(folder))
+    assert code == 1 and f"{folder}: no question files (*.toml) in it" in out
+
+
 def test_check_missing_path_is_a_usage_error() -> None:
     code, out = dojo("questions", "check", "no/such/file.toml")
     assert code == 2 and "does not exist" in out

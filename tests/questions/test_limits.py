@@ -206,3 +206,50 @@ def test_item_count_limits(tmp_path: Path, key: str, extra: int) -> None:
         assert ":lim-001." in problems[0]
     else:
         assert problems == [], problems
+
+
+def test_nesting_too_deep_for_the_parser_is_a_problem_at_its_line(tmp_path: Path) -> None:
+    """tomllib recurses per level: 5,000 nested arrays raised RecursionError out of the loader,
+    which crashed `dojo questions check` with a traceback and left `dojo due` with no questions
+    at all (the built-in bank included)."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text(HEAD.format(title="t", note="n") + _mcq("deep-001")
+                    + "\nx = " + "[" * 5000 + "]" * 5000 + "\n")
+    [problem] = validate_files([deep], exercises=EXERCISES).problems
+    assert str(problem) == (f"{deep}:17:toml: not valid TOML here: arrays or inline tables "
+                            "nested too deep for the parser (a question file needs a few levels)")
+
+
+def test_a_file_not_in_utf8_names_the_line_and_the_encoding(tmp_path: Path) -> None:
+    text = HEAD.format(title="t", note="n") + _mcq("enc-001", prompt="Caf\xe9?")
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(text.encode("latin-1"))
+    utf16 = tmp_path / "utf16.toml"
+    utf16.write_bytes(text.encode("utf-16"))
+    problems = [str(p) for p in validate_files([latin, utf16], exercises=EXERCISES).problems]
+    assert problems == [
+        f"{latin}:11:file: not UTF-8: byte 0xe9 at offset {text.index('Caf') + 3}; "
+        "save the file as UTF-8",
+        f"{utf16}:1:file: not UTF-8: a UTF-16 file (its byte-order mark); save the file as UTF-8"]
+
+
+def test_terminal_controls_and_bidi_overrides_are_refused_at_their_field(
+        tmp_path: Path) -> None:
+    """A TOML escape puts any character in a string: ESC reached the learner's terminal as is
+    through `dojo questions show` (colours, clearing the screen), and U+202E made a prompt read
+    backwards; both passed check and import before. Tab and newline stay allowed."""
+    pack = tmp_path / "ctl.toml"
+    pack.write_text(HEAD.format(title="t", note="n") + _mcq("ctl-001", prompt="x\\u001b[2J")
+                    + _mcq("ctl-002", choice0="al\u202epha") + _mcq("ctl-003", prompt="a\\tb\\nc"))
+    note = tmp_path / "note.toml"
+    note.write_text(HEAD.format(title="t", note="a\\u0007b").replace('"lim"', '"lim2"')
+                    + _mcq("note-001"))
+    report = validate_files([pack, note], exercises=EXERCISES)
+    assert [str(p) for p in report.problems] == [
+        f"{pack}:11:ctl-001.prompt: holds U+001B (a control character): a terminal control or "
+        "bidirectional character would reach the learner's terminal as is; remove it",
+        f"{pack}:24:ctl-002.choices[0]: holds U+202E (RIGHT-TO-LEFT OVERRIDE): a terminal "
+        "control or bidirectional character would reach the learner's terminal as is; remove it",
+        f"{note}:4:topic.note: holds U+0007 (a control character): a terminal control or "
+        "bidirectional character would reach the learner's terminal as is; remove it"]
+    assert [q.id for q in report.questions] == ["ctl-003"]

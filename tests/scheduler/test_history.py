@@ -87,6 +87,15 @@ def _break(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, 
         (("cards", 1, "suspended"), "yes", r"cards\[1\]\.suspended"),
         (("lab_attempts", 0, "cases"), {"a": 1}, r"lab_attempts\[0\]\.cases"),
         (("reviews",), {}, "reviews: expected a list"),
+        # each imported before, or raised OverflowError out of the import (a traceback): past
+        # SQLite's INTEGER, past a datetime, or an SM-2 state whose third review overflowed
+        (("reviews", 0, "reviewed_ms"), 10**20,
+         r"reviews\[0\]\.reviewed_ms: expected an integer 0\.\.253402300799999"),
+        (("reviews", 0, "reviewed_ms"), -10**15, r"reviews\[0\]\.reviewed_ms"),
+        (("cards", 0, "position"), 10**30, r"cards\[0\]\.position"),
+        (("cards", 0, "ef_hundredths"), 10**9,
+         r"cards\[0\]\.ef_hundredths: expected an integer 130\.\.1000"),
+        (("cards", 0, "interval"), 10**12, r"cards\[0\]\.interval: expected an integer 0\.\.36500"),
     ],
 )
 def test_invalid_files_are_refused_whole(

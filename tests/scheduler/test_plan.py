@@ -142,17 +142,22 @@ def test_a_simulated_learner_meets_the_plan(
     left = sum(t["cards"] - t["introduced"] for t in topics)
     assert report["new_per_day"] == -(-left // 15)  # today to the 14th day, 15 days
     with Store.open(dojo_home / "dojo.sqlite3") as store:
-        introduced = 0
+        introduced = last = 0
         for i in range(15):
             on(D0 + dt.timedelta(days=i))
-            introduced += _study_day(store, rng, (12, 28))
+            last = _study_day(store, rng, (12, 28))
+            introduced += last
         assert introduced == left
         on(D0 + dt.timedelta(days=15))
         assert not store.today_queue().new  # the last week is for review
     on(D0 + dt.timedelta(days=14))
     day14 = plan_json()
     assert all(t["introduced"] == t["cards"] > 0 for t in day14["topics"]), day14["topics"]
-    assert day14["new_per_day"] == 0  # no card left to introduce
+    # the day's pace, as Today counts it: the cards new at its start (all introduced since)
+    assert day14["new_per_day"] == last > 0
+    on(D0 + dt.timedelta(days=15))
+    assert plan_json()["new_per_day"] == 0  # no card left to introduce
+    on(D0 + dt.timedelta(days=14))
     assert f"{levels} lab levels" in str(day14["reason"])  # none passed yet
     assert all(0 < t["recall_on_day"] <= 1 for t in day14["topics"])
     with Store.open(dojo_home / "dojo.sqlite3") as store:  # one level passed in 12 min
@@ -200,3 +205,70 @@ def test_lab_levels_spread_over_the_days_that_introduce_cards() -> None:
     lab_days = [i for i, x in enumerate(fit.forecast.lab_minutes) if x]
     assert lab_days == list(range(20))
     assert fit.need_minutes >= 6 + 1  # 120 min / 20 days + at least one answer
+
+
+def test_the_paces_median_is_statistics_median() -> None:
+    """`Pace` takes medians without importing `statistics`: the same values, ints and floats,
+    odd and even counts (a median of the lower middle alone would differ on even counts)."""
+    import random
+    import statistics
+
+    from scheduler.plan import _median
+
+    rng = random.Random(5)
+    for n in range(1, 120):
+        ints = [rng.randrange(0, 60_000) for _ in range(n)]
+        floats = [rng.uniform(0.1, 5.0) for _ in range(n)]
+        assert _median(ints) == statistics.median(ints)
+        assert _median(floats) == statistics.median(floats)
+    assert _median([1, 2]) == 1.5 != sorted([1, 2])[0]
+
+
+@pytest.mark.parametrize(("typed", "says"), [
+    ("2026-13-01", "'2026-13-01': month must be 1-12, not 13"),
+    ("2026-00-10", "'2026-00-10': month must be 1-12, not 0"),
+    ("2027-02-29", "'2027-02-29': day must be 1-28 in February 2027, not 29"),
+    ("2026-04-31", "'2026-04-31': day must be 1-30 in April 2026, not 31"),
+    ("0000-05-01", "'0000-05-01': year must be 0001-9999, not 0000"),
+    ("21/12/2026", "'21/12/2026' is not a date YYYY-MM-DD"),
+])
+def test_dojo_plan_names_the_bad_part_of_a_date(dojo_home: Path, typed: str, says: str) -> None:
+    """`dojo plan --interview` says which part of a date is wrong (month 13, 31 April), not
+    only that the text is not a date; nothing is stored."""
+    out = CliRunner().invoke(main, ["plan", "--interview", typed])
+    assert out.exit_code == 2, out.output
+    assert f"Invalid value for --interview: {says}" in " ".join(out.output.split())
+    with Store.open(dojo_home / "dojo.sqlite3") as store:
+        assert store.plan() is None
+
+
+@pytest.mark.slow
+def test_the_table_says_when_labs_take_the_whole_budget(
+    dojo_home: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new learner with every linked lab level still to pass: the labs' daily share (about
+    47 min at the stated defaults) fills the 20 and 45 min/day budgets. Those rows say so in
+    words instead of reading "0 answers, 0%" as if studying 45 minutes a day led to nothing;
+    the simulated numbers (--json) stay what they were."""
+    monkeypatch.setenv("DOJO_NOW", "2026-12-07T10:00:00+00:00")
+    runner = CliRunner()
+    out = runner.invoke(main, ["plan", "--interview", "2027-01-10", "--minutes", "45"])
+    assert out.exit_code == 0, out.output
+    shown = runner.invoke(main, ["plan", "--json"])
+    table = json.loads(shown.output)["table"]
+    labs = table[1]["lab_minutes_per_day"]
+    assert 40 < labs < 60 and {r["lab_minutes_per_day"] for r in table[1:]} == {labs}
+    full = [r for r in table[1:] if r["minutes_per_day"] <= labs]
+    left = [r for r in table[1:] if r["minutes_per_day"] > labs]
+    assert [r["minutes_per_day"] for r in full] == [20, 45] and len(left) >= 2
+    assert all(r["answers"] == 0 and r["mean_recall"] == 0 for r in full)  # unchanged
+    assert all(r["answers"] > 0 for r in left)
+    lines = out.output.splitlines()
+    assert f"lab levels take about {labs:.0f} min of each budget first" in " ".join(lines)
+    for r in full:
+        row = [x for x in lines if x.strip().startswith(f"{r['minutes_per_day']} min/day")]
+        assert row == [f"    {r['minutes_per_day']} min/day   labs alone take {labs:.0f} "
+                       "min/day: no time left for cards"], row
+    for r in left:
+        row = [x for x in lines if x.strip().startswith(f"{r['minutes_per_day']} min/day")]
+        assert len(row) == 1 and f"{r['answers']:>7}   {r['mean_recall']:>4.0%}" in row[0], row

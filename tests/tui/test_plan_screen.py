@@ -5,6 +5,7 @@ at 60x20, 80x24 and 100x30."""
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from collections.abc import Callable
 
 import pytest
@@ -27,6 +28,35 @@ def test_the_plan_input_reads_a_date_and_minutes() -> None:
     for bad in ("21/12/2026", "2026-12-21 0", "2026-12-21 lots", ""):
         with pytest.raises(ValueError):
             parse_plan(bad)
+    with pytest.raises(ValueError, match=r"'2026-13-01': month must be 1-12, not 13"):
+        parse_plan("2026-13-01 45")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (100, 30)])
+async def test_the_plan_screen_names_the_bad_part_of_a_date(
+    make_app: Callable[..., DojoApp], size: tuple[int, int],
+) -> None:
+    """Month 13 or 30 February is refused naming that part, readable at each size, and the
+    screen stays open with nothing stored."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(app, pilot)
+        await pilot.press("p")
+        assert isinstance(app.screen, PlanScreen)
+        for typed, says in (("2026-13-01 45", "month must be 1-12, not 13"),
+                            ("2027-02-30", "day must be 1-28 in February 2027, not 30")):
+            app.screen.query_one(Input).value = typed
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, PlanScreen)
+            error = app.screen.query_one("#plan-error", Static)
+            shown = " ".join(text_of(app, "#plan-error").split())
+            assert says in shown, shown
+            # wrapped to the widget's width, every line of it is on screen
+            wrapped = textwrap.wrap(shown, error.region.width)
+            assert error.region.height >= len(wrapped) and error.region.bottom <= size[1]
+        assert FlushedStore(app).plan() is None
 
 
 def _fits(app: DojoApp, selector: str) -> list[str]:

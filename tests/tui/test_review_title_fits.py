@@ -32,6 +32,13 @@ async def test_a_long_topic_title_is_cut_with_an_ellipsis_at_60_columns(
         shown = text_of(app, "#review-title")
         assert shown.rstrip().endswith("…"), shown
         assert "Batching: static" in shown
+        for width in range(60, 72):  # cut at a word's end whatever the width ("di…" of "dial")
+            await pilot.resize_terminal(width, 20)
+            await pilot.pause()
+            shown = text_of(app, "#review-title").rstrip()
+            if shown.endswith("…"):
+                kept = shown.removesuffix("…").split()[-1]
+                assert kept in LONG.replace(",", "").split(), (width, shown)
         lines = title.render_lines(title.region.reset_offset)
         assert "…" in "".join(strip.text for strip in lines), lines
     app = make_app()

@@ -187,6 +187,9 @@ def abandon() -> None:
         _print_report(current, services, as_json=False)
 
 
+NO_ROUND = "No finished mock round yet: start one with `dojo mock`."
+
+
 @mock.command("report")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--all", "every", is_flag=True, help="One line per finished round, oldest first.")
@@ -203,9 +206,11 @@ def report_cmd(as_json: bool, every: bool) -> None:
                 click.echo(json.dumps(rows, indent=1))
             for r in [] if as_json else rows:
                 click.echo(f"#{r['round']}  {r['finished'][:16]}  {r['score']:.0%}")
+            if not rows and not as_json:  # it printed nothing at all
+                click.echo(NO_ROUND, err=True)
             return
         if not rounds:
-            click.echo("No finished mock round yet: start one with `dojo mock`.", err=True)
+            click.echo(NO_ROUND, err=True)
             sys.exit(2)
         rid, _, _, state = rounds[-1]
         _print_report(MockRound.from_state(state, rid), services, as_json=as_json)

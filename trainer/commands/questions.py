@@ -58,7 +58,11 @@ def check(paths: tuple[Path, ...], draws: int, strict: bool) -> None:
     else:
         files, context = builtin_files() + pack_files(), []
     if not files:
-        click.echo("no question files to check" + ("" if paths else f" (in {BUILTIN_DIR})"))
+        if paths:  # a folder without .toml files: what was meant is not there
+            click.echo(f"{', '.join(map(str, paths))}: no question files (*.toml) in it",
+                       err=True)
+            raise SystemExit(1)
+        click.echo(f"no question files to check (in {BUILTIN_DIR})")
         return
     report = validate_files(files, context=context, draws=draws, builtin_dir=BUILTIN_DIR,
                             strict=strict, **lab_links())

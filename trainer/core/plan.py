@@ -70,7 +70,8 @@ class PlanReport:
             "table": [{"minutes_per_day": r.minutes, "mean_recall": round(r.mean_recall, 4),
                        "weakest_topic": None if r.weakest is None else r.weakest[0],
                        "weakest_recall": None if r.weakest is None else round(r.weakest[1], 4),
-                       "answers": round(r.answers)}
+                       "answers": round(r.answers),
+                       "lab_minutes_per_day": round(r.lab_minutes, 1)}
                       for r in self.table],
         }
 
@@ -111,6 +112,14 @@ def new_plan(interview: dt.date, minutes: int) -> Plan:
     return Plan(interview, minutes)
 
 
+def parse_day(text: str) -> dt.date:
+    """A plan's date typed as YYYY-MM-DD; ValueError names the bad part
+    (`scheduler.plan.parse_day`)."""
+    from scheduler.plan import parse_day as parse
+
+    return parse(text)
+
+
 def _budgets(minutes: int, need: int) -> list[int]:
     """A few daily budgets around the plan's: half, the plan's, 1.5x, 2x, and what fits."""
     out = {minutes, need}
@@ -134,7 +143,8 @@ def plan_report(store: Store, bank: Bank, now: dt.datetime | None = None, *,
         return readiness_report(cfg, today, store.cards(), params, store.lab_levels_passed(),
                                 outline_of(bank))
     return planned_report(cfg, today, plan, store.cards(), params, store.lab_levels_passed(),
-                          outline_of(bank), store.pace(), _cache_folder(store), table=table)
+                          outline_of(bank), store.pace(), _cache_folder(store), table=table,
+                          introduced_today=store.today_queue(now).introduced)
 
 
 def _cache_folder(store: Store) -> Path | None:
@@ -166,19 +176,23 @@ def prepare_days_ahead(store: Store, bank: Bank, now: dt.datetime | None = None,
         return 0
     cards, params = store.cards(), store.stored_value(FSRS_PARAMETERS_KEY)
     passed, outline, pace = store.lab_levels_passed(), outline_of(bank), store.pace()
+    introduced = store.today_queue(now).introduced if today in days else 0
     for day in days:
-        planned_report(cfg, day, plan, cards, params, passed, outline, pace, folder)
+        planned_report(cfg, day, plan, cards, params, passed, outline, pace, folder,
+                       introduced_today=introduced if day == today else 0)
     return len(days)
 
 
 def planned_report(cfg: Settings, today: dt.date, plan: Plan, cards: Iterable[Card],
                    params: Any, passed: set[tuple[str, int]], outline: Outline, pace: Pace,
-                   cache: Path | None, *, table: bool = False) -> PlanReport:
+                   cache: Path | None, *, table: bool = False,
+                   introduced_today: int = 0) -> PlanReport:
     """The report under a plan, from the cards (all of them: the retired and suspended are
     left out here), the stored FSRS weights, the lab levels passed and the learner's pace;
     the feasibility from the plan cache in the folder `cache` (`scheduler.plan_cache`: kept
     there, keyed by all of these) unless `table`. The store's path and the home screen's
-    quick path (`scheduler.quick.quick_home`) both end here."""
+    quick path (`scheduler.quick.quick_home`) both end here. `introduced_today`: the new cards
+    introduced earlier on `today` (its queue's `introduced`), counted in today's pace."""
     from scheduler.days import resolve_timezone
     from scheduler.readiness import day_start
 
@@ -187,7 +201,7 @@ def planned_report(cfg: Settings, today: dt.date, plan: Plan, cards: Iterable[Ca
     topics, to_pass = _readiness(in_study, params, passed, outline, at)
     weakest_first = sorted(topics, key=lambda t: (t.recall_on_day, t.topic))
     return _with_plan(cfg, plan, today, at, in_study, params, pace, topics, to_pass,
-                      weakest_first, cache, table)
+                      weakest_first, cache, table, introduced_today)
 
 
 def readiness_report(cfg: Settings, today: dt.date, cards: Iterable[Card], params: Any,
@@ -249,7 +263,7 @@ def _readiness(cards: list[Card], params: Any, passed: set[tuple[str, int]], out
 def _with_plan(cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime, cards: list[Card],
                params: Any, pace: Pace, topics: list[TopicReadiness], to_pass: list[int],
                weakest_first: list[TopicReadiness], cache: Path | None,
-               table: bool) -> PlanReport:
+               table: bool, introduced_today: int) -> PlanReport:
     """The report under a plan: the learner's pace, the plan's feasibility and (`table`) the
     workload-vs-recall rows, "no further study" first."""
     from scheduler.days import resolve_timezone
@@ -262,7 +276,7 @@ def _with_plan(cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime, cards
     sim_cards = [SimCard(c.question_id, c.topic, c.scheduled, c.memory) for c in cards]
     if not table:
         fit = plan_feasibility(cache, plan, today, sim_cards, pace, cfg, params, to_pass,
-                               __version__)
+                               __version__, introduced_today=introduced_today)
         return PlanReport(plan, today, at, (plan.interview - today).days, fit.new_per_day,
                           fit.feasible, fit.reason, weakest_first)
     tz = resolve_timezone(cfg.timezone)
@@ -270,14 +284,16 @@ def _with_plan(cfg: Settings, plan: Plan, today: dt.date, at: dt.datetime, cards
     def start(day: dt.date) -> dt.datetime:
         return day_start(day, cfg.rollover_hour, tz)
 
-    fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass)
+    fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass,
+                      introduced_today=introduced_today)
     # What the home shows of it, kept for the app's next start (no second simulation).
     plan_feasibility(cache, plan, today, sim_cards, pace, cfg, params, to_pass, __version__,
-                     computed=fit)
+                     computed=fit, introduced_today=introduced_today)
     rows: tuple[BudgetRow, ...] = ()
     if fit.forecast is not None:
         budgets = _budgets(plan.minutes, 5 * math.ceil(fit.need_minutes / 5))
-        fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass, budgets)
+        fit = feasibility(plan, today, sim_cards, pace, start, cfg, params, to_pass, budgets,
+                          introduced_today=introduced_today)
         share = {t.topic: t.recall_on_day * t.introduced / t.cards for t in topics if t.cards}
         low = min(share, key=lambda t: (share[t], t), default=None)
         rows = (BudgetRow(None, sum(share.values()) / len(share) if share else 0.0,
@@ -297,11 +313,17 @@ def table_lines(report: PlanReport) -> list[str]:
     weakest topic) for no further study and for a few daily budgets followed exactly."""
     if not report.table:
         return []
-    out = ["If followed (lab levels take their share of each budget first; a card not yet",
-           "introduced counts as forgotten): min/day, answers, recall on the day (mean ·",
+    labs = max(r.lab_minutes for r in report.table)
+    share = f"about {labs:.0f} min" if labs else "their share"
+    out = [f"If followed (lab levels take {share} of each budget first; a card not yet "
+           "introduced counts as forgotten): min/day, answers, recall on the day (mean · "
            "weakest topic)"]
     for r in report.table:
         label = "no more study" if r.minutes is None else f"{r.minutes:>4} min/day"
+        if r.labs_take_all:  # not "0 answers, 0%": the budget never reaches the cards
+            out.append(f"  {label:<14} labs alone take {r.lab_minutes:.0f} min/day: "
+                       "no time left for cards")
+            continue
         weakest = "" if r.weakest is None else f" · {r.weakest[1]:.0%} {r.weakest[0]}"
         out.append(f"  {label:<14} {r.answers:>7.0f}   {r.mean_recall:>4.0%}{weakest}")
     return out

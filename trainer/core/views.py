@@ -7,13 +7,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from trainer.core.stats import RecurringMistake, collect, rehearsal_line
-
 if TYPE_CHECKING:
     from lab.rebuild import DueRebuild
     from scheduler.records import Card, LabAttempt, QueueItem
     from trainer.core.plan import PlanReport
     from trainer.core.services import Services
+    from trainer.core.stats import RecurringMistake
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def quick_today_view() -> TodayView | None:
         try:
             plan = planned_report(home.settings, queue.day, home.plan, home.cards,
                                   home.fsrs_parameters, home.labs_passed, outline, home.pace,
-                                  folder)
+                                  folder, introduced_today=queue.introduced)
         except Exception:  # e.g. fsrs missing from a broken install: the full path warns
             return None
     view = TodayView(
@@ -286,6 +285,8 @@ class StatsView:
 
 
 def stats_view(services: Services) -> StatsView:
+    from trainer.core.stats import collect, rehearsal_line  # not on the home's start
+
     store, now = services.store, services.now
     report = collect(store, 365, now, services.bank)
     retention = []

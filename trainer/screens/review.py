@@ -333,7 +333,10 @@ class ReviewScreen(DojoScreen):
                 low = mid
             else:
                 high = mid - 1
-        return escape(f"{head} · {topic[:low].rstrip()}…")
+        cut = topic[:low]
+        if low < len(topic) and topic[low] != " " and " " in cut:
+            cut = cut.rsplit(" ", 1)[0]  # a whole word before the "…", not "di…" of "dial"
+        return escape(f"{head} · {cut.rstrip(' ,;:')}…")
 
     def action_default_grade(self) -> None:
         if self.session.feedback is not None:

@@ -116,8 +116,10 @@ def _check_needless_preemption(p: dict[str, Any], got: dict[str, Any], calls: li
                                rows_of: list[list[int]], finish_t: dict[int, float]) -> None:
     """A decoding request (it fed one token in the previous call, so it feeds one in this one)
     leaves the batch unfinished, or restarts from an empty row, only when the batch cannot grow:
-    if the KV the call left plus what that request held and its one new token fit the budget,
-    the preemption was needless (a cancelled request may leave, level 4)."""
+    if the KV of the rows that stayed, plus what that request and the call's other decoding
+    victims held and one new token each, fits the budget, the preemption was needless (a
+    cancelled request may leave, level 4). Rows that join in the call do not count: room is
+    made before admission. A call that also preempted a prefilling row is not judged."""
     budget = p["kv_budget_tokens"]
     cancelled = {i for _ct, i, ok, *_ in got.get("cancels", []) if ok is True}
 
@@ -128,16 +130,21 @@ def _check_needless_preemption(p: dict[str, Any], got: dict[str, Any], calls: li
     for n in range(1, len(calls)):
         t0 = calls[n][0]
         before, now, fed = held_by(n - 1), held_by(n), held_by(n - 1, 1)
-        for r in rows_of[n - 1]:
-            restarted = r in now and now[r] <= before.get(r, 0)  # its KV dropped, recomputed
-            if ((r in rows_of[n] and not restarted) or r in cancelled
-                    or finish_t.get(r, math.inf) <= t0 or fed.get(r) != 1):
-                continue
-            others = sum(r2[2] for r2 in calls[n][2]) - now.get(r, 0)
-            grown = others + before.get(r, 0) + 1
+        restarted = {r for r in now if now[r] <= before.get(r, 0)}  # KV dropped, recomputed
+        victims = [r for r in rows_of[n - 1] if (r not in rows_of[n] or r in restarted)
+                   and r not in cancelled and finish_t.get(r, math.inf) > t0]
+        # room is made before anyone joins: what counts is the rows that stayed, plus the other
+        # victims, any of which may have been preempted after this one (a row that joins in
+        # this call, the head resumed with a first chunk included, does not count)
+        stayed = sum(k for r2, k in now.items() if r2 in before and r2 not in restarted)
+        for r in victims:
+            others = [v for v in victims if v != r]
+            if fed.get(r) != 1 or any(fed.get(v) != 1 for v in others):
+                continue  # a prefilling victim's growth is its next chunk: not known here
+            grown = stayed + sum(before.get(v, 0) + 1 for v in [r, *others])
             if grown <= budget:
                 raise Fail(f"model call {n} at t={t0:.3f} s preempted request {r}"
-                           + (" (and recomputed it at once)" if restarted else "")
+                           + (" (and recomputed it at once)" if r in restarted else "")
                            + f", but the batch with it, grown by its next token, holds {grown} "
                            f"of the {budget} KV tokens: it fits — preempt only when the running "
                            "batch cannot grow within the budget (exactly at the budget fits)")
