@@ -31,6 +31,13 @@ class BudgetRow:
     mean_recall: float  # mean over topics of the share of cards recalled on the day (new: 0)
     weakest: tuple[str, float] | None  # the weakest topic and its share
     answers: float  # answers until the interview
+    lab_minutes: float = 0.0  # the labs' share of each budgeted day, taken before any card
+
+    @property
+    def labs_take_all(self) -> bool:
+        """The labs' share fills the budget: no card is answered, so its recall is the
+        no-study one whatever the budget (a row the table says in words, not as 0 answers)."""
+        return self.minutes is not None and self.lab_minutes >= self.minutes
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,8 @@ def feasibility(
     # "in all": the whole plan's, not the busiest day's (a reader took 1850 answers for a day's)
     cost = (f"about {total:.0f} answers in all at {pace.answer_s:.0f} s each (re-drills included)"
             f"{lab_note}")
-    table = tuple(_row(b, run(max(0.0, b - lab_total / max(forecast.intro_days, 1))))
-                  for b in budgets)
+    lab_day = lab_total / max(forecast.intro_days, 1)  # each budgeted day's lab share
+    table = tuple(_row(b, run(max(0.0, b - lab_day)), lab_day) for b in budgets)
     if remaining and not days:
         return Feasibility(
             False,
@@ -110,6 +117,6 @@ def feasibility(
         peak, new_per_day, forecast, table)
 
 
-def _row(budget: int, forecast: Forecast) -> BudgetRow:
+def _row(budget: int, forecast: Forecast, lab_minutes: float) -> BudgetRow:
     return BudgetRow(budget, forecast.mean_share, forecast.weakest_share,
-                     sum(forecast.answers))
+                     sum(forecast.answers), lab_minutes)

@@ -26,6 +26,26 @@ DEFAULT_ANSWER_S = 30.0  # before the learner has answered anything
 PLAN_KEY = "plan"  # settings-table key: {"interview": "YYYY-MM-DD", "minutes": N}
 
 
+def parse_day(text: str) -> dt.date:
+    """A plan's date typed as YYYY-MM-DD (`dojo plan --interview`, the app's plan screen).
+    Raises ValueError naming the bad part (month 13, 30 February) rather than only the shape."""
+    import re  # not on the home's start path
+
+    shape = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text.strip())
+    if shape is None:
+        raise ValueError(f"{text!r} is not a date YYYY-MM-DD")
+    year, month, day = (int(part) for part in shape.groups())
+    if year < 1:
+        raise ValueError(f"{text!r}: year must be 0001-9999, not {shape[1]}")
+    if not 1 <= month <= 12:
+        raise ValueError(f"{text!r}: month must be 1-12, not {month}")
+    first = dt.date(year, month, 1)
+    last = 31 if month == 12 else (dt.date(year, month + 1, 1) - first).days
+    if not 1 <= day <= last:
+        raise ValueError(f"{text!r}: day must be 1-{last} in {first:%B %Y}, not {day}")
+    return dt.date(year, month, day)
+
+
 @dataclass(frozen=True)
 class Plan:
     interview: dt.date

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,6 +20,27 @@ settings.load_profile("dojo")
 @pytest.fixture(scope="session")
 def _bank_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dojo-cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _commits_without_fsync() -> Iterator[None]:
+    """The tests' stores write without fsync (PRAGMA synchronous = OFF after the store's own
+    pragmas; the app keeps FULL: tests/scheduler/test_durable_commits.py). That drops only what
+    guards a commit against power loss or an OS crash, which no test can observe (the crash
+    tests kill processes, whose commits WAL keeps either way, and run their writers in
+    subprocesses, which keep FULL). Each sync waited 5-6 ms on this shared disk: the 30-day
+    history's 2,183 commits took 24.7 s wall vs 13.6 s in a folder without fsync, 3-4 s of CPU
+    either way; test_quick_home + test_core_store + test_answers made 2,435 fsync/fdatasync
+    calls."""
+    from scheduler.storage.base import on_connect as real
+
+    def on_connect(dbapi_conn: Any, record: Any) -> None:
+        real(dbapi_conn, record)
+        dbapi_conn.execute("PRAGMA synchronous = OFF")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("scheduler.store.on_connect", on_connect)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -670,8 +670,9 @@ def wait_and_mirror(pid: int, lifeline: int = -1) -> None:
     kill_descendants()
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        with contextlib.suppress(OSError, ValueError):
-            signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be set: it is
+            signal.signal(sig, signal.SIG_DFL)  # default already (a SIGKILL was mirrored as
+        with contextlib.suppress(OSError):  # exit status 1: "os._exit?", not "SIGKILL")
             os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 

@@ -418,3 +418,17 @@ def test_making_the_workspace_too_large_to_count_is_stopped(learner_dir: Path,
     assert (failure["kind"], failure["message"]) == ("disk", (
         f"your code made more than {limits.WATCHED_ENTRIES:,} files and folders in your "
         "workspace folder, more than the sandbox can watch — stopped")), failure
+
+
+@pytest.mark.parametrize("deny", MODES[1:])
+def test_a_process_killed_by_sigkill_is_said_so(learner_dir: Path, deny: bool) -> None:
+    """The waiter mirrors how the learner's process ended; a SIGKILL (the kernel's OOM
+    killer's, or the code's own) came out as 'the process exited with status 1 without
+    answering (os._exit or a native abort?)'. (With namespaces the learner's process is its
+    PID namespace's init, which its own SIGKILL does not end.)"""
+    body = _kv("import signal\n"
+               "os.kill(os.getpid(), signal.SIGKILL)")
+    result, _ = grade_as_learner(learner_dir, "", body=body, deny_userns=deny)
+    failure = _failure(result)
+    assert (failure["kind"], failure["message"]) == (
+        "crash", "your code crashed the process (SIGKILL, killed — out of memory?)"), failure

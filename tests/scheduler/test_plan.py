@@ -222,3 +222,71 @@ def test_the_paces_median_is_statistics_median() -> None:
         assert _median(ints) == statistics.median(ints)
         assert _median(floats) == statistics.median(floats)
     assert _median([1, 2]) == 1.5 != sorted([1, 2])[0]
+
+
+@pytest.mark.parametrize(("typed", "says"), [
+    ("2026-13-01", "'2026-13-01': month must be 1-12, not 13"),
+    ("2026-00-10", "'2026-00-10': month must be 1-12, not 0"),
+    ("2027-02-29", "'2027-02-29': day must be 1-28 in February 2027, not 29"),
+    ("2026-04-31", "'2026-04-31': day must be 1-30 in April 2026, not 31"),
+    ("0000-05-01", "'0000-05-01': year must be 0001-9999, not 0000"),
+    ("21/12/2026", "'21/12/2026' is not a date YYYY-MM-DD"),
+])
+def test_dojo_plan_names_the_bad_part_of_a_date(dojo_home: Path, typed: str, says: str) -> None:
+    """`dojo plan --interview` says which part of a date is wrong (month 13, 31 April), not
+    only that the text is not a date; nothing is stored."""
+    out = CliRunner().invoke(main, ["plan", "--interview", typed])
+    assert out.exit_code == 2, out.output
+    assert f"Invalid value for --interview: {says}" in " ".join(out.output.split())
+    with Store.open(dojo_home / "dojo.sqlite3") as store:
+        assert store.plan() is None
+
+
+@pytest.mark.slow
+def test_the_table_says_when_labs_take_the_whole_budget(
+    dojo_home: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new learner with every linked lab level still to pass: the labs' daily share (about
+    47 min at the stated defaults) fills the 20 and 45 min/day budgets. Those rows say so in
+    words instead of reading "0 answers, 0%" as if studying 45 minutes a day led to nothing;
+    the simulated numbers (--json) stay what they were."""
+    monkeypatch.setenv("DOJO_NOW", "2026-12-07T10:00:00+00:00")
+    runner = CliRunner()
+    out = runner.invoke(main, ["plan", "--interview", "2027-01-10", "--minutes", "45"])
+    assert out.exit_code == 0, out.output
+    shown = runner.invoke(main, ["plan", "--json"])
+    table = json.loads(shown.output)["table"]
+    labs = table[1]["lab_minutes_per_day"]
+    assert 40 < labs < 60 and {r["lab_minutes_per_day"] for r in table[1:]} == {labs}
+    full = [r for r in table[1:] if r["minutes_per_day"] <= labs]
+    left = [r for r in table[1:] if r["minutes_per_day"] > labs]
+    assert [r["minutes_per_day"] for r in full] == [20, 45] and len(left) >= 2
+    assert all(r["answers"] == 0 and r["mean_recall"] == 0 for r in full)  # unchanged
+    assert all(r["answers"] > 0 for r in left)
+    lines = out.output.splitlines()
+    assert f"lab levels take about {labs:.0f} min of each budget first" in " ".join(lines)
+    for r in full:
+        row = [x for x in lines if x.strip().startswith(f"{r['minutes_per_day']} min/day")]
+        assert row == [f"    {r['minutes_per_day']} min/day   labs alone take {labs:.0f} "
+                       "min/day: no time left for cards"], row
+    for r in left:
+        row = [x for x in lines if x.strip().startswith(f"{r['minutes_per_day']} min/day")]
+        assert len(row) == 1 and f"{r['answers']:>7}   {r['mean_recall']:>4.0%}" in row[0], row
+
+
+@pytest.mark.slow
+def test_dojo_plan_says_cards_begun_in_words(dojo_home: Path) -> None:
+    """Each topic line says "N/M cards begun" (answered at least once), not a bare "N/M in",
+    with the same counts as --json, under a heading that says what "labs" counts."""
+    import re
+
+    runner = CliRunner()
+    out = runner.invoke(main, ["plan"])
+    assert out.exit_code == 0, out.output
+    topics = json.loads(runner.invoke(main, ["plan", "--json"]).output)["topics"]
+    assert "weakest first (labs = levels passed):" in " ".join(out.output.split())
+    shown = [m.groups() for m in re.finditer(
+        r" (\d+)/(\d+) cards begun · labs (\d+)/(\d+)$", out.output, re.MULTILINE)]
+    assert shown == [(str(t["introduced"]), str(t["cards"]), str(t["labs_passed"]),
+                      str(t["labs_total"])) for t in topics]
+    assert len(shown) > 10 and " in · labs " not in out.output

@@ -13,10 +13,12 @@ DEFAULT_MINUTES = 30
 
 
 def _date(value: str) -> dt.date:
+    from trainer.core.plan import parse_day
+
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"expected a date YYYY-MM-DD, got {value!r}") from None
+        return parse_day(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--interview") from None
 
 
 @click.command()
@@ -34,9 +36,10 @@ def plan(interview: str | None, minutes: int | None, clear: bool, as_json: bool)
     seconds per answer, re-drills, the reviews already scheduled, the lab levels still to
     pass); if the busiest day does not fit your budget the plan says what would. A table
     shows the recall on the day (mean and weakest topic) for a few daily budgets beside no
-    further study. Each topic's readiness is its cards' predicted recall (FSRS) at the start
-    of the interview day, weakest first, beside the lab levels passed (docs/readiness.md
-    shows how to recompute it from `dojo export`).
+    further study; a budget the lab levels alone fill says so. Each topic's readiness is its
+    cards' predicted recall (FSRS) at the start of the interview day, weakest first, beside
+    the cards begun and the lab levels passed (docs/readiness.md shows how to recompute it
+    from `dojo export`).
 
     Example: dojo plan --interview 2026-12-21 --minutes 45
     """

@@ -70,7 +70,8 @@ class PlanReport:
             "table": [{"minutes_per_day": r.minutes, "mean_recall": round(r.mean_recall, 4),
                        "weakest_topic": None if r.weakest is None else r.weakest[0],
                        "weakest_recall": None if r.weakest is None else round(r.weakest[1], 4),
-                       "answers": round(r.answers)}
+                       "answers": round(r.answers),
+                       "lab_minutes_per_day": round(r.lab_minutes, 1)}
                       for r in self.table],
         }
 
@@ -109,6 +110,14 @@ def new_plan(interview: dt.date, minutes: int) -> Plan:
     from scheduler.plan import Plan
 
     return Plan(interview, minutes)
+
+
+def parse_day(text: str) -> dt.date:
+    """A plan's date typed as YYYY-MM-DD; ValueError names the bad part
+    (`scheduler.plan.parse_day`)."""
+    from scheduler.plan import parse_day as parse
+
+    return parse(text)
 
 
 def _budgets(minutes: int, need: int) -> list[int]:
@@ -304,11 +313,17 @@ def table_lines(report: PlanReport) -> list[str]:
     weakest topic) for no further study and for a few daily budgets followed exactly."""
     if not report.table:
         return []
-    out = ["If followed (lab levels take their share of each budget first; a card not yet",
-           "introduced counts as forgotten): min/day, answers, recall on the day (mean ·",
+    labs = max(r.lab_minutes for r in report.table)
+    share = f"about {labs:.0f} min" if labs else "their share"
+    out = [f"If followed (lab levels take {share} of each budget first; a card not yet "
+           "introduced counts as forgotten): min/day, answers, recall on the day (mean · "
            "weakest topic)"]
     for r in report.table:
         label = "no more study" if r.minutes is None else f"{r.minutes:>4} min/day"
+        if r.labs_take_all:  # not "0 answers, 0%": the budget never reaches the cards
+            out.append(f"  {label:<14} labs alone take {r.lab_minutes:.0f} min/day: "
+                       "no time left for cards")
+            continue
         weakest = "" if r.weakest is None else f" · {r.weakest[1]:.0%} {r.weakest[0]}"
         out.append(f"  {label:<14} {r.answers:>7.0f}   {r.mean_recall:>4.0%}{weakest}")
     return out
@@ -316,13 +331,14 @@ def table_lines(report: PlanReport) -> list[str]:
 
 def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) -> list[str]:
     """Plain-text lines: the plan headline, then one line a topic (weakest first): a recall
-    bar, the share, the title, cards introduced and labs passed, fitted to `width`."""
+    bar, the share, the title, the cards begun (answered at least once) of the topic's and the
+    lab levels passed, fitted to `width`."""
     from questions.wording import plural
 
     lines = []
     if report.plan is None:
         lines.append("No interview date set (p on Today, or dojo plan --interview DATE).")
-        lines.append(f"Recall {report.horizon}, weakest first (labs passed):")
+        lines.append(f"Recall {report.horizon}, weakest first (labs = levels passed):")
     else:
         left = report.days_left or 0
         when = (f"{plural(left, 'day')} left" if left > 0 else "today" if left == 0
@@ -333,15 +349,16 @@ def plan_lines(report: PlanReport, width: int = 80, limit: int | None = None) ->
             f"{report.plan.minutes} min/day · {report.new_per_day} new/day · {verdict}")
         lines.append(report.reason)
         lines += table_lines(report)
-        lines.append("Recall on the day, weakest first (labs passed):")
+        lines.append("Recall on the day, weakest first (labs = levels passed):")
     import textwrap
 
     lines = [part for line in lines for part in textwrap.wrap(line, width) or [""]]
     shown = report.topics if limit is None else report.topics[:limit]
     bar = 10 if width >= 70 else 6
+    begun = {t.topic: f"{t.introduced}/{t.cards}" for t in shown}  # answered at least once
+    wide = max((len(b) for b in begun.values()), default=0)
     for t in shown:
-        tail = (f" {t.introduced:>3}/{t.cards:<3} in · labs "
-                f"{t.labs_passed}/{t.labs_total}")
+        tail = f" {begun[t.topic]:>{wide}} cards begun · labs {t.labs_passed}/{t.labs_total}"
         room = max(8, width - bar - 6 - len(tail))
         title = t.title if len(t.title) <= room else t.title[:room - 1] + "…"
         lines.append(f"{recall_bar(t.recall_on_day, bar)} {t.recall_on_day:>4.0%} "

@@ -10,6 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from trainer.core.plan import parse_day
+
 DEFAULT_MINUTES = 30
 
 
@@ -21,10 +23,7 @@ def parse_plan(text: str) -> tuple[dt.date, int] | None:
         return None
     if not 1 <= len(words) <= 2:
         raise ValueError("type a date YYYY-MM-DD and, optionally, minutes a day")
-    try:
-        day = dt.date.fromisoformat(words[0])
-    except ValueError:
-        raise ValueError(f"{words[0]!r} is not a date YYYY-MM-DD") from None
+    day = parse_day(words[0])  # its ValueError names the bad part
     minutes = DEFAULT_MINUTES
     if len(words) == 2:
         if not words[1].isdecimal() or not 1 <= int(words[1]) <= 600:
