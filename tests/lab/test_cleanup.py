@@ -279,3 +279,61 @@ def _sandboxes_of(workspace: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+SERVE_WITH_SLOW_IMPORTS = """
+import sys, time
+import lab.grader.spawn as spawn
+spawn.Prepared._import = lambda self: time.sleep(600)  # this process's torch never arrives
+sys.argv = ["dojo", "lab", "serve"]
+from trainer.launch import main
+main()
+"""
+
+
+def test_the_server_stopped_while_preparing_does_not_wait_for_its_own_imports(
+        tmp_path: Path) -> None:
+    """The app gives `dojo lab serve` 5 s after SIGTERM (STOP_GRACE_S), then SIGKILL, which
+    leaves the prepared child's folder. After a grading the server prepares the next one's
+    child and imports its modules on a thread (torch, transformers: 4-9 s at load, here
+    forever); stopped then, it closed that child waiting for those imports. On the way out it
+    no longer waits: it ends within the grace, status 143, no folder left."""
+    from lab.exercises import get
+    from tests import lab_state
+    from trainer.core.lab_serve import STOP_GRACE_S
+
+    home, tmp, work = tmp_path / "home", tmp_path / "tmp", tmp_path / "work"
+    for folder in (home, tmp, work):
+        folder.mkdir()
+    env = {**os.environ, "DOJO_HOME": str(home), "TMPDIR": str(tmp)}
+    os.environ["DOJO_HOME"], saved = str(home), os.environ.get("DOJO_HOME")
+    try:
+        lab_state.start(get("sampling"), work)
+    finally:
+        if saved is None:
+            del os.environ["DOJO_HOME"]
+        else:
+            os.environ["DOJO_HOME"] = saved
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_WITH_SLOW_IMPORTS], cwd=work, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=default_signals)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b'{"exercise": "sampling", "level": 1}\n')  # the stub fails
+        proc.stdin.flush()
+        for line in proc.stdout:  # then the server prepares the next grading's child
+            if b'"served"' in line:
+                break
+        assert _wait_for(lambda: any(tmp.glob("dojo-sandbox-*")), 120), "no child prepared"
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            rc = None
+        assert rc == 143, "still cleaning up when the app would SIGKILL it"
+        assert list(tmp.glob("dojo-sandbox-*")) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -608,9 +608,9 @@ def _serve(lab: Lab) -> None:
             if again is not None:
                 ex, path, levels, models = again
                 prepared = prepare(ex, path, GradeOptions(levels=levels, models=models))
-    finally:
-        if prepared is not None:
-            prepared.close()
+    finally:  # on the way out (stdin closed, or SIGTERM from the app: 5 s before SIGKILL),
+        if prepared is not None:  # so this process's own imports are not awaited
+            prepared.close(leaving=True)
         link.close()
 
 
