@@ -7,7 +7,9 @@ torch and transformers are imported inside the functions so that importing `lab.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,19 +171,50 @@ def _load(path: Path, dev: str, torch_dtype: Any) -> Any:
     _offline()
     from transformers import AutoModelForCausalLM
 
+    report = _LoadReport()
+    logger = logging.getLogger("transformers.modeling_utils")  # where the report is logged
+    level, propagate = logger.level, logger.propagate
+    logger.propagate = logger.getEffectiveLevel() <= logging.WARNING  # a silenced one stays so
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(report)
     try:
         loaded: Any = AutoModelForCausalLM.from_pretrained(
             path, dtype=torch_dtype, local_files_only=True, output_loading_info=True
         )
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load a causal LM from {path}: {exc}") from exc
-    except RuntimeError as exc:  # e.g. a converted family (MoE experts) missing one tensor
-        raise _weights_refused(path, [], [], f"transformers could not convert them "
-                                            f"({' '.join(str(exc).split())[:300]})") from exc
+    except RuntimeError as exc:
+        if "conversion of the weights" not in str(exc):  # e.g. out of memory: not the folder's
+            raise
+        # a family converted while loading (MoE experts stacked) with a tensor renamed or
+        # left out: transformers raises after logging its report, whose rows name them
+        raise _weights_refused(path, report.rows["MISSING"], report.rows["UNEXPECTED"],
+                               "transformers could not convert them into its own layout"
+                               ) from exc
+    finally:
+        logger.removeHandler(report)
+        logger.setLevel(level)
+        logger.propagate = propagate
     model, info = loaded
     if info["missing_keys"] or info["unexpected_keys"]:
         raise _weights_refused(path, info["missing_keys"], info["unexpected_keys"])
     return model.to(dev).eval()
+
+
+class _LoadReport(logging.Handler):
+    """The MISSING and UNEXPECTED rows of the load report transformers logs (`key | status`):
+    the only place that names the tensors when it raises on a conversion it could not do."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.rows: dict[str, list[str]] = {"MISSING": [], "UNEXPECTED": []}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", record.getMessage())
+        for line in text.splitlines():
+            cells = [cell.strip() for cell in line.split("|")]
+            if len(cells) >= 2 and cells[1] in self.rows:
+                self.rows[cells[1]].append(cells[0])
 
 
 def _weights_refused(folder: Path, missing: list[str], unexpected: list[str],

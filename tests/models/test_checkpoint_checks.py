@@ -465,6 +465,33 @@ def test_loading_refuses_a_renamed_tensor_and_takes_intact_families(good: Path,
         load_model(neox, device="cpu")
 
 
+@pytest.mark.slow
+def test_loading_refuses_a_renamed_expert_of_a_converted_moe(tmp_path: Path) -> None:
+    """Mixtral's experts are stacked while loading: intact, the folder loads; one expert
+    renamed, transformers raises on the conversion, and the refusal names the tensors from
+    its load report."""
+    import torch
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    from lab.models.loading import WeightsError, load_model
+
+    torch.manual_seed(0)
+    MixtralForCausalLM(MixtralConfig(vocab_size=256, hidden_size=32, intermediate_size=64,
+                                     num_hidden_layers=1, num_attention_heads=4,
+                                     num_key_value_heads=2, num_local_experts=2)
+                       ).save_pretrained(tmp_path / "moe")
+    assert load_model(tmp_path / "moe", device="cpu") is not None
+    expert = "model.layers.0.block_sparse_moe.experts.1.w1.weight"
+    folder = _renamed(Path(shutil.copytree(tmp_path / "moe", tmp_path / "renamed")), expert,
+                      expert.replace("w1", "w1X"))
+    with pytest.raises(WeightsError) as info:
+        load_model(folder, device="cpu")
+    assert (f"{folder}: model.safetensors: tensor 'model.layers.0.mlp.experts.gate_up_proj' "
+            "that config.json's model needs is not in the weights; found "
+            "'model.layers.0.mlp.experts.1.w1X.weight' that it does not use; transformers "
+            "could not convert them") in str(info.value)
+
+
 def test_the_sandbox_reports_a_refused_load_as_a_checkpoint_fault() -> None:
     """Raised inside a sandboxed child, the refusal comes back as kind `checkpoint` with its
     own words (the runner stops the grading on it with exit 2), not as the learner's
@@ -490,3 +517,21 @@ def test_grading_on_a_target_with_a_renamed_tensor_exits_2_naming_it(good: Path,
     assert result.exit_code == 2, result.output
     assert (f"Error: {target}: model.safetensors: tensor {UP!r} that config.json's model needs "
             f"is not in the weights; found {UP + 'X'!r}") in result.output
+
+
+@pytest.mark.slow
+def test_a_load_that_runs_out_of_memory_is_not_called_a_broken_folder(
+        good: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only transformers' conversion failure is the folder's: any other RuntimeError (the
+    sandbox's memory cap while loading) keeps its kind, so the grader says out of memory."""
+    import transformers
+
+    from lab.models.loading import load_model
+
+    def oom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", oom)
+    with pytest.raises(RuntimeError, match="DefaultCPUAllocator") as info:
+        load_model(good, device="cpu")
+    assert type(info.value) is RuntimeError
