@@ -15,8 +15,7 @@ torch = pytest.importorskip("torch")
 
 from lab.models import native_step  # noqa: E402
 from lab.models.decode_runner import DecodeRunner, generate  # noqa: E402
-from lab.models.lean_llama import LeanLlama, Projection, lean_for  # noqa: E402
-from lab.models.loading import MODELS_DIR  # noqa: E402
+from lab.models.lean_llama import LeanLlama, Projection  # noqa: E402
 from lab.models.native_step import NativeStep, build, c_compiler, unsupported  # noqa: E402
 from lab.models.static_step import StaticStep  # noqa: E402
 from tests.models.test_static_step import (  # noqa: E402
@@ -27,16 +26,6 @@ from tests.models.test_static_step import (  # noqa: E402
     _static_rows,
     _tiny_lean,
 )
-
-
-@pytest.fixture(scope="module")
-def lean() -> LeanLlama:
-    from lab.models.plain_llama import load_plain_llama
-
-    torch.set_num_threads(1)
-    found = lean_for(load_plain_llama(MODELS_DIR / "pycode-target"))
-    assert found is not None
-    return found
 
 
 @pytest.fixture(scope="module")

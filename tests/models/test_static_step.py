@@ -20,18 +20,7 @@ from lab.models.decode_runner import (  # noqa: E402
     padded_size,
 )
 from lab.models.lean_llama import LeanLlama, lean_for  # noqa: E402
-from lab.models.loading import MODELS_DIR  # noqa: E402
 from lab.models.static_step import StaticStep  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def lean() -> LeanLlama:
-    from lab.models.plain_llama import load_plain_llama
-
-    torch.set_num_threads(1)
-    found = lean_for(load_plain_llama(MODELS_DIR / "pycode-target"))
-    assert found is not None
-    return found
 
 
 def _prompts(lengths: list[int], seed: int) -> list[Any]:
