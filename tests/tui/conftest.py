@@ -17,6 +17,7 @@ from textual.widgets import Static
 from trainer.app import DojoApp
 from trainer.core.services import Services
 from trainer.core.session import Item
+from trainer.screens.review import ReviewScreen
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BANK = FIXTURES / "bank"
@@ -111,6 +112,18 @@ async def ready(app: DojoApp, pilot: Pilot[None]) -> None:
         if app.services is not None and view is not None:
             return
     raise AssertionError("the app never finished loading")
+
+
+async def open_review(app: DojoApp, pilot: Pilot[None],
+                      *keys: str) -> tuple[ReviewScreen, Item]:
+    """Press `keys` (default Enter: today's session) and return the review screen they open
+    and the card it shows."""
+    await pilot.press(*(keys or ("enter",)))
+    review = app.screen
+    assert isinstance(review, ReviewScreen)
+    item = review.session.current
+    assert item is not None
+    return review, item
 
 
 def text_of(app: DojoApp, selector: str) -> str:

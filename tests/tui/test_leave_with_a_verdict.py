@@ -8,9 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.tui.conftest import FlushedStore, ready, right_keys, text_of, wrong_keys
+from tests.tui.conftest import FlushedStore, open_review, ready, right_keys, text_of, wrong_keys
 from trainer.app import DojoApp
-from trainer.screens.review import ReviewScreen
 from trainer.screens.summary import SummaryScreen
 
 AppFactory = Callable[..., DojoApp]
@@ -21,11 +20,7 @@ async def test_a_quit_with_the_verdict_showing_saves_enters_grade(make_app: AppF
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None
+        _review, item = await open_review(app, pilot)
         await pilot.press(*right_keys(item))
         assert "Right" in text_of(app, "#verdict")
         store = FlushedStore(app)
@@ -44,11 +39,7 @@ async def test_ending_with_the_verdict_showing_saves_it_and_the_summary_counts_i
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None
+        _review, item = await open_review(app, pilot)
         await pilot.press(*wrong_keys(item))
         assert "Not quite" in text_of(app, "#verdict")
         await pilot.press("escape")
@@ -63,11 +54,7 @@ async def test_nothing_is_saved_for_a_card_not_answered(make_app: AppFactory) ->
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None
+        _review, item = await open_review(app, pilot)
         await pilot.press("escape")
         assert "Answered   0" in text_of(app, "#summary-body")
         assert FlushedStore(app).history(item.question_id) == []

@@ -9,10 +9,9 @@ from dataclasses import replace
 import pytest
 
 from questions.model import LabLink
-from tests.tui.conftest import ready, right_keys
+from tests.tui.conftest import open_review, ready, right_keys
 from trainer.app import DojoApp
 from trainer.screens.lab import LabScreen
-from trainer.screens.review import ReviewScreen
 
 AppFactory = Callable[..., DojoApp]
 
@@ -22,11 +21,8 @@ async def test_the_lab_link_opens_the_named_level(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None and item.question.lab is not None
+        _review, item = await open_review(app, pilot)
+        assert item.question.lab is not None
         item.question = replace(item.question, lab=LabLink("batch-engine", 2))
         await pilot.press(*right_keys(item))
         await pilot.press("l")
@@ -55,11 +51,8 @@ async def test_each_grade_key_shows_the_next_interval(make_app: AppFactory) -> N
         assert app.services is not None
         app.services.store.answer("batching-001", 4, correct=True, answer_text="x",
                                   response_ms=1, now=NOW - dt.timedelta(days=1))
-        await pilot.press("enter")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None and item.question_id == "batching-001"
+        _review, item = await open_review(app, pilot)
+        assert item.question_id == "batching-001"
         await pilot.press(*right_keys(item))
         bar = text_of(app, "#gradebar")
         assert "3 hard 6d↻" in bar and "4 good 6d" in bar and "5 easy 6d" in bar
@@ -75,11 +68,9 @@ async def test_a_related_question_is_one_key_away_and_back(make_app: AppFactory)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter", "ctrl+b", "ctrl+b")  # to kv-cache-001, related to -002
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None and item.question_id == "kv-cache-001"
+        # to kv-cache-001, related to -002
+        review, item = await open_review(app, pilot, "enter", "ctrl+b", "ctrl+b")
+        assert item.question_id == "kv-cache-001"
         await pilot.press(*right_keys(item), "r")
         assert isinstance(app.screen, RelatedScreen)
         await pilot.press("1")

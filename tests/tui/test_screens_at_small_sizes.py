@@ -13,7 +13,7 @@ import pytest
 from textual.widget import Widget
 from textual.widgets import DataTable
 
-from tests.tui.conftest import ready, text_of
+from tests.tui.conftest import open_review, ready, text_of
 from trainer.app import DojoApp
 from trainer.screens.review import ReviewScreen
 
@@ -238,11 +238,8 @@ async def test_grade_bar_says_what_3_4_5_change_on_a_young_card(make_app: AppFac
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(app, pilot)
-        await pilot.press("enter")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None and item.is_mcq
+        _review, item = await open_review(app, pilot)
+        assert item.is_mcq
         await pilot.press("abcd"[item.instance.correct_index or 0])
         await _settle(app, pilot)
         bar = text_of(app, "#gradebar")

@@ -9,9 +9,8 @@ from dataclasses import replace
 import pytest
 from textual.widget import Widget
 
-from tests.tui.conftest import ready, right_keys
+from tests.tui.conftest import open_review, ready, right_keys
 from trainer.app import DojoApp
-from trainer.screens.review import ReviewScreen
 from trainer.widgets.keybar import KeyBar
 
 AppFactory = Callable[..., DojoApp]
@@ -55,11 +54,7 @@ async def test_every_screen_fits(make_app: AppFactory, size: tuple[int, int]) ->
             _keybar_keeps_help(app)
             await pilot.press("escape")
             await _settle(app, pilot)
-        await pilot.press("enter")  # a review: answer the MCQ
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
-        item = review.session.current
-        assert item is not None
+        review, item = await open_review(app, pilot)  # a review: answer the MCQ
         long = "\n\n".join(f"Step {i}: a long worked explanation line." for i in range(30))
         item.instance = replace(item.instance, explanation=long)  # taller than the terminal
         await pilot.press(*right_keys(item))
