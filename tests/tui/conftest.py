@@ -24,27 +24,6 @@ BANK = FIXTURES / "bank"
 BROKEN = FIXTURES / "broken"
 
 
-# Pilot waits for the app to go idle (textual._wait.wait_for_idle: twice per key pressed, once
-# per pause) by sleeping SLEEP_GRANULARITY (20 ms) at a time until a step used under 1/20 of it
-# in CPU time. Most waits end after one step, so these tests slept more than they worked
-# (test_app.py and test_mistakes.py, serial: 17.0 s of 20.2 s asleep there, 5.1 s of CPU). Steps
-# of 5 ms keep the same test (CPU under 1/20 of a step: SLEEP_IDLE scaled with it) and end those
-# waits 4x sooner: the same two files took 7.0-9.5 s (2 ms steps: no faster, more steps).
-# `QUICK_IDLE` does the same at the top of a script that runs the app in another process.
-IDLE_STEP = 0.005
-QUICK_IDLE = ("import textual._wait as _wait\n"
-              f"_wait.SLEEP_GRANULARITY, _wait.SLEEP_IDLE = {IDLE_STEP}, {IDLE_STEP / 20}\n")
-
-
-@pytest.fixture(autouse=True)
-def quick_idle(monkeypatch: pytest.MonkeyPatch) -> None:
-    import textual._wait as wait
-
-    assert wait.SLEEP_IDLE == wait.SLEEP_GRANULARITY / 20, "textual's idle test changed"
-    monkeypatch.setattr(wait, "SLEEP_GRANULARITY", IDLE_STEP)
-    monkeypatch.setattr(wait, "SLEEP_IDLE", IDLE_STEP / 20)
-
-
 @pytest.fixture
 def held_store(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """The app's store (and bank) held from opening until the returned event is set (at most

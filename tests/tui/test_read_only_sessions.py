@@ -14,7 +14,6 @@ import pytest
 from scheduler.days import utc_now
 from scheduler.store import DB_NAME, Store
 from tests.learner import Learner, learner, read_only
-from tests.tui.conftest import QUICK_IDLE
 from trainer.core.services import Services
 
 __all__ = ["learner"]  # the fixture, used by name
@@ -111,7 +110,7 @@ def _history(who: Learner) -> None:
 
 def _walk(who: Learner, size: tuple[int, int],
           ways: list[tuple[str, list[str]]]) -> dict[str, object]:
-    result = who.run("-c", QUICK_IDLE + TUI, json.dumps(ways), json.dumps(size), timeout=300)
+    result = who.run("-c", TUI, json.dumps(ways), json.dumps(size), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     line = next(x for x in result.stdout.splitlines() if x.startswith("RESULT "))
     out: dict[str, object] = json.loads(line.removeprefix("RESULT "))

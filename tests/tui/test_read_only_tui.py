@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.store import DB_NAME, Store
 from tests.learner import Learner, learner, listing, read_only
-from tests.tui.conftest import QUICK_IDLE, ready, right_keys, text_of
+from tests.tui.conftest import ready, right_keys, text_of
 from trainer.app import DojoApp
 from trainer.screens.browse import BrowseScreen
 from trainer.screens.review import ReviewScreen
@@ -60,7 +60,7 @@ asyncio.run(main())
 
 
 def _run_tui(who: Learner) -> dict[str, object]:
-    result = who.run("-c", QUICK_IDLE + TUI, timeout=180)
+    result = who.run("-c", TUI, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     line = next(x for x in result.stdout.splitlines() if x.startswith("RESULT "))
     out: dict[str, object] = json.loads(line.removeprefix("RESULT "))
